@@ -1,0 +1,161 @@
+"""The hand-off between the ingest reader and the table writers: one ``ChangeBatch`` per source table.
+
+The reader side (Kafka -> decoded Debezium events) builds a ``ChangeBatch`` for every source table
+that received events in a micro-batch; a ``TableWriter`` applies it to that table's bronze change
+log and silver current-state table, recording ``progress`` in the same table commits.
+
+Row layout of ``ChangeBatch.df`` (one row per change event, tombstones already dropped):
+
+- the source table's columns, typed as ``columns`` says: the after image for ``r``/``c``/``u``,
+  the before image for ``d`` (at least the key columns), all null for ``t`` (truncate);
+- metadata, exactly these names and types::
+
+    _op               string          "r" | "c" | "u" | "d" | "t"
+    _seq              array<bigint>   4 numbers from ``Position.seq()``, compared lexicographically
+    _source_ts_ms     bigint          source.ts_ms (commit time at the source)
+    _tx_id            string          transaction id or null ("571:24023128")
+    _tx_total_order   bigint          transaction.total_order or null
+    _topic            string          Kafka topic
+    _partition        int             Kafka partition
+    _offset           bigint          Kafka offset
+    _ingest_ts        timestamp       when the reader took the record
+    _unavailable      array<string>   columns holding a placeholder (unchanged TOAST, LOB,
+                                      minimal row image): their stored value must be kept
+    _key_json         string          the raw Kafka key as JSON ('{"id":1}'), null for truncates
+
+Example row (PostgreSQL update of ``inventory.customers`` with an unchanged TOAST column)::
+
+    {"id": 1001, "email": "sally@example.com", "notes": null,
+     "_op": "u", "_seq": [24023128, 24023200, 0, 0], "_source_ts_ms": 1700000000123,
+     "_tx_id": "571:24023128", "_tx_total_order": 2, "_topic": "shop.inventory.customers",
+     "_partition": 0, "_offset": 42, "_ingest_ts": "2026-11-22T09:41:12Z",
+     "_unavailable": ["notes"], "_key_json": "{\\"id\\":1001}"}
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:  # Spark is only needed where a batch is actually built or written
+    from pyspark.sql import DataFrame
+    from pyspark.sql.types import DataType
+
+TableFormat = Literal["iceberg", "delta"]
+DeleteMode = Literal["hard", "soft"]
+
+#: Metadata columns every ``ChangeBatch.df`` carries, in this order, with their Spark SQL types.
+METADATA_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("_op", "string"),
+    ("_seq", "array<bigint>"),
+    ("_source_ts_ms", "bigint"),
+    ("_tx_id", "string"),
+    ("_tx_total_order", "bigint"),
+    ("_topic", "string"),
+    ("_partition", "int"),
+    ("_offset", "bigint"),
+    ("_ingest_ts", "timestamp"),
+    ("_unavailable", "array<string>"),
+    ("_key_json", "string"),
+)
+METADATA_NAMES: frozenset[str] = frozenset(name for name, _ in METADATA_COLUMNS)
+
+#: Length of ``_seq``: every connector's position maps to 4 numbers (unused trailing ones are 0).
+SEQ_LENGTH = 4
+
+
+@dataclass(frozen=True)
+class TableTarget:
+    """Where one source table lands, and how.
+
+    ``bronze_table`` / ``silver_table`` are Spark SQL identifiers: ``catalog.schema.table`` (Unity
+    Catalog style, used as is) or ``schema.table`` (the writer prefixes its configured catalog).
+    The delta-rs writer maps the same names to directories under its warehouse
+    (``bronze.shop_inventory_customers`` -> ``<warehouse>/bronze/shop_inventory_customers``).
+
+    ``key_columns`` is empty for a source table without a primary key: such a table gets a bronze
+    change log only (the writer logs a warning once) unless key columns are configured.
+    """
+
+    topic: str
+    connector: str  # "postgres" | "mysql" | "sqlserver" | "oracle"
+    database: str | None
+    schema: str | None
+    table: str
+    bronze_table: str
+    silver_table: str
+    format: TableFormat = "iceberg"
+    key_columns: tuple[str, ...] = ()
+    delete_mode: DeleteMode = "hard"
+
+    @property
+    def source_name(self) -> str:
+        """Dotted source name for messages: ``inventory.public.customers``."""
+        return ".".join(p for p in (self.database, self.schema, self.table) if p)
+
+    @property
+    def has_key(self) -> bool:
+        return bool(self.key_columns)
+
+    @property
+    def ledger_table(self) -> str:
+        """The delete ledger beside silver: keys (and truncates) with the ``_seq`` they were removed at."""
+        return f"{self.silver_table}__deletes"
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    """One source column as the decoder typed it.
+
+    ``data_type`` is a ``pyspark.sql.types.DataType``; ``connect_schema`` is the Kafka Connect
+    field schema it came from (``{"type": "int64", "optional": false, "field": "id"}``), kept for
+    type-mapping decisions such as decimals without a fixed scale.
+    """
+
+    name: str
+    data_type: DataType
+    nullable: bool = True
+    connect_schema: dict[str, Any] | None = None
+
+
+@dataclass
+class ChangeBatch:
+    """The changes of one source table in one micro-batch (see the module docstring for ``df``).
+
+    ``progress`` maps each Kafka ``(topic, partition)`` this batch read to the last offset it covers,
+    for example ``{("shop.inventory.customers", 0): 41}``; the writer commits it with the data.
+    """
+
+    table: TableTarget
+    columns: list[ColumnSpec]
+    df: DataFrame
+    progress: dict[tuple[str, int], int] = field(default_factory=dict)
+
+    @property
+    def column_names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    """What one ``TableWriter.apply`` did to one source table's tables.
+
+    ``skipped`` is true when the tables already held this batch (a replay): nothing was written.
+    ``bronze_version`` / ``silver_version`` are the Iceberg snapshot id or Delta version committed
+    (None when that table was not written). ``schema_changes`` lists what evolution did, in words.
+    """
+
+    table: TableTarget
+    batch_id: int
+    events: int
+    bronze_rows: int
+    silver_upserts: int
+    silver_deletes: int
+    skipped: bool = False
+    bronze_version: int | None = None
+    silver_version: int | None = None
+    max_seq: tuple[int, ...] | None = None
+    max_source_ts_ms: int | None = None
+    schema_changes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    seconds: float = 0.0
