@@ -1,0 +1,176 @@
+"""Logical replication over libpq (psycopg 3's ``pq`` layer) with our own CopyBoth framing.
+
+psycopg 3 has no replication API, but a ``replication=database`` connection accepts the
+replication commands, and ``START_REPLICATION`` switches it to COPY BOTH mode where each
+CopyData message is one of (big-endian integers)::
+
+    server -> client  b'w' Int64 dataStart  Int64 walEnd  Int64 sendTime  payload   (XLogData)
+    server -> client  b'k' Int64 walEnd     Int64 sendTime  Byte replyRequested    (keepalive)
+    client -> server  b'r' Int64 written  Int64 flushed  Int64 applied  Int64 clock  Byte reply
+
+The client's "flushed" LSN is what PostgreSQL may discard WAL up to: lakecdc sends only a
+position whose events the sink has made durable (see coordinator.py).
+"""
+
+from __future__ import annotations
+
+import select
+import struct
+import time
+from dataclasses import dataclass
+from typing import Final
+
+from psycopg import pq
+
+from lakecdc.capture.postgres.errors import ReplicationConnectionLost, raise_for_replication_error
+from lakecdc.capture.postgres.decoder import PG_EPOCH_OFFSET_US
+
+_XLOG_HEAD: Final = struct.Struct(">QQq")
+_KEEPALIVE: Final = struct.Struct(">QqB")
+_STATUS: Final = struct.Struct(">cQQQqB")
+
+
+def format_lsn(lsn: int) -> str:
+    """``0x16B3748`` -> ``'0/16B3748'`` (PostgreSQL's textual LSN)."""
+    return f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}"
+
+
+def parse_lsn(text: str) -> int:
+    high, _, low = text.partition("/")
+    return (int(high, 16) << 32) | int(low, 16)
+
+
+@dataclass(slots=True, frozen=True)
+class SlotCreated:
+    slot_name: str
+    consistent_point: int
+    snapshot_name: str | None
+
+
+@dataclass(slots=True)
+class XLogData:
+    data_start: int
+    wal_end: int
+    payload: memoryview
+
+
+@dataclass(slots=True)
+class Keepalive:
+    wal_end: int
+    reply_requested: bool
+
+
+class ReplicationConnection:
+    """One ``replication=database`` libpq connection.
+
+    >>> conn = ReplicationConnection.connect("host=... dbname=shop user=cdc replication=database")
+    >>> conn.start("lakecdc_slot", 0, {"proto_version": "1", "publication_names": "pub"})
+    >>> msg = conn.read(timeout=1.0)   # XLogData, Keepalive or None
+    """
+
+    def __init__(self, pgconn: pq.abc.PGconn) -> None:
+        self._pgconn = pgconn
+        self._streaming = False
+        self._pending: list[bytes] = []
+
+    @classmethod
+    def connect(cls, conninfo: str) -> "ReplicationConnection":
+        pgconn = pq.PGconn.connect(conninfo.encode())
+        if pgconn.status != pq.ConnStatus.OK:
+            message = pgconn.get_error_message().decode(errors="replace")
+            pgconn.finish()
+            raise_for_replication_error(message, during="connecting for replication")
+        return cls(pgconn)
+
+    # -- commands ---------------------------------------------------------------------------
+    def command(self, sql: str) -> list[tuple[str | None, ...]]:
+        """Run one replication command and return its rows as text."""
+        result = self._pgconn.exec_(sql.encode())
+        if result.status not in (pq.ExecStatus.TUPLES_OK, pq.ExecStatus.COMMAND_OK):
+            message = result.get_error_message().decode(errors="replace")
+            raise_for_replication_error(message, during=sql.split(" (")[0])
+        rows = []
+        for row in range(result.ntuples):
+            rows.append(
+                tuple(
+                    None if (v := result.get_value(row, col)) is None else v.decode()
+                    for col in range(result.nfields)
+                )
+            )
+        return rows
+
+    def create_slot(self, slot_name: str, export_snapshot: bool) -> SlotCreated:
+        """Create a pgoutput slot; with ``export_snapshot`` the returned snapshot name stays valid
+        until the next command on this connection (the snapshot reader imports it meanwhile)."""
+        option = "EXPORT_SNAPSHOT" if export_snapshot else "NOEXPORT_SNAPSHOT"
+        rows = self.command(f'CREATE_REPLICATION_SLOT "{slot_name}" LOGICAL pgoutput {option}')
+        _, consistent_point, snapshot_name, _ = rows[0]
+        return SlotCreated(slot_name, parse_lsn(consistent_point or "0/0"), snapshot_name)
+
+    def start(self, slot_name: str, start_lsn: int, options: dict[str, str]) -> None:
+        opts = ", ".join(f"{k} '{v}'" for k, v in options.items())
+        sql = f'START_REPLICATION SLOT "{slot_name}" LOGICAL {format_lsn(start_lsn)} ({opts})'
+        self._pgconn.send_query(sql.encode())
+        result = self._pgconn.get_result()
+        if result is None or result.status != pq.ExecStatus.COPY_BOTH:
+            message = (result.get_error_message() if result else self._pgconn.get_error_message())
+            raise_for_replication_error(message.decode(errors="replace"), during="START_REPLICATION")
+        self._pgconn.nonblocking = 1
+        self._streaming = True
+
+    # -- streaming --------------------------------------------------------------------------
+    def read(self, timeout: float) -> XLogData | Keepalive | None:
+        """The next message, waiting at most ``timeout`` seconds; None when nothing arrived."""
+        pgconn = self._pgconn
+        nbytes, data = pgconn.get_copy_data(1)
+        if nbytes == 0:
+            ready, _, _ = select.select([pgconn.socket], [], [], timeout)
+            if not ready:
+                return None
+            try:
+                pgconn.consume_input()
+            except pq.PQerror as exc:  # socket closed under us
+                raise ReplicationConnectionLost(str(exc)) from exc
+            nbytes, data = pgconn.get_copy_data(1)
+            if nbytes == 0:
+                return None
+        if nbytes < 0:
+            self._raise_copy_end()
+        kind = data[0]
+        if kind == 0x77:  # 'w'
+            start, end, _ = _XLOG_HEAD.unpack_from(data, 1)
+            return XLogData(start, end, data[25:])
+        if kind == 0x6B:  # 'k'
+            end, _, reply = _KEEPALIVE.unpack_from(data, 1)
+            return Keepalive(end, bool(reply))
+        return None
+
+    def send_status(self, received_lsn: int, flushed_lsn: int, reply: bool = False) -> None:
+        """Standby status update: ``flushed_lsn`` is the position PostgreSQL may release."""
+        now_us = int(time.time() * 1_000_000) - PG_EPOCH_OFFSET_US
+        message = _STATUS.pack(b"r", received_lsn, flushed_lsn, flushed_lsn, now_us, int(reply))
+        pgconn = self._pgconn
+        if pgconn.put_copy_data(message) != 1:
+            raise ReplicationConnectionLost(pgconn.get_error_message().decode(errors="replace"))
+        while pgconn.flush() == 1:
+            select.select([], [pgconn.socket], [], 1.0)
+
+    def _raise_copy_end(self) -> None:
+        result = self._pgconn.get_result()
+        message = ""
+        if result is not None:
+            message = result.get_error_message().decode(errors="replace")
+        if not message:
+            message = self._pgconn.get_error_message().decode(errors="replace")
+        self._streaming = False
+        raise_for_replication_error(message or "replication stream ended", during="streaming")
+
+    def close(self) -> None:
+        if not self._pgconn.status == pq.ConnStatus.BAD:
+            try:
+                if self._streaming:
+                    self._pgconn.put_copy_end()
+                    self._pgconn.flush()
+            except pq.PQerror:
+                pass
+        self._pgconn.finish()
