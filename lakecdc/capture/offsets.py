@@ -62,12 +62,12 @@ class FileOffsetStore:
     def _read(self) -> dict[str, Offset]:
         if not self.path.exists():
             return {}
-        text = self.path.read_text(encoding="utf-8")
-        if not text.strip():
-            return {}
         try:
+            text = self.path.read_text(encoding="utf-8")
+            if not text.strip():
+                return {}
             data = json.loads(text)
-        except json.JSONDecodeError as exc:
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise OffsetStoreError(
                 f"offset file {self.path} is not lakecdc's JSON offset format ({exc}); a Kafka "
                 "Connect FileOffsetBackingStore file (Java serialization) cannot be read - "
