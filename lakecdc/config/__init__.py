@@ -1,0 +1,21 @@
+"""Connector configuration: Debezium property names, validated; secrets never shown.
+
+>>> from lakecdc.config import CommonConnectorConfig, load_properties
+>>> cfg = CommonConnectorConfig.from_properties({"topic.prefix": "shop", "table.include.list": "public.orders"})
+>>> cfg.table_filter.matches("public", "orders")
+True
+"""
+
+from lakecdc.config.base import PropertiesModel, Secret, load_properties
+from lakecdc.config.connector import CommonConnectorConfig
+from lakecdc.config.filters import ColumnFilter, KeyColumns, TableFilter
+
+__all__ = [
+    "ColumnFilter",
+    "CommonConnectorConfig",
+    "KeyColumns",
+    "PropertiesModel",
+    "Secret",
+    "TableFilter",
+    "load_properties",
+]

@@ -135,7 +135,7 @@ class PropertiesModel(BaseModel):
             prefix = next((p for p in cls.prefix_fields if name.startswith(p) and len(name) > len(p)), None)
             if prefix is not None:
                 gathered.setdefault(cls.prefix_fields[prefix], {})[name[len(prefix) :]] = value
-            elif name in cls.accepted_names or name.startswith(cls.accepted_prefixes):
+            elif name in cls.accepted_names or (name.startswith(cls.accepted_prefixes) and not cls._looks_like_typo(name)):
                 kept[name] = str(value)
             else:
                 unknown.append(name)
@@ -144,6 +144,11 @@ class PropertiesModel(BaseModel):
         for field, values in gathered.items():
             modelled[field] = {**values, **dict(modelled.get(field) or {})}
         return modelled, kept
+
+    @classmethod
+    def _looks_like_typo(cls, name: str) -> bool:
+        # `database.*` and friends pass through to drivers; `database.hostnme` is still a typo.
+        return bool(difflib.get_close_matches(name, cls.known_names(), n=1, cutoff=0.88))
 
     @classmethod
     def _current_name(cls, name: str) -> str:
@@ -229,6 +234,16 @@ class PropertiesModel(BaseModel):
         return f"invalid value {shown} for property '{name}': {detail}"
 
     # ------------------------------------------------------------------ access
+
+    def __eq__(self, other: object) -> bool:
+        # How a value was spelled (alias, legacy name, spacing) does not make two configs differ.
+        if type(other) is not type(self):
+            return NotImplemented
+        assert isinstance(other, PropertiesModel)
+        fields = type(self).model_fields
+        return all(getattr(self, n) == getattr(other, n) for n in fields) and self._passthrough == other._passthrough
+
+    __hash__ = None  # type: ignore[assignment]  # dict-valued fields make configs unhashable anyway
 
     @property
     def passthrough(self) -> dict[str, str]:

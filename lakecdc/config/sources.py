@@ -175,10 +175,7 @@ def parse_yaml_properties(text: str, *, source: str = "<yaml>") -> dict[str, str
         if set(doc) == {section} and isinstance(doc[section], dict):
             doc = doc[section]
     if isinstance(doc.get("config"), dict) and set(doc) <= {"name", "config"}:
-        body = dict(doc["config"])
-        if "name" in doc:
-            body.setdefault("name", doc["name"])
-        doc = body
+        doc = {"name": doc["name"], **doc["config"]} if "name" in doc else dict(doc["config"])
     flat: dict[str, str] = {}
     _flatten(doc, "", flat, source)
     return flat

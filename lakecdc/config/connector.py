@@ -1,0 +1,446 @@
+"""``CommonConnectorConfig``: the properties every Debezium connector shares.
+
+Connector models (``lakecdc/capture/<connector>/config.py``) subclass it, add their own
+properties, and narrow ``snapshot_modes`` / defaults::
+
+    class PostgresConnectorConfig(CommonConnectorConfig):
+        snapshot_modes = ("initial", "always", "never", "initial_only", "when_needed", "no_data")
+        database_port: int = Field(5432, alias="database.port")
+        slot_name: str = Field("debezium", alias="slot.name")
+
+    cfg = PostgresConnectorConfig.from_file("conf/postgres.properties")
+    cfg.table_filter.matches("public", "orders")
+
+Defaults are Debezium 3.x's. Kafka Connect / worker properties found in Debezium files
+(``connector.class``, converters, ``producer.*``, ``transforms*`` ...) are accepted and kept in
+``passthrough``; :meth:`CommonConnectorConfig.ignored_properties` lists those lakecdc does not
+apply, so the CLI can say so once at start.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cached_property
+from typing import ClassVar, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from lakecdc.config.base import PropertiesModel
+from lakecdc.config.filters import (
+    ColumnFilter,
+    KeyColumns,
+    TableFilter,
+    check_exclusive,
+    compile_regex_list,
+    parse_table_list,
+    split_list,
+)
+from lakecdc.config.secret import Secret
+from lakecdc.errors import ConfigError
+
+JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
+OPERATION_CODES = ("c", "u", "d", "t")
+_TOPIC_NAME = re.compile(r"[A-Za-z0-9._\-]+")
+
+OffsetStorageKind = Literal["file", "kafka", "memory"]
+_OFFSET_STORES: dict[str, OffsetStorageKind] = {
+    "file": "file",
+    "kafka": "kafka",
+    "memory": "memory",
+    "org.apache.kafka.connect.storage.FileOffsetBackingStore": "file",
+    "org.apache.kafka.connect.storage.KafkaOffsetBackingStore": "kafka",
+    "org.apache.kafka.connect.storage.MemoryOffsetBackingStore": "memory",
+}
+_HISTORY_STORES: dict[str, OffsetStorageKind] = {
+    "file": "file",
+    "kafka": "kafka",
+    "memory": "memory",
+    "io.debezium.storage.file.history.FileSchemaHistory": "file",
+    "io.debezium.storage.kafka.history.KafkaSchemaHistory": "kafka",
+    "io.debezium.relational.history.MemorySchemaHistory": "memory",
+}
+
+# Accepted because Debezium files carry them; lakecdc does not apply them (see ignored_properties).
+_NOT_APPLIED_NAMES = frozenset({"transforms", "predicates", "converters", "post.processors", "topic.naming.strategy"})
+_KAFKA_CONNECT_NAMES = frozenset(
+    {
+        "connector.class", "tasks.max", "header.converter", "header.converter.schemas.enable",
+        "offset.flush.timeout.ms", "offset.commit.policy", "config.action.reload",
+        "custom.metric.tags", "snapshot.tables.order.by.row.count", "topic.cache.size",
+        "snapshot.max.threads.multiplier", "errors.retry.delay.initial.ms", "errors.retry.delay.max.ms",
+    }
+    | _NOT_APPLIED_NAMES
+)
+_KAFKA_CONNECT_PREFIXES = (
+    "database.", "driver.", "producer.", "consumer.", "admin.", "signal.", "notification.",
+    "key.converter.", "value.converter.", "header.converter.", "offset.storage.",
+    "schema.history.internal.", "topic.creation.", "transforms.", "predicates.", "errors.",
+    "internal.", "metrics.",
+)
+
+
+class ColumnRule:
+    """One ``column.mask.with.<n>.chars`` / ``column.truncate.to.<n>.chars`` /
+    ``column.mask.hash.<algorithm>.with.salt.<salt>`` entry, its regexes on ``<table id>.<column>``."""
+
+    __slots__ = ("kind", "length", "algorithm", "salt", "patterns", "property_name")
+
+    def __init__(self, kind: str, property_name: str, patterns: tuple[re.Pattern[str], ...], *,
+                 length: int | None = None, algorithm: str | None = None, salt: str | None = None) -> None:
+        self.kind, self.property_name, self.patterns = kind, property_name, patterns
+        self.length, self.algorithm, self.salt = length, algorithm, salt
+
+    def applies_to(self, table_id: str, column: str) -> bool:
+        qualified = f"{table_id}.{column}"
+        return any(p.fullmatch(qualified) for p in self.patterns)
+
+    def __repr__(self) -> str:
+        return f"ColumnRule({self.property_name!r})"
+
+
+class CommonConnectorConfig(PropertiesModel):
+    """Properties shared by every connector, with Debezium's names and defaults."""
+
+    snapshot_modes: ClassVar[tuple[str, ...]] = ()
+    # Connectors that replay DDL (MySQL, SQL Server, Oracle) set this; PostgreSQL ignores the
+    # schema.history.internal* properties exactly as Debezium does.
+    uses_schema_history: ClassVar[bool] = False
+    excluded_schemas: ClassVar[frozenset[str]] = frozenset()
+    accepted_names = _KAFKA_CONNECT_NAMES
+    accepted_prefixes = _KAFKA_CONNECT_PREFIXES
+    legacy_names = {
+        "database.server.name": "topic.prefix",
+        "transaction.topic": "topic.transaction",
+        "heartbeat.topics.prefix": "topic.heartbeat.prefix",
+        "database.history": "schema.history.internal",
+        "table.whitelist": "table.include.list",
+        "table.blacklist": "table.exclude.list",
+        "schema.whitelist": "schema.include.list",
+        "schema.blacklist": "schema.exclude.list",
+        "database.whitelist": "database.include.list",
+        "database.blacklist": "database.exclude.list",
+        "column.whitelist": "column.include.list",
+        "column.blacklist": "column.exclude.list",
+    }
+    legacy_prefixes = {"database.history.": "schema.history.internal."}
+    prefix_fields = {
+        "snapshot.select.statement.overrides.": "snapshot_select_overrides",
+        "column.mask.with.": "column_mask_with",
+        "column.truncate.to.": "column_truncate_to",
+        "column.mask.hash.": "column_mask_hash",
+    }
+
+    # identity and connection
+    name: str | None = Field(None, alias="name")
+    topic_prefix: str = Field(alias="topic.prefix")
+    database_hostname: str | None = Field(None, alias="database.hostname")
+    database_port: int | None = Field(None, alias="database.port", ge=1, le=65535)
+    database_user: str | None = Field(None, alias="database.user")
+    database_password: Secret | None = Field(None, alias="database.password")
+    database_dbname: str | None = Field(None, alias="database.dbname")
+
+    # what to capture
+    database_include_list: str | None = Field(None, alias="database.include.list")
+    database_exclude_list: str | None = Field(None, alias="database.exclude.list")
+    schema_include_list: str | None = Field(None, alias="schema.include.list")
+    schema_exclude_list: str | None = Field(None, alias="schema.exclude.list")
+    table_include_list: str | None = Field(None, alias="table.include.list")
+    table_exclude_list: str | None = Field(None, alias="table.exclude.list")
+    column_include_list: str | None = Field(None, alias="column.include.list")
+    column_exclude_list: str | None = Field(None, alias="column.exclude.list")
+    message_key_columns: str | None = Field(None, alias="message.key.columns")
+    skipped_operations: str = Field("t", alias="skipped.operations")
+
+    # snapshot
+    snapshot_mode: str = Field("initial", alias="snapshot.mode")
+    snapshot_fetch_size: int | None = Field(None, alias="snapshot.fetch.size", ge=1)
+    snapshot_delay_ms: int = Field(0, alias="snapshot.delay.ms", ge=0)
+    snapshot_max_threads: int = Field(1, alias="snapshot.max.threads", ge=1)
+    snapshot_include_collection_list: str | None = Field(None, alias="snapshot.include.collection.list")
+    snapshot_select_statement_overrides: str | None = Field(None, alias="snapshot.select.statement.overrides")
+    snapshot_select_overrides: dict[str, str] = Field(default_factory=dict)
+    incremental_snapshot_chunk_size: int = Field(1024, alias="incremental.snapshot.chunk.size", ge=1)
+    signal_data_collection: str | None = Field(None, alias="signal.data.collection")
+    signal_enabled_channels: str = Field("source", alias="signal.enabled.channels")
+
+    # event shape
+    tombstones_on_delete: bool = Field(True, alias="tombstones.on.delete")
+    provide_transaction_metadata: bool = Field(False, alias="provide.transaction.metadata")
+    topic_transaction: str = Field("transaction", alias="topic.transaction")
+    topic_delimiter: str = Field(".", alias="topic.delimiter")
+    topic_heartbeat_prefix: str = Field("__debezium-heartbeat", alias="topic.heartbeat.prefix")
+    heartbeat_interval_ms: int = Field(0, alias="heartbeat.interval.ms", ge=0)
+    heartbeat_action_query: str | None = Field(None, alias="heartbeat.action.query")
+    include_schema_changes: bool = Field(True, alias="include.schema.changes")
+    decimal_handling_mode: Literal["precise", "double", "string"] = Field("precise", alias="decimal.handling.mode")
+    time_precision_mode: Literal[
+        "adaptive", "adaptive_time_microseconds", "connect", "isostring", "microseconds", "nanoseconds"
+    ] = Field("adaptive", alias="time.precision.mode")
+    binary_handling_mode: Literal["bytes", "base64", "base64-url-safe", "hex"] = Field(
+        "bytes", alias="binary.handling.mode"
+    )
+    schema_name_adjustment_mode: Literal["none", "avro", "avro_unicode"] = Field(
+        "none", alias="schema.name.adjustment.mode"
+    )
+    field_name_adjustment_mode: Literal["none", "avro", "avro_unicode"] = Field(
+        "none", alias="field.name.adjustment.mode"
+    )
+    include_unknown_datatypes: bool = Field(False, alias="include.unknown.datatypes")
+    unavailable_value_placeholder: str = Field("__debezium_unavailable_value", alias="unavailable.value.placeholder")
+    column_propagate_source_type: str | None = Field(None, alias="column.propagate.source.type")
+    datatype_propagate_source_type: str | None = Field(None, alias="datatype.propagate.source.type")
+    column_mask_with: dict[str, str] = Field(default_factory=dict)
+    column_truncate_to: dict[str, str] = Field(default_factory=dict)
+    column_mask_hash: dict[str, str] = Field(default_factory=dict)
+
+    # flow control and failures
+    max_batch_size: int = Field(2048, alias="max.batch.size", ge=1)
+    max_queue_size: int = Field(8192, alias="max.queue.size", ge=1)
+    max_queue_size_in_bytes: int = Field(0, alias="max.queue.size.in.bytes", ge=0)
+    poll_interval_ms: int = Field(500, alias="poll.interval.ms", ge=0)
+    event_processing_failure_handling_mode: Literal["fail", "warn", "skip", "ignore"] = Field(
+        "fail", alias="event.processing.failure.handling.mode"
+    )
+    errors_max_retries: int = Field(-1, alias="errors.max.retries", ge=-1)
+    retriable_restart_connector_wait_ms: int = Field(10000, alias="retriable.restart.connector.wait.ms", ge=0)
+
+    # offsets, schema history, converters, Kafka
+    offset_storage: str | None = Field(None, alias="offset.storage")
+    offset_storage_file_filename: str | None = Field(None, alias="offset.storage.file.filename")
+    offset_storage_topic: str | None = Field(None, alias="offset.storage.topic")
+    offset_storage_partitions: int = Field(1, alias="offset.storage.partitions", ge=1)
+    offset_storage_replication_factor: int = Field(1, alias="offset.storage.replication.factor", ge=-1)
+    offset_flush_interval_ms: int = Field(60000, alias="offset.flush.interval.ms", ge=0)
+    schema_history_internal: str | None = Field(None, alias="schema.history.internal")
+    schema_history_internal_file_filename: str | None = Field(None, alias="schema.history.internal.file.filename")
+    schema_history_internal_kafka_topic: str | None = Field(None, alias="schema.history.internal.kafka.topic")
+    schema_history_internal_kafka_bootstrap_servers: str | None = Field(
+        None, alias="schema.history.internal.kafka.bootstrap.servers"
+    )
+    schema_history_internal_store_only_captured_tables_ddl: bool = Field(
+        False, alias="schema.history.internal.store.only.captured.tables.ddl"
+    )
+    schema_history_internal_skip_unparseable_ddl: bool = Field(
+        False, alias="schema.history.internal.skip.unparseable.ddl"
+    )
+    converter_schemas_enable: bool | None = Field(None, alias="converter.schemas.enable")
+    key_converter_schemas_enable: bool | None = Field(None, alias="key.converter.schemas.enable")
+    value_converter_schemas_enable: bool | None = Field(None, alias="value.converter.schemas.enable")
+    key_converter: str | None = Field(None, alias="key.converter")
+    value_converter: str | None = Field(None, alias="value.converter")
+    bootstrap_servers: str | None = Field(None, alias="bootstrap.servers")
+
+    # ------------------------------------------------------------------ validation
+
+    @field_validator("snapshot_mode", mode="before")
+    @classmethod
+    def _lower_mode(cls, value: object) -> object:
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _check(self) -> CommonConnectorConfig:
+        if self.snapshot_modes and self.snapshot_mode not in self.snapshot_modes:
+            raise ConfigError(
+                f"invalid value '{self.snapshot_mode}' for property 'snapshot.mode': allowed values are "
+                + ", ".join(self.snapshot_modes),
+                "snapshot.mode",
+            )
+        for alias in ("topic.prefix", "topic.transaction", "topic.heartbeat.prefix"):
+            value = getattr(self, self._field_by_alias(alias))
+            if not _TOPIC_NAME.fullmatch(value):
+                raise ConfigError(
+                    f"invalid value '{value}' for property '{alias}': only letters, digits, '.', '_' and '-' "
+                    "may appear in a Kafka topic name",
+                    alias,
+                )
+        if self.max_queue_size <= self.max_batch_size:
+            raise ConfigError(
+                f"property 'max.queue.size' ({self.max_queue_size}) must be larger than 'max.batch.size' "
+                f"({self.max_batch_size})",
+                "max.queue.size",
+            )
+        check_exclusive(
+            [
+                ("database.include.list", self.database_include_list, "database.exclude.list", self.database_exclude_list),
+                ("schema.include.list", self.schema_include_list, "schema.exclude.list", self.schema_exclude_list),
+                ("table.include.list", self.table_include_list, "table.exclude.list", self.table_exclude_list),
+                ("column.include.list", self.column_include_list, "column.exclude.list", self.column_exclude_list),
+            ]
+        )
+        for converter, given in (("key.converter", self.key_converter), ("value.converter", self.value_converter)):
+            if given is not None and given != JSON_CONVERTER:
+                raise ConfigError(
+                    f"property '{converter}' is '{given}': lakecdc writes the JSON converter format only "
+                    f"({JSON_CONVERTER})",
+                    converter,
+                )
+        self._check_stores()
+        # Touch the parsed views so that every regex and list error surfaces at load time.
+        _ = (self.table_filter, self.column_filter, self.key_columns, self.skipped_operation_codes, self.column_rules)
+        _ = self.snapshot_select_statements
+        return self
+
+    @classmethod
+    def _field_by_alias(cls, alias: str) -> str:
+        return next(n for n, f in cls.model_fields.items() if f.alias == alias)
+
+    def _check_stores(self) -> None:
+        kind = self.offset_storage_kind
+        if kind == "file" and not self.offset_storage_file_filename:
+            raise ConfigError(
+                "file offset storage needs property 'offset.storage.file.filename'", "offset.storage.file.filename"
+            )
+        if kind == "kafka" and not self.offset_storage_topic:
+            raise ConfigError("Kafka offset storage needs property 'offset.storage.topic'", "offset.storage.topic")
+        history = self.schema_history_kind if self.uses_schema_history else None
+        if history == "file" and not self.schema_history_internal_file_filename:
+            raise ConfigError(
+                "file schema history needs property 'schema.history.internal.file.filename'",
+                "schema.history.internal.file.filename",
+            )
+        if history == "kafka" and not self.schema_history_internal_kafka_topic:
+            raise ConfigError(
+                "Kafka schema history needs property 'schema.history.internal.kafka.topic'",
+                "schema.history.internal.kafka.topic",
+            )
+
+    @staticmethod
+    def _store_kind(
+        value: str | None, property_name: str, kinds: dict[str, OffsetStorageKind]
+    ) -> OffsetStorageKind | None:
+        if value is None:
+            return None
+        kind = kinds.get(value.strip()) or kinds.get(value.strip().lower())
+        if kind is None:
+            allowed = ", ".join(kinds)
+            raise ConfigError(f"invalid value '{value}' for property '{property_name}': allowed values are {allowed}",
+                              property_name)
+        return kind
+
+    # ------------------------------------------------------------------ parsed views
+
+    @cached_property
+    def offset_storage_kind(self) -> OffsetStorageKind:
+        """``file``/``kafka``/``memory``; inferred from the filename/topic when the class is not given."""
+        explicit = self._store_kind(self.offset_storage, "offset.storage", _OFFSET_STORES)
+        if explicit:
+            return explicit
+        if self.offset_storage_file_filename:
+            return "file"
+        return "kafka" if self.offset_storage_topic else "memory"
+
+    @cached_property
+    def schema_history_kind(self) -> OffsetStorageKind | None:
+        """``file``/``kafka``/``memory``, or None when nothing is configured (connectors without DDL)."""
+        explicit = self._store_kind(self.schema_history_internal, "schema.history.internal", _HISTORY_STORES)
+        if explicit:
+            return explicit
+        if self.schema_history_internal_file_filename:
+            return "file"
+        return "kafka" if self.schema_history_internal_kafka_topic else None
+
+    @property
+    def key_schemas_enable(self) -> bool:
+        """``key.converter.schemas.enable``, else ``converter.schemas.enable``, else true."""
+        return _first_set(self.key_converter_schemas_enable, self.converter_schemas_enable, True)
+
+    @property
+    def value_schemas_enable(self) -> bool:
+        return _first_set(self.value_converter_schemas_enable, self.converter_schemas_enable, True)
+
+    @cached_property
+    def table_filter(self) -> TableFilter:
+        """Include/exclude lists compiled once; the first-level lists are schemas or databases."""
+        first_include = self.schema_include_list or self.database_include_list
+        first_exclude = self.schema_exclude_list or self.database_exclude_list
+        include_name = "schema.include.list" if self.schema_include_list else "database.include.list"
+        exclude_name = "schema.exclude.list" if self.schema_exclude_list else "database.exclude.list"
+        return TableFilter(
+            table_include=compile_regex_list(self.table_include_list, "table.include.list"),
+            table_exclude=compile_regex_list(self.table_exclude_list, "table.exclude.list"),
+            schema_include=compile_regex_list(first_include, include_name),
+            schema_exclude=compile_regex_list(first_exclude, exclude_name),
+            excluded_schemas=self.excluded_schemas,
+        )
+
+    @cached_property
+    def column_filter(self) -> ColumnFilter:
+        return ColumnFilter(
+            include=compile_regex_list(self.column_include_list, "column.include.list"),
+            exclude=compile_regex_list(self.column_exclude_list, "column.exclude.list"),
+        )
+
+    @cached_property
+    def key_columns(self) -> KeyColumns:
+        """Parsed ``message.key.columns``; ``key_columns.for_table(schema, table)``."""
+        return KeyColumns.parse(self.message_key_columns)
+
+    @cached_property
+    def skipped_operation_codes(self) -> frozenset[str]:
+        """``skipped.operations`` as op codes; ``none`` is the empty set."""
+        codes = [c.lower() for c in split_list(self.skipped_operations)]
+        if codes == ["none"] or not codes:
+            return frozenset()
+        bad = [c for c in codes if c not in OPERATION_CODES]
+        if bad:
+            raise ConfigError(
+                f"invalid value '{self.skipped_operations}' for property 'skipped.operations': "
+                f"allowed values are a comma list of {', '.join(OPERATION_CODES)}, or none",
+                "skipped.operations",
+            )
+        return frozenset(codes)
+
+    @cached_property
+    def snapshot_select_statements(self) -> dict[str, str]:
+        """Table id -> SELECT, from ``snapshot.select.statement.overrides`` and its per-table properties."""
+        statements: dict[str, str] = {}
+        for table in parse_table_list(self.snapshot_select_statement_overrides):
+            statement = self.snapshot_select_overrides.get(table)
+            if not statement:
+                name = f"snapshot.select.statement.overrides.{table}"
+                raise ConfigError(f"table '{table}' is listed in 'snapshot.select.statement.overrides' but "
+                                  f"property '{name}' is missing", name)
+            statements[table] = statement
+        return statements
+
+    @cached_property
+    def column_rules(self) -> tuple[ColumnRule, ...]:
+        """Mask / truncate / hash rules in a stable order (truncate before mask, as Debezium)."""
+        rules: list[ColumnRule] = []
+        for suffix, value in sorted(self.column_truncate_to.items()):
+            name = f"column.truncate.to.{suffix}"
+            rules.append(ColumnRule("truncate", name, compile_regex_list(value, name), length=_chars(suffix, name)))
+        for suffix, value in sorted(self.column_mask_with.items()):
+            name = f"column.mask.with.{suffix}"
+            rules.append(ColumnRule("mask", name, compile_regex_list(value, name), length=_chars(suffix, name)))
+        for suffix, value in sorted(self.column_mask_hash.items()):
+            name = f"column.mask.hash.{suffix}"
+            match = re.fullmatch(r"(?:(v1|v2)\.)?([^.]+(?:\.[^.]+)*?)\.with\.salt\.(.+)", suffix)
+            if not match:
+                raise ConfigError(f"property '{name}' is not 'column.mask.hash.<algorithm>.with.salt.<salt>'", name)
+            rules.append(ColumnRule("hash", name, compile_regex_list(value, name),
+                                    algorithm=match.group(2), salt=match.group(3)))
+        return tuple(rules)
+
+    def ignored_properties(self) -> list[str]:
+        """Given properties lakecdc accepts but does not apply (SMTs, custom converters, ...)."""
+        return sorted(n for n in self.passthrough if n in _NOT_APPLIED_NAMES or n.startswith(("transforms.", "predicates.")))
+
+    def producer_properties(self) -> dict[str, str]:
+        """``producer.*`` passthrough, prefix stripped (librdkafka accepts the Java client's names)."""
+        return self.properties_with_prefix("producer.")
+
+    def topic_creation_properties(self) -> dict[str, str]:
+        """``topic.creation.default.*`` passthrough (``partitions``, ``replication.factor``, configs)."""
+        return self.properties_with_prefix("topic.creation.default.")
+
+
+def _first_set(*values: bool | None) -> bool:
+    return next(v for v in values if v is not None)
+
+
+def _chars(suffix: str, name: str) -> int:
+    match = re.fullmatch(r"(\d+)\.chars", suffix)
+    if not match:
+        raise ConfigError(f"property '{name}' must end with '.<number>.chars'", name)
+    return int(match.group(1))
