@@ -1,0 +1,158 @@
+"""Local SparkSession factory with Iceberg enabled offline (no Maven download).
+
+``spark_session(warehouse)`` returns a ``local[2]`` session with the UI off, few shuffle
+partitions, UTC session time zone, the Iceberg SQL extensions, and an Iceberg catalog named
+``lake`` (``ICEBERG_CATALOG``) set as the default catalog, so ``CREATE TABLE db.t ... USING
+iceberg`` and ``MERGE INTO db.t`` work without a catalog prefix:
+
+- ``catalog="hadoop"`` (default): tables under ``<warehouse>/`` (a path-based catalog);
+- ``catalog="jdbc"``: Iceberg's JDBC catalog on ``<warehouse>/iceberg_catalog.db`` (SQLite), the
+  same file pyiceberg's ``SqlCatalog("lake", uri="sqlite:///...")`` opens.
+
+Jars come from ``lakecdc.devstack.jars`` unless Maven coordinates are given (parameter
+``packages`` or the environment variable ``LAKECDC_SPARK_PACKAGES``, comma separated), which is
+what a user with Maven access does to add e.g. Delta:
+``LAKECDC_SPARK_PACKAGES=org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.0,io.delta:delta-spark_2.12:3.3.2``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from lakecdc.devstack.errors import PartStartError
+from lakecdc.devstack.jars import iceberg_jars, sqlite_jdbc_jar
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+ICEBERG_CATALOG = "lake"
+ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+DELTA_EXTENSIONS = "io.delta.sql.DeltaSparkSessionExtension"
+JDBC_CATALOG_FILE = "iceberg_catalog.db"
+CatalogKind = Literal["hadoop", "jdbc"]
+
+
+def spark_packages(packages: str | None = None) -> str | None:
+    """Maven coordinates to use instead of the offline jars, if the caller or environment set any."""
+    chosen = packages if packages is not None else os.environ.get("LAKECDC_SPARK_PACKAGES")
+    return chosen.strip() or None if chosen else None
+
+
+def iceberg_catalog_conf(warehouse: Path | str, catalog: CatalogKind = "hadoop",
+                         name: str = ICEBERG_CATALOG) -> dict[str, str]:
+    """Spark settings that define an Iceberg catalog ``name`` over ``warehouse``.
+
+    These are runtime settings: applying them to a running session adds the catalog.
+    """
+    warehouse_path = Path(warehouse).resolve()
+    prefix = f"spark.sql.catalog.{name}"
+    conf = {
+        prefix: "org.apache.iceberg.spark.SparkCatalog",
+        f"{prefix}.warehouse": str(warehouse_path),
+        # Several processes (capture tests, pyiceberg, a second job) may commit to the same
+        # tables: always read the latest metadata rather than a cached snapshot.
+        f"{prefix}.cache-enabled": "false",
+    }
+    if catalog == "hadoop":
+        conf[f"{prefix}.type"] = "hadoop"
+    elif catalog == "jdbc":
+        conf[f"{prefix}.catalog-impl"] = "org.apache.iceberg.jdbc.JdbcCatalog"
+        conf[f"{prefix}.uri"] = f"jdbc:sqlite:{warehouse_path / JDBC_CATALOG_FILE}"
+    else:
+        raise ValueError(f"unknown Iceberg catalog kind {catalog!r}: use 'hadoop' or 'jdbc'")
+    return conf
+
+
+def spark_session(warehouse: Path | str, catalog: CatalogKind = "hadoop", app_name: str = "lakecdc",
+                  packages: str | None = None, extra_conf: dict[str, str] | None = None,
+                  catalog_name: str = ICEBERG_CATALOG) -> SparkSession:
+    """A local SparkSession with Iceberg (and Delta when its package is given) enabled.
+
+    Spark keeps one JVM per process: jars and memory are fixed by the first call. A later call
+    for another warehouse or catalog kind returns a new session on the same JVM (own SQL
+    settings and catalogs); the same warehouse again returns the running session.
+    """
+    from pyspark.sql import SparkSession
+
+    warehouse_path = Path(warehouse).resolve()
+    warehouse_path.mkdir(parents=True, exist_ok=True)
+    maven = spark_packages(packages)
+    extensions = [ICEBERG_EXTENSIONS]
+    builder = (
+        SparkSession.builder.appName(app_name)
+        .master(os.environ.get("LAKECDC_SPARK_MASTER", "local[2]"))
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.memory", os.environ.get("LAKECDC_SPARK_DRIVER_MEMORY", "1g"))
+        .config("spark.sql.warehouse.dir", str(warehouse_path / "spark-warehouse"))
+        .config("spark.sql.defaultCatalog", catalog_name)
+    )
+    local_jars = [] if maven else [str(jar) for jar in iceberg_jars()]
+    # The SQLite driver is always added when present: jars are fixed when the JVM starts, and a
+    # later session on the same JVM may ask for the JDBC catalog.
+    sqlite_jar = _optional_sqlite_jar(required=catalog == "jdbc")
+    if sqlite_jar is not None:
+        local_jars.append(str(sqlite_jar))
+    if local_jars:
+        builder = builder.config("spark.jars", ",".join(local_jars))
+    if maven:
+        builder = builder.config("spark.jars.packages", maven)
+        if "delta-spark" in maven or "delta-core" in maven:
+            extensions.append(DELTA_EXTENSIONS)
+            builder = builder.config("spark.sql.catalog.spark_catalog",
+                                     "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+    builder = builder.config("spark.sql.extensions", ",".join(extensions))
+    for key, value in (extra_conf or {}).items():
+        builder = builder.config(key, value)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel(os.environ.get("LAKECDC_SPARK_LOG_LEVEL", "WARN"))
+    catalog_conf = iceberg_catalog_conf(warehouse_path, catalog, catalog_name)
+    if _defines_other_catalog(session, catalog_conf, catalog_name):
+        # Spark builds a catalog once per name and session; a session with its own SQL state
+        # (same JVM, same jars) can define the name afresh over this warehouse.
+        session = session.newSession()
+    for key, value in catalog_conf.items():
+        session.conf.set(key, value)
+    session.conf.set("spark.sql.defaultCatalog", catalog_name)
+    return session
+
+
+def _optional_sqlite_jar(required: bool) -> Path | None:
+    try:
+        return sqlite_jdbc_jar()
+    except PartStartError:
+        if required:
+            raise
+        return None
+
+
+def _defines_other_catalog(session: SparkSession, wanted: dict[str, str], name: str) -> bool:
+    prefix = f"spark.sql.catalog.{name}"
+    current = {key: session.conf.get(key, None) for key in wanted}
+    if all(value is None for value in current.values()) and session.conf.get(prefix, None) is None:
+        return False
+    return current != wanted
+
+
+def delta_in_spark(spark: SparkSession) -> bool:
+    """True when this Spark session can read and write Delta tables (Databricks, or delta-spark
+    on the classpath); otherwise lakecdc writes Delta through delta-rs (``deltalake``)."""
+    extensions = spark.conf.get("spark.sql.extensions", "") or ""
+    if "delta" in extensions.lower():
+        return True
+    if "databricks" in (spark.conf.get("spark.databricks.clusterUsageTags.sparkVersion", "") or ""):
+        return True
+    try:
+        jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+        jvm.java.lang.Class.forName("org.apache.spark.sql.delta.catalog.DeltaCatalog")
+        return True
+    except Exception:  # py4j raises Py4JJavaError for ClassNotFoundException; no JVM on Connect
+        return False

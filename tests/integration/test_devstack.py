@@ -1,0 +1,176 @@
+"""The local stack: each part answers as a CDC pipeline needs, and stopping leaves nothing behind."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import psycopg
+import pymysql
+import pytest
+
+from lakecdc.devstack import Broker, DevStack, MariaDB, PartStartError, Postgres, kafka_client_defaults
+from lakecdc.devstack.ports import port_is_open
+from lakecdc.devstack.process import group_members
+
+pytestmark = pytest.mark.integration
+
+
+def _assert_gone(pid: int, port: int, root_dir: Path) -> None:
+    assert group_members(pid) == [], f"processes of group {pid} still running"
+    assert not port_is_open(port), f"port {port} still open"
+    assert not root_dir.exists(), f"{root_dir} still exists"
+
+
+def test_stack_starts_in_parallel_and_stops_without_leftovers() -> None:
+    started = time.monotonic()
+    stack = DevStack().start()
+    try:
+        elapsed = time.monotonic() - started
+        assert elapsed < 30, f"stack took {elapsed:.1f} s to start"
+        parts = list(stack.parts.values())
+        ports = {part.port for part in parts}
+        assert len(ports) == 3, "each part must have its own port"
+        assert len({part.root_dir for part in parts}) == 3, "each part must have its own directory"
+        recorded = [(part.pid, part.port, part.root_dir) for part in parts]
+        for pid, port, root_dir in recorded:
+            assert pid is not None and group_members(pid)
+            assert port_is_open(port)
+            assert root_dir is not None and root_dir.is_dir()
+        # PostgreSQL backends live in the server's process group, so stopping the group ends them.
+        with psycopg.connect(stack.postgres.dsn) as conn:
+            backend_pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]  # type: ignore[index]
+            assert backend_pid in group_members(stack.postgres.pid or -1)
+    finally:
+        stack.stop()
+    for pid, port, root_dir in recorded:
+        assert pid is not None and root_dir is not None
+        _assert_gone(pid, port, root_dir)
+
+
+def test_broker_produces_and_consumes(broker: Broker) -> None:
+    from confluent_kafka import Consumer, Producer
+
+    topic = f"devstack-{uuid.uuid4().hex[:8]}"
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "enable.idempotence": True,
+                         **kafka_client_defaults("producer")})
+    producer.produce(topic, key=b"k1", value=b'{"id":1}', headers=[("h", b"v")])
+    assert producer.flush(15) == 0
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": f"g-{topic}",
+                         "auto.offset.reset": "earliest", **kafka_client_defaults("consumer")})
+    consumer.subscribe([topic])
+    try:
+        deadline = time.monotonic() + 30
+        message = None
+        while message is None and time.monotonic() < deadline:
+            candidate = consumer.poll(0.5)
+            if candidate is not None and candidate.error() is None:
+                message = candidate
+    finally:
+        consumer.close()
+    assert message is not None, "no message consumed within 30 s"
+    assert (message.key(), message.value(), message.headers()) == (b"k1", b'{"id":1}', [("h", b"v")])
+
+
+@pytest.mark.parametrize("server", ["pg", "pg15"])
+def test_postgres_streams_a_change_through_a_logical_slot(server: str, request: pytest.FixtureRequest) -> None:
+    pg: Postgres = request.getfixturevalue(server)
+    dsn = pg.create_database(f"slot_{uuid.uuid4().hex[:8]}")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        settings = dict(conn.execute(
+            "SELECT name, setting FROM pg_settings WHERE name IN "
+            "('wal_level', 'max_replication_slots', 'max_wal_senders', 'listen_addresses')").fetchall())
+        assert settings["wal_level"] == "logical"
+        assert int(settings["max_replication_slots"]) >= 10 and int(settings["max_wal_senders"]) >= 10
+        assert settings["listen_addresses"] == "127.0.0.1"
+        assert conn.execute("SHOW server_version_num").fetchone()[0].startswith(str(pg.version))  # type: ignore[index]
+        conn.execute("CREATE TABLE items (id int PRIMARY KEY, name text)")
+        conn.execute("CREATE PUBLICATION lakecdc_pub FOR TABLE items")
+        conn.execute("SELECT pg_create_logical_replication_slot('lakecdc_slot', 'pgoutput')")
+        conn.execute("INSERT INTO items VALUES (1, 'apple')")
+        messages = [bytes(row[0]) for row in conn.execute(
+            "SELECT data FROM pg_logical_slot_get_binary_changes('lakecdc_slot', NULL, NULL, "
+            "'proto_version', '1', 'publication_names', 'lakecdc_pub')").fetchall()]
+        conn.execute("SELECT pg_drop_replication_slot('lakecdc_slot')")
+    kinds = [message[:1] for message in messages]
+    assert kinds == [b"B", b"R", b"I", b"C"], kinds  # begin, relation, insert, commit
+    assert b"apple" in messages[2]
+
+
+def test_postgres_requires_the_password_over_tcp(pg: Postgres) -> None:
+    wrong = pg.dsn.replace(f"password={pg.password}", "password=not-the-password")
+    with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
+        psycopg.connect(wrong, connect_timeout=5)
+    without = pg.dsn.replace(f"password={pg.password}", "")
+    with pytest.raises(psycopg.OperationalError):
+        psycopg.connect(without, connect_timeout=5, passfile=os.devnull)
+    assert pg.password not in repr(pg) and pg.password not in pg.masked_dsn
+    assert pg.password not in str(pg.state())
+
+
+def test_mariadb_binlog_has_row_events_with_column_names(mariadb: MariaDB) -> None:
+    from pymysqlreplication import BinLogStreamReader
+    from pymysqlreplication.row_event import WriteRowsEvent
+
+    table = f"t_{uuid.uuid4().hex[:8]}"
+    conn = pymysql.connect(**mariadb.connect_kwargs(), autocommit=True)
+    try:
+        with conn.cursor() as cursor:
+            cursor.execute("SELECT @@binlog_format, @@binlog_row_image, @@binlog_row_metadata, "
+                           "@@gtid_strict_mode, @@log_bin, @@server_id")
+            assert cursor.fetchone() == ("ROW", "FULL", "FULL", 1, 1, mariadb.server_id)
+            cursor.execute("SHOW GRANTS")
+            grants = " ".join(row[0] for row in cursor.fetchall())
+            assert "REPLICATION SLAVE" in grants or "ALL PRIVILEGES" in grants
+            cursor.execute(f"CREATE TABLE {table} (id INT PRIMARY KEY, name VARCHAR(20))")
+            cursor.execute(f"INSERT INTO {table} VALUES (7, 'pear')")
+    finally:
+        conn.close()
+    settings = {key: value for key, value in mariadb.connect_kwargs().items() if key != "database"}
+    stream = BinLogStreamReader(connection_settings=settings, server_id=mariadb.server_id + 100,
+                                only_events=[WriteRowsEvent], only_tables=[table], blocking=False,
+                                is_mariadb=True)
+    try:
+        rows = [row["values"] for event in stream for row in event.rows]
+    finally:
+        stream.close()
+    assert rows == [{"id": 7, "name": "pear"}]
+
+
+def test_a_part_that_fails_to_start_names_itself_and_its_log() -> None:
+    # Holding the port bound (without listening) makes the broker's own bind fail.
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        port = holder.getsockname()[1]
+        with pytest.raises(PartStartError) as raised:
+            Broker(port=port, start_timeout=10).start()
+    error = raised.value
+    assert error.part == "broker"
+    assert error.log_path is not None and error.log_path.exists()
+    assert str(error.log_path) in str(error) and "broker failed to start" in str(error)
+    assert "in use" in error.log_path.read_text().lower()
+    error.log_path.unlink()
+
+
+def test_a_failing_setup_step_reports_part_reason_and_log() -> None:
+    # A world-readable directory: as root, initdb runs as the postgres system user.
+    fake_bin = Path(tempfile.mkdtemp(prefix="lakecdc-test-fakebin-"))
+    try:
+        fake_bin.chmod(0o755)
+        initdb = fake_bin / "initdb"
+        initdb.write_text("#!/bin/sh\necho 'initdb: disk is on fire' >&2\nexit 3\n")
+        initdb.chmod(0o755)
+        with pytest.raises(PartStartError) as raised:
+            Postgres(bin_dir=fake_bin).start()
+    finally:
+        shutil.rmtree(fake_bin)
+    error = raised.value
+    assert error.part == "postgres18"
+    assert "initdb exited with code 3" in error.reason
+    assert error.log_path is not None and "disk is on fire" in error.log_path.read_text()
+    error.log_path.unlink()
