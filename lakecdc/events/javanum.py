@@ -1,0 +1,128 @@
+"""Java's number-to-text rules, as Jackson applies them when Kafka Connect writes JSON.
+
+Jackson prints a ``double`` with ``Double.toString`` and a ``float`` with ``Float.toString``. Both
+give the shortest decimal that reads back to the same binary value (JDK 19+, the same digits
+Python's ``repr`` picks), but lay them out differently from Python::
+
+    value        Python repr     Java
+    1e300        1e+300          1.0E300
+    -1e-06       -1e-06          -1.0E-6
+    12345678.0   12345678.0      1.2345678E7
+    0.001        0.001           0.001
+    0.5 (float)  0.5             0.5
+    0.1 (float)  0.10000000149.. 0.1       <- float32 gets its own shortest digits
+
+Java uses plain notation for magnitudes in [1e-3, 1e7) and ``d.dddE<exp>`` outside, always with at
+least one digit after the point. Non-finite values are written by Jackson as the quoted strings
+``"NaN"``, ``"Infinity"`` and ``"-Infinity"`` (WRITE_NAN_AS_STRINGS is on by default).
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from functools import lru_cache
+
+_F32 = struct.Struct("<f")
+NON_FINITE_TEXT = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def _scientific(sign: str, digits: str, exponent: int) -> str:
+    """Java layout for ``0.digits * 10**exponent`` (digits without leading/trailing zeros)."""
+    sci_exp = exponent - 1
+    mantissa = digits[0] + "." + (digits[1:] or "0")
+    return f"{sign}{mantissa}E{sci_exp}"
+
+
+def _plain(sign: str, digits: str, exponent: int) -> str:
+    """Java layout for ``0.digits * 10**exponent`` in plain notation (at least ``x.y``)."""
+    if exponent <= 0:
+        return f"{sign}0.{'0' * -exponent}{digits}"
+    if exponent >= len(digits):
+        return f"{sign}{digits}{'0' * (exponent - len(digits))}.0"
+    return f"{sign}{digits[:exponent]}.{digits[exponent:]}"
+
+
+def _split_shortest(text: str) -> tuple[str, str, int]:
+    """Split a shortest-repr string into (sign, significant digits, exponent) with value 0.DIGITS e EXP."""
+    sign = ""
+    if text[0] == "-":
+        sign, text = "-", text[1:]
+    exp = 0
+    if "e" in text:
+        text, exp_text = text.split("e")
+        exp = int(exp_text)
+    if "." in text:
+        int_part, frac_part = text.split(".")
+    else:
+        int_part, frac_part = text, ""
+    all_digits = int_part + frac_part
+    stripped = all_digits.lstrip("0")
+    leading_zeros = len(all_digits) - len(stripped)
+    digits = stripped.rstrip("0") or "0"
+    # value = 0.all_digits * 10**(len(int_part) + exp); dropping leading zeros shifts the exponent.
+    exponent = len(int_part) + exp - leading_zeros
+    return sign, digits, exponent
+
+
+def _java_layout(value: float, shortest: str) -> str:
+    if value == 0.0:
+        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
+    magnitude = abs(value)
+    if 1e-3 <= magnitude < 1e7:
+        if "e" not in shortest:
+            return shortest if "." in shortest else shortest + ".0"
+        return _plain(*_split_shortest(shortest))
+    return _scientific(*_split_shortest(shortest))
+
+
+def java_double_str(value: float) -> str:
+    """``Double.toString(value)`` for finite values; Jackson's quoted text for NaN and infinities.
+
+    >>> java_double_str(-1e300), java_double_str(3.14159), java_double_str(1e7)
+    ('-1.0E300', '3.14159', '1.0E7')
+    """
+    shortest = repr(value)
+    # Fast path: Python and Java agree on plain notation for ordinary magnitudes.
+    if "e" not in shortest and (1e-3 <= value < 1e7 or -1e7 < value <= -1e-3):
+        return shortest
+    if not math.isfinite(value):
+        return '"NaN"' if value != value else ('"Infinity"' if value > 0 else '"-Infinity"')
+    return _java_layout(value, shortest)
+
+
+def float32_round(value: float) -> float:
+    """Round a Python float to the nearest float32 (OverflowError when out of float32 range)."""
+    return _F32.unpack(_F32.pack(value))[0]
+
+
+@lru_cache(maxsize=8192)
+def float32_shortest(value: float) -> str:
+    """Shortest decimal (Python notation) that reads back, as a float32, to float32(value)."""
+    target = float32_round(value)
+    if not math.isfinite(target):
+        return repr(target)
+    for precision in range(1, 10):
+        text = "%.*g" % (precision, target)
+        if float32_round(float(text)) == target:
+            return repr(float(text))
+    return repr(target)  # unreachable: 9 significant digits always round-trip a float32
+
+
+def java_float_str(value: float) -> str:
+    """``Float.toString((float) value)``, Jackson quoting for non-finite values.
+
+    >>> java_float_str(0.1), java_float_str(-0.5), java_float_str(1e10)
+    ('0.1', '-0.5', '1.0E10')
+    """
+    if not math.isfinite(value):
+        return java_double_str(value)
+    shortest = float32_shortest(value)
+    return _java_layout(float(shortest), shortest)
+
+
+def float32_json_value(value: float) -> float:
+    """The Python float a JSON reader gets from Java's text for float32 ``value``."""
+    if not math.isfinite(value):
+        return value
+    return float(float32_shortest(value))
