@@ -1,0 +1,107 @@
+"""Iceberg through the offline Spark session: MERGE INTO, snapshots, time travel, both catalogs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lakecdc.devstack.spark import ICEBERG_CATALOG, JDBC_CATALOG_FILE, delta_in_spark, spark_session
+
+pytestmark = pytest.mark.integration
+
+CHANGES = [  # (id, name, op) as a CDC micro-batch would bring them
+    (1, "apple v2", "u"),
+    (2, None, "d"),
+    (4, "date", "c"),
+]
+
+
+def _rows(spark, query: str) -> list[tuple]:  # type: ignore[no-untyped-def]
+    return [tuple(row) for row in spark.sql(query).collect()]
+
+
+def _merge_changes(spark, table: str) -> None:  # type: ignore[no-untyped-def]
+    spark.createDataFrame(CHANGES, "id INT, name STRING, op STRING").createOrReplaceTempView("changes")
+    spark.sql(f"""
+        MERGE INTO {table} AS t USING changes AS c ON t.id = c.id
+        WHEN MATCHED AND c.op = 'd' THEN DELETE
+        WHEN MATCHED THEN UPDATE SET t.name = c.name
+        WHEN NOT MATCHED AND c.op <> 'd' THEN INSERT (id, name) VALUES (c.id, c.name)
+    """)
+
+
+def test_iceberg_merge_into_and_time_travel(spark) -> None:  # type: ignore[no-untyped-def]
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS shop")
+    spark.sql("CREATE TABLE shop.fruit (id INT, name STRING) USING iceberg "
+              "TBLPROPERTIES ('format-version'='2', 'write.merge.mode'='merge-on-read')")
+    spark.sql("INSERT INTO shop.fruit VALUES (1, 'apple'), (2, 'banana'), (3, 'cherry')")
+    before = _rows(spark, "SELECT snapshot_id FROM shop.fruit.snapshots")
+    assert len(before) == 1
+
+    _merge_changes(spark, "shop.fruit")
+
+    assert _rows(spark, "SELECT id, name FROM shop.fruit ORDER BY id") == [
+        (1, "apple v2"), (3, "cherry"), (4, "date")]
+    snapshots = _rows(spark, "SELECT snapshot_id, operation FROM shop.fruit.snapshots ORDER BY committed_at")
+    assert len(snapshots) == 2 and snapshots[0][0] == before[0][0]
+    first_snapshot = snapshots[0][0]
+    assert _rows(spark, f"SELECT id, name FROM shop.fruit VERSION AS OF {first_snapshot} ORDER BY id") == [
+        (1, "apple"), (2, "banana"), (3, "cherry")]
+    # The default catalog is the Iceberg catalog, so the short and the qualified name agree.
+    assert _rows(spark, f"SELECT count(*) FROM {ICEBERG_CATALOG}.shop.fruit") == [(3,)]
+    # Merge-on-read wrote position deletes rather than rewriting the data file.
+    delete_files = _rows(spark, "SELECT count(*) FROM shop.fruit.delete_files")
+    assert delete_files[0][0] >= 1
+
+
+def test_iceberg_rejects_two_changes_for_one_key_in_a_merge(spark) -> None:  # type: ignore[no-untyped-def]
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS shop")
+    spark.sql("CREATE TABLE shop.dupes (id INT, name STRING) USING iceberg")
+    spark.sql("INSERT INTO shop.dupes VALUES (1, 'a')")
+    spark.createDataFrame([(1, "b"), (1, "c")], "id INT, name STRING").createOrReplaceTempView("two")
+    with pytest.raises(Exception, match="MERGE_CARDINALITY_VIOLATION|cardinality"):
+        spark.sql("MERGE INTO shop.dupes t USING two s ON t.id = s.id WHEN MATCHED THEN UPDATE SET t.name = s.name")
+
+
+def test_jdbc_catalog_on_sqlite_is_shared_with_pyiceberg(spark, tmp_warehouse: Path) -> None:  # type: ignore[no-untyped-def]
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    jdbc_spark = spark_session(tmp_warehouse, catalog="jdbc")
+    assert jdbc_spark is not spark, "a second warehouse must not redefine the first session's catalog"
+    jdbc_spark.sql("CREATE NAMESPACE IF NOT EXISTS jdbc_shop")
+    jdbc_spark.sql("CREATE TABLE jdbc_shop.fruit (id INT, name STRING) USING iceberg")
+    jdbc_spark.sql("INSERT INTO jdbc_shop.fruit VALUES (1, 'apple'), (2, 'banana')")
+    _merge_changes(jdbc_spark, "jdbc_shop.fruit")
+    assert (tmp_warehouse / JDBC_CATALOG_FILE).exists()
+
+    catalog = SqlCatalog(ICEBERG_CATALOG, uri=f"sqlite:///{tmp_warehouse / JDBC_CATALOG_FILE}",
+                         warehouse=f"file://{tmp_warehouse}")
+    assert ("jdbc_shop", "fruit") in catalog.list_tables("jdbc_shop")
+    rows = catalog.load_table("jdbc_shop.fruit").scan().to_arrow().sort_by("id").to_pylist()
+    assert rows == [{"id": 1, "name": "apple v2"}, {"id": 4, "name": "date"}]
+    # The fixture's session keeps its own (hadoop) warehouse, which has no such namespace.
+    assert _rows(spark, "SHOW NAMESPACES LIKE 'jdbc_shop'") == []
+
+
+def test_delta_is_not_in_this_spark_session(spark) -> None:  # type: ignore[no-untyped-def]
+    # No Delta jars can be installed here, so Delta goes through delta-rs (see test_delta.py).
+    assert delta_in_spark(spark) is False
+
+
+def test_arrow_and_pandas_conversions_work_with_the_pinned_numpy(spark) -> None:  # type: ignore[no-untyped-def]
+    import datetime
+    from decimal import Decimal
+
+    query = ("SELECT timestamp'2024-01-02 03:04:05' AS ts, date'2024-01-02' AS d, "
+             "CAST(1.5 AS DECIMAL(10,2)) AS amount, array(1, 2) AS items")
+    arrow_batches = spark.sql(query)._collect_as_arrow()
+    assert arrow_batches[0].to_pylist()[0]["amount"] == Decimal("1.50")
+    for arrow_enabled in ("false", "true"):
+        spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", arrow_enabled)
+        frame = spark.sql(query).toPandas()
+        assert frame["ts"][0].to_pydatetime() == datetime.datetime(2024, 1, 2, 3, 4, 5)
+        assert frame["d"][0] == datetime.date(2024, 1, 2)
+        assert list(frame["items"][0]) == [1, 2]
+        assert spark.createDataFrame(frame).count() == 1
+    spark.conf.unset("spark.sql.execution.arrow.pyspark.enabled")
