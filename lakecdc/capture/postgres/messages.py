@@ -1,0 +1,80 @@
+"""Logical decoding messages (``pg_logical_emit_message``) as Debezium's ``op "m"`` events.
+
+Topic ``<prefix>.message``; filtered by ``message.prefix.include.list`` / ``exclude.list``::
+
+    key   {"prefix": "audit"}                        io.debezium.connector.postgresql.MessageKey
+    value {"op": "m", "ts_ms": 1795336045083,
+           "source": {..., "schema": "", "table": "", "txId": 1271, "lsn": 99100312, ...},
+           "message": {"prefix": "audit", "content": "eHl6"}}   io.debezium.connector.postgresql.MessageValue
+
+``content`` follows ``binary.handling.mode`` (bytes -> base64 text in JSON, base64, hex).
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from typing import Any
+
+from lakecdc.capture.postgres.config import PostgresConnectorConfig
+from lakecdc.capture.postgres.decoder import LogicalMessage
+from lakecdc.events.envelope import ChangeRecord
+from lakecdc.events.positions import PostgresPosition
+from lakecdc.events.schema import OPTIONAL_INT64, OPTIONAL_STRING, STRING, primitive, struct
+from lakecdc.events.source import PostgresSourceBuilder, source_schema
+from lakecdc.events.topics import TopicNamer
+
+#: Data collection name Debezium counts messages under in transaction metadata.
+MESSAGE_DATA_COLLECTION = "LOGICAL_DECODING_MESSAGE"
+
+
+def _content_schema(mode: str) -> Any:
+    return primitive("bytes" if mode == "bytes" else "string", True)
+
+
+class MessageRecords:
+    def __init__(self, config: PostgresConnectorConfig, namer: TopicNamer, source: PostgresSourceBuilder) -> None:
+        self.config = config
+        self.topic = f"{namer.prefix}.message"
+        self.mode = config.binary_handling_mode
+        self.source = source
+        adjust = namer.adjust_schema_name
+        self.key_schema = struct(
+            [("prefix", OPTIONAL_STRING)], name=adjust("io.debezium.connector.postgresql.MessageKey"), version=1
+        )
+        block = struct(
+            [("prefix", OPTIONAL_STRING), ("content", _content_schema(self.mode))],
+            name=adjust("io.debezium.connector.postgresql.Message"), version=1,
+        )
+        self.value_schema = struct(
+            [("op", STRING), ("ts_ms", OPTIONAL_INT64), ("source", source_schema("postgresql")), ("message", block)],
+            name=adjust("io.debezium.connector.postgresql.MessageValue"), version=1,
+        )
+
+    def _content(self, content: bytes) -> Any:
+        if self.mode == "base64":
+            return base64.b64encode(content).decode()
+        if self.mode == "base64-url-safe":
+            return base64.urlsafe_b64encode(content).decode()
+        if self.mode == "hex":
+            return content.hex()
+        return content
+
+    def record(self, message: LogicalMessage, lsn: int, xid: int | None, commit_ts_us: int,
+               last_commit_lsn: int | None) -> ChangeRecord | None:
+        if not self.config.captures_message_prefix(message.prefix):
+            return None
+        transactional = message.transactional and xid is not None
+        ts_us = commit_ts_us if transactional else time.time_ns() // 1000
+        tx_id = xid if transactional else None
+        source = self.source.build(schema="", table="", ts_us=ts_us, lsn=lsn, last_commit_lsn=last_commit_lsn,
+                                   tx_id=tx_id)
+        value = {
+            "op": "m",
+            "ts_ms": time.time_ns() // 1_000_000,
+            "source": source,
+            "message": {"prefix": message.prefix, "content": self._content(message.content)},
+        }
+        position = PostgresPosition(lsn=lsn, commit_lsn=last_commit_lsn, tx_id=tx_id, ts_usec=ts_us)
+        return ChangeRecord(self.topic, self.key_schema, {"prefix": message.prefix}, self.value_schema, value, [],
+                            position)

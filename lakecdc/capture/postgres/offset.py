@@ -1,0 +1,54 @@
+"""PostgreSQL offsets: Debezium's ``PostgresOffsetContext`` shape, and where to resume from it.
+
+Stored after a transaction commit (all LSNs are the commit's end LSN)::
+
+    {"lsn_proc": 99100312, "lsn_commit": 99100312, "lsn": 99100312, "txId": 1271,
+     "ts_usec": 1795336045083801}
+
+Stored in the middle of a large transaction (``lsn`` = last event sent, ``lsn_commit`` = the
+previous commit)::
+
+    {"lsn_proc": 99300000, "lsn_commit": 99100312, "lsn": 99300000, "txId": 1272, ...}
+
+Stored once a snapshot finished (``lsn`` = the slot's consistent point)::
+
+    {"lsn": 98987608, "txId": 1257, "ts_usec": ..., "snapshot": true, "last_snapshot_record": true}
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from lakecdc.events.positions import PostgresPosition
+
+
+@dataclass(frozen=True)
+class ResumePoint:
+    start_lsn: int  #: START_REPLICATION position (0 = the slot's confirmed flush LSN)
+    last_commit_lsn: int | None  #: first element of ``source.sequence`` until the next commit
+    skip_xid: int | None = None  #: transaction partly sent before the stop
+    skip_upto_lsn: int = 0  #: its events at or before this LSN were already sent
+
+
+def resume_point(offset: dict[str, Any] | None) -> ResumePoint:
+    if not offset:
+        return ResumePoint(0, None)
+    position = PostgresPosition.from_offset(offset)
+    if position.snapshot:
+        return ResumePoint(position.lsn, None)
+    commit = position.commit_lsn
+    if commit is not None and position.lsn > commit and position.tx_id is not None:
+        return ResumePoint(commit, commit, position.tx_id, position.lsn)
+    return ResumePoint(position.lsn, commit)
+
+
+def snapshot_completed(offset: dict[str, Any]) -> bool:
+    """A stored offset without the snapshot flag, or with its last record, means done."""
+    return not offset.get("snapshot") or bool(offset.get("last_snapshot_record"))
+
+
+def snapshot_offset(lsn: int, tx_id: int | None, ts_usec: int) -> dict[str, Any]:
+    return PostgresPosition(
+        lsn=lsn, tx_id=tx_id, ts_usec=ts_usec, snapshot=True, last_snapshot_record=True
+    ).to_offset()

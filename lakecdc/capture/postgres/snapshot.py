@@ -1,0 +1,209 @@
+"""Consistent initial snapshot, with no gap and no overlap with streaming.
+
+1. Create the replication slot with ``EXPORT_SNAPSHOT`` (an existing slot is dropped and
+   recreated: a new snapshot makes its old position meaningless). The slot's *consistent point*
+   is the LSN the snapshot reflects; the exported snapshot stays importable while the
+   replication connection that created it is idle.
+2. On a SQL connection: ``BEGIN ISOLATION LEVEL REPEATABLE READ`` + ``SET TRANSACTION SNAPSHOT``
+   with the exported name: every read below sees exactly the data as of the consistent point.
+3. Read each captured table with ``COPY (SELECT ...) TO STDOUT`` (text format: the same value
+   converters as pgoutput) or the ``snapshot.select.statement.overrides`` statement, emitting
+   ``op "r"`` records, each marked first / last / last_in_data_collection / true as Debezium does.
+4. Commit; the coordinator then stores the offset ``{"lsn": <consistent point>, "snapshot": true,
+   "last_snapshot_record": true}`` and streaming starts exactly there: transactions committed
+   after the consistent point are streamed, earlier ones are in the snapshot.
+
+A crash before step 4 stores nothing, so the next start snapshots again (the seed's rule).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from typing import Any
+
+from psycopg import sql
+
+from lakecdc.capture.postgres import connection as pgconn
+from lakecdc.capture.postgres.config import PostgresConnectorConfig
+from lakecdc.capture.postgres.offset import snapshot_offset
+from lakecdc.capture.postgres.replication import ReplicationConnection
+from lakecdc.capture.postgres.table_schema import TableSchema, TableSchemas
+from lakecdc.capture.postgres.types import TypeModes
+from lakecdc.capture.spi import Emit, SnapshotResult
+from lakecdc.events.envelope import ChangeRecord
+from lakecdc.events.positions import PostgresPosition
+from lakecdc.events.source import PostgresSourceBuilder, snapshot_marker
+from lakecdc.events.topics import TableId, TopicNamer
+
+log = logging.getLogger(__name__)
+
+BATCH = 5_000
+
+
+class PostgresSnapshotSource:
+    def __init__(self, config: PostgresConnectorConfig, modes: TypeModes, namer: TopicNamer,
+                 with_data: bool = True, show_progress: bool | None = None) -> None:
+        self.config = config
+        self.modes = modes
+        self.namer = namer
+        self.with_data = with_data
+        self.show_progress = sys.stderr.isatty() if show_progress is None else show_progress
+
+    def run(self, emit: Emit) -> SnapshotResult:
+        config = self.config
+        sql_conn = pgconn.connect(config)
+        repl: ReplicationConnection | None = None
+        try:
+            tables = pgconn.captured_tables(sql_conn, config)
+            pgconn.check_privileges(sql_conn, config, tables,
+                                    creates_publication=not pgconn.publication_exists(sql_conn, config.publication_name)
+                                    and config.publication_autocreate_mode != "disabled")
+            pgconn.ensure_publication(sql_conn, config, tables)
+            state = pgconn.slot_state(sql_conn, config.slot_name)
+            if state.exists:
+                if state.active:
+                    pgconn.terminate_slot_holder(sql_conn, config.slot_name)
+                    time.sleep(0.2)
+                log.info("dropping replication slot %s to take a consistent snapshot with a new one",
+                         config.slot_name)
+                pgconn.drop_slot(sql_conn, config.slot_name)
+            repl = ReplicationConnection.connect(config.conninfo(replication=True))
+            created = repl.create_slot(config.slot_name, export_snapshot=True)
+            log.info("snapshot step 1: created slot %s, consistent point %s", config.slot_name,
+                     created.consistent_point)
+            sql_conn.autocommit = False
+            sql_conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            sql_conn.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(created.snapshot_name)))
+            tx_id = sql_conn.execute("SELECT txid_current()").fetchone()[0]
+            ts_us = time.time_ns() // 1000
+            log.info("snapshot step 2: reading %d tables as of LSN %s", len(tables), created.consistent_point)
+            schemas = TableSchemas(sql_conn, config, self.modes, self.namer)
+            rows = 0
+            if self.with_data:
+                rows = self._read_tables(sql_conn, schemas, tables, emit, created.consistent_point, tx_id, ts_us)
+            sql_conn.execute("COMMIT")
+            sql_conn.autocommit = True
+            log.info("snapshot step 3: committed; %d rows", rows)
+            return SnapshotResult(snapshot_offset(created.consistent_point, tx_id, ts_us), rows, len(tables))
+        finally:
+            if repl is not None:
+                repl.close()
+            sql_conn.close()
+
+    def _read_tables(self, conn: Any, schemas: TableSchemas, tables: list[TableId], emit: Emit, lsn: int,
+                     tx_id: int, ts_us: int) -> int:
+        source_builder = PostgresSourceBuilder(self.config.topic_prefix, self.config.database_dbname or "postgres")
+        position = PostgresPosition(lsn=lsn, tx_id=tx_id, ts_usec=ts_us, snapshot=True)
+        progress = _Progress(self.show_progress)
+        total = 0
+        batch: list[ChangeRecord] = []
+        try:
+            for table_index, table in enumerate(tables):
+                schema = schemas.for_table(table)
+                first_table, last_table = table_index == 0, table_index == len(tables) - 1
+                estimate = conn.execute(
+                    "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = %s::regclass",
+                    (pgconn.regclass_text(table),),
+                ).fetchone()[0]
+                task = progress.add(str(table), estimate)
+                sources = _SourceFactory(source_builder, schema, lsn, tx_id, ts_us)
+                topic, key_schema, envelope, key_of, row_of = (
+                    schema.topic, schema.key_schema, schema.envelope, schema.key, schema.row
+                )
+                # One row is held back: whether it is its table's last is known only at the next.
+                held: dict[str, Any] | None = None
+                held_key: Any = None
+                count = 0
+                for values in self._rows(conn, schema, table):
+                    if held is not None:
+                        _finish(held, sources, first_table and count == 1, False, count == 1, False)
+                        batch.append(ChangeRecord(topic, key_schema, held_key, envelope, held, [], position))
+                        if len(batch) >= BATCH:
+                            emit(batch)
+                            batch = []
+                            progress.advance(task, BATCH)
+                    count += 1
+                    held_key = key_of(values)
+                    held = {"before": None, "after": row_of(values), "source": None, "transaction": None,
+                            "op": "r", "ts_ms": 0, "ts_us": 0, "ts_ns": 0}
+                if held is not None:
+                    _finish(held, sources, first_table and count == 1, last_table, count == 1, True)
+                    batch.append(ChangeRecord(topic, key_schema, held_key, envelope, held, [], position))
+                progress.finish(task, count)
+                total += count
+                log.info("snapshot of %s: %d rows", table, count)
+            if batch:
+                emit(batch)
+        finally:
+            progress.close()
+        return total
+
+    def _rows(self, conn: Any, schema: TableSchema, table: TableId) -> Any:
+        columns = sql.SQL(", ").join(sql.Identifier(c) for c in schema.column_names)
+        override = self.config.snapshot_select_statements.get(str(table))
+        if override:
+            query = sql.SQL("SELECT {} FROM ({}) AS lakecdc_override").format(columns, sql.SQL(override))
+        else:
+            query = sql.SQL("SELECT {} FROM {}").format(columns, pgconn.quoted(table))
+        with conn.cursor() as cur:
+            with cur.copy(sql.SQL("COPY ({}) TO STDOUT").format(query)) as copy:
+                yield from copy.rows()
+
+
+class _SourceFactory:
+    __slots__ = ("builder", "schema", "lsn", "tx_id", "ts_us")
+
+    def __init__(self, builder: PostgresSourceBuilder, schema: TableSchema, lsn: int, tx_id: int, ts_us: int):
+        self.builder, self.schema, self.lsn, self.tx_id, self.ts_us = builder, schema, lsn, tx_id, ts_us
+
+    def build(self, marker: str) -> dict[str, Any]:
+        return self.builder.build(
+            schema=self.schema.table_id.schema or "public", table=self.schema.table_id.table, ts_us=self.ts_us,
+            lsn=self.lsn, last_commit_lsn=None, tx_id=self.tx_id, snapshot=marker,
+        )
+
+
+def _finish(value: dict[str, Any], sources: _SourceFactory, first: bool, last_table: bool, first_in_table: bool,
+            last_in_table: bool) -> None:
+    """Fill a held-back row's source block (Debezium's marker precedence: last, first,
+    last_in_data_collection, first_in_data_collection, true) and its processing time."""
+    last = last_table and last_in_table
+    marker = snapshot_marker(True, first=first and not last, last=last, first_in_table=first_in_table,
+                             last_in_table=last_in_table)
+    value["source"] = sources.build(marker)
+    now = time.time_ns()
+    value["ts_ms"], value["ts_us"], value["ts_ns"] = now // 1_000_000, now // 1000, now
+
+
+class _Progress:
+    """A rich progress bar per table when attached to a terminal; silent otherwise."""
+
+    def __init__(self, enabled: bool) -> None:
+        self._progress = None
+        if enabled:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._progress = Progress(
+                TextColumn("snapshot {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                transient=False,
+            )
+            self._progress.start()
+
+    def add(self, name: str, estimate: int) -> Any:
+        if self._progress is None:
+            return None
+        return self._progress.add_task(name, total=max(int(estimate), 1))
+
+    def advance(self, task: Any, n: int) -> None:
+        if self._progress is not None:
+            self._progress.advance(task, n)
+
+    def finish(self, task: Any, count: int) -> None:
+        if self._progress is not None:
+            self._progress.update(task, total=max(count, 1), completed=count)
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()

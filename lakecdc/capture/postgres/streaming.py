@@ -1,0 +1,343 @@
+"""Streaming: pgoutput messages from the slot -> Debezium change records, in commit order.
+
+Per message (``data_start`` is the XLogData LSN PostgreSQL puts on each message):
+
+- Begin: opens the transaction; BEGIN record ``{"id": "<xid>:<data_start>"}`` when
+  ``provide.transaction.metadata`` (Debezium sends it even if every event is then skipped).
+- Insert/Update/Delete: ``c``/``u``/``d``; a delete is followed by a tombstone
+  (``tombstones.on.delete``); an update that changes the key is delete + tombstone + create.
+  ``source.sequence`` is ``[<last commit LSN>, <event LSN>]``; ``transaction.id`` is
+  ``<xid>:<event LSN>``.
+- Truncate: one ``t`` record per captured table (null key), unless ``skipped.operations`` has t.
+- Message: logical decoding message, ``m`` on ``<prefix>.message``.
+- Commit: END record ``{"id": "<xid>:<end LSN>"}`` with the counts; the offset may now advance.
+
+Resuming: the offset stores the last commit's end LSN (``lsn_commit``) and, inside a large
+transaction, the last event LSN sent (``lsn``, ``txId``). Replication restarts at ``lsn_commit``;
+events of transaction ``txId`` at or before ``lsn`` are not emitted again.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from lakecdc.capture.offsets import Offset
+from lakecdc.capture.postgres import connection as pgconn
+from lakecdc.capture.postgres.config import PostgresConnectorConfig
+from lakecdc.capture.postgres.decoder import (
+    BeginMessage,
+    CommitMessage,
+    LogicalMessage,
+    RelationMessage,
+    TruncateMessage,
+    decode_message,
+)
+from lakecdc.capture.postgres.errors import SlotMissingError
+from lakecdc.capture.postgres.offset import resume_point
+from lakecdc.capture.postgres.replication import Keepalive, ReplicationConnection, XLogData
+from lakecdc.capture.postgres.table_schema import TableSchemas
+from lakecdc.capture.postgres.types import TypeModes
+from lakecdc.capture.heartbeat import Heartbeat
+from lakecdc.events.envelope import ChangeRecord
+from lakecdc.events.envelope import envelope_payload as _payload
+from lakecdc.events.positions import PostgresPosition
+from lakecdc.events.source import PostgresSourceBuilder
+from lakecdc.events.topics import TopicNamer
+from lakecdc.events.transaction import TransactionTracker, transaction_record
+from lakecdc.capture.postgres.messages import MESSAGE_DATA_COLLECTION, MessageRecords
+
+log = logging.getLogger(__name__)
+
+
+class PostgresStreamingSource:
+    def __init__(self, config: PostgresConnectorConfig, modes: TypeModes, namer: TopicNamer) -> None:
+        self.config = config
+        self.namer = namer
+        self.modes = modes
+        self._sql = pgconn.connect(config)
+        self._schemas = TableSchemas(self._sql, config, modes, namer)
+        self._repl: ReplicationConnection | None = None
+        self._source = PostgresSourceBuilder(config.topic_prefix, config.database_dbname or "postgres")
+        self._skipped = config.skipped_operation_codes
+        self._tombstones = config.tombstones_on_delete
+        self._tx_topic = namer.transaction_topic
+        self._tx = TransactionTracker() if config.provide_transaction_metadata else None
+        self._messages = MessageRecords(config, namer, self._source)
+        self._heartbeat = Heartbeat(config.heartbeat_interval_ms, namer.heartbeat_topic, config.topic_prefix,
+                                    config.heartbeat_action_query, self._sql)
+        # transaction state
+        self._xid: int | None = None
+        self._commit_ts_us = 0
+        self._last_commit_lsn: int | None = None
+        self._last_event_lsn: int | None = None
+        # what is safe to store / acknowledge
+        self._committed: PostgresPosition | None = None
+        self._dirty = False
+        self._received_lsn = 0
+        self._acked_lsn = 0
+        self._skip_xid: int | None = None
+        self._skip_upto = 0
+        self._last_data = time.monotonic()
+        self._last_status = time.monotonic()
+        self._status_interval = max(config.status_update_interval_ms, 1000) / 1000.0
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def start(self, offset: Offset | None) -> None:
+        state = pgconn.slot_state(self._sql, self.config.slot_name)
+        if not state.exists:
+            if offset is not None:
+                raise SlotMissingError(
+                    f"replication slot '{self.config.slot_name}' does not exist but an offset is stored "
+                    f"({offset}); the changes since then are lost. Use snapshot.mode=when_needed or "
+                    "always to re-snapshot, or delete the stored offset"
+                )
+            repl = ReplicationConnection.connect(self.config.conninfo(replication=True))
+            try:
+                created = repl.create_slot(self.config.slot_name, export_snapshot=False)
+            finally:
+                repl.close()
+            log.info("created replication slot %s at %s", self.config.slot_name, created.consistent_point)
+        elif state.wal_status == "lost":
+            from lakecdc.capture.postgres.errors import WalRemovedError
+
+            raise WalRemovedError(
+                f"replication slot '{self.config.slot_name}' has lost WAL it needs (wal_status=lost); "
+                "re-snapshot with snapshot.mode=when_needed or always"
+            )
+        tables = pgconn.captured_tables(self._sql, self.config)
+        pgconn.ensure_publication(self._sql, self.config, tables)
+        point = resume_point(offset)
+        self._last_commit_lsn = point.last_commit_lsn
+        self._skip_xid, self._skip_upto = point.skip_xid, point.skip_upto_lsn
+        self._committed = None
+        self._acked_lsn = point.start_lsn
+        if state.active:
+            pgconn.terminate_slot_holder(self._sql, self.config.slot_name)
+            time.sleep(0.2)
+        self._repl = ReplicationConnection.connect(self.config.conninfo(replication=True))
+        options = {
+            "proto_version": "1",
+            "publication_names": self.config.publication_name.replace("'", "''"),
+            "messages": "true",
+        }
+        self._repl.start(self.config.slot_name, point.start_lsn, options)
+        log.info("streaming from slot %s at LSN %s", self.config.slot_name, point.start_lsn)
+        self._last_data = time.monotonic()
+
+    def close(self) -> None:
+        if self._repl is not None:
+            self._repl.close()
+            self._repl = None
+        if self.config.slot_drop_on_stop:
+            try:
+                pgconn.drop_slot(self._sql, self.config.slot_name)
+            except Exception as exc:  # report, but closing must go on
+                log.warning("could not drop slot %s: %s", self.config.slot_name, exc)
+        self._sql.close()
+
+    # -- SPI --------------------------------------------------------------------------------
+    def idle_seconds(self) -> float:
+        return time.monotonic() - self._last_data
+
+    def committable_offset(self) -> Offset | None:
+        if not self._dirty:
+            return None
+        self._dirty = False
+        if self._xid is not None and self._last_event_lsn is not None:
+            # inside a transaction: remember how far its events went, resume before it
+            return PostgresPosition(
+                lsn=self._last_event_lsn, commit_lsn=self._last_commit_lsn, lsn_proc=self._last_event_lsn,
+                tx_id=self._xid, ts_usec=self._commit_ts_us,
+            ).to_offset()
+        if self._committed is None:
+            return None
+        return self._committed.to_offset()
+
+    def acknowledge(self, offset: Offset) -> None:
+        lsn = offset.get("lsn_commit")
+        if lsn is None:
+            return
+        self._acked_lsn = max(self._acked_lsn, int(lsn))
+        if self._repl is not None:
+            self._repl.send_status(max(self._received_lsn, self._acked_lsn), self._acked_lsn)
+            self._last_status = time.monotonic()
+
+    # -- reading ----------------------------------------------------------------------------
+    def poll(self, out: list[Any], max_records: int, timeout: float) -> None:
+        repl = self._repl
+        assert repl is not None, "start() first"
+        deadline = time.monotonic() + timeout
+        wait = timeout
+        handle = self._handle
+        while len(out) < max_records:
+            message = repl.read(wait)
+            if message is None:
+                break
+            if type(message) is XLogData:
+                handle(message.data_start, bytes(message.payload), out)
+                wait = 0.0 if time.monotonic() < deadline else 0.0
+                continue
+            assert isinstance(message, Keepalive)
+            self._on_keepalive(message)
+            wait = max(0.0, deadline - time.monotonic())
+        now = time.monotonic()
+        if self._heartbeat.due(now):
+            record = self._heartbeat.beat()
+            if record is not None:
+                out.append(record)
+        if now - self._last_status >= self._status_interval:
+            repl.send_status(max(self._received_lsn, self._acked_lsn), self._acked_lsn)
+            self._last_status = now
+
+    def _on_keepalive(self, message: Keepalive) -> None:
+        if message.wal_end > self._received_lsn:
+            self._received_lsn = message.wal_end
+        if self._xid is None and message.wal_end > (self._committed.lsn if self._committed else 0):
+            # Nothing of ours is pending before wal_end: the slot may advance past WAL that only
+            # held other tables' changes (Debezium does this through heartbeats).
+            if self._heartbeat.enabled or self._committed is not None or self._last_commit_lsn is not None:
+                self._committed = PostgresPosition(
+                    lsn=message.wal_end, commit_lsn=message.wal_end, lsn_proc=message.wal_end,
+                    tx_id=self._committed.tx_id if self._committed else None,
+                    ts_usec=self._committed.ts_usec if self._committed else None,
+                )
+                self._dirty = True
+        if message.reply_requested and self._repl is not None:
+            self._repl.send_status(max(self._received_lsn, self._acked_lsn), self._acked_lsn)
+            self._last_status = time.monotonic()
+
+    def _handle(self, lsn: int, data: bytes, out: list[Any]) -> None:
+        tag = data[0]
+        if tag in (0x49, 0x55, 0x44):  # I U D: the hot path
+            self._on_row_change(lsn, decode_message(data), out)
+            return
+        message = decode_message(data)
+        if type(message) is BeginMessage:
+            self._xid = message.xid
+            self._commit_ts_us = message.commit_ts_us
+            self._last_event_lsn = None
+            self._last_data = time.monotonic()
+            resuming = self._skip_xid == message.xid
+            if self._tx is not None:
+                payload = self._tx.begin(f"{message.xid}:{lsn}", message.commit_ts_us // 1000)
+                if not resuming:
+                    out.append(transaction_record(self._tx_topic, payload))
+        elif type(message) is CommitMessage:
+            if self._tx is not None and self._tx.in_transaction:
+                payload = self._tx.end(f"{self._xid}:{lsn}", self._commit_ts_us // 1000)
+                out.append(transaction_record(self._tx_topic, payload))
+            self._committed = PostgresPosition(
+                lsn=lsn, commit_lsn=lsn, lsn_proc=lsn, tx_id=self._xid, ts_usec=self._commit_ts_us
+            )
+            self._last_commit_lsn = lsn
+            self._received_lsn = max(self._received_lsn, lsn)
+            if self._skip_xid == self._xid:
+                self._skip_xid = None
+            self._xid = None
+            self._dirty = True
+        elif type(message) is RelationMessage:
+            self._schemas.for_relation(message)
+        elif type(message) is TruncateMessage:
+            self._on_truncate(lsn, message, out)
+        elif type(message) is LogicalMessage:
+            record = self._messages.record(message, lsn, self._xid, self._commit_ts_us, self._last_commit_lsn)
+            if record is not None:
+                if message.transactional and self._tx is not None and self._tx.in_transaction:
+                    self._tx.event(MESSAGE_DATA_COLLECTION)  # Debezium counts messages in END
+                out.append(record)
+                if not message.transactional:
+                    self._dirty = True
+        # Type and Origin messages carry nothing Debezium emits
+
+    def _skip(self, lsn: int) -> bool:
+        return self._skip_xid is not None and self._skip_xid == self._xid and lsn <= self._skip_upto
+
+    def _on_row_change(self, lsn: int, message: Any, out: list[Any]) -> None:
+        schema = self._schemas.by_relation_id(message.relation_id)
+        if schema is None:
+            return
+        tag = type(message).__name__[0]  # I(nsert) U(pdate) D(elete)
+        op = "c" if tag == "I" else ("u" if tag == "U" else "d")
+        if op in self._skipped:
+            return
+        self._last_event_lsn = lsn
+        self._dirty = True
+        suppressed = self._skip(lsn)
+        xid = self._xid
+        position = PostgresPosition(lsn=lsn, commit_lsn=self._last_commit_lsn, tx_id=xid,
+                                    ts_usec=self._commit_ts_us)
+        source = self._source.build(
+            schema=schema.table_id.schema or "public", table=schema.table_id.table, ts_us=self._commit_ts_us,
+            lsn=lsn, last_commit_lsn=self._last_commit_lsn, tx_id=xid,
+        )
+        now = time.time_ns()
+        tx = self._tx
+        if op == "c":
+            after_values = message.new
+            key = schema.key(after_values)
+            value = _payload("c", None, schema.row(after_values), source, now,
+                              tx.event(schema.data_collection, f"{xid}:{lsn}") if tx else None)
+            if not suppressed:
+                out.append(ChangeRecord(schema.topic, schema.key_schema, key, schema.envelope, value, [], position))
+            return
+        if op == "d":
+            old_values = message.old
+            key = schema.key(old_values)
+            value = _payload("d", schema.row(old_values), None, source, now,
+                              tx.event(schema.data_collection, f"{xid}:{lsn}") if tx else None)
+            if not suppressed:
+                out.append(ChangeRecord(schema.topic, schema.key_schema, key, schema.envelope, value, [], position))
+                if self._tombstones:
+                    out.append(ChangeRecord(schema.topic, schema.key_schema, key, None, None, [], position))
+            return
+        # update
+        new_values = message.new
+        after = schema.row(new_values)
+        new_key = schema.key(new_values)
+        old_values = message.old
+        before = schema.row(old_values) if old_values is not None else None
+        old_key = schema.key(old_values) if old_values is not None else None
+        if old_key is not None and old_key != new_key and None not in old_key.values():
+            # primary-key change: delete(old key) + tombstone + create(new key), same LSN
+            d_value = _payload("d", before, None, source, now,
+                                tx.event(schema.data_collection, f"{xid}:{lsn}") if tx else None)
+            c_value = _payload("c", None, after, source, now,
+                                tx.event(schema.data_collection, f"{xid}:{lsn}") if tx else None)
+            if not suppressed:
+                out.append(ChangeRecord(schema.topic, schema.key_schema, old_key, schema.envelope, d_value, [],
+                                        position))
+                if self._tombstones:
+                    out.append(ChangeRecord(schema.topic, schema.key_schema, old_key, None, None, [], position))
+                out.append(ChangeRecord(schema.topic, schema.key_schema, new_key, schema.envelope, c_value, [],
+                                        PostgresPosition(lsn=lsn, commit_lsn=self._last_commit_lsn, tx_id=xid,
+                                                         ts_usec=self._commit_ts_us, index=1)))
+            return
+        value = _payload("u", before, after, source, now,
+                          tx.event(schema.data_collection, f"{xid}:{lsn}") if tx else None)
+        if not suppressed:
+            out.append(ChangeRecord(schema.topic, schema.key_schema, new_key, schema.envelope, value, [], position))
+
+    def _on_truncate(self, lsn: int, message: TruncateMessage, out: list[Any]) -> None:
+        if "t" in self._skipped:
+            return
+        now = time.time_ns()
+        for relation_id in message.relation_ids:
+            schema = self._schemas.by_relation_id(relation_id)
+            if schema is None:
+                continue
+            self._last_event_lsn = lsn
+            self._dirty = True
+            source = self._source.build(
+                schema=schema.table_id.schema or "public", table=schema.table_id.table,
+                ts_us=self._commit_ts_us, lsn=lsn, last_commit_lsn=self._last_commit_lsn, tx_id=self._xid,
+            )
+            tx_block = self._tx.event(schema.data_collection, f"{self._xid}:{lsn}") if self._tx else None
+            if self._skip(lsn):
+                continue
+            out.append(ChangeRecord(
+                schema.topic, None, None, schema.envelope, _payload("t", None, None, source, now, tx_block), [],
+                PostgresPosition(lsn=lsn, commit_lsn=self._last_commit_lsn, tx_id=self._xid,
+                                 ts_usec=self._commit_ts_us),
+            ))
