@@ -1,6 +1,7 @@
 """Local development stack: broker, PostgreSQL, MariaDB on loopback ports, and offline Spark.
 
-Servers are imported lazily so ``import lakecdc.devstack`` never needs PySpark.
+The Spark session factory lives in ``lakecdc.devstack.spark`` and is not imported here, so
+``import lakecdc.devstack`` never needs PySpark.
 """
 
 from lakecdc.devstack.broker import Broker, kafka_client_defaults

@@ -174,3 +174,47 @@ def test_a_failing_setup_step_reports_part_reason_and_log() -> None:
     assert "initdb exited with code 3" in error.reason
     assert error.log_path is not None and "disk is on fire" in error.log_path.read_text()
     error.log_path.unlink()
+
+
+def test_cli_dev_up_status_down_records_masks_and_cleans(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    env = {**os.environ, "LAKECDC_HOME": str(tmp_path / "home"), "COLUMNS": "200"}
+
+    def lakecdc(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "lakecdc.cli.main", "dev", *args], env=env,
+                              capture_output=True, text=True, timeout=120)
+
+    up = lakecdc("up", "--no-jars")
+    state_file = tmp_path / "home" / "devstack.json"
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        state = json.loads(state_file.read_text())
+        assert set(state["parts"]) == {"broker", "postgres", "mariadb"}
+        passwords = []
+        for name in ("postgres", "mariadb"):
+            reference = state["parts"][name]["password"]
+            assert reference.startswith("file:")
+            secret_file = Path(reference[len("file:"):])
+            assert secret_file.stat().st_mode & 0o777 == 0o600
+            passwords.append(secret_file.read_text())
+        pg_entry = state["parts"]["postgres"]
+        with psycopg.connect(host="127.0.0.1", port=pg_entry["port"], user=pg_entry["user"],
+                             password=passwords[0], dbname=pg_entry["dbname"]) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+        status = lakecdc("status")
+        assert status.returncode == 0, status.stdout
+        assert status.stdout.count(" up ") >= 3 and "password=***" in status.stdout
+        for secret in passwords:
+            assert secret not in up.stdout + up.stderr + status.stdout + status.stderr + state_file.read_text()
+        again = lakecdc("up", "--no-jars")
+        assert again.returncode == 1 and "already running" in again.stdout
+    finally:
+        down = lakecdc("down")
+    assert down.returncode == 0 and "stopped broker, postgres, mariadb" in down.stdout
+    for entry in state["parts"].values():
+        _assert_gone(entry["pid"], entry["port"], Path(entry["root_dir"]))
+    assert not state_file.exists() and not (tmp_path / "home" / "devstack").exists()
+    assert "no local stack recorded" in lakecdc("status").stdout

