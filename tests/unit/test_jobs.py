@@ -1,0 +1,35 @@
+"""Databricks entry points and the Asset Bundle stay consistent with the package."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(ROOT / "jobs" / script), *args], capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_entry_points_parse_their_parameters_without_heavy_imports() -> None:
+    for script in ("ingest_job.py", "capture_job.py"):
+        result = _run(script, "--help")
+        assert result.returncode == 0, result.stderr
+        assert "--config" in result.stdout
+    missing = _run("ingest_job.py")
+    assert missing.returncode == 2 and "--config" in missing.stderr
+
+
+def test_bundle_points_at_existing_entry_points() -> None:
+    bundle = yaml.safe_load((ROOT / "databricks.yml").read_text())
+    tasks = [task for job in bundle["resources"]["jobs"].values() for task in job["tasks"]]
+    files = {task["spark_python_task"]["python_file"] for task in tasks}
+    assert files == {"jobs/ingest_job.py", "jobs/capture_job.py"}
+    for file in files:
+        assert (ROOT / file).exists()
+    assert all(any("whl" in library for library in task["libraries"]) for task in tasks)
