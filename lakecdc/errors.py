@@ -89,6 +89,10 @@ class SinkDeliveryError(SinkError, TerminalError):
         self.failures = failures or []
 
 
+class TopicCreationError(SinkError, TerminalError):
+    """The broker refused to create a topic (authorization, invalid configuration, ...)."""
+
+
 class SourceError(LakecdcError):
     """Base for failures talking to a source database; connectors subclass it."""
 

@@ -1,0 +1,165 @@
+"""``JsonlSink``: capture output as JSON lines, for inspection and tests.
+
+One record per line, in send order. ``key`` and ``value`` are the JsonConverter output embedded
+as JSON (not as strings); a tombstone has ``"value": null``; a key-less record ``"key": null``;
+``headers`` is a list of ``{"key": name, "value": ...}`` with the header value embedded as JSON
+when it is JSON (Debezium's ``__debezium.oldkey``/``newkey`` headers are), else as text::
+
+    {"topic":"dbz.public.customers","key":{"schema":{...},"payload":{"id":2}},"value":null,"headers":[]}
+
+The converter output is spliced into the line as is, so a line holds exactly the bytes a Kafka
+consumer would read, and writing costs no parse and re-dump per record. ``flush`` fsyncs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lakecdc.errors import SinkTransientError
+from lakecdc.transport.sink import RecordSerializer
+
+if TYPE_CHECKING:
+    from lakecdc.events.envelope import ChangeRecord
+    from lakecdc.events.schema import ConnectSchema
+
+
+def encode_header_value(value: bytes | str | None) -> str:
+    """JSON text for one header value: embedded JSON when it parses, a JSON string otherwise."""
+    if value is None:
+        return "null"
+    text = value.decode("utf-8", errors="replace") if isinstance(value, bytes) else value
+    try:
+        json.loads(text)
+    except ValueError:
+        return json.dumps(text, ensure_ascii=False)
+    return text
+
+
+def jsonl_line(topic: str, key: bytes | None, value: bytes | None,
+               headers: list[tuple[str, bytes]] | None = None) -> str:
+    """One JSON line from converter bytes (no trailing newline)."""
+    header_text = ",".join(
+        '{"key":' + json.dumps(name, ensure_ascii=False) + ',"value":' + encode_header_value(data) + "}"
+        for name, data in headers or ()
+    )
+    return (
+        '{"topic":' + json.dumps(topic, ensure_ascii=False)
+        + ',"key":' + (key.decode("utf-8") if key is not None else "null")
+        + ',"value":' + (value.decode("utf-8") if value is not None else "null")
+        + ',"headers":[' + header_text + "]}"
+    )
+
+
+class JsonlSink:
+    """Appends records to ``path`` (created with its directory); durable when ``flush`` returns.
+
+    >>> sink = JsonlSink("/tmp/out.jsonl")          # doctest: +SKIP
+    >>> sink.send(records); sink.flush(); sink.close()  # doctest: +SKIP
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, key_schemas_enable: bool = True,
+                 value_schemas_enable: bool = True, append: bool = True) -> None:
+        self.path = Path(path)
+        self._serializer = RecordSerializer(key_schemas_enable, value_schemas_enable)
+        created = not self.path.exists()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = open(self.path, "a" if append else "w", encoding="utf-8")  # noqa: SIM115
+        except OSError as exc:
+            raise SinkTransientError(f"cannot open JSON-lines sink '{self.path}': {exc.strerror}") from exc
+        self._dir_needs_sync = created
+        self._records = 0
+
+    @property
+    def records_written(self) -> int:
+        return self._records
+
+    def send(self, records: list[ChangeRecord]) -> None:
+        if self._file.closed:
+            raise SinkTransientError(f"JSON-lines sink '{self.path}' is closed")
+        key_bytes, value_bytes = self._serializer.key_bytes, self._serializer.value_bytes
+        lines = [
+            jsonl_line(r.topic, key_bytes(r), value_bytes(r), r.headers) + "\n" for r in records
+        ]
+        try:
+            self._file.write("".join(lines))
+        except OSError as exc:
+            raise SinkTransientError(f"cannot write JSON-lines sink '{self.path}': {exc.strerror}") from exc
+        self._records += len(lines)
+
+    def flush(self) -> None:
+        if self._file.closed:
+            return
+        try:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            if self._dir_needs_sync:
+                # A new file is durable only once its directory entry is.
+                dir_fd = os.open(self.path.parent, os.O_RDONLY)
+                try:
+                    os.fsync(dir_fd)
+                finally:
+                    os.close(dir_fd)
+                self._dir_needs_sync = False
+        except OSError as exc:
+            raise SinkTransientError(f"cannot fsync JSON-lines sink '{self.path}': {exc.strerror}") from exc
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self.flush()
+            self._file.close()
+
+    def __enter__(self) -> JsonlSink:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Every record of a JSON-lines capture file, parsed (for tests and the conformance harness)."""
+    with open(path, encoding="utf-8") as file:
+        return [json.loads(line) for line in file if line.strip()]
+
+
+def change_records_from_jsonl(path: str | os.PathLike[str]) -> list[ChangeRecord]:
+    """Read a JSON-lines capture (ours or Debezium's, schemas enabled) back into ``ChangeRecord`` s.
+
+    Used to replay a capture file into another sink. One ``ConnectSchema`` instance is shared by
+    all records with the same schema, as capture does. Fields other than topic/key/value/headers
+    (such as a ``seq`` counter) are ignored.
+    """
+    from lakecdc.events.envelope import ChangeRecord
+
+    schemas: dict[str, ConnectSchema] = {}
+    records = []
+    for number, line in enumerate(read_jsonl(path), start=1):
+        try:
+            key_schema, key = _part(line.get("key"), schemas)
+            value_schema, value = _part(line.get("value"), schemas)
+        except ValueError as exc:
+            raise ValueError(f"{path} record {number}: {exc}") from None
+        headers = [
+            (h["key"], json.dumps(h["value"], separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+            for h in line.get("headers") or ()
+        ]
+        records.append(ChangeRecord(line["topic"], key_schema, key, value_schema, value, headers))
+    return records
+
+
+def _part(converted: Any, schemas: dict[str, ConnectSchema]) -> tuple[ConnectSchema | None, Any]:
+    from lakecdc.events.schema import ConnectSchema
+    from lakecdc.events.values import json_to_connect
+
+    if converted is None:
+        return None, None
+    if not isinstance(converted, dict) or set(converted) != {"schema", "payload"}:
+        raise ValueError("expected JsonConverter output with schemas enabled ({'schema', 'payload'})")
+    text = json.dumps(converted["schema"], sort_keys=True)
+    schema = schemas.get(text)
+    if schema is None:
+        schema = schemas[text] = ConnectSchema.from_json(converted["schema"])
+    return schema, json_to_connect(schema, converted["payload"])

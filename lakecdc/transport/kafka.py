@@ -1,0 +1,235 @@
+"""``KafkaSink``: an idempotent (optionally transactional) confluent-kafka producer.
+
+Commit sequence (the capture coordinator acknowledges the source only after step 3):
+
+1. ``send(records)``: topics are created on their first record; each record is encoded once
+   (JsonConverter bytes) and queued in librdkafka; nothing here waits for the broker;
+2. ``flush()``: waits until librdkafka has an acknowledgement (``acks=all``) for every queued
+   record; with ``transactional.id`` it commits the open transaction instead, so data and any
+   offset records written with :meth:`KafkaSink.send_raw` become visible together;
+3. ``flush()`` returns: everything sent is durable. Any delivery failure raises
+   ``SinkDeliveryError`` naming each topic and broker error; an open transaction is aborted.
+
+Idempotence keeps per-partition order and removes duplicates from producer retries; the source
+position carried by every event makes re-delivery after a crash harmless downstream.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from confluent_kafka import KafkaError, KafkaException, Producer
+
+from lakecdc.config.redact import redact
+from lakecdc.errors import ConfigError, SinkDeliveryError, SinkTransientError
+from lakecdc.transport.kafka_config import producer_settings
+from lakecdc.transport.sink import RecordSerializer
+from lakecdc.transport.topics import TopicCreator
+
+if TYPE_CHECKING:
+    from confluent_kafka import Message
+
+    from lakecdc.events.envelope import ChangeRecord
+
+log = logging.getLogger(__name__)
+
+
+class KafkaSink:
+    """Publishes capture records to Kafka; ``flush()`` returns only when all are acknowledged.
+
+    >>> sink = KafkaSink("127.0.0.1:9092", producer_config={"compression.type": "zstd"})  # doctest: +SKIP
+    >>> sink.send(records); sink.flush()                                                  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        *,
+        producer_config: Mapping[str, str] | None = None,
+        key_schemas_enable: bool = True,
+        value_schemas_enable: bool = True,
+        create_topics: bool = True,
+        topic_partitions: int = 1,
+        topic_replication_factor: int = -1,
+        topic_config: Mapping[str, str] | None = None,
+        single_partition_topics: Iterable[str] = (),
+        transactional_id: str | None = None,
+        flush_timeout_s: float | None = None,
+    ) -> None:
+        settings = producer_settings(bootstrap_servers, producer_config, transactional_id=transactional_id)
+        self.bootstrap_servers = bootstrap_servers
+        self.transactional = bool(settings.get("transactional.id"))
+        self._serializer = RecordSerializer(key_schemas_enable, value_schemas_enable)
+        self._failures: list[tuple[str, str]] = []
+        self._fatal: str | None = None
+        self._lock = threading.Lock()
+        self._in_transaction = False
+        self._closed = False
+        timeout_ms = int(settings.get("message.timeout.ms", settings.get("delivery.timeout.ms", 300_000)))
+        self.flush_timeout_s = flush_timeout_s if flush_timeout_s is not None else timeout_ms / 1000 + 5
+        settings["error_cb"] = self._on_error
+        settings["on_delivery"] = self._on_delivery  # one default callback: no per-record closure
+        settings["logger"] = logging.getLogger("lakecdc.transport.librdkafka")
+        try:
+            self._producer = Producer(settings)
+        except KafkaException as exc:
+            raise _config_error(exc.args[0].str()) from None
+        except (ValueError, TypeError) as exc:
+            raise _config_error(str(exc)) from None
+        admin = {k: v for k, v in settings.items() if k.startswith(("bootstrap.", "security.", "sasl.", "ssl."))}
+        self._topics = (
+            TopicCreator(admin, partitions=topic_partitions, replication_factor=topic_replication_factor,
+                         topic_config=topic_config, single_partition_topics=single_partition_topics)
+            if create_topics else None
+        )
+        if self.transactional:
+            self._call("initialise Kafka transactions", self._producer.init_transactions, self.flush_timeout_s)
+
+    # ------------------------------------------------------------------ callbacks (librdkafka thread)
+
+    def _on_delivery(self, error: KafkaError | None, message: Message) -> None:
+        if error is not None:
+            with self._lock:
+                self._failures.append((message.topic() or "?", error.str()))
+
+    def _on_error(self, error: KafkaError) -> None:
+        if error.fatal():
+            self._fatal = error.str()
+        log.warning("Kafka client error: %s", redact(error.str()))
+
+    # ------------------------------------------------------------------ Sink
+
+    def send(self, records: list[ChangeRecord]) -> None:
+        """Queue records in order; topics are created on first use."""
+        self._check_usable()
+        if self._topics is not None:
+            self._topics.ensure({r.topic for r in records})
+        self._begin_if_needed()
+        key_bytes, value_bytes = self._serializer.key_bytes, self._serializer.value_bytes
+        for record in records:
+            self._produce(record.topic, key_bytes(record), value_bytes(record), record.headers or None)
+
+    def send_raw(self, topic: str, key: bytes | None, value: bytes | None,
+                 headers: list[tuple[str, bytes]] | None = None) -> None:
+        """Queue already-encoded bytes (offset records) in the same stream or transaction as data."""
+        self._check_usable()
+        if self._topics is not None:
+            self._topics.ensure([topic])
+        self._begin_if_needed()
+        self._produce(topic, key, value, headers)
+
+    def _produce(self, topic: str, key: bytes | None, value: bytes | None,
+                 headers: list[tuple[str, bytes]] | None) -> None:
+        produce = self._producer.produce
+        while True:
+            try:
+                produce(topic, value, key, headers=headers)
+                return
+            except BufferError:
+                # librdkafka's queue is full: serve delivery reports until there is room.
+                self._producer.poll(0.05)
+                self._check_usable()
+            except KafkaException as exc:  # refused before queueing (too large, bad topic name)
+                error = exc.args[0].str()
+                raise SinkDeliveryError(f"Kafka refused a record for topic '{topic}': {error}", [(topic, error)]) from None
+
+    def flush(self) -> None:
+        """Return when every record sent so far is acknowledged; raise on any failure."""
+        if self._closed:
+            return
+        if self.transactional:
+            self._commit()
+        else:
+            deadline = time.monotonic() + self.flush_timeout_s
+            remaining = self._producer.flush(self.flush_timeout_s)
+            while remaining and time.monotonic() < deadline:
+                remaining = self._producer.flush(max(0.1, deadline - time.monotonic()))
+            if remaining:
+                raise SinkTransientError(
+                    f"{remaining} Kafka records not acknowledged by {self.bootstrap_servers} within "
+                    f"{self.flush_timeout_s:.0f}s"
+                )
+        self._raise_failures()
+
+    def close(self) -> None:
+        """Flush (committing any open transaction) and stop. Idempotent."""
+        if self._closed:
+            return
+        try:
+            self.flush()
+        finally:
+            self._closed = True
+
+    def abort(self) -> None:
+        """Abort the open transaction (transactional sinks): nothing sent since the last flush is kept."""
+        if self.transactional and self._in_transaction:
+            self._call("abort the Kafka transaction", self._producer.abort_transaction, self.flush_timeout_s)
+            self._in_transaction = False
+        with self._lock:
+            self._failures.clear()
+
+    def __enter__(self) -> KafkaSink:
+        return self
+
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        if exc_type is not None and self.transactional:
+            self.abort()
+        self.close()
+
+    # ------------------------------------------------------------------ internals
+
+    def _begin_if_needed(self) -> None:
+        if self.transactional and not self._in_transaction:
+            self._call("begin a Kafka transaction", self._producer.begin_transaction)
+            self._in_transaction = True
+
+    def _commit(self) -> None:
+        if not self._in_transaction:
+            return
+        try:
+            self._producer.commit_transaction(self.flush_timeout_s)
+            self._in_transaction = False
+        except KafkaException as exc:
+            error = exc.args[0]
+            if error.txn_requires_abort():
+                self.abort()
+                raise SinkTransientError(
+                    f"Kafka transaction aborted, nothing since the last flush was kept: {error.str()}"
+                ) from None
+            if error.retriable():
+                raise SinkTransientError(f"cannot commit the Kafka transaction yet: {error.str()}") from None
+            raise SinkDeliveryError(f"Kafka transaction failed: {error.str()}", [("*", error.str())]) from None
+
+    def _raise_failures(self) -> None:
+        with self._lock:
+            failures, self._failures = self._failures, []
+        if failures:
+            distinct = list(dict.fromkeys(failures))
+            shown = "; ".join(f"topic '{t}': {e}" for t, e in distinct[:5])
+            more = f" (and {len(distinct) - 5} more)" if len(distinct) > 5 else ""
+            raise SinkDeliveryError(f"{len(failures)} Kafka records were not delivered: {shown}{more}", distinct)
+
+    def _check_usable(self) -> None:
+        if self._closed:
+            raise SinkTransientError("Kafka sink is closed")
+        if self._fatal:
+            raise SinkDeliveryError(f"Kafka producer failed fatally: {self._fatal}", [("*", self._fatal)])
+
+    def _call(self, what: str, function: Any, *args: Any) -> None:
+        try:
+            function(*args)
+        except KafkaException as exc:
+            error = exc.args[0]
+            message = f"cannot {what} on {self.bootstrap_servers}: {error.str()}"
+            if error.retriable():
+                raise SinkTransientError(message) from None
+            raise SinkDeliveryError(message, [("*", error.str())]) from None
+
+
+def _config_error(detail: str) -> ConfigError:
+    # librdkafka names the setting ("No such configuration property: \"x\""); users wrote producer.x.
+    return ConfigError(f"invalid Kafka producer setting (producer.* properties): {redact(detail)}")

@@ -1,0 +1,95 @@
+"""The ``Sink`` protocol every capture output implements, and record serialization shared by sinks.
+
+Commit order the capture coordinator relies on (see docs/CONTRACTS.md):
+
+1. ``sink.send(records)``: hand records over; may return before they are durable;
+2. ``sink.flush()``: returns only when every record sent so far is durable, or raises;
+3. only then acknowledge the source position (PostgreSQL flush LSN, offsets file).
+
+A sink that cannot make records durable raises ``SinkDeliveryError`` (terminal: nothing after the
+failed records may be acknowledged) or ``SinkTransientError`` (retry later) from ``flush``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from lakecdc.errors import SinkDeliveryError
+
+if TYPE_CHECKING:
+    from lakecdc.events.envelope import ChangeRecord
+    from lakecdc.events.schema import ConnectSchema
+    from lakecdc.events.serde import RecordEncoder
+
+
+@runtime_checkable
+class Sink(Protocol):
+    """Where capture publishes records: Kafka, a JSON-lines file, ..."""
+
+    def send(self, records: list[ChangeRecord]) -> None:
+        """Accept records in order; they are durable only after :meth:`flush` returns."""
+
+    def flush(self) -> None:
+        """Block until every record sent so far is durable; raise if any was not."""
+
+    def close(self) -> None:
+        """Flush and release resources. Idempotent."""
+
+
+class RecordSerializer:
+    """Turns a ``ChangeRecord``'s key and value into JsonConverter bytes.
+
+    Encoders are compiled once per schema object: capture reuses one ``ConnectSchema`` instance
+    per table and schema version, so the lookup is by identity first (no per-event hashing of
+    schemas); an equal schema under another identity reuses the compiled encoder.
+    """
+
+    __slots__ = ("key_schemas_enable", "value_schemas_enable", "_by_id", "_by_schema", "_max_entries")
+
+    def __init__(self, key_schemas_enable: bool = True, value_schemas_enable: bool = True,
+                 max_entries: int = 4096) -> None:
+        self.key_schemas_enable = key_schemas_enable
+        self.value_schemas_enable = value_schemas_enable
+        # id(schema) -> (schema kept alive so the id cannot be reused, encoder)
+        self._by_id: dict[tuple[int, bool], tuple[ConnectSchema, RecordEncoder]] = {}
+        self._by_schema: dict[tuple[ConnectSchema, bool], RecordEncoder] = {}
+        self._max_entries = max_entries
+
+    def encoder(self, schema: ConnectSchema, schemas_enable: bool) -> RecordEncoder:
+        hit = self._by_id.get((id(schema), schemas_enable))
+        if hit is not None:
+            return hit[1]
+        encoder = self._by_schema.get((schema, schemas_enable))
+        if encoder is None:
+            from lakecdc.events.serde import RecordEncoder
+
+            if len(self._by_schema) >= self._max_entries:
+                self._by_schema.clear()
+                self._by_id.clear()
+            encoder = RecordEncoder(schema, schemas_enable=schemas_enable)
+            self._by_schema[(schema, schemas_enable)] = encoder
+        self._by_id[(id(schema), schemas_enable)] = (schema, encoder)
+        return encoder
+
+    def key_bytes(self, record: ChangeRecord) -> bytes | None:
+        return self._encode(record, record.key_schema, record.key, self.key_schemas_enable, "key")
+
+    def value_bytes(self, record: ChangeRecord) -> bytes | None:
+        return self._encode(record, record.value_schema, record.value, self.value_schemas_enable, "value")
+
+    def _encode(self, record: ChangeRecord, schema: ConnectSchema | None, payload: Any,
+                schemas_enable: bool, part: str) -> bytes | None:
+        if payload is None:
+            return None
+        if isinstance(payload, bytes):
+            return payload
+        if schema is None:
+            raise SinkDeliveryError(
+                f"record for topic '{record.topic}' has a {part} but no {part} schema", [(record.topic, f"no {part} schema")]
+            )
+        try:
+            return self.encoder(schema, schemas_enable).encode(payload)
+        except ValueError as exc:
+            raise SinkDeliveryError(
+                f"cannot encode the {part} of a record for topic '{record.topic}': {exc}", [(record.topic, str(exc))]
+            ) from None

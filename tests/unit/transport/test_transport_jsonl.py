@@ -1,0 +1,135 @@
+"""JsonlSink: Debezium's records written back byte-for-byte, tombstones, headers, durability."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lakecdc.errors import SinkDeliveryError
+from lakecdc.events.envelope import ChangeRecord
+from lakecdc.events.schema import INT32, OPTIONAL_STRING, struct
+from lakecdc.transport import JsonlSink, RecordSerializer, Sink, read_jsonl
+from lakecdc.transport.jsonl import change_records_from_jsonl, encode_header_value, jsonl_line
+
+GOLDEN = Path("/work/shared/conformance/postgres/workload.jsonl")
+KEY = struct([("id", INT32)], name="shop.public.t.Key")
+VALUE = struct([("id", INT32), ("name", OPTIONAL_STRING)], name="shop.public.t.Value", optional=True)
+
+
+def record(i: int, name: str | None = "x", **kw: object) -> ChangeRecord:
+    return ChangeRecord("shop.public.t", KEY, {"id": i}, VALUE, {"id": i, "name": name}, **kw)  # type: ignore[arg-type]
+
+
+def golden_without_seq() -> list[dict[str, object]]:
+    return [{k: v for k, v in r.items() if k != "seq"} for r in read_jsonl(GOLDEN)]
+
+
+def test_debezium_capture_round_trips_through_the_sink(tmp_path: Path) -> None:
+    records = change_records_from_jsonl(GOLDEN)
+    out = tmp_path / "out.jsonl"
+    with JsonlSink(out) as sink:
+        sink.send(records)
+    assert read_jsonl(out) == golden_without_seq()
+    assert sum(1 for r in read_jsonl(out) if r["value"] is None) == 4  # the workload's tombstones
+
+
+def test_line_shape_and_key_order(tmp_path: Path) -> None:
+    out = tmp_path / "o.jsonl"
+    with JsonlSink(out) as sink:
+        sink.send([record(1, "a\u00e9\n")])
+    line = out.read_text(encoding="utf-8")
+    assert line.endswith("\n") and line.count("\n") == 1
+    parsed = json.loads(line)
+    assert list(parsed) == ["topic", "key", "value", "headers"]
+    assert parsed["key"] == {"schema": KEY.to_json(), "payload": {"id": 1}}
+    assert parsed["value"]["payload"] == {"id": 1, "name": "a\u00e9\n"}
+    assert "\u00e9" in line  # UTF-8 kept, as Jackson writes it
+
+
+def test_tombstone_and_keyless_records(tmp_path: Path) -> None:
+    out = tmp_path / "o.jsonl"
+    with JsonlSink(out) as sink:
+        sink.send([record(1).tombstone(), ChangeRecord("shop.public.nokey", None, None, VALUE, {"id": 3, "name": None})])
+    tomb, keyless = read_jsonl(out)
+    assert tomb["value"] is None and tomb["key"]["payload"] == {"id": 1}
+    assert keyless["key"] is None and keyless["value"]["payload"] == {"id": 3, "name": None}
+
+
+def test_headers_embedded_as_json_or_text(tmp_path: Path) -> None:
+    oldkey = b'{"schema":{"type":"struct"},"payload":{"id":1}}'
+    out = tmp_path / "o.jsonl"
+    with JsonlSink(out) as sink:
+        sink.send([record(2, headers=[("__debezium.oldkey", oldkey), ("note", b"plain text")])])
+    (line,) = read_jsonl(out)
+    assert line["headers"] == [
+        {"key": "__debezium.oldkey", "value": {"schema": {"type": "struct"}, "payload": {"id": 1}}},
+        {"key": "note", "value": "plain text"},
+    ]
+    (back,) = change_records_from_jsonl(out)
+    assert back.headers[0] == ("__debezium.oldkey", oldkey)
+
+
+def test_schemas_disabled_writes_bare_payloads(tmp_path: Path) -> None:
+    out = tmp_path / "o.jsonl"
+    with JsonlSink(out, key_schemas_enable=False, value_schemas_enable=False) as sink:
+        sink.send([record(5, "n")])
+    (line,) = read_jsonl(out)
+    assert line["key"] == {"id": 5} and line["value"] == {"id": 5, "name": "n"}
+
+
+def test_appends_across_sinks_and_counts(tmp_path: Path) -> None:
+    out = tmp_path / "sub" / "o.jsonl"
+    with JsonlSink(out) as sink:
+        sink.send([record(1), record(2)])
+        assert sink.records_written == 2
+    with JsonlSink(out) as sink:
+        sink.send([record(3)])
+    assert [r["key"]["payload"]["id"] for r in read_jsonl(out)] == [1, 2, 3]
+    with JsonlSink(out, append=False) as sink:
+        sink.send([record(4)])
+    assert [r["key"]["payload"]["id"] for r in read_jsonl(out)] == [4]
+
+
+def test_flush_makes_data_visible_to_another_reader(tmp_path: Path) -> None:
+    out = tmp_path / "o.jsonl"
+    sink = JsonlSink(out)
+    sink.send([record(1)])
+    sink.flush()
+    assert len(read_jsonl(out)) == 1  # before close
+    sink.close()
+    sink.close()  # idempotent
+
+
+def test_payload_not_fitting_schema_names_topic(tmp_path: Path) -> None:
+    bad = ChangeRecord("shop.public.t", KEY, {"wrong": 1}, VALUE, None)  # lacks the key field
+    with JsonlSink(tmp_path / "o.jsonl") as sink, pytest.raises(SinkDeliveryError, match="key of a record for topic 'shop.public.t'"):
+        sink.send([bad])
+
+
+def test_key_without_schema_is_an_error() -> None:
+    bad = ChangeRecord("t", None, {"id": 1}, None, None)
+    with pytest.raises(SinkDeliveryError, match="record for topic 't' has a key but no key schema"):
+        RecordSerializer().key_bytes(bad)
+
+
+def test_serializer_compiles_once_per_schema() -> None:
+    serializer = RecordSerializer()
+    first = serializer.encoder(KEY, True)
+    assert serializer.encoder(KEY, True) is first
+    equal_copy = struct([("id", INT32)], name="shop.public.t.Key")
+    assert equal_copy is not KEY and serializer.encoder(equal_copy, True) is first
+    assert serializer.encoder(KEY, False) is not first
+
+
+def test_jsonl_line_and_header_helpers() -> None:
+    assert jsonl_line("t", None, None) == '{"topic":"t","key":null,"value":null,"headers":[]}'
+    assert encode_header_value(b"12") == "12"
+    assert encode_header_value(b"not json") == '"not json"'
+    assert encode_header_value(None) == "null"
+
+
+def test_jsonl_sink_satisfies_the_protocol(tmp_path: Path) -> None:
+    with JsonlSink(tmp_path / "o.jsonl") as sink:
+        assert isinstance(sink, Sink)
