@@ -120,7 +120,7 @@ def _base_schema(col: ColumnDef, modes: TypeModes) -> ConnectSchema:
         return primitive("int64" if col.unsigned else "int32")
     if t == "BIGINT":
         if col.unsigned and modes.bigint_unsigned_handling == "precise":
-            return primitive("bytes", name="org.apache.kafka.connect.data.Decimal", version=1, parameters={"scale": "0"})
+            return primitive("bytes", name="org.apache.kafka.connect.data.Decimal", version=1, parameters={"scale": "0", "connect.decimal.precision": "20"})
         return primitive("int64")
     if t in ("REAL", "FLOAT"):
         return primitive("float32")
@@ -236,7 +236,7 @@ def _non_null_converter(col: ColumnDef, modes: TypeModes) -> Converter:
         order = {v.lower(): i for i, v in enumerate(col.enum_values)}
         return lambda v: _set_text(v, order)
     if col.is_binary_string:
-        pad = col.length if t == "BINARY" else None
+        pad = (col.length or 1) if t == "BINARY" else None
         return _binary_converter(modes.binary_handling, pad)
     if t in ("CHAR", "VARCHAR", "TINYTEXT", "TEXT", "MEDIUMTEXT", "LONGTEXT", "INET4", "INET6", "UUID"):
         return _text
@@ -437,6 +437,8 @@ def _default_value(col: ColumnDef, modes: TypeModes, base: ConnectSchema) -> Any
                 return convert(_EPOCH)  # Debezium uses 1970-01-01 00:00:00 for CURRENT_TIMESTAMP
             return None
         text = d.text or ""
+        if d.literal_kind == "bool":
+            text = "1" if text.upper() == "TRUE" else "0"
         if d.literal_kind == "bits":
             return convert(text) if t in ("BIT", "BOOLEAN") else convert(int(text, 2))
         if d.literal_kind == "hex":

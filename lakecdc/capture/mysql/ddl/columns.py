@@ -163,7 +163,7 @@ class ColumnParser:
         default = NO_DEFAULT
         charset, collation, comment, srid = col.charset, col.collation, None, None
         if col.type_name == "SERIAL":
-            col = ColumnDef(col_name, "BIGINT", "BIGINT", unsigned=True)
+            col = ColumnDef(col_name, "BIGINT", "BIGINT UNSIGNED", unsigned=True)
             optional, auto_increment, is_unique = False, True, True
         while not cur.at_end() and not cur.peek_symbol(",") and not cur.peek_symbol(")"):
             if cur.accept_word("NOT"):
@@ -205,6 +205,7 @@ class ColumnParser:
                 cur.next()
                 if cur.peek_symbol("("):
                     cur.skip_parenthesized()
+                auto_increment = True  # Debezium reports ON UPDATE CURRENT_TIMESTAMP columns as auto-incremented
             elif cur.accept_word("SRID"):
                 srid = int(cur.next().text)
             elif cur.accept_word("CHECK"):
@@ -263,34 +264,41 @@ class ColumnParser:
         return col, is_pk, is_unique
 
     def data_type(self, col_name: str) -> ColumnDef:
+        """Read a data type. ``type_name`` is canonical (for the value mapping); ``type_expression``
+        keeps the name as written (Debezium's ``typeName``: INTEGER, BOOL, DOUBLE PRECISION, ...)."""
         cur = self.cur
         tok = cur.next()
         if tok.kind is not Kind.WORD:
             raise cur.error(f"expected a data type for column '{col_name}' but found '{tok.text}'")
         word = tok.upper
+        written = word
         charset: str | None = None
         if word == "NATIONAL":
-            word = cur.next().upper
-            word = "VARCHAR" if word in ("VARCHAR", "CHARACTER") and cur.accept_word("VARYING") or word == "VARCHAR" else "CHAR"
-            charset = "utf8mb3"
+            second = cur.next().upper
+            if second in ("CHAR", "CHARACTER") and cur.accept_word("VARYING"):
+                second = "VARCHAR"
+            written = f"NATIONAL {second}"
+            word = "VARCHAR" if second == "VARCHAR" else "CHAR"
+            charset = "utf8"
         elif word in ("NCHAR", "NVARCHAR"):
-            charset = "utf8mb3"
+            charset = "utf8"
             if word == "NCHAR" and cur.accept_word("VARYING"):
-                word = "NVARCHAR"
+                word = written = "NVARCHAR"
         if word in ("CHAR", "CHARACTER") and cur.accept_word("VARYING"):
             word = "VARCHAR"
+            written = f"{written} VARYING"
         elif word == "DOUBLE":
-            cur.accept_word("PRECISION")
+            if cur.accept_word("PRECISION"):
+                written = "DOUBLE PRECISION"
         elif word == "LONG":
             if cur.accept_word("VARBINARY"):
-                word = "MEDIUMBLOB"
+                word, written = "MEDIUMBLOB", "LONG VARBINARY"
             else:
-                cur.accept_word("VARCHAR", "CHARACTER")
-                word = "MEDIUMTEXT"
+                second = "VARCHAR" if cur.accept_word("VARCHAR", "CHARACTER") else ""
+                word, written = "MEDIUMTEXT", f"LONG {second}".strip()
         word = TYPE_ALIASES.get(word, word)
         if word not in KNOWN_TYPES:
             raise cur.error(f"unknown data type '{tok.text}' for column '{col_name}'")
-        expression = word
         length: int | None = None
         scale: int | None = None
         enum_values: tuple[str, ...] = ()
@@ -311,16 +319,17 @@ class ColumnParser:
                 if cur.accept_symbol(","):
                     scale = int(cur.next().text)
                 cur.expect_symbol(")")
-        if word == "FLOAT" and length is not None:
-            # FLOAT(p): p 0-23 single, 24-53 double; FLOAT(M,D) is a double
-            if scale is not None or length >= 24:
-                word, expression = "DOUBLE", "DOUBLE"
+        if word == "FLOAT" and length is not None and (scale is not None or length >= 24):
+            word = "DOUBLE"  # FLOAT(p>=24) and FLOAT(M,D) are doubles
         if length is None and word in DEFAULT_LENGTHS:
-            length, default_scale = DEFAULT_LENGTHS[word]
-            scale = scale if scale is not None else default_scale
+            length, scale = DEFAULT_LENGTHS[word]
         elif word in ("DECIMAL", "NUMERIC") and scale is None:
             scale = 0
-        unsigned = zerofill = False
+        if word == "ENUM":
+            length = 1  # as Debezium's parser reports it
+        elif word == "SET":
+            length = max(1, 2 * len(enum_values) - 1)
+        unsigned = zerofill = char_binary = False
         collation: str | None = None
         while True:
             if cur.accept_word("UNSIGNED"):
@@ -338,20 +347,20 @@ class ColumnParser:
             elif cur.accept_word("COLLATE"):
                 collation = cur.identifier()
             elif cur.accept_word("BINARY"):
-                if word in ("CHAR", "VARCHAR") and charset is None:
-                    pass  # CHAR(n) BINARY is a binary collation, still a character string
+                char_binary = True  # CHAR(n) BINARY: a binary collation, still a character string
             elif cur.accept_word("ASCII"):
                 charset = "latin1"
             elif cur.accept_word("UNICODE"):
                 charset = "ucs2"
             else:
                 break
+        expression = written
+        if char_binary:
+            expression += " BINARY"
         if unsigned:
-            expression = f"{expression} UNSIGNED"
-            if zerofill:
-                expression = f"{expression} ZEROFILL"
-        if word == "BOOLEAN":
-            length = 1
+            expression += " UNSIGNED"
+        if zerofill:
+            expression += " ZEROFILL"
         return ColumnDef(
             name=col_name,
             type_name=word,
@@ -378,7 +387,7 @@ class ColumnParser:
             return ColumnDefault(DefaultKind.CURRENT_TIMESTAMP, tok.upper)
         if tok.is_word("TRUE", "FALSE"):
             cur.next()
-            return ColumnDefault(DefaultKind.LITERAL, "1" if tok.upper == "TRUE" else "0", "bool")
+            return ColumnDefault(DefaultKind.LITERAL, tok.upper, "bool")
         if tok.kind is Kind.STRING:
             cur.next()
             return ColumnDefault(DefaultKind.LITERAL, tok.text, "string")
@@ -431,6 +440,7 @@ class ColumnParser:
                     if cur.accept_symbol("("):
                         while True:
                             col, col_pk, _ = self.column_definition()
+                            col = _resolve_charset(col, charset)
                             columns = _add_column(columns, col, None, if_not_exists)
                             if col_pk:
                                 pk = (col.name,)
@@ -439,6 +449,7 @@ class ColumnParser:
                         cur.expect_symbol(")")
                     else:
                         col, col_pk, col_unique = self.column_definition()
+                        col = _resolve_charset(col, charset)
                         columns = _add_column(columns, col, self._placement(), if_not_exists)
                         if col_pk:
                             pk = (col.name,)
@@ -470,6 +481,7 @@ class ColumnParser:
                 cur.accept_word("COLUMN")
                 if_exists = _accept_if_exists(cur)
                 col, col_pk, _ = self.column_definition()
+                col = _resolve_charset(col, charset)
                 columns, pk = _replace_column(cur, columns, pk, col.name, col, self._placement(), if_exists, table_id)
                 if col_pk:
                     pk = (col.name,)
@@ -478,6 +490,7 @@ class ColumnParser:
                 if_exists = _accept_if_exists(cur)
                 old = cur.identifier()
                 col, col_pk, _ = self.column_definition()
+                col = _resolve_charset(col, charset)
                 columns, pk = _replace_column(cur, columns, pk, old, col, self._placement(), if_exists, table_id)
                 uniques = [(n, tuple(col.name if c.lower() == old.lower() else c for c in cols)) for n, cols in uniques]
                 if col_pk:

@@ -127,7 +127,21 @@ FRACTIONAL_SECONDS_TYPES = frozenset({"TIME", "DATETIME", "TIMESTAMP"})
 DEFAULT_LENGTHS: dict[str, tuple[int | None, int | None]] = {
     "DECIMAL": (10, 0),
     "NUMERIC": (10, 0),
-    "CHAR": (1, None),
-    "BINARY": (1, None),
-    "BIT": (1, None),
 }
+
+# jdbcType by the type name as written, where it differs from the canonical type's
+_WRITTEN_JDBC: dict[str, int] = {
+    "NCHAR": JDBC_NCHAR,
+    "NATIONAL CHAR": JDBC_NCHAR,
+    "NATIONAL CHARACTER": JDBC_NCHAR,
+    "NVARCHAR": JDBC_NVARCHAR,
+    "NATIONAL VARCHAR": JDBC_NVARCHAR,
+    "FLOAT": JDBC_FLOAT,
+}
+
+
+def jdbc_type_of_expression(type_expression: str, type_name: str) -> int:
+    """jdbcType for a column: the written name decides first (NCHAR -> NCHAR, FLOAT(30) -> FLOAT)."""
+    base = type_expression.replace(" UNSIGNED", "").replace(" ZEROFILL", "").replace(" BINARY", "")
+    code = _WRITTEN_JDBC.get(base)
+    return code if code is not None else jdbc_type(type_name)

@@ -55,8 +55,8 @@ class ColumnDef:
 
     @property
     def is_binary_string(self) -> bool:
-        """BINARY/VARBINARY/BLOB family, or CHAR ... CHARACTER SET binary."""
-        return self.type_name in BINARY_TYPES or (self.charset or "").lower() == "binary"
+        """BINARY/VARBINARY/BLOB family (Debezium keeps CHAR ... CHARACTER SET binary a string)."""
+        return self.type_name in BINARY_TYPES
 
 
 BINARY_TYPES = frozenset({"BINARY", "VARBINARY", "TINYBLOB", "BLOB", "MEDIUMBLOB", "LONGBLOB"})
