@@ -20,6 +20,7 @@ events of transaction ``txId`` at or before ``lsn`` are not emitted again.
 from __future__ import annotations
 
 import logging
+import struct
 import time
 from typing import Any
 
@@ -28,6 +29,7 @@ from lakecdc.capture.postgres import connection as pgconn
 from lakecdc.capture.postgres.config import PostgresConnectorConfig
 from lakecdc.capture.postgres.decoder import (
     BeginMessage,
+    decode_tuple,
     CommitMessage,
     LogicalMessage,
     RelationMessage,
@@ -50,6 +52,8 @@ from lakecdc.capture.postgres.messages import MESSAGE_DATA_COLLECTION, MessageRe
 
 log = logging.getLogger(__name__)
 
+_RELID = struct.Struct(">I").unpack_from
+
 
 class PostgresStreamingSource:
     def __init__(self, config: PostgresConnectorConfig, modes: TypeModes, namer: TopicNamer) -> None:
@@ -61,6 +65,7 @@ class PostgresStreamingSource:
         self._repl: ReplicationConnection | None = None
         self._source = PostgresSourceBuilder(config.topic_prefix, config.database_dbname or "postgres")
         self._skipped = config.skipped_operation_codes
+        self._skip_creates = "c" in self._skipped
         self._tombstones = config.tombstones_on_delete
         self._tx_topic = namer.transaction_topic
         self._tx = TransactionTracker() if config.provide_transaction_metadata else None
@@ -171,18 +176,23 @@ class PostgresStreamingSource:
         deadline = time.monotonic() + timeout
         wait = timeout
         handle = self._handle
+        received = 0
         while len(out) < max_records:
             message = repl.read(wait)
             if message is None:
                 break
             if type(message) is XLogData:
                 handle(message.data_start, bytes(message.payload), out)
-                wait = 0.0 if time.monotonic() < deadline else 0.0
+                received += 1
+                # keep draining what is buffered; wait on the socket only when it runs dry
+                wait = 0.0 if received & 1023 else max(0.0, deadline - time.monotonic())
                 continue
             assert isinstance(message, Keepalive)
             self._on_keepalive(message)
             wait = max(0.0, deadline - time.monotonic())
         now = time.monotonic()
+        if received:
+            self._last_data = now
         if self._heartbeat.due(now):
             record = self._heartbeat.beat()
             if record is not None:
@@ -210,7 +220,13 @@ class PostgresStreamingSource:
 
     def _handle(self, lsn: int, data: bytes, out: list[Any]) -> None:
         tag = data[0]
-        if tag in (0x49, 0x55, 0x44):  # I U D: the hot path
+        if tag == 0x49:  # Insert, the hottest path: decoded inline, no message object
+            schema = self._schemas.by_relation_id(_RELID(data, 1)[0])
+            if schema is None or self._skip_creates:
+                return
+            self._on_insert(lsn, schema, decode_tuple(data, 6)[0], out)
+            return
+        if tag == 0x55 or tag == 0x44:  # Update, Delete
             self._on_row_change(lsn, decode_message(data), out)
             return
         message = decode_message(data)
@@ -253,6 +269,28 @@ class PostgresStreamingSource:
 
     def _skip(self, lsn: int) -> bool:
         return self._skip_xid is not None and self._skip_xid == self._xid and lsn <= self._skip_upto
+
+    def _on_insert(self, lsn: int, schema: Any, values: list[Any], out: list[Any]) -> None:
+        self._last_event_lsn = lsn
+        self._dirty = True
+        xid = self._xid
+        commit_lsn = self._last_commit_lsn
+        ts_us = self._commit_ts_us
+        source = self._source.build(
+            schema=schema.table_id.schema or "public", table=schema.table_id.table, ts_us=ts_us,
+            lsn=lsn, last_commit_lsn=commit_lsn, tx_id=xid,
+        )
+        tx = self._tx
+        ts_ns = time.time_ns()
+        value = {
+            "before": None, "after": schema.row(values), "source": source,
+            "transaction": tx.event(schema.data_collection, f"{xid}:{lsn}") if tx else None,
+            "op": "c", "ts_ms": ts_ns // 1_000_000, "ts_us": ts_ns // 1_000, "ts_ns": ts_ns,
+        }
+        if self._skip_xid is not None and self._skip(lsn):
+            return
+        out.append(ChangeRecord(schema.topic, schema.key_schema, schema.key(values), schema.envelope, value, [],
+                                PostgresPosition(lsn=lsn, commit_lsn=commit_lsn, tx_id=xid, ts_usec=ts_us)))
 
     def _on_row_change(self, lsn: int, message: Any, out: list[Any]) -> None:
         schema = self._schemas.by_relation_id(message.relation_id)

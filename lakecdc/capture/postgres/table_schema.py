@@ -44,7 +44,7 @@ class TableSchema:
 
     __slots__ = (
         "table_id", "topic", "columns", "key_schema", "value_schema", "envelope", "data_collection",
-        "_fields", "_key_fields", "has_key", "column_names",
+        "_fields", "_key_fields", "has_key", "column_names", "row", "key",
     )
 
     def __init__(
@@ -84,6 +84,12 @@ class TableSchema:
         self._fields = tuple(fields)
         self._key_fields = tuple((k, schemas_by_name[k][0], schemas_by_name[k][2]) for k in key_columns)
         self.has_key = bool(key_columns)
+        #: text tuple (relation order) -> row payload in field order
+        self.row: Callable[[Sequence[Any]], dict[str, Any]] = _compile_row(self._fields)
+        #: text tuple -> key payload, or None for a table without key
+        self.key: Callable[[Sequence[Any]], dict[str, Any] | None] = (
+            _compile_row(self._key_fields) if key_columns else _no_key
+        )
         self.value_schema = struct(value_fields, optional=True, name=namer.value_schema_name(table_id))
         self.key_schema = (
             struct([(k, schemas_by_name[k][1]) for k in key_columns], name=namer.key_schema_name(table_id))
@@ -92,19 +98,28 @@ class TableSchema:
         )
         self.envelope = envelope_schema(self.value_schema, POSTGRES_SOURCE, namer.envelope_schema_name(table_id))
 
-    def row(self, values: Sequence[Any]) -> dict[str, Any]:
-        """Text tuple (relation order) -> row payload in field order."""
-        return {name: convert(values[i]) for name, i, convert in self._fields}
-
-    def key(self, values: Sequence[Any]) -> dict[str, Any] | None:
-        if not self.has_key:
-            return None
-        return {name: convert(values[i]) for name, i, convert in self._key_fields}
-
     def same_shape(self, columns: Sequence[PgColumn]) -> bool:
         return [(c.name, c.type_oid, c.typmod) for c in columns] == [
             (c.name, c.type_oid, c.typmod) for c in self.columns
         ]
+
+
+def _no_key(values: Sequence[Any]) -> None:
+    return None
+
+
+def _compile_row(fields: Sequence[tuple[str, int, Converter]]) -> Callable[[Sequence[Any]], dict[str, Any]]:
+    """One function per table: ``lambda v: {"id": c0(v[0]), "name": c1(v[1]), ...}``.
+
+    A dict display with constant keys is about twice as fast as a comprehension over
+    (name, index, converter) triples, and this runs for every row of every event.
+    """
+    names = {f"c{i}": convert for i, (_, _, convert) in enumerate(fields)}
+    items = ", ".join(f"{name!r}: c{i}(v[{index}])" for i, (name, index, _) in enumerate(fields))
+    code = f"def row(v):\n    return {{{items}}}\n"
+    namespace: dict[str, Any] = dict(names)
+    exec(compile(code, "<lakecdc row builder>", "exec"), namespace)  # noqa: S102 - names are repr()-quoted
+    return namespace["row"]
 
 
 def key_columns_for(config: PostgresConnectorConfig, table: TableId, primary_key: list[str]) -> list[str]:
