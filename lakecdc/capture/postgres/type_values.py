@@ -1,0 +1,441 @@
+"""Parsers for PostgreSQL's text output (pgoutput, COPY, text-format results) -> Debezium values.
+
+Every function here takes the exact text PostgreSQL prints with ``DateStyle=ISO``,
+``IntervalStyle=postgres`` and ``extra_float_digits>=1`` (pgoutput's walsender and pgjdbc both use
+these) and returns what Debezium 3.6 puts in the Connect payload. Where Debezium's result depends
+on the route a value took, there are two variants:
+
+- *streaming* (pgoutput): Debezium parses scalar text itself (proleptic Gregorian dates, BC years kept).
+- *jdbc* (snapshot rows, and array elements on both routes, which Debezium reads through pgjdbc's
+  ``PgArray``): values pass through ``java.sql.Date``/``Timestamp``, so BC years lose their era and
+  ``infinity`` becomes pgjdbc's sentinel dates.
+
+Date/time arithmetic is done on integers (no ``datetime``) so years before 1 or after 9999 work.
+"""
+
+from __future__ import annotations
+
+import decimal
+import re
+from collections.abc import Callable
+from typing import Any
+
+
+# ---- calendar ------------------------------------------------------------------------------
+
+
+def days_from_civil(year: int, month: int, day: int) -> int:
+    """Days since 1970-01-01 of a proleptic Gregorian date (astronomical year: 1 BC is 0)."""
+    year -= month <= 2
+    era = year // 400
+    yoe = year - era * 400
+    doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+def civil_from_days(days: int) -> tuple[int, int, int]:
+    """Inverse of :func:`days_from_civil`."""
+    z = days + 719468
+    era = z // 146097
+    doe = z - era * 146097
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    day = doy - (153 * mp + 2) // 5 + 1
+    month = mp + 3 if mp < 10 else mp - 9
+    return yoe + era * 400 + (month <= 2), month, day
+
+
+MICROS_PER_DAY = 86_400_000_000
+# Debezium's POSITIVE/NEGATIVE_INFINITY_LOCAL_DATE (-5877611-06-21 / -06-22), used for streamed dates.
+STREAM_DATE_POS_INF = days_from_civil(-5877611, 6, 21)
+STREAM_DATE_NEG_INF = days_from_civil(-5877611, 6, 22)
+# pgjdbc's DATE_POSITIVE/NEGATIVE_INFINITY millisecond sentinels, as Debezium turns them into dates.
+JDBC_DATE_POS_INF = -622191234
+JDBC_DATE_NEG_INF = -625821272
+# ... and as io.debezium.time.IsoDate text (java.util.Date's year wraps differently).
+JDBC_ISO_DATE_POS_INF = "+292278994-08-16"
+JDBC_ISO_DATE_NEG_INF = "+292269055-12-02"
+# The same sentinels read as microseconds (Debezium's *_INFINITY_INSTANT) for timestamps.
+TIMESTAMP_POS_INF_MICROS = 9223372036825200000
+TIMESTAMP_NEG_INF_MICROS = -9223372036832400000
+
+_DATE = re.compile(r"(\d+)-(\d\d)-(\d\d)")
+_TIME = re.compile(r"(\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?")
+_OFFSET = re.compile(r"([+-])(\d\d)(?::?(\d\d))?(?::?(\d\d))?")
+
+
+def _fraction_micros(frac: str | None) -> int:
+    return int(frac.ljust(6, "0")) if frac else 0
+
+
+def parse_date_parts(text: str) -> tuple[int, int, int, bool]:
+    """``'2024-02-29'`` / ``'0044-03-15 BC'`` -> (year as printed, month, day, bc)."""
+    m = _DATE.match(text)
+    if m is None:
+        raise ValueError(f"not a PostgreSQL date: {text!r}")
+    return int(m.group(1)), int(m.group(2)), int(m.group(3)), text.endswith(" BC")
+
+
+def stream_epoch_days(text: str) -> int:
+    """Streamed ``date`` -> io.debezium.time.Date (days since epoch, BC as proleptic year 1-y)."""
+    if text == "infinity":
+        return STREAM_DATE_POS_INF
+    if text == "-infinity":
+        return STREAM_DATE_NEG_INF
+    y, mo, d, bc = parse_date_parts(text)
+    return days_from_civil(1 - y if bc else y, mo, d)
+
+
+def jdbc_epoch_days(text: str) -> int:
+    """Snapshot/array ``date`` as Debezium gets it through ``java.sql.Date`` (BC era dropped)."""
+    if text == "infinity":
+        return JDBC_DATE_POS_INF
+    if text == "-infinity":
+        return JDBC_DATE_NEG_INF
+    y, mo, d, _bc = parse_date_parts(text)
+    return days_from_civil(y, mo, d)
+
+
+def time_micros(text: str) -> int:
+    """``'13:14:15.123456'`` -> microseconds of the day (``24:00:00`` is 86 400 000 000)."""
+    m = _TIME.match(text)
+    if m is None:
+        raise ValueError(f"not a PostgreSQL time: {text!r}")
+    h, mi, s = int(m.group(1)), int(m.group(2)), int(m.group(3))
+    return ((h * 60 + mi) * 60 + s) * 1_000_000 + _fraction_micros(m.group(4))
+
+
+def _offset_seconds(text: str) -> int:
+    m = _OFFSET.fullmatch(text)
+    if m is None:
+        raise ValueError(f"not a UTC offset: {text!r}")
+    secs = int(m.group(2)) * 3600 + int(m.group(3) or 0) * 60 + int(m.group(4) or 0)
+    return -secs if m.group(1) == "-" else secs
+
+
+def timetz_utc_micros(text: str) -> int:
+    """``'13:14:15.5+05:30'`` -> microseconds of the UTC day (wrapped into 0..24h)."""
+    m = _TIME.match(text)
+    if m is None:
+        raise ValueError(f"not a PostgreSQL timetz: {text!r}")
+    local = time_micros(text)
+    offset = _offset_seconds(text[m.end():])
+    return (local - offset * 1_000_000) % MICROS_PER_DAY
+
+
+def timestamp_micros(text: str) -> int:
+    """``timestamp`` text -> microseconds since the epoch (wall clock as UTC; BC kept)."""
+    if text == "infinity":
+        return TIMESTAMP_POS_INF_MICROS
+    if text == "-infinity":
+        return TIMESTAMP_NEG_INF_MICROS
+    y, mo, d, bc = parse_date_parts(text)
+    days = days_from_civil(1 - y if bc else y, mo, d)
+    return days * MICROS_PER_DAY + time_micros(text[text.index(" ") + 1:])
+
+
+def timestamptz_micros(text: str) -> int:
+    """``'2024-02-29 13:14:15.123456+05:30'`` (optionally `` BC``) -> UTC microseconds since epoch."""
+    bc = text.endswith(" BC")
+    body = text[:-3] if bc else text
+    y, mo, d, _ = parse_date_parts(body)
+    days = days_from_civil(1 - y if bc else y, mo, d)
+    clock = body[body.index(" ") + 1:]
+    m = _TIME.match(clock)
+    if m is None:
+        raise ValueError(f"not a PostgreSQL timestamptz: {text!r}")
+    offset = _offset_seconds(clock[m.end():])
+    return days * MICROS_PER_DAY + time_micros(clock) - offset * 1_000_000
+
+
+# ---- Java-style ISO formatting -------------------------------------------------------------
+
+
+def iso_year(year: int) -> str:
+    """Year as java.time prints it: 4 digits, sign for < 0, ``+`` for > 9999."""
+    if year < 0:
+        return f"-{-year:04d}"
+    if year > 9999:
+        return f"+{year}"
+    return f"{year:04d}"
+
+
+def iso_date(days: int) -> str:
+    y, m, d = civil_from_days(days)
+    return f"{iso_year(y)}-{m:02d}-{d:02d}"
+
+
+def iso_clock(micros_of_day: int, digits: int | None) -> str:
+    """``HH:MM:SS[.f]`` with ``digits`` fraction digits, or (None) without trailing zeros."""
+    secs, micros = divmod(micros_of_day, 1_000_000)
+    h, rem = divmod(secs, 3600)
+    mi, s = divmod(rem, 60)
+    out = f"{h:02d}:{mi:02d}:{s:02d}"
+    if digits is None:
+        if micros:
+            out += "." + f"{micros:06d}".rstrip("0")
+        return out
+    if digits > 0:
+        out += "." + f"{micros:06d}"[:digits]
+    return out
+
+
+def iso_clock_minimal(micros_of_day: int) -> str:
+    """``HH:MM:SS`` plus the fraction with trailing zeros removed (Debezium's ZonedTime)."""
+    secs, micros = divmod(micros_of_day, 1_000_000)
+    h, rem = divmod(secs, 3600)
+    mi, s = divmod(rem, 60)
+    out = f"{h:02d}:{mi:02d}:{s:02d}"
+    if micros:
+        out += "." + f"{micros:06d}".rstrip("0")
+    return out
+
+
+def zoned_timestamp(utc_micros: int, digits: int) -> str:
+    """io.debezium.time.ZonedTimestamp text, e.g. ``2024-02-29T07:44:15.123456Z``."""
+    days, micros = divmod(utc_micros, MICROS_PER_DAY)
+    return f"{iso_date(days)}T{iso_clock(micros, digits)}Z"
+
+
+# ---- numbers -------------------------------------------------------------------------------
+
+def unscaled_bytes(unscaled: int) -> bytes:
+    """Java ``BigInteger.toByteArray()``: minimal two's-complement big-endian (0 -> ``b"\\x00"``)."""
+    length = (unscaled + (unscaled < 0)).bit_length() // 8 + 1
+    return unscaled.to_bytes(length, "big", signed=True)
+
+
+_SPECIAL_NUMERIC = frozenset({"NaN", "Infinity", "-Infinity"})
+
+
+def decimal_exact(text: str) -> decimal.Decimal:
+    return decimal.Decimal(text)
+
+
+# Exact arithmetic for numerics of any size (PostgreSQL allows 131072 digits before the point).
+_EXACT = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
+SPECIAL_DECIMAL_NAMES = {"NaN": "NAN", "Infinity": "POSITIVE_INFINITY", "-Infinity": "NEGATIVE_INFINITY"}
+
+
+def variable_scale(text: str) -> dict[str, Any] | None:
+    """numeric without typmod, precise mode -> VariableScaleDecimal struct (trailing zeros stripped,
+    never a negative scale); NaN/Infinity -> null."""
+    if text in _SPECIAL_NUMERIC:
+        return None
+    value = decimal.Decimal(text)
+    if not value:
+        return {"scale": 0, "value": b"\x00"}
+    stripped = value.normalize(_EXACT)
+    exponent = stripped.as_tuple().exponent
+    assert isinstance(exponent, int)
+    scale = -exponent if exponent < 0 else 0
+    return {"scale": scale, "value": unscaled_bytes(int(stripped.scaleb(scale, _EXACT)))}
+
+
+def fixed_scale(scale: int) -> Callable[[str], bytes | None]:
+    """numeric(p, s), precise mode -> Connect Decimal bytes at scale ``s``; NaN -> null."""
+
+    def convert(text: str) -> bytes | None:
+        if text in _SPECIAL_NUMERIC:
+            return None
+        return unscaled_bytes(int(decimal.Decimal(text).scaleb(scale, _EXACT)))
+
+    return convert
+
+
+def decimal_string(scale: int | None) -> Callable[[str], str]:
+    """decimal.handling.mode=string: plain text at the column's scale; NaN -> "NAN" (Java enum name)."""
+
+    def convert(text: str) -> str:
+        special = SPECIAL_DECIMAL_NAMES.get(text)
+        if special is not None:
+            return special
+        if scale is None:
+            return text
+        return format(decimal.Decimal(text).quantize(decimal.Decimal(1).scaleb(-scale), context=_EXACT), "f")
+
+    return convert
+
+
+def java_double(text: str) -> float:
+    """Numeric text as Java's ``BigDecimal.doubleValue()`` / ``Double.parseDouble`` (NaN kept)."""
+    return float(text)
+
+
+def money_decimal(text: str) -> decimal.Decimal:
+    """``'-$92,233,720,368,547,758.08'`` -> Decimal (currency symbol and grouping removed)."""
+    negative = text.startswith("-") or text.startswith("(")
+    cleaned = "".join(ch for ch in text if ch.isdigit() or ch == ".")
+    value = decimal.Decimal(cleaned)
+    return -value if negative else value
+
+
+# ---- intervals -----------------------------------------------------------------------------
+
+_INTERVAL_UNIT = re.compile(r"([+-]?\d+) (year|mon|day)s?")
+_INTERVAL_CLOCK = re.compile(r"([+-])?(\d+):(\d\d):(\d\d)(?:\.(\d+))?")
+MICRO_DAYS_PER_MONTH = 365.25 / 12
+
+
+def interval_fields(text: str) -> tuple[int, int, int, int, int, int, int]:
+    """postgres-style interval -> (years, months, days, hours, minutes, whole seconds, micros),
+    signed the way pgjdbc's ``PGInterval`` signs them."""
+    years = months = days = hours = minutes = seconds = micros = 0
+    for amount, unit in _INTERVAL_UNIT.findall(text):
+        if unit == "year":
+            years = int(amount)
+        elif unit == "mon":
+            months = int(amount)
+        else:
+            days = int(amount)
+    m = _INTERVAL_CLOCK.search(text)
+    if m is not None:
+        hours, minutes, seconds = int(m.group(2)), int(m.group(3)), int(m.group(4))
+        micros = round(float("0." + m.group(5)) * 1_000_000) if m.group(5) else 0
+        if m.group(1) == "-":
+            hours, minutes, seconds, micros = -hours, -minutes, -seconds, -micros
+    return years, months, days, hours, minutes, seconds, micros
+
+
+def interval_micro_duration(text: str) -> int:
+    """io.debezium.time.MicroDuration: Debezium's double arithmetic (a month is 30.4375 days),
+    truncated and saturated like Java's ``(long)`` cast."""
+    years, months, days, hours, minutes, whole, micros = interval_fields(text)
+    seconds = whole + micros / 1_000_000
+    number_of_days = (years * 12 + months) * MICRO_DAYS_PER_MONTH + days
+    number_of_seconds = ((number_of_days * 24 + hours) * 60 + minutes) * 60 + seconds
+    total = number_of_seconds * 1e6
+    if total != total:
+        return 0
+    if total >= 9.223372036854775807e18:
+        return 9223372036854775807
+    if total <= -9.223372036854775808e18:
+        return -9223372036854775808
+    return int(total)
+
+
+def interval_iso(text: str) -> str:
+    """io.debezium.time.Interval: ``P1Y2M3DT4H5M6.789S``."""
+    years, months, days, hours, minutes, whole, micros = interval_fields(text)
+    seconds = decimal.Decimal(repr(whole + micros / 1_000_000))
+    seconds_text = format(seconds.normalize(), "f") if seconds else "0"
+    return f"P{years}Y{months}M{days}DT{hours}H{minutes}M{seconds_text}S"
+
+
+# ---- bytea, bits ---------------------------------------------------------------------------
+
+
+def bytea_bytes(text: str) -> bytes:
+    """``'\\x00ff10'`` (hex output) or escape output -> bytes."""
+    if text.startswith("\\x"):
+        return bytes.fromhex(text[2:])
+    out = bytearray()
+    i = 0
+    raw = text.encode("latin-1", errors="surrogateescape")
+    while i < len(raw):
+        ch = raw[i]
+        if ch == 0x5C:  # backslash
+            if raw[i + 1] == 0x5C:
+                out.append(0x5C)
+                i += 2
+            else:
+                out.append(int(raw[i + 1:i + 4], 8))
+                i += 4
+        else:
+            out.append(ch)
+            i += 1
+    return bytes(out)
+
+
+def bits_bytes(text: str) -> bytes:
+    """``'10101010'`` -> io.debezium.data.Bits bytes (Java ``BitSet.toByteArray``: bit 0 is the
+    right-most character, little-endian bytes, no trailing zero bytes)."""
+    if not text:
+        return b""
+    value = int(text, 2)
+    return value.to_bytes((value.bit_length() + 7) // 8, "little")
+
+
+# ---- geometry ------------------------------------------------------------------------------
+
+
+def point_struct(text: str) -> dict[str, Any]:
+    """``'(1.5,-2)'`` -> io.debezium.data.geometry.Point {x, y, wkb, srid} (WKB little-endian)."""
+    x_text, y_text = text.strip("()").split(",")
+    x, y = float(x_text), float(y_text)
+    import struct as _struct
+
+    return {"x": x, "y": y, "wkb": _struct.pack("<bIdd", 1, 1, x, y), "srid": None}
+
+
+# ---- arrays --------------------------------------------------------------------------------
+
+
+def parse_array(text: str, delimiter: str = ",") -> list[Any]:
+    """PostgreSQL array literal -> nested lists of element text (None for NULL).
+
+    ``'{1,NULL,"a b","x\\"y",{2,3}}'`` -> ``['1', None, 'a b', 'x"y', ['2', '3']]``.
+    """
+    if text.startswith("["):  # explicit bounds: '[0:1]={1,2}'
+        text = text[text.index("=") + 1:]
+    pos = 0
+    n = len(text)
+
+    def parse_level() -> list[Any]:
+        nonlocal pos
+        assert text[pos] == "{"
+        pos += 1
+        items: list[Any] = []
+        if pos < n and text[pos] == "}":
+            pos += 1
+            return items
+        while True:
+            while text[pos] == " ":
+                pos += 1
+            ch = text[pos]
+            if ch == "{":
+                items.append(parse_level())
+            elif ch == '"':
+                pos += 1
+                buf = []
+                while text[pos] != '"':
+                    if text[pos] == "\\":
+                        pos += 1
+                    buf.append(text[pos])
+                    pos += 1
+                pos += 1
+                items.append("".join(buf))
+            else:
+                buf = []
+                while text[pos] != delimiter and text[pos] != "}":
+                    if text[pos] == "\\":
+                        pos += 1
+                    buf.append(text[pos])
+                    pos += 1
+                token = "".join(buf).strip()
+                items.append(None if token.upper() == "NULL" else token)
+            while text[pos] == " ":
+                pos += 1
+            if text[pos] == "}":
+                pos += 1
+                return items
+            pos += 1  # delimiter
+
+    return parse_level()
+
+
+# ---- hstore --------------------------------------------------------------------------------
+
+_HSTORE_PAIR = re.compile(r'\s*"((?:[^"\\]|\\.)*)"\s*=>\s*(NULL|"((?:[^"\\]|\\.)*)")\s*,?')
+_UNESCAPE = re.compile(r"\\(.)")
+
+
+def parse_hstore(text: str) -> dict[str, str | None]:
+    """hstore output ``'"a"=>"1", "b"=>NULL'`` -> dict in output order."""
+    out: dict[str, str | None] = {}
+    for m in _HSTORE_PAIR.finditer(text):
+        key = _UNESCAPE.sub(r"\1", m.group(1))
+        out[key] = None if m.group(2) == "NULL" else _UNESCAPE.sub(r"\1", m.group(3))
+    return out
