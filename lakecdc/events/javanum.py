@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Callable
 from functools import lru_cache
 
 _F32 = struct.Struct("<f")
@@ -65,6 +66,16 @@ def _split_shortest(text: str) -> tuple[str, str, int]:
     return sign, digits, exponent
 
 
+def _two_digit_rule(value: float, shortest: str, reads_back: Callable[[str], bool]) -> str:
+    """Java (JDK 19+) picks among 1- *and* 2-digit decimals when 1 digit suffices, the one closest
+    to the binary value: ``Double.MIN_VALUE`` is ``4.9E-324`` where Python says ``5e-324``."""
+    sign, digits, _ = _split_shortest(shortest)
+    if len(digits) != 1:
+        return shortest
+    candidate = "%.1e" % value
+    return candidate if reads_back(candidate) else shortest
+
+
 def _java_layout(value: float, shortest: str) -> str:
     if value == 0.0:
         return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
@@ -88,6 +99,8 @@ def java_double_str(value: float) -> str:
         return shortest
     if not math.isfinite(value):
         return '"NaN"' if value != value else ('"Infinity"' if value > 0 else '"-Infinity"')
+    if value != 0.0:
+        shortest = _two_digit_rule(value, shortest, lambda text: float(text) == value)
     return _java_layout(value, shortest)
 
 
@@ -96,16 +109,39 @@ def float32_round(value: float) -> float:
     return _F32.unpack(_F32.pack(value))[0]
 
 
-@lru_cache(maxsize=8192)
+_F32_BITS = struct.Struct("<I")
+
+
 def float32_shortest(value: float) -> str:
     """Shortest decimal (Python notation) that reads back, as a float32, to float32(value)."""
-    target = float32_round(value)
+    # Cache by bit pattern: 0.0 and -0.0 are equal as floats but print differently.
+    return _shortest_for_bits(_F32_BITS.unpack(_F32.pack(value))[0])
+
+
+@lru_cache(maxsize=8192)
+def _shortest_for_bits(bits: int) -> str:
+    target = _F32.unpack(_F32_BITS.pack(bits))[0]
     if not math.isfinite(target):
         return repr(target)
     for precision in range(1, 10):
         text = "%.*g" % (precision, target)
-        if float32_round(float(text)) == target:
-            return repr(float(text))
+        try:
+            if float32_round(float(text)) == target:
+                break
+        except OverflowError:  # a short candidate near FLT_MAX rounds past it
+            continue
+    else:
+        return repr(target)  # unreachable: 9 significant digits always round-trip a float32
+    if precision == 1 and target != 0.0:
+        text = _two_digit_rule(target, text, lambda t: _reads_back_f32(t, target))
+    return repr(float(text))
+
+
+def _reads_back_f32(text: str, target: float) -> bool:
+    try:
+        return float32_round(float(text)) == target
+    except OverflowError:
+        return False
     return repr(target)  # unreachable: 9 significant digits always round-trip a float32
 
 

@@ -21,6 +21,7 @@ import json
 import re
 from binascii import b2a_base64
 from collections.abc import Callable
+from functools import lru_cache
 from struct import error as struct_error
 from json.encoder import encode_basestring  # C implementation, keeps non-ASCII characters
 from typing import Any
@@ -107,6 +108,7 @@ class _Compiler:
     def __init__(self) -> None:
         self.namespace: dict[str, Any] = {
             "_s": encode_basestring,
+            "_js": jackson_string,
             "_fix": _ESCAPE.sub,
             "_up": _upper_hex,
             "_d": java_double_str,
@@ -181,7 +183,7 @@ class _Compiler:
             val = self.value_expr(schema.values, "b")
             if schema.keys.type == "string":
                 lines.append(
-                    "    return '{' + ','.join([_s(a) + ':' + " + val + " for a, b in v.items()]) + '}'"
+                    "    return '{' + ','.join([_js(a) + ':' + " + val + " for a, b in v.items()]) + '}'"
                 )
             else:
                 key_expr = self.value_expr(schema.keys, "a")
@@ -210,8 +212,12 @@ def _default_tree(schema: ConnectSchema) -> Any:
     return connect_to_json(schema, schema.default)
 
 
+@lru_cache(maxsize=1024)
 def compile_value_encoder(schema: ConnectSchema) -> Callable[[Any], str]:
-    """A function turning a Connect value of ``schema`` into its compact JSON text."""
+    """A function turning a Connect value of ``schema`` into its compact JSON text.
+
+    Cached by schema value: tables sharing a schema (and every transaction record) share one.
+    """
     return _Compiler().build(schema)
 
 

@@ -18,7 +18,7 @@ import base64
 import binascii
 from typing import TYPE_CHECKING, Any
 
-from lakecdc.events.javanum import NON_FINITE_TEXT, float32_json_value
+from lakecdc.events.javanum import NON_FINITE_TEXT, float32_json_value, float32_round
 
 if TYPE_CHECKING:
     from lakecdc.events.schema import ConnectSchema
@@ -87,10 +87,15 @@ def json_to_connect(schema: ConnectSchema, node: Any, path: str = "$") -> Any:
             raise ValueError(f"{path}: {node} is out of range for {t}")
         return node
     if t in ("double", "float"):
-        if isinstance(node, str) and node in NON_FINITE_TEXT:
+        if isinstance(node, str) and node in NON_FINITE_TEXT:  # Jackson writes NaN/Infinity quoted
             return NON_FINITE_TEXT[node]
         if isinstance(node, bool) or not isinstance(node, (int, float)):
             raise ValueError(f"{path}: expected {t}, got {type(node).__name__} {node!r}")
+        if t == "float":
+            try:
+                return float32_round(float(node))
+            except OverflowError:
+                raise ValueError(f"{path}: {node!r} is out of range for float (float32)") from None
         return float(node)
     if t == "boolean":
         if not isinstance(node, bool):
