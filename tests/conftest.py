@@ -22,10 +22,16 @@ import pytest
 
 from lakecdc.devstack.broker import Broker
 from lakecdc.devstack.mariadb import MariaDB
+from lakecdc.devstack.part import reap_orphans
 from lakecdc.devstack.postgres import Postgres
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # Servers left by a test run that was killed (kill -9, OOM) are stopped and removed.
+    reap_orphans()
 
 
 @pytest.fixture(scope="session")

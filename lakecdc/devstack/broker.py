@@ -85,5 +85,8 @@ class Broker(ServicePart):
     def _ready(self) -> bool:
         return port_is_open(self.port, self.host)
 
+    def _identity(self) -> str:
+        return f"tcp://{self.host}:{self.port}"
+
     def _extra_state(self) -> dict[str, Any]:
         return {"bootstrap_servers": self.bootstrap_servers}

@@ -17,6 +17,8 @@ was ``detach()``-ed to keep running for ``lakecdc dev up`` (then ``stop_recorded
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import signal
 import subprocess
@@ -36,12 +38,57 @@ from lakecdc.devstack.process import group_members, remove_tree, spawn, stop_gro
 _PORT_RACE_MARKERS = ("address already in use", "address in use", "could not bind")
 
 
+OWNER_FILE = "owner.json"
+
+
 def _cleanup(pgid: int | None, proc: subprocess.Popen[bytes] | None, root_dir: Path | None,
              term_signal: int) -> None:
     if pgid is not None:
         stop_group(pgid, proc, term_signal=term_signal)
     if root_dir is not None:
         remove_tree(root_dir)
+
+
+def _is_our_server(pid: int, identity: str) -> bool:
+    """True when ``pid`` still runs the server we started (its command line names ``identity``),
+    so a recycled pid is never signalled."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return identity in cmdline.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return False
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat_file:
+            stat = stat_file.read().decode(errors="replace")
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2:].split()[0] not in ("Z", "X")
+
+
+def reap_orphans(temp_dir: Path | str | None = None) -> list[Path]:
+    """Stop parts whose owning process died without stopping them (``kill -9`` of a test run).
+
+    Each started part records its owner's pid in ``<dir>/owner.json``; parts detached for
+    ``lakecdc dev up`` record no owner and are left alone. Returns the directories removed.
+    """
+    reaped = []
+    for owner_file in Path(temp_dir or tempfile.gettempdir()).glob(f"lakecdc-*/{OWNER_FILE}"):
+        try:
+            owner = json.loads(owner_file.read_text())
+        except (OSError, ValueError):
+            continue
+        owner_pid = owner.get("owner_pid")
+        if owner_pid is None or _process_alive(owner_pid):
+            continue
+        server_pid = owner.get("server_pid")
+        alive = server_pid is not None and _is_our_server(server_pid, owner.get("identity", "\0"))
+        _cleanup(server_pid if alive else None, None, owner_file.parent,
+                 int(owner.get("stop_signal", signal.SIGTERM)))
+        reaped.append(owner_file.parent)
+    return reaped
 
 
 class ServicePart(ABC):
@@ -83,6 +130,10 @@ class ServicePart(ABC):
     def _extra_state(self) -> dict[str, Any]:
         return {}
 
+    def _identity(self) -> str:
+        """A string the server's command line contains (to recognise it by pid later)."""
+        return str(self.root_dir)
+
     # -- life cycle ---------------------------------------------------------------------------
     @property
     def log_path(self) -> Path:
@@ -122,6 +173,7 @@ class ServicePart(ABC):
             self._proc = spawn(args, self.log_path, user=user)
             self._finalizer = weakref.finalize(
                 self, _cleanup, self._proc.pid, self._proc, self.root_dir, self.stop_signal)
+            self._write_owner(os.getpid())
             step = "waiting for it to answer"
             started = time.monotonic()
             proc = self._proc
@@ -158,11 +210,18 @@ class ServicePart(ABC):
         self._proc = None
         self.root_dir = None
 
+    def _write_owner(self, owner_pid: int | None) -> None:
+        assert self.root_dir is not None and self._proc is not None
+        (self.root_dir / OWNER_FILE).write_text(json.dumps({
+            "owner_pid": owner_pid, "server_pid": self._proc.pid, "identity": self._identity(),
+            "stop_signal": int(self.stop_signal)}))
+
     def detach(self) -> dict[str, Any]:
         """Leave the server running after this process exits; returns what ``stop_recorded`` needs."""
         if self._finalizer is not None:
             self._finalizer.detach()
             self._finalizer = None
+            self._write_owner(None)
         return self.state()
 
     def state(self) -> dict[str, Any]:
@@ -175,13 +234,21 @@ class ServicePart(ABC):
             "root_dir": str(self.root_dir) if self.root_dir else None,
             "log": str(self.log_path) if self.root_dir else None,
             "stop_signal": int(self.stop_signal),
+            "identity": self._identity() if self.root_dir else None,
             **self._extra_state(),
         }
 
     @staticmethod
     def stop_recorded(state: dict[str, Any]) -> None:
-        """Stop a part started by another process, from its ``state()``."""
-        _cleanup(state.get("pid"), None, Path(state["root_dir"]) if state.get("root_dir") else None,
+        """Stop a part started by another process, from its ``state()``.
+
+        The recorded pid is signalled only if it still runs that server (pids get recycled,
+        e.g. after a reboot); the directory is removed either way.
+        """
+        pid = state.get("pid")
+        if pid is not None and not _is_our_server(pid, state.get("identity") or state.get("root_dir") or "\0"):
+            pid = None
+        _cleanup(pid, None, Path(state["root_dir"]) if state.get("root_dir") else None,
                  int(state.get("stop_signal", signal.SIGTERM)))
 
     def __enter__(self) -> Self:

@@ -218,3 +218,30 @@ def test_cli_dev_up_status_down_records_masks_and_cleans(tmp_path: Path) -> None
         _assert_gone(entry["pid"], entry["port"], Path(entry["root_dir"]))
     assert not state_file.exists() and not (tmp_path / "home" / "devstack").exists()
     assert "no local stack recorded" in lakecdc("status").stdout
+
+
+def test_servers_of_a_killed_owner_are_reaped() -> None:
+    import json
+    import signal
+    import subprocess
+    import sys
+
+    from lakecdc.devstack.part import reap_orphans
+
+    # A process starts a broker and PostgreSQL, reports them, then dies without cleaning up.
+    script = (
+        "import json, os, signal\n"
+        "from lakecdc.devstack import Broker, Postgres\n"
+        "parts = [Broker().start(), Postgres().start()]\n"
+        "print(json.dumps([[p.pid, p.port, str(p.root_dir)] for p in parts]), flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    owner = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert owner.returncode == -signal.SIGKILL, owner.stderr
+    orphans = json.loads(owner.stdout)
+    for pid, port, _ in orphans:
+        assert group_members(pid) and port_is_open(port), "the orphaned server should still run"
+    reaped = reap_orphans()
+    assert {str(path) for path in reaped} >= {root for _, _, root in orphans}
+    for pid, port, root in orphans:
+        _assert_gone(pid, port, Path(root))
