@@ -29,7 +29,8 @@ class TopicCreator:
                  single_partition_topics: Iterable[str] = (), timeout_s: float = 30.0) -> None:
         from confluent_kafka.admin import AdminClient
 
-        self._admin = AdminClient(dict(admin_config))
+        # librdkafka otherwise prints its own log lines on stderr, unredacted.
+        self._admin = AdminClient({**admin_config, "logger": logging.getLogger("lakecdc.transport.librdkafka")})
         self.partitions = partitions
         self.replication_factor = replication_factor
         self.topic_config = dict(topic_config or {})

