@@ -55,6 +55,7 @@ class TableSchema:
         config: PostgresConnectorConfig,
         modes: TypeModes,
         namer: TopicNamer,
+        snapshot: bool = False,
     ) -> None:
         self.table_id = table_id
         self.topic = namer.data_topic(table_id)
@@ -69,7 +70,8 @@ class TableSchema:
             schema = column_schema(col, modes)
             if schema is None:
                 continue  # a type Debezium drops (include.unknown.datatypes=false)
-            convert = value_converter(col, modes)
+            # snapshot rows: the values Debezium reads over JDBC (differ for a few types)
+            convert = value_converter(col, modes, snapshot=snapshot)
             schemas_by_name[col.name] = (index, schema, convert)
             if col_filter.is_trivial or col_filter.matches(table_id.schema, table_id.table, col.name):
                 fields.append((col.name, index, convert))
@@ -144,10 +146,10 @@ class TableSchemas:
     def captured(self, schema: str, table: str) -> bool:
         return self.config.table_filter.matches(schema, table)
 
-    def for_table(self, table: TableId) -> TableSchema:
+    def for_table(self, table: TableId, snapshot: bool = True) -> TableSchema:
         """Current catalog shape of ``table`` (snapshot path)."""
         columns = load_table_columns(self.conn, self.catalog, table.schema or "public", table.table)
-        return self._build(table, columns)
+        return self._build(table, columns, snapshot)
 
     def for_relation(self, message: RelationMessage) -> TableSchema | None:
         """Schema for a Relation message; None when the table is not captured."""
@@ -188,10 +190,10 @@ class TableSchemas:
     def knows(self, relation_id: int) -> bool:
         return relation_id in self._by_relation
 
-    def _build(self, table: TableId, columns: Sequence[PgColumn]) -> TableSchema:
+    def _build(self, table: TableId, columns: Sequence[PgColumn], snapshot: bool = False) -> TableSchema:
         try:
             primary_key = primary_key_columns(self.conn, table)
         except Exception:
             primary_key = []
         keys = key_columns_for(self.config, table, primary_key)
-        return TableSchema(table, columns, keys, self.config, self.modes, self.namer)
+        return TableSchema(table, columns, keys, self.config, self.modes, self.namer, snapshot)
