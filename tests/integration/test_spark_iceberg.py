@@ -105,3 +105,32 @@ def test_arrow_and_pandas_conversions_work_with_the_pinned_numpy(spark) -> None:
         assert list(frame["items"][0]) == [1, 2]
         assert spark.createDataFrame(frame).count() == 1
     spark.conf.unset("spark.sql.execution.arrow.pyspark.enabled")
+
+
+def test_relocated_jackson_jar_is_built_from_pyspark_jars(tmp_path: Path) -> None:
+    import zipfile
+
+    from lakecdc.devstack.jars import iceberg_runtime_jar, shaded_jackson_jar
+
+    built = shaded_jackson_jar(cache_dir=tmp_path)
+    assert built.parent == tmp_path and built.name.startswith("iceberg-shaded-jackson-2.")
+    with zipfile.ZipFile(built) as jar:
+        names = set(jar.namelist())
+    assert "org/apache/iceberg/shaded/com/fasterxml/jackson/databind/ObjectMapper.class" in names
+    assert "org/apache/iceberg/shaded/com/fasterxml/jackson/core/JsonFactory.class" in names
+    assert not any(name.startswith("com/fasterxml/") for name in names), "classes must all be relocated"
+    # The runtime jar really references the relocated names the built jar provides.
+    with zipfile.ZipFile(iceberg_runtime_jar()) as runtime:
+        assert not any(name.startswith("org/apache/iceberg/shaded/com/fasterxml/") for name in runtime.namelist())
+    assert shaded_jackson_jar(cache_dir=tmp_path) == built  # cached: not rebuilt
+
+
+def test_maven_coordinates_replace_the_offline_jars(monkeypatch: pytest.MonkeyPatch) -> None:
+    from lakecdc.devstack.spark import spark_packages
+
+    monkeypatch.delenv("LAKECDC_SPARK_PACKAGES", raising=False)
+    assert spark_packages() is None
+    monkeypatch.setenv("LAKECDC_SPARK_PACKAGES", " io.delta:delta-spark_2.12:3.3.2 ")
+    assert spark_packages() == "io.delta:delta-spark_2.12:3.3.2"
+    assert spark_packages("org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.0") == \
+        "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.0"
