@@ -115,6 +115,8 @@ class _Compiler:
             "_f": java_float_str,
             "_b": _b64,
             "_bool": _BOOL,
+            "_BU": "\\u",
+            "_RB": "}",
         }
         self.sources: list[str] = []
         self._counter = 0
@@ -130,16 +132,19 @@ class _Compiler:
         self._counter += 1
         return f"{prefix}{self._counter}"
 
-    def value_expr(self, schema: ConnectSchema, var: str) -> str:
-        """Python expression giving the JSON text of the value in variable ``var`` (may be None)."""
+    def value_expr(self, schema: ConnectSchema, var: str, in_fstring: bool = False) -> str:
+        """Python expression giving the JSON text of the value in variable ``var`` (may be None).
+
+        Inside an f-string an int may stay an int (formatting prints it); elsewhere it needs str().
+        """
         null_text = "'null'"
         if schema.default is not None:
             null_text = self._const(jackson_dumps(_default_tree(schema)))
         t = schema.type
         if t in ("int8", "int16", "int32", "int64"):
-            text = f"str({var})"
+            text = var if in_fstring else f"str({var})"
         elif t == "string":
-            text = f"(_fix(_up, _t) if '\\\\u' in (_t := _s({var})) else _t)"
+            text = f"(_fix(_up, _t) if _BU in (_t := _s({var})) else _t)"
         elif t == "boolean":
             text = f"_bool[{var}]"
         elif t == "double":
@@ -169,12 +174,14 @@ class _Compiler:
             for index, fld in enumerate(schema.fields):
                 prefix = ("{" if index == 0 else ",") + jackson_string(fld.name) + ":"
                 var = f"x{index}"
-                lines.append(f"    {var} = v[{self._const(fld.name)}]")
+                lines.append(f"    {var} = v[{fld.name!r}]")
                 parts.append(self._const(prefix))
-                parts.append(self.value_expr(fld.schema, var))
+                parts.append(self.value_expr(fld.schema, var, in_fstring=True))
             if parts:
-                parts.append("'}'")
-                lines.append("    return " + " + ".join(parts))
+                parts.append("_RB")
+                # One f-string: CPython builds it in a single allocation (BUILD_STRING), where a
+                # chain of + would copy the growing prefix once per field.
+                lines.append('    return f"""' + "".join("{" + p + "}" for p in parts) + '"""')
         elif schema.type == "array":
             assert schema.items is not None
             lines.append("    return '[' + ','.join([" + self.value_expr(schema.items, "i") + " for i in v]) + ']'")
