@@ -1,0 +1,73 @@
+"""Arrow tables <-> Spark DataFrames without going through pandas or Python rows.
+
+``arrow_to_spark`` streams Arrow record batches to the JVM the way PySpark's own
+``createDataFrame(pandas_df)`` does after its pandas step (an Arrow IPC stream in a temp file,
+read by ``PythonSQLUtils``), so decimals, nested types, binary and timestamps arrive unchanged:
+~0.3 s per 100k records of 500 bytes here. The Arrow types must be the ones Spark maps its types
+to (``decimal128(p,s)``, ``timestamp[us, tz=UTC]`` for ``timestamp``, ``timestamp[us]`` for
+``timestamp_ntz``, ``list``, ``map``, ``struct``); the decoder produces exactly those.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from lakecdc.ingest.batch import METADATA_COLUMNS
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructField, StructType
+
+#: Rows per Arrow batch handed to the JVM (each becomes a partition).
+ROWS_PER_PARTITION = 50_000
+
+
+def metadata_fields() -> list[StructField]:
+    """Spark fields of the metadata columns (``lakecdc.ingest.batch.METADATA_COLUMNS``), nullable."""
+    from pyspark.sql import types as T
+
+    kinds = {"string": T.StringType(), "array<bigint>": T.ArrayType(T.LongType(), True), "bigint": T.LongType(),
+             "int": T.IntegerType(), "timestamp": T.TimestampType(), "array<string>": T.ArrayType(T.StringType(), True)}
+    return [T.StructField(name, kinds[kind], True) for name, kind in METADATA_COLUMNS]
+
+
+def kafka_schema() -> StructType:
+    """The Kafka source's DataFrame schema (``includeHeaders=true``)."""
+    from pyspark.sql import types as T
+
+    header = T.StructType([T.StructField("key", T.StringType()), T.StructField("value", T.BinaryType())])
+    return T.StructType([
+        T.StructField("key", T.BinaryType()), T.StructField("value", T.BinaryType()),
+        T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()),
+        T.StructField("offset", T.LongType()), T.StructField("timestamp", T.TimestampType()),
+        T.StructField("timestampType", T.IntegerType()), T.StructField("headers", T.ArrayType(header)),
+    ])
+
+
+def arrow_to_spark(spark: SparkSession, table: pa.Table, schema: StructType) -> DataFrame:
+    """A DataFrame with ``schema`` holding ``table``'s rows (column order must match)."""
+    from pyspark.sql import DataFrame
+    from pyspark.sql.pandas.serializers import ArrowStreamSerializer
+
+    if table.num_rows == 0:
+        return spark.createDataFrame([], schema)
+    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+    batches = table.combine_chunks().to_batches(max_chunksize=ROWS_PER_PARTITION)
+    jiter = spark.sparkContext._serialize_to_jvm(  # type: ignore[attr-defined]
+        batches, ArrowStreamSerializer(),
+        lambda path: jvm.PythonSQLUtils.readArrowStreamFromFile(path),
+        lambda: jvm.ArrowIteratorServer())
+    jdf = jvm.PythonSQLUtils.toDataFrame(jiter, schema.json(), spark._jsparkSession)  # type: ignore[attr-defined]
+    return DataFrame(jdf, spark)
+
+
+def spark_to_arrow(df: DataFrame) -> pa.Table:
+    """All rows of ``df`` as one Arrow table (collected to the driver)."""
+    batches = df._collect_as_arrow()  # type: ignore[attr-defined]
+    if not batches:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        return to_arrow_schema(df.schema).empty_table()
+    return pa.Table.from_batches(batches)

@@ -1,0 +1,235 @@
+"""The ingest job: Debezium topics -> bronze change logs and silver current state, exactly once.
+
+``run_ingest(config, trigger)`` is what ``lakecdc ingest`` and the Databricks entry points call::
+
+    from lakecdc.ingest.job import run_ingest
+    summary = run_ingest("conf/ingest.yaml", trigger="available-now")
+
+Triggers:
+
+- ``available-now``: process everything present in the topics, then return (scheduled jobs);
+- ``continuous``: micro-batches back to back until stopped;
+- ``every:30s`` (``every:500ms``, ``every:2m``): one micro-batch per interval until stopped.
+
+SIGTERM / SIGINT stop the job cleanly: the batch in progress finishes and commits, then
+``run_ingest`` returns (``lakecdc ingest`` exits 0). A second signal is not intercepted.
+
+Reading uses Spark's Kafka source when the session has it (Databricks), otherwise the Python
+reader (``reader``); each micro-batch goes through ``processor.BatchProcessor``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lakecdc.errors import ConfigError
+from lakecdc.ingest.config import IngestConfig, load_ingest_config
+from lakecdc.ingest.job_state import load_state
+from lakecdc.ingest.metrics import BatchMetrics
+from lakecdc.ingest.processor import BatchProcessor, BatchReport
+from lakecdc.ingest.reader import KafkaMicroBatch, PythonKafkaReader
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+
+_EVERY = re.compile(r"^every:(\d+(?:\.\d+)?)(ms|s|m|h)$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """When micro-batches run: once over what is present, or every ``interval`` seconds."""
+
+    available_now: bool
+    interval: float = 0.0
+
+    @classmethod
+    def parse(cls, text: str) -> Trigger:
+        """``available-now`` | ``continuous`` | ``every:<n><ms|s|m|h>``.
+
+        >>> Trigger.parse("every:30s")
+        Trigger(available_now=False, interval=30.0)
+        """
+        value = text.strip().lower()
+        if value in ("available-now", "availablenow", "once"):
+            return cls(True)
+        if value == "continuous":
+            return cls(False, 0.0)
+        match = _EVERY.match(value)
+        if match:
+            return cls(False, float(match.group(1)) * _UNIT_SECONDS[match.group(2)])
+        raise ConfigError(f"unknown trigger {text!r}: use available-now, continuous or every:<n>s "
+                          "(e.g. every:30s)", "trigger")
+
+
+@dataclass
+class IngestSummary:
+    """What a run did, in total."""
+
+    batches: int = 0
+    events: int = 0
+    dead_letters: int = 0
+    tables: dict[str, int] = field(default_factory=dict)
+    failed_tables: dict[str, str] = field(default_factory=dict)
+    held_events: int = 0
+    stopped_by_signal: bool = False
+    seconds: float = 0.0
+
+    def add(self, report: BatchReport) -> None:
+        self.batches += 1
+        self.events += report.events
+        self.dead_letters += report.dead_letters
+        for table, n in report.tables.items():
+            self.tables[table] = self.tables.get(table, 0) + n
+        self.failed_tables.update(report.failed_tables)
+        self.held_events = report.held_events
+
+
+def run_ingest(config: str | Path | IngestConfig, trigger: str | None = None, *,
+               spark: SparkSession | None = None, stop: threading.Event | None = None,
+               on_batch: Callable[[BatchReport], None] | None = None) -> IngestSummary:
+    """Run the ingest job until ``trigger`` says it is done or it is stopped (module docstring).
+
+    ``stop`` lets a caller (a test, the demo) stop the job like a signal does; ``on_batch`` is
+    called after every committed micro-batch.
+    """
+    cfg = load_ingest_config(config)
+    chosen = Trigger.parse(trigger or cfg.trigger_interval)
+    stop_event = stop or threading.Event()
+    session = spark or _session(cfg)
+    state = load_state(cfg.progress_dir)
+    processor = BatchProcessor(cfg, session, state, _writer_factory(cfg, session))
+    summary = IngestSummary()
+    metrics = BatchMetrics()
+    started = time.monotonic()
+
+    def handle(report: BatchReport) -> None:
+        summary.add(report)
+        metrics.report(report)
+        if on_batch is not None:
+            on_batch(report)
+
+    log.info("ingest %s: reading topics matching %s into the %s tables under %s (%s)", cfg.name,
+             cfg.subscribe_pattern, cfg.table_format, cfg.warehouse,
+             "available now" if chosen.available_now else f"every {chosen.interval:g}s")
+    with _stop_on_signals(stop_event) as signalled:
+        if _use_spark_source(cfg, session):
+            _run_spark_source(cfg, session, processor, chosen, stop_event, handle)
+        else:
+            _run_python_reader(cfg, session, processor, chosen, stop_event, handle)
+        summary.stopped_by_signal = signalled()
+    summary.seconds = time.monotonic() - started
+    metrics.finish(summary)
+    return summary
+
+
+def _run_python_reader(cfg: IngestConfig, spark: SparkSession, processor: BatchProcessor, trigger: Trigger,
+                       stop: threading.Event, handle: Callable[[BatchReport], None]) -> None:
+    reader = PythonKafkaReader(cfg, processor.start_offset, stop, trigger.available_now, spark)
+    try:
+        next_at = time.monotonic()
+        for batch in reader.batches():
+            empty = batch.records is not None and batch.records.num_rows == 0
+            # An empty batch matters only when reading has reached the end with events held back:
+            # transactions whose other events will not come are released then.
+            if not empty or (batch.at_end_of_data and processor.held_events):
+                handle(processor.process(batch))
+            if trigger.interval > 0 and not trigger.available_now:
+                next_at += trigger.interval
+                stop.wait(max(0.0, next_at - time.monotonic()))
+    finally:
+        reader.close()
+
+
+def _run_spark_source(cfg: IngestConfig, spark: SparkSession, processor: BatchProcessor, trigger: Trigger,
+                      stop: threading.Event, handle: Callable[[BatchReport], None]) -> None:
+    from lakecdc.ingest.kafka_source import kafka_stream, start_query
+
+    def each(df: DataFrame, _spark_batch_id: int) -> None:
+        batch = KafkaMicroBatch(None, datetime.now(timezone.utc), False, spark, df)
+        batch.at_end_of_data = batch.num_records < cfg.max_batch_records
+        handle(processor.process(batch))
+
+    checkpoint = cfg.checkpoint_path or str(cfg.progress_dir / "spark-checkpoint")
+    query = start_query(kafka_stream(spark, cfg, {}), each, trigger.available_now, trigger.interval, checkpoint)
+    log.info("reading Kafka through Spark's Kafka source")
+    while query.isActive and not stop.is_set():
+        query.awaitTermination(1)
+    if query.isActive:
+        # Stop between batches: wait until no trigger is running, then stop the query.
+        while query.status.get("isTriggerActive"):
+            time.sleep(0.2)
+        query.stop()
+    if query.exception() is not None:
+        raise RuntimeError(f"the Kafka streaming query failed: {query.exception()}")
+
+
+def _use_spark_source(cfg: IngestConfig, spark: SparkSession) -> bool:
+    if cfg.reader == "python":
+        return False
+    from lakecdc.ingest.kafka_source import spark_kafka_available
+
+    available = spark_kafka_available(spark)
+    if cfg.reader == "spark" and not available:
+        raise ConfigError("reader=spark but Spark's Kafka source is not on the classpath "
+                          "(add org.apache.spark:spark-sql-kafka-0-10_2.12 or use reader=python)", "reader")
+    return available
+
+
+def _session(cfg: IngestConfig) -> SparkSession:
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    from lakecdc.devstack.spark import spark_session
+
+    return spark_session(cfg.warehouse, catalog=cfg.catalog_type, app_name=f"lakecdc-ingest-{cfg.name}",
+                         catalog_name=cfg.catalog)
+
+
+def _writer_factory(cfg: IngestConfig, spark: SparkSession) -> Callable[[str], Any]:
+    try:
+        from lakecdc.writers import create_writer
+    except ImportError:  # the package re-export is the contract; base is where it lives
+        from lakecdc.writers.base import create_writer
+
+    def make(table_format: str) -> Any:
+        return create_writer(table_format, spark, catalog=cfg.catalog, warehouse=cfg.warehouse)
+    return make
+
+
+@contextmanager
+def _stop_on_signals(stop: threading.Event) -> Iterator[Callable[[], bool]]:
+    """SIGTERM/SIGINT set ``stop`` (the batch in progress finishes); restored on exit."""
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: False
+        return
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        received.append(signum)
+        log.info("received %s: finishing the current batch, then stopping", signal.Signals(signum).name)
+        stop.set()
+        signal.signal(signum, previous[signum])  # a second signal is not intercepted
+
+    previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    for s in previous:
+        signal.signal(s, on_signal)
+    try:
+        yield lambda: bool(received)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)

@@ -1,0 +1,292 @@
+"""One micro-batch, from Kafka records to committed bronze and silver tables.
+
+``BatchProcessor.process`` is the foreachBatch body for both readers. Its steps, in order (each
+step's invariant is what makes a crash at any point safe):
+
+1. Drop records at or below the offset a table already committed (replays after a restart).
+2. Decode (``decode``); undecodable records become dead letters.
+3. Write dead letters first: the table commits below move progress past them.
+4. Feed BEGIN/END markers to the transaction buffer; record schema changes and heartbeats.
+5. Release the events whose transactions are complete; hold back the rest (``transactions``).
+6. Per table: union schema versions, sort into source order, and ``TableWriter.apply`` with the
+   Kafka offsets it covers -- never past a held-back event -- in the same table commit.
+7. Save the job state (consistency point, control-topic offsets) and report the batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakecdc.errors import SchemaEvolutionError
+from lakecdc.ingest.batch import ChangeBatch, TableTarget
+from lakecdc.ingest.config import IngestConfig
+from lakecdc.ingest.dead_letter import DeadLetterSink, dead_letter_frame
+from lakecdc.ingest.decode import Decoder
+from lakecdc.ingest.frames import arrow_to_spark, metadata_fields
+from lakecdc.ingest.job_state import JobState, append_schema_changes, save_state
+from lakecdc.ingest.naming import TableNamer
+from lakecdc.ingest.ordering import max_seq, order_rows
+from lakecdc.ingest.reader import KafkaMicroBatch
+from lakecdc.ingest.segments import DecodedSegment, union_segments
+from lakecdc.ingest.transactions import TransactionBuffer
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructType
+
+    from lakecdc.writers.base import TableWriter
+
+log = logging.getLogger(__name__)
+Offsets = dict[tuple[str, int], int]
+
+
+@dataclass
+class BatchReport:
+    """What one micro-batch did, for metrics and tests."""
+
+    batch_id: int
+    records: int = 0
+    events: int = 0
+    replayed: int = 0
+    tombstones: int = 0
+    dead_letters: int = 0
+    held_events: int = 0
+    tables: dict[str, int] = field(default_factory=dict)  # source table -> events applied
+    failed_tables: dict[str, str] = field(default_factory=dict)
+    max_source_ts_ms: int | None = None
+    seconds: float = 0.0
+
+
+class BatchProcessor:
+    """Applies micro-batches to the tables; one per running job (keeps decoder and buffers)."""
+
+    def __init__(self, config: IngestConfig, spark: SparkSession, state: JobState,
+                 writer_factory: Any) -> None:
+        self.config = config
+        self.spark = spark
+        self.state = state
+        self._writer_factory = writer_factory
+        self._writers: dict[str, TableWriter] = {}
+        self._decoder = Decoder(config)
+        self._namer = TableNamer(config)
+        self._tx = TransactionBuffer()
+        self._targets: dict[str, TableTarget] = {}
+        self._committed: Offsets = {}
+        self._failed: dict[str, str] = {}
+        self._control_topics = {config.transaction_topic_name, config.heartbeat_topic_name,
+                                config.schema_change_topic_name}
+        self._dead_letters = DeadLetterSink(
+            lambda rows: self.writer(config.table_format).append_dead_letters(dead_letter_frame(spark, rows)))
+
+    # ------------------------------------------------------------------ positions
+
+    def writer(self, table_format: str) -> TableWriter:
+        if table_format not in self._writers:
+            self._writers[table_format] = self._writer_factory(table_format)
+        return self._writers[table_format]
+
+    def start_offset(self, topic: str, partition: int) -> int | None:
+        """The last offset already in the tables for a partition (None: read from the beginning)."""
+        if topic in self._control_topics:
+            return self.state.control_offset(topic, partition)
+        if topic not in self._targets:
+            self._load_committed(topic, tuple(self.state.table_keys.get(topic, ())),
+                                 known=topic in self.state.table_keys)
+        return self._committed.get((topic, partition))
+
+    def _load_committed(self, topic: str, keys: tuple[str, ...], known: bool) -> None:
+        target = self._namer.target(topic, key_columns=keys)
+        writer = self.writer(target.format)
+        if known:
+            committed = writer.committed_progress(target)
+        else:
+            # Whether the table has a key (silver is then what a restart reads) is not known
+            # before its first record: take the lower of both, and drop replays once it is known.
+            keyed = writer.committed_progress(self._namer.with_keys(target, keys or ("_",)))
+            keyless = writer.committed_progress(self._namer.with_keys(target, ()))
+            committed = {tp: min(off, keyed[tp]) for tp, off in keyless.items() if tp in keyed}
+        for tp, offset in committed.items():
+            if tp[0] == topic:
+                self._committed[tp] = offset
+
+    def _target(self, segment: DecodedSegment) -> TableTarget:
+        topic = segment.topic
+        target = self._targets.get(topic)
+        if target is None or target.key_columns != (segment.key_columns or target.key_columns):
+            target = self._namer.target(topic, segment.source, segment.key_columns)
+            if topic not in self._targets:
+                self._load_committed(topic, target.key_columns, known=True)
+            self._targets[topic] = target
+            self.state.table_keys[topic] = list(target.key_columns)
+        return target
+
+    # ------------------------------------------------------------------ the batch
+
+    def process(self, batch: KafkaMicroBatch) -> BatchReport:
+        started = time.monotonic()
+        self.state.batch_id += 1
+        report = BatchReport(self.state.batch_id)
+        records = batch.arrow()
+        report.records = records.num_rows
+        read_max = _max_offsets(records)
+        records = self._drop_replayed(records)  # step 1
+        report.replayed = report.records - records.num_rows
+        decoded = self._decoder.decode(records, batch.read_at)  # step 2
+        report.tombstones = decoded.tombstones
+        self._dead_letters.write(decoded.dead_letters)  # step 3
+        report.dead_letters = len(decoded.dead_letters)
+        self._tx.add_markers(decoded.tx_markers)  # step 4
+        self._record_schema_changes(decoded.schema_changes)
+        fresh = self._drop_replayed_rows(decoded.segments)
+        report.replayed += sum(s.num_rows for s in decoded.segments) - sum(s.num_rows for s in fresh)
+        ready = self._tx.split(fresh, batch.at_end_of_data)  # step 5
+        held_min = self._tx.held_min_offsets()
+        by_topic: dict[str, list[DecodedSegment]] = defaultdict(list)
+        for segment in ready:
+            if segment.num_rows:
+                by_topic[segment.topic].append(segment)
+        applied_seqs = []
+        for topic, segments in by_topic.items():  # step 6
+            seq = self._apply_topic(topic, segments, read_max, held_min, report)
+            if seq is not None:
+                applied_seqs.append(seq)
+        report.held_events = self._tx.held_events
+        self._save_state(read_max, applied_seqs, report)  # step 7
+        report.seconds = time.monotonic() - started
+        return report
+
+    def _apply_topic(self, topic: str, segments: list[DecodedSegment], read_max: Offsets,
+                     held_min: Offsets, report: BatchReport) -> tuple[int, ...] | None:
+        if topic in self._failed:
+            return None
+        target = self._target(segments[-1])
+        try:
+            columns, rows = union_segments(segments)
+        except SchemaEvolutionError as exc:
+            self._fail(target, str(exc), report)
+            return None
+        rows = order_rows(rows)
+        progress = _covered_offsets(topic, rows, read_max, held_min)
+        from pyspark.sql.types import StructField, StructType
+
+        schema = StructType([StructField(c.name, c.data_type, True) for c in columns] + metadata_fields())
+        df = arrow_to_spark(self.spark, rows, schema)
+        try:
+            result = self.writer(target.format).apply(ChangeBatch(target, columns, df, progress),
+                                                      self.state.batch_id)
+        except SchemaEvolutionError as exc:
+            self._fail(target, str(exc), report)
+            return None
+        for tp, offset in progress.items():
+            self._committed[tp] = max(offset, self._committed.get(tp, -1))
+        report.events += rows.num_rows
+        report.tables[target.source_name or topic] = rows.num_rows
+        ts = pc.max(rows.column("_source_ts_ms")).as_py()
+        if ts is not None:
+            report.max_source_ts_ms = max(ts, report.max_source_ts_ms or ts)
+        for warning in result.warnings:
+            log.debug("writer warning for %s: %s", target.source_name, warning)
+        return max_seq(rows)
+
+    def _fail(self, target: TableTarget, reason: str, report: BatchReport) -> None:
+        self._failed[target.topic] = reason
+        report.failed_tables[target.source_name or target.topic] = reason
+        log.error("table %s stopped (the other tables go on): %s", target.source_name or target.topic, reason)
+
+    def _drop_replayed(self, records: pa.Table) -> pa.Table:
+        if not self._committed or records.num_rows == 0:
+            return records
+        keep = None
+        topic_col, part_col, off_col = (records.column(n) for n in ("topic", "partition", "offset"))
+        for (topic, partition), committed in self._committed.items():
+            old = pc.and_(pc.and_(pc.equal(topic_col, topic), pc.equal(part_col, partition)),
+                          pc.less_equal(off_col, committed))
+            keep = pc.invert(old) if keep is None else pc.and_(keep, pc.invert(old))
+        return records.filter(keep) if keep is not None else records
+
+    def _drop_replayed_rows(self, segments: list[DecodedSegment]) -> list[DecodedSegment]:
+        """Step 1 again, after decoding: a topic seen for the first time only now has its target
+        (key columns decide which table's progress counts), hence its committed offsets."""
+        fresh = []
+        for segment in segments:
+            self._target(segment)
+            limits = {p: o for (t, p), o in self._committed.items() if t == segment.topic}
+            if limits:
+                parts = segment.rows.column("_partition")
+                offs = segment.rows.column("_offset")
+                keep = None
+                for partition, committed in limits.items():
+                    old = pc.and_(pc.equal(parts, partition), pc.less_equal(offs, committed))
+                    keep = pc.invert(old) if keep is None else pc.and_(keep, pc.invert(old))
+                segment = DecodedSegment(segment.topic, segment.schema_id, segment.columns, segment.key_columns,
+                                         segment.source, segment.rows.filter(keep))
+            if segment.num_rows:
+                fresh.append(segment)
+        return fresh
+
+    def _record_schema_changes(self, changes: list[Any]) -> None:
+        if not changes:
+            return
+        append_schema_changes(self.config.progress_dir, [
+            {"topic": c.topic, "partition": c.partition, "offset": c.offset, "payload": c.payload} for c in changes])
+        for change in changes:
+            log.info("schema change recorded from %s offset %d: %s", change.topic, change.offset,
+                     (change.ddl or "(no DDL text)")[:200])
+
+    def _save_state(self, read_max: Offsets, applied: list[tuple[int, ...]], report: BatchReport) -> None:
+        state = self.state
+        open_markers = self._tx.marker_restart_offsets()
+        for (topic, partition), offset in read_max.items():
+            if topic in self._control_topics:
+                lowest_open = open_markers.get((topic, partition))
+                state.set_control_offset(topic, partition, offset if lowest_open is None else lowest_open - 1)
+        if applied:
+            newest = max(applied)
+            if state.applied_through_seq is None or list(newest) > state.applied_through_seq:
+                state.applied_through_seq = list(newest)
+        if report.max_source_ts_ms is not None:
+            state.applied_through_source_ts_ms = max(report.max_source_ts_ms,
+                                                     state.applied_through_source_ts_ms or 0)
+        held_from = self._tx.held_min_seq()
+        state.held_from_seq = list(held_from) if held_from is not None else None
+        state.held_events = self._tx.held_events
+        state.open_transactions = self._tx.open_transactions
+        state.updated_at = datetime.now(timezone.utc).isoformat()
+        save_state(self.config.progress_dir, state)
+
+    @property
+    def held_events(self) -> int:
+        return self._tx.held_events
+
+    @property
+    def failed_tables(self) -> dict[str, str]:
+        return dict(self._failed)
+
+
+def _max_offsets(records: pa.Table) -> Offsets:
+    if records.num_rows == 0:
+        return {}
+    grouped = records.group_by(["topic", "partition"]).aggregate([("offset", "max")])
+    return {(t, p): o for t, p, o in zip(grouped.column("topic").to_pylist(), grouped.column("partition").to_pylist(),
+                                         grouped.column("offset_max").to_pylist())}
+
+
+def _covered_offsets(topic: str, rows: pa.Table, read_max: Offsets, held_min: Offsets) -> Offsets:
+    """Per partition of ``topic``: the last offset this table commit covers (below any held event)."""
+    covered: Offsets = {tp: off for tp, off in read_max.items() if tp[0] == topic}
+    released = _max_offsets(pa.table({"topic": rows.column("_topic"), "partition": rows.column("_partition"),
+                                      "offset": rows.column("_offset")}))
+    for tp, off in released.items():
+        covered[tp] = max(off, covered.get(tp, -1))
+    for tp, lowest in held_min.items():
+        if tp in covered:
+            covered[tp] = min(covered[tp], lowest - 1)
+    return {tp: off for tp, off in covered.items() if off >= 0}

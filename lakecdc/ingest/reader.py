@@ -1,0 +1,219 @@
+"""Reading Kafka in micro-batches with a Python client when Spark has no Kafka connector.
+
+Spark's Kafka source is not installable on every machine (it is on Databricks: see
+``kafka_source``). ``PythonKafkaReader`` (confluent-kafka) delivers the same micro-batches:
+each is an Arrow table, and on demand a Spark DataFrame, with exactly the Kafka source's columns::
+
+    key binary, value binary, topic string, partition int, offset bigint,
+    timestamp timestamp, timestampType int, headers array<struct<key: string, value: binary>>
+
+so decoding and writing are one code path whichever reader ran.
+
+Positions come from the tables, never from consumer-group offsets: partitions are *assigned*
+(no group join, no commit) starting after the offset ``start_offset(topic, partition)`` returns
+(the table's committed progress), or at the beginning. Topics matching the subscribe pattern are
+listed again every ``topic.refresh.interval.ms``, so a new source table is read without a restart.
+
+A batch ends when it holds ``batch.max.records`` records, when ``batch.max.wait.ms`` passed since
+its first record, or when every assigned partition is read to its end (``at_end_of_data``).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from lakecdc.errors import MissingExtraError, TransientError
+from lakecdc.ingest.config import IngestConfig
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+
+HEADER_ARROW = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
+KAFKA_ARROW_SCHEMA = pa.schema([
+    pa.field("key", pa.binary()), pa.field("value", pa.binary()), pa.field("topic", pa.string()),
+    pa.field("partition", pa.int32()), pa.field("offset", pa.int64()),
+    pa.field("timestamp", pa.timestamp("us", tz="UTC")), pa.field("timestampType", pa.int32()),
+    pa.field("headers", pa.list_(HEADER_ARROW)),
+])
+# confluent-kafka timestamp types -> Kafka's TimestampType ids (as Spark's source reports them)
+_TIMESTAMP_TYPE = {0: -1, 1: 0, 2: 1}
+
+StartOffset = Callable[[str, int], "int | None"]
+
+
+@dataclass
+class KafkaMicroBatch:
+    """One micro-batch of Kafka records (the Kafka source's columns).
+
+    ``records`` is the Arrow form (always there for the Python reader); ``df`` the Spark form
+    (always there for Spark's Kafka source; built from ``records`` on first use otherwise).
+    """
+
+    records: pa.Table | None
+    read_at: datetime
+    at_end_of_data: bool
+    spark: SparkSession | None = None
+    _df: DataFrame | None = field(default=None, repr=False)
+
+    @property
+    def df(self) -> DataFrame:
+        if self._df is None:
+            from lakecdc.ingest.frames import arrow_to_spark, kafka_schema
+            assert self.spark is not None and self.records is not None
+            self._df = arrow_to_spark(self.spark, self.records, kafka_schema())
+        return self._df
+
+    def arrow(self) -> pa.Table:
+        if self.records is None:
+            from lakecdc.ingest.frames import spark_to_arrow
+            self.records = spark_to_arrow(self.df.select(*KAFKA_ARROW_SCHEMA.names))
+        return self.records
+
+    @property
+    def num_records(self) -> int:
+        return self.arrow().num_rows
+
+
+def records_to_arrow(messages: list[Any]) -> pa.Table:
+    """confluent-kafka ``Message`` objects -> an Arrow table with the Kafka source's columns."""
+    timestamps = [m.timestamp() for m in messages]
+    headers = [m.headers() for m in messages]
+    return pa.Table.from_arrays([
+        pa.array([m.key() for m in messages], pa.binary()),
+        pa.array([m.value() for m in messages], pa.binary()),
+        pa.array([m.topic() for m in messages], pa.string()),
+        pa.array([m.partition() for m in messages], pa.int32()),
+        pa.array([m.offset() for m in messages], pa.int64()),
+        pa.array([ts * 1000 if kind else None for kind, ts in timestamps], pa.int64())
+          .cast(pa.timestamp("us", tz="UTC")),
+        pa.array([_TIMESTAMP_TYPE.get(kind, -1) for kind, _ in timestamps], pa.int32()),
+        pa.array([None if h is None else [{"key": k, "value": v} for k, v in h] for h in headers],
+                 pa.list_(HEADER_ARROW)),
+    ], schema=KAFKA_ARROW_SCHEMA)
+
+
+class PythonKafkaReader:
+    """Micro-batches from every topic matching the job's pattern (see the module docstring)."""
+
+    def __init__(self, config: IngestConfig, start_offset: StartOffset, stop: threading.Event,
+                 available_now: bool, spark: SparkSession | None = None) -> None:
+        try:
+            from confluent_kafka import Consumer
+        except ImportError as exc:
+            raise MissingExtraError("the Python Kafka reader", "kafka", str(exc)) from exc
+        from lakecdc.devstack.broker import kafka_client_defaults
+
+        settings: dict[str, Any] = {
+            **kafka_client_defaults("consumer"),
+            **config.kafka_client_properties(),
+            "group.id": config.consumer_group,
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",
+            "topic.metadata.refresh.interval.ms": config.topic_refresh_ms,
+        }
+        self._consumer = Consumer(settings)
+        self._config = config
+        self._pattern = re.compile(config.subscribe_pattern)
+        self._start_offset = start_offset
+        self._stop = stop
+        self._available_now = available_now
+        self._spark = spark
+        self._assigned: set[tuple[str, int]] = set()
+        self._at_end: set[tuple[str, int]] = set()
+        self._last_refresh = 0.0
+
+    @property
+    def assigned(self) -> frozenset[tuple[str, int]]:
+        return frozenset(self._assigned)
+
+    def close(self) -> None:
+        self._consumer.close()
+
+    # ------------------------------------------------------------------ topics
+
+    def refresh_topics(self) -> list[tuple[str, int]]:
+        """Assign partitions of topics that appeared since the last look; returns the new ones."""
+        from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
+
+        self._last_refresh = time.monotonic()
+        try:
+            metadata = self._consumer.list_topics(timeout=10)
+        except KafkaException as exc:
+            raise TransientError(f"cannot list topics on {self._config.bootstrap_servers}: {exc}") from exc
+        new: list[TopicPartition] = []
+        for name, topic in metadata.topics.items():
+            if topic.error is not None or not self._pattern.match(name):
+                continue
+            for partition in topic.partitions:
+                if (name, partition) in self._assigned:
+                    continue
+                committed = self._start_offset(name, partition)
+                offset = OFFSET_BEGINNING if committed is None else committed + 1
+                new.append(TopicPartition(name, partition, offset))
+        if new:
+            self._consumer.incremental_assign(new)
+            for tp in new:
+                self._assigned.add((tp.topic, tp.partition))
+            log.info("reading %d new partition(s): %s", len(new),
+                     ", ".join(f"{tp.topic}[{tp.partition}] from "
+                               f"{'the beginning' if tp.offset < 0 else f'offset {tp.offset}'}" for tp in new))
+        return [(tp.topic, tp.partition) for tp in new]
+
+    # ------------------------------------------------------------------ batches
+
+    def batches(self) -> Iterator[KafkaMicroBatch]:
+        """Micro-batches until stopped, or (available-now) until everything present was read."""
+        from confluent_kafka import KafkaError
+
+        config = self._config
+        self.refresh_topics()
+        while not self._stop.is_set():
+            if time.monotonic() - self._last_refresh > config.topic_refresh_ms / 1000:
+                self.refresh_topics()
+            messages: list[Any] = []
+            first_at: float | None = None
+            wait = config.max_batch_wait_ms / 1000
+            started = time.monotonic()
+            while len(messages) < config.max_batch_records and not self._stop.is_set():
+                chunk = self._consumer.consume(num_messages=min(10_000, config.max_batch_records - len(messages)),
+                                               timeout=0.2)
+                for message in chunk:
+                    error = message.error()
+                    if error is None:
+                        self._at_end.discard((message.topic(), message.partition()))
+                        messages.append(message)
+                    elif error.code() == KafkaError._PARTITION_EOF:
+                        self._at_end.add((message.topic(), message.partition()))
+                    elif error.retriable() or not error.fatal():
+                        log.warning("Kafka reports %s; retrying", error.str())
+                    else:
+                        raise TransientError(f"Kafka consumer failed: {error.str()}")
+                if messages and first_at is None:
+                    first_at = time.monotonic()
+                if self._all_at_end():
+                    break
+                if first_at is not None and time.monotonic() - first_at >= wait:
+                    break
+                if not messages and time.monotonic() - started >= wait:
+                    break  # idle: hand back an empty batch so the job can look at its clock
+            at_end = self._all_at_end()
+            yield KafkaMicroBatch(records_to_arrow(messages), datetime.now(timezone.utc), at_end, self._spark)
+            if self._available_now and at_end and not messages:
+                if not self.refresh_topics():
+                    return
+
+    def _all_at_end(self) -> bool:
+        return bool(self._assigned) and self._assigned <= self._at_end or not self._assigned

@@ -1,0 +1,170 @@
+"""Transaction-consistent apply: events of a source transaction are released only all together.
+
+Debezium's transaction topic frames every source transaction (``provide.transaction.metadata``)::
+
+    {"status":"BEGIN","id":"1264:99091160","event_count":null,"data_collections":null,"ts_ms":...}
+    {"status":"END","id":"1264:99092032","event_count":5,
+     "data_collections":[{"data_collection":"public.customers","event_count":3},
+                         {"data_collection":"public.audit_full","event_count":1}, ...]}
+
+and each data event carries ``transaction.id``. Data and markers live on different topics, so a
+micro-batch may hold part of a transaction. ``TransactionBuffer.split`` returns the events that
+may be applied now and holds back the rest, so no silver commit ever shows half a transaction:
+
+1. count the new events per transaction and data collection;
+2. a transaction is complete when its END is seen and every collection's count is reached;
+3. events without a transaction block (snapshot reads, connectors without metadata) pass;
+4. when every partition has been read to its end, a transaction whose END was seen passes even
+   if counts are short (its other events were applied before a restart, or belong to tables
+   this job does not read), and so does one whose BEGIN was never seen (its markers precede
+   where reading started); only a transaction with a BEGIN and no END yet stays held.
+
+PostgreSQL's ids are ``"<txId>:<lsn>"`` and the LSN part differs between BEGIN, events and END;
+only the txId links them (``tx_link``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakecdc.ingest.decode import TxMarker
+from lakecdc.ingest.ordering import min_seq
+from lakecdc.ingest.segments import DecodedSegment
+
+_PG_TX_ID = re.compile(r"^(\d+):\d+$")
+_REMEMBERED_COMPLETED = 100_000
+
+
+def tx_link(tx_id: str) -> str:
+    """The part of a transaction id that is equal on BEGIN, END and every event.
+
+    >>> tx_link("1264:99091160"), tx_link("3E11FA47-71CA-11E1-9E33-C80AA9429562:23")
+    ('1264', '3E11FA47-71CA-11E1-9E33-C80AA9429562:23')
+    """
+    match = _PG_TX_ID.match(tx_id)
+    return match.group(1) if match else tx_id
+
+
+@dataclass
+class _Transaction:
+    begin_at: tuple[str, int, int] | None = None  # (topic, partition, offset) of BEGIN
+    end_at: tuple[str, int, int] | None = None
+    expected_total: int | None = None
+    expected: dict[str, int] = field(default_factory=dict)
+    seen: Counter[str] = field(default_factory=Counter)
+
+    def complete(self) -> bool:
+        if self.end_at is None:
+            return False
+        if self.expected:
+            return all(self.seen[c] >= n for c, n in self.expected.items())
+        return self.expected_total is not None and sum(self.seen.values()) >= self.expected_total
+
+
+class TransactionBuffer:
+    """Holds back events of transactions not yet complete (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, _Transaction] = {}
+        self._completed: OrderedDict[str, None] = OrderedDict()
+        self._held: list[DecodedSegment] = []
+
+    # ------------------------------------------------------------------ input
+
+    def add_markers(self, markers: Iterable[TxMarker]) -> None:
+        for m in markers:
+            key = tx_link(m.tx_id)
+            if key in self._completed:
+                continue  # a replayed marker of a transaction already applied
+            tx = self._open.setdefault(key, _Transaction())
+            where = (m.topic, m.partition, m.offset)
+            if m.status == "BEGIN":
+                tx.begin_at = where
+            else:
+                tx.end_at = where
+                tx.expected_total = m.event_count
+                tx.expected = dict(m.collections)
+
+    def split(self, segments: list[DecodedSegment], at_end_of_data: bool) -> list[DecodedSegment]:
+        """Events that may be applied now (new and previously held); the rest stay held."""
+        for segment in segments:
+            collection = segment.source.data_collection
+            for key, n in Counter(self._keys(segment)).items():
+                if key is not None and key not in self._completed:
+                    self._open.setdefault(key, _Transaction()).seen[collection] += n
+        candidates = self._held + segments
+        releasable = {key for key, tx in self._open.items() if tx.complete() or
+                      (at_end_of_data and (tx.end_at is not None or tx.begin_at is None))}
+        ready: list[DecodedSegment] = []
+        held: list[DecodedSegment] = []
+        for segment in candidates:
+            keys = self._keys(segment)
+            mask = [k is None or k in releasable or k in self._completed for k in keys]
+            if all(mask):
+                ready.append(segment)
+                continue
+            if any(mask):
+                flags = pa.array(mask, pa.bool_())
+                ready.append(_with_rows(segment, segment.rows.filter(flags)))
+                held.append(_with_rows(segment, segment.rows.filter(pc.invert(flags))))
+            else:
+                held.append(segment)
+        self._held = held
+        for key in releasable:
+            del self._open[key]
+            self._completed[key] = None
+        while len(self._completed) > _REMEMBERED_COMPLETED:
+            self._completed.popitem(last=False)
+        return ready
+
+    # ------------------------------------------------------------------ state for progress
+
+    @property
+    def held_events(self) -> int:
+        return sum(s.num_rows for s in self._held)
+
+    @property
+    def open_transactions(self) -> int:
+        return sum(1 for tx in self._open.values() if tx.begin_at is not None or tx.end_at is not None)
+
+    def held_min_offsets(self) -> dict[tuple[str, int], int]:
+        """Lowest held offset per data topic-partition: progress there must stay below it."""
+        lowest: dict[tuple[str, int], int] = {}
+        for segment in self._held:
+            parts = segment.rows.column("_partition").to_pylist()
+            offs = segment.rows.column("_offset").to_pylist()
+            for p, o in zip(parts, offs):
+                key = (segment.topic, p)
+                if o < lowest.get(key, o + 1):
+                    lowest[key] = o
+        return lowest
+
+    def held_min_seq(self) -> tuple[int, ...] | None:
+        """The earliest source position held back: every transaction before it is fully applied."""
+        seqs = [min_seq(s.rows) for s in self._held if s.num_rows]
+        return min((s for s in seqs if s is not None), default=None)
+
+    def marker_restart_offsets(self) -> dict[tuple[str, int], int]:
+        """Lowest marker offset of a still-open transaction per transaction-topic partition."""
+        lowest: dict[tuple[str, int], int] = {}
+        for tx in self._open.values():
+            for where in (tx.begin_at, tx.end_at):
+                if where is not None:
+                    key = (where[0], where[1])
+                    lowest[key] = min(lowest.get(key, where[2]), where[2])
+        return lowest
+
+    @staticmethod
+    def _keys(segment: DecodedSegment) -> list[str | None]:
+        return [None if t is None else tx_link(t) for t in segment.rows.column("_tx_id").to_pylist()]
+
+
+def _with_rows(segment: DecodedSegment, rows: pa.Table) -> DecodedSegment:
+    return DecodedSegment(segment.topic, segment.schema_id, segment.columns, segment.key_columns,
+                          segment.source, rows)
