@@ -95,6 +95,13 @@ class DdlParser:
             cur.next()
             name = cur.identifier()
             return ParsedStatement("USE", text, name, use_database=name)
+        if word == "SET" and cur.peek(1).is_word("CHARACTER_SET_SERVER"):
+            # recorded by the snapshot so recovery knows the server's default character set
+            cur.next()
+            cur.next()
+            cur.accept_symbol("=")
+            self.tables.server_charset = cur.identifier()
+            return ParsedStatement("IGNORED", text, db)
         if word in _IGNORED_FIRST_WORDS:
             return ParsedStatement("IGNORED", text, db)
         if word == "CREATE":

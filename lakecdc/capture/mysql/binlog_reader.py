@@ -1,0 +1,93 @@
+"""A background thread reading the binlog with ``mysql-replication`` into a bounded queue.
+
+``BinLogStreamReader`` blocks while the server has nothing to send; the thread lets the streaming
+source wait with a timeout (``poll``) and stop cleanly. Each queue item is ``(binlog file, event)``
+with the file the event was read from, or a ``ReaderFailure``. The queue bound
+(``max.queue.size``) holds the reader back when the sink is slower than the server.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ReaderFailure:
+    error: BaseException
+
+
+class BinlogReader:
+    def __init__(self, connection_settings: dict[str, Any], replica_server_id: int, file: str, pos: int,
+                 is_mariadb: bool, annotate_rows: bool, queue_size: int, heartbeat_s: float = 0.0,
+                 mariadb_gtid_state: str | None = None) -> None:
+        """MySQL is read from ``file:pos``. MariaDB is read from a GTID state (``mariadb_gtid_state``,
+        the transactions already processed): mysql-replication's MariaDB dump ignores file/pos, and
+        the GTID protocol is the one that also carries annotate (statement text) events. Without a
+        GTID state a MariaDB server is read from ``file:pos`` with the plain MySQL protocol."""
+        from pymysqlreplication import BinLogStreamReader
+
+        self.queue: queue.Queue[Any] = queue.Queue(maxsize=max(queue_size, 16))
+        self._stop = threading.Event()
+        kwargs: dict[str, Any] = {}
+        use_gtid = is_mariadb and mariadb_gtid_state is not None
+        if use_gtid:
+            kwargs["auto_position"] = mariadb_gtid_state
+        if heartbeat_s > 0:
+            kwargs["slave_heartbeat"] = heartbeat_s
+        self.stream = BinLogStreamReader(
+            connection_settings=connection_settings,
+            server_id=replica_server_id,
+            log_file=file,
+            log_pos=pos,
+            resume_stream=True,
+            blocking=True,
+            is_mariadb=use_gtid,
+            annotate_rows_event=annotate_rows and use_gtid,
+            freeze_schema=True,  # never ask the server for today's columns: the schema history knows
+            enable_logging=False,
+            **kwargs,
+        )
+        self._thread = threading.Thread(target=self._run, name="lakecdc-binlog-reader", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _put(self, item: Any) -> bool:
+        while not self._stop.is_set():
+            try:
+                self.queue.put(item, timeout=0.2)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _run(self) -> None:
+        stream = self.stream
+        try:
+            while not self._stop.is_set():
+                event = stream.fetchone()
+                if event is None:
+                    if self._stop.is_set():
+                        break
+                    continue
+                if not self._put((stream.log_file, event)):
+                    break
+        except BaseException as exc:  # handed to the consumer, which decides what it means
+            if not self._stop.is_set():
+                self._put(ReaderFailure(exc))
+
+    def close(self) -> None:
+        self._stop.set()
+        try:
+            self.stream.close()
+        except Exception:  # closing a half-open socket may fail; the thread exits either way
+            pass
+        self._thread.join(timeout=5)
+        if self._thread.is_alive():
+            log.warning("the binlog reader thread did not stop within 5 s; it will end with the process")

@@ -1,0 +1,103 @@
+"""Kafka records for MySQL/MariaDB changes: data events, tombstones, key changes, truncates and
+schema changes (the seed S3 shapes).
+
+A primary-key update becomes three records (seed S3)::
+
+    DELETE  key {"id": 1}  value {op: "d", before: {...id 1...}}   header __debezium.newkey={"id":2}
+    tombstone key {"id": 1}
+    CREATE  key {"id": 2}  value {op: "c", after: {...id 2...}}    header __debezium.oldkey={"id":1}
+
+A TRUNCATE is one ``op: "t"`` record per table with a null key and null before/after.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from lakecdc.capture.mysql.table_schema import TableSchema
+from lakecdc.events.envelope import HEADER_NEW_KEY, HEADER_OLD_KEY, ChangeRecord, envelope_payload
+from lakecdc.events.positions import MySqlPosition
+from lakecdc.events.serde import RecordEncoder
+
+
+class RecordFactory:
+    """Builds the records of one table; one per table structure (holds the header encoder)."""
+
+    __slots__ = ("schema", "tombstones", "_header_encoder")
+
+    def __init__(self, schema: TableSchema, tombstones_on_delete: bool) -> None:
+        self.schema = schema
+        self.tombstones = tombstones_on_delete
+        self._header_encoder = (
+            RecordEncoder(schema.key_schema, schemas_enable=False) if schema.key_schema is not None else None
+        )
+
+    def _record(self, key: Any, value: dict[str, Any], position: MySqlPosition,
+                headers: list[tuple[str, bytes]] | None = None) -> ChangeRecord:
+        s = self.schema
+        return ChangeRecord(s.topic, s.key_schema, key, s.envelope_schema, value, headers or [], position)
+
+    def read(self, values: tuple[Any, ...], source: dict[str, Any], position: MySqlPosition,
+             ts_ns: int) -> ChangeRecord:
+        s = self.schema
+        after = s.row_from_tuple(values)
+        return self._record(s.key_from_tuple(values), envelope_payload("r", None, after, source, ts_ns), position)
+
+    def insert(self, values: dict[str, Any], source: dict[str, Any], position: MySqlPosition, ts_ns: int,
+               tx: dict[str, Any] | None) -> list[ChangeRecord]:
+        s = self.schema
+        return [self._record(s.key_from_dict(values),
+                             envelope_payload("c", None, s.row_from_dict(values), source, ts_ns, tx), position)]
+
+    def delete(self, values: dict[str, Any], source: dict[str, Any], position: MySqlPosition, ts_ns: int,
+               tx: dict[str, Any] | None) -> list[ChangeRecord]:
+        s = self.schema
+        key = s.key_from_dict(values)
+        record = self._record(key, envelope_payload("d", s.row_from_dict(values), None, source, ts_ns, tx), position)
+        if self.tombstones and key is not None:
+            return [record, record.tombstone()]
+        return [record]
+
+    def update(self, before: dict[str, Any], after: dict[str, Any], source: dict[str, Any],
+               position: MySqlPosition, ts_ns: int, tx_for: Any) -> list[ChangeRecord]:
+        """``tx_for()`` returns the next transaction block (called once per data event)."""
+        s = self.schema
+        old_key = s.key_from_dict(before)
+        new_key = s.key_from_dict(after)
+        before_row = s.row_from_dict(before)
+        after_row = s.row_from_dict(after)
+        if old_key == new_key:
+            return [self._record(new_key, envelope_payload("u", before_row, after_row, source, ts_ns, tx_for()),
+                                 position)]
+        assert self._header_encoder is not None
+        old_bytes = self._header_encoder.encode(old_key) or b""
+        new_bytes = self._header_encoder.encode(new_key) or b""
+        delete = self._record(old_key, envelope_payload("d", before_row, None, source, ts_ns, tx_for()), position,
+                              [(HEADER_NEW_KEY, new_bytes)])
+        out = [delete]
+        if self.tombstones:
+            out.append(delete.tombstone())
+        out.append(self._record(new_key, envelope_payload("c", None, after_row, source, ts_ns, tx_for()), position,
+                                [(HEADER_OLD_KEY, old_bytes)]))
+        return out
+
+    def truncate(self, source: dict[str, Any], position: MySqlPosition, ts_ns: int,
+                 tx: dict[str, Any] | None) -> ChangeRecord:
+        s = self.schema
+        return ChangeRecord(s.topic, None, None, s.envelope_schema,
+                            envelope_payload("t", None, None, source, ts_ns, tx), [], position)
+
+
+def schema_change_record(topic: str, key_schema: Any, value_schema: Any, source: dict[str, Any],
+                         database: str, ddl: str, table_changes: list[dict[str, Any]],
+                         position: MySqlPosition) -> ChangeRecord:
+    value = {
+        "source": source,
+        "ts_ms": time.time_ns() // 1_000_000,
+        "databaseName": database,
+        "schemaName": None,
+        "ddl": ddl,
+        "tableChanges": table_changes,
+    }
+    return ChangeRecord(topic, key_schema, {"databaseName": database}, value_schema, value, [], position)

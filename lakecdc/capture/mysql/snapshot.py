@@ -1,0 +1,290 @@
+"""Consistent snapshot of the captured MySQL/MariaDB tables (seed S1, 1.2.4 and 1.2.5).
+
+With a global read lock (``snapshot.locking.mode=minimal``, the default)::
+
+    1. FLUSH TABLES WITH READ LOCK                 writes and DDL wait
+    2. START TRANSACTION WITH CONSISTENT SNAPSHOT  repeatable read, one view for every read below
+    3. SHOW BINARY LOG STATUS / SHOW MASTER STATUS the binlog position streaming starts from
+    4. SHOW CREATE TABLE for every table of the captured databases -> schema history
+    5. UNLOCK TABLES                               (``extended``: only after step 8)
+    6. schema change events (CREATE TABLE ...) for the captured tables
+    7. SELECT * per captured table -> one ``op: "r"`` event per row
+    8. COMMIT
+    9. the coordinator stores the offset: the snapshot is complete
+
+When the user may not take a global read lock (managed servers), the table-lock variant locks the
+captured tables with ``LOCK TABLES ... READ`` inside the transaction and releases them only after
+the commit (seed 1.2.5). ``snapshot.locking.mode=none`` takes no lock (only safe without DDL).
+``with_data=False`` (``no_data``/``schema_only``) stops after step 6.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from lakecdc.capture.mysql import connection as myconn
+from lakecdc.capture.mysql.database_schema import DatabaseSchema
+from lakecdc.capture.mysql.errors import MySqlPrivilegeError
+from lakecdc.capture.mysql.offset import boundary_offset
+from lakecdc.capture.mysql.source_info import source_builder
+from lakecdc.capture.spi import Emit, SnapshotResult
+from lakecdc.events.positions import MySqlPosition
+from lakecdc.events.source import snapshot_marker
+
+log = logging.getLogger(__name__)
+
+ER_ACCESS_DENIED_CODES = frozenset({1044, 1045, 1227})
+BATCH = 2000
+
+
+class MySqlSnapshotSource:
+    def __init__(self, config: Any, schema: DatabaseSchema, with_data: bool = True,
+                 show_progress: bool | None = None) -> None:
+        self.config = config
+        self.schema = schema
+        self.with_data = with_data
+        self.show_progress = show_progress
+        self.source = source_builder(config.topic_prefix, config.connector_type)
+        self.lock_kind = "none"
+        self.lock_used = "no"
+        self._create_statements: dict[tuple[str, str], str] = {}
+
+    # -- the steps -----------------------------------------------------------------------------
+    def run(self, emit: Emit) -> SnapshotResult:
+        conn = myconn.connect(self.config)
+        started = time.monotonic()
+        rows = 0
+        try:
+            info = myconn.server_info(conn)
+            with conn.cursor() as cur:
+                cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            databases = [d for d in myconn.list_databases(conn) if self.schema.is_database_captured(d)]
+            self._lock_globally(conn)                                                  # step 1
+            with conn.cursor() as cur:
+                cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")              # step 2
+            tables = {db: myconn.list_tables(conn, db) for db in databases}
+            captured = [(db, t) for db in databases for t in tables[db] if self.schema.is_captured(db, t)]
+            if self.lock_kind == "none" and self.config.snapshot_locking_mode != "none":
+                self._lock_tables(conn, captured)                                      # 1.2.5 step 1
+            status = myconn.binlog_status(conn, info)                                  # step 3
+            ts_sec = int(time.time())
+            position = {"file": status.file, "pos": status.pos, "server_id": info.server_id,
+                        "gtids": status.gtids, "snapshot": True}
+            self._read_schema(conn, info, databases, tables, position)                 # step 4
+            if self.lock_kind == "global" and self.config.snapshot_locking_mode != "extended":
+                self._unlock(conn)                                                     # step 5
+            self._emit_schema_changes(emit, status, info)                              # step 6
+            if self.with_data:
+                rows = self._scan(conn, emit, captured, status, info)                  # step 7
+            conn.commit()                                                              # step 8
+            if self.lock_kind != "none":
+                self._unlock(conn)                                                     # 1.2.5 step 9
+            offset = boundary_offset(status.file, status.pos, info.server_id, status.gtids, ts_sec)
+            elapsed = time.monotonic() - started
+            log.info("snapshot read %d rows from %d tables in %.1f s (%s lock); streaming starts at %s:%d",
+                     rows, len(captured), elapsed, self.lock_used, status.file, status.pos)
+            return SnapshotResult(offset=offset, rows=rows, tables=len(captured))
+        finally:
+            try:
+                conn.rollback()
+                if self.lock_kind != "none":
+                    self._unlock(conn)
+            except Exception:  # the connection may already be gone; the server drops its locks
+                pass
+            conn.close()
+
+    def _lock_globally(self, conn: Any) -> None:
+        import pymysql
+
+        mode = self.config.snapshot_locking_mode
+        if mode == "none":
+            return
+        statement = "LOCK TABLES FOR BACKUP" if mode == "minimal_percona" else "FLUSH TABLES WITH READ LOCK"
+        try:
+            with conn.cursor() as cur:
+                cur.execute(statement)
+            self.lock_kind = self.lock_used = "global"
+            log.info("snapshot step 1: global read lock taken (%s)", statement)
+        except (pymysql.err.OperationalError, pymysql.err.ProgrammingError) as exc:
+            if exc.args and exc.args[0] in ER_ACCESS_DENIED_CODES:
+                log.info("a global read lock is not allowed for this user (%s); using table-level locks",
+                         exc.args[-1])
+                return
+            raise
+
+    def _lock_tables(self, conn: Any, captured: list[tuple[str, str]]) -> None:
+        import pymysql
+
+        if not captured:
+            return
+        names = ", ".join(f"{myconn.quote(db)}.{myconn.quote(t)} READ" for db, t in captured)
+        try:
+            with conn.cursor() as cur:
+                # LOCK TABLES would end a started transaction: run it inside one implicit
+                # transaction (autocommit off) whose first read fixes the snapshot
+                cur.execute("COMMIT")
+                cur.execute("SET autocommit = 0")
+                cur.execute(f"LOCK TABLES {names}")
+            self.lock_kind = self.lock_used = "tables"
+            log.info("snapshot step 1: table-level read locks taken on %d tables", len(captured))
+        except pymysql.err.OperationalError as exc:
+            if exc.args and exc.args[0] in ER_ACCESS_DENIED_CODES:
+                raise MySqlPrivilegeError(
+                    "the snapshot needs a global read lock (RELOAD privilege) or the LOCK TABLES privilege "
+                    "on the captured tables; grant one, or set snapshot.locking.mode=none"
+                ) from None
+            raise
+
+    def _unlock(self, conn: Any) -> None:
+        with conn.cursor() as cur:
+            cur.execute("UNLOCK TABLES")
+        if self.lock_kind == "global":
+            log.info("snapshot step 5: global read lock released")
+        self.lock_kind = "none" if self.lock_kind == "global" else self.lock_kind
+
+    def _read_schema(self, conn: Any, info: Any, databases: list[str], tables: dict[str, list[str]],
+                     position: dict[str, Any]) -> None:
+        where = f"{position['file']}:{position['pos']}"
+        first = dict(position, snapshot_first=True)
+        charset = info.character_set_server or "utf8mb4"
+        self.schema.apply_ddl(f"SET character_set_server = {charset}", None, first, where)
+        for db in databases:
+            db_charset = myconn.database_charset(conn, db)
+            ddl = f"CREATE DATABASE IF NOT EXISTS {myconn.quote(db)}"
+            if db_charset:
+                ddl += f" CHARACTER SET {db_charset}"
+            self.schema.apply_ddl(ddl, None, position, where)
+            for table in tables[db]:
+                ddl = myconn.show_create_table(conn, db, table)
+                self._create_statements[(db, table)] = ddl
+                self.schema.apply_ddl(ddl, db, position, where)
+
+    def _emit_schema_changes(self, emit: Emit, status: Any, info: Any) -> None:
+        from lakecdc.capture.mysql.ddl.parser import ParsedStatement, TableChange
+
+        records = []
+        ts_ms = int(time.time() * 1000)
+        for table in self.schema.captured_tables():
+            ddl = self._create_statements.get((table.id.database, table.id.table), "")
+            statement = ParsedStatement("CREATE_TABLE", ddl, table.id.database,
+                                        [TableChange("CREATE", table)])
+            source = self.source.build(db=table.id.database, table=table.id.table, ts_ms=ts_ms,
+                                       server_id=info.server_id, file=status.file, pos=status.pos, row=0,
+                                       snapshot="true")
+            position = MySqlPosition(file=status.file, pos=status.pos, server_id=info.server_id, snapshot=True)
+            records += self.schema.schema_change_records(statement, source, position)
+        if records:
+            emit(records)
+
+    def _scan(self, conn: Any, emit: Emit, captured: list[tuple[str, str]], status: Any, info: Any) -> int:
+        import pymysql.cursors
+
+        total = 0
+        progress = _Progress(self.show_progress, conn, captured)
+        build = self.source.build
+        n_tables = len(captured)
+        try:
+            for t_index, (db, table) in enumerate(captured):
+                factory = self.schema.factory(db, table)
+                if factory is None:
+                    continue
+                statement = self.config.snapshot_select_statements.get(f"{db}.{table}") or \
+                    f"SELECT * FROM {myconn.quote(db)}.{myconn.quote(table)}"
+                position = MySqlPosition(file=status.file, pos=status.pos, server_id=info.server_id, snapshot=True)
+                ts_ms = int(time.time() * 1000)
+                cur = conn.cursor(pymysql.cursors.SSCursor)
+                try:
+                    cur.execute(statement)
+                    pending: list[Any] = []
+                    previous = cur.fetchone()
+                    first_in_table = True
+                    while previous is not None:
+                        row = cur.fetchone()
+                        last_in_table = row is None
+                        marker = snapshot_marker(
+                            True, first=total == 0, last=last_in_table and t_index == n_tables - 1,
+                            first_in_table=first_in_table, last_in_table=last_in_table,
+                        )
+                        source = build(db=db, table=table, ts_ms=ts_ms, server_id=info.server_id,
+                                       file=status.file, pos=status.pos, row=0, snapshot=marker)
+                        pending.append(factory.read(previous, source, position, time.time_ns()))
+                        total += 1
+                        first_in_table = False
+                        previous = row
+                        if len(pending) >= BATCH:
+                            emit(pending)
+                            progress.advance(len(pending))
+                            pending = []
+                    if pending:
+                        emit(pending)
+                        progress.advance(len(pending))
+                finally:
+                    cur.close()
+                progress.table_done(db, table)
+        finally:
+            progress.close()
+        return total
+
+
+class _Progress:
+    """A rich progress bar on a terminal (rows read / estimated rows); silent otherwise."""
+
+    def __init__(self, show: bool | None, conn: Any, captured: list[tuple[str, str]]) -> None:
+        import sys
+
+        self.bar = None
+        if show is None:
+            show = sys.stderr.isatty()
+        if not show or not captured:
+            return
+        estimate = 0
+        with conn.cursor() as cur:
+            for db, table in captured:
+                cur.execute("SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s",
+                            (db, table))
+                row = cur.fetchone()
+                estimate += int(row[0] or 0) if row else 0
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.bar = Progress(TextColumn("snapshot"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                            transient=True)
+        self.task = self.bar.add_task("rows", total=max(estimate, 1))
+        self.bar.start()
+
+    def advance(self, n: int) -> None:
+        if self.bar is not None:
+            self.bar.advance(self.task, n)
+
+    def table_done(self, db: str, table: str) -> None:
+        log.info("snapshot: table %s.%s done", db, table)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def schema_only_snapshot(config: Any, schema: DatabaseSchema, emit: Emit | None,
+                         position: dict[str, Any] | None = None, show_progress: bool | None = None) -> dict[str, Any]:
+    """Read the table structures only (``no_data``/``schema_only`` first start, ``recovery``).
+
+    Without ``position``: locks, reads the binlog position and the structures, emits the schema
+    change events, and returns the offset streaming starts from. With ``position`` (recovery): the
+    current structures are recorded in the history as of that stored offset, nothing is emitted.
+    """
+    if position is None:
+        source = MySqlSnapshotSource(config, schema, with_data=False, show_progress=show_progress)
+        result = source.run(emit or (lambda records: None))
+        return result.offset
+    conn = myconn.connect(config)
+    try:
+        info = myconn.server_info(conn)
+        databases = [d for d in myconn.list_databases(conn) if schema.is_database_captured(d)]
+        tables = {db: myconn.list_tables(conn, db) for db in databases}
+        record_at = {"file": position["file"], "pos": position["pos"], "server_id": info.server_id,
+                     "gtids": position.get("gtids"), "snapshot": True}
+        MySqlSnapshotSource(config, schema, with_data=False)._read_schema(conn, info, databases, tables, record_at)
+        return position
+    finally:
+        conn.close()

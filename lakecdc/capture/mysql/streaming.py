@@ -1,0 +1,433 @@
+"""Binlog streaming: row events, DDL, transactions and offsets (Debezium's binlog streaming source).
+
+For each binlog event read (in ``poll``):
+
+- GTID / ``BEGIN``: a transaction starts; its first event's position is the restart position;
+- ``TABLE_MAP`` + ``WRITE/UPDATE/DELETE_ROWS``: one change event per row (``c``/``u``/``d``; a key
+  change is delete + tombstone + create with the key headers); each row's position is
+  ``(file, position of the rows event, row index)``;
+- ``XID`` / ``COMMIT``: the transaction ends (transaction END event); the offset moves past it;
+- ``QUERY`` with DDL: parsed, recorded in the schema history *before* anything that depends on
+  it, then a schema change event; ``TRUNCATE`` gives one ``op: "t"`` event per table.
+
+Nothing is emitted twice: a restart from a stored offset skips the rows the offset says were
+delivered, and within one process every record's position is compared with the highest position
+already handed to the sink (the binlog client can re-deliver events after a reconnect).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from lakecdc.capture.heartbeat import Heartbeat
+from lakecdc.capture.mysql import connection as myconn
+from lakecdc.capture.mysql.binlog_reader import BinlogReader, ReaderFailure
+from lakecdc.capture.mysql.database_schema import DatabaseSchema
+from lakecdc.capture.mysql.errors import (
+    BinlogPurgedError,
+    MySqlConnectionLostError,
+    MySqlSetupError,
+    UnknownTableError,
+)
+from lakecdc.capture.mysql.offset import ResumePoint, boundary_offset, in_transaction_offset, resume_point
+from lakecdc.capture.mysql.source_info import source_builder
+from lakecdc.capture.mysql.types import TypeModes
+from lakecdc.events.envelope import ChangeRecord
+from lakecdc.events.gtid import GtidSet
+from lakecdc.events.positions import MySqlPosition, binlog_file_index
+from lakecdc.events.topics import TopicNamer
+from lakecdc.events.transaction import TransactionTracker, transaction_record
+
+log = logging.getLogger(__name__)
+
+HEADER_LEN = 19
+
+
+@dataclass
+class EmittedMark:
+    """The highest (file index, event position, row) handed to the sink in this process."""
+
+    through: tuple[int, int, int] = (-1, -1, -1)
+
+
+@dataclass
+class _Tx:
+    start: int = 0
+    gtid: str | None = None
+    thread: int | None = None
+    query: str | None = None
+    open: bool = False
+    last_event_pos: int = -1
+    rows_done: int = 0
+    events_done: int = 0
+    emitted: bool = False
+    seen_positions: set[int] = field(default_factory=set)
+
+
+class MySqlStreamingSource:
+    def __init__(self, config: Any, modes: TypeModes, namer: TopicNamer, history: Any,
+                 emitted: EmittedMark, snapshot_for_schema: Any = None) -> None:
+        self.config = config
+        self.modes = modes
+        self.namer = namer
+        self.history = history
+        self.emitted = emitted
+        self.snapshot_for_schema = snapshot_for_schema  # callable(schema) -> offset, for no_data starts
+        self.schema = DatabaseSchema(config, modes, namer, history)
+        self.source = source_builder(config.topic_prefix, config.connector_type)
+        self.skipped = config.skipped_operation_codes
+        self.include_query = config.include_query
+        self.tracker = TransactionTracker() if config.provide_transaction_metadata else None
+        self.reader: BinlogReader | None = None
+        self.tx = _Tx()
+        self.file = ""
+        self.file_index = 0
+        self.resume: ResumePoint | None = None
+        self.gtids = GtidSet()
+        self.server_id = 0
+        self.checksum_len = 4
+        self._committed: dict[str, Any] | None = None
+        self._last_offset_returned: dict[str, Any] | None = None
+        self._pending: list[ChangeRecord] = []
+        self._last_data = time.monotonic()
+        self.heartbeat = Heartbeat(config.heartbeat_interval_ms, namer.heartbeat_topic, config.topic_prefix)
+        self.events_seen = 0
+
+    # -- start ---------------------------------------------------------------------------------
+    def start(self, offset: dict[str, Any] | None) -> None:
+        conn = myconn.connect(self.config)
+        try:
+            info = myconn.server_info(conn)
+            with conn.cursor() as cur:
+                cur.execute("SHOW GLOBAL VARIABLES LIKE 'log_bin'")
+                row = cur.fetchone()
+                cur.execute("SHOW GLOBAL VARIABLES LIKE 'binlog_checksum'")
+                checksum = cur.fetchone()
+            myconn.check_setup(info, row[1] if row else None)
+            self.checksum_len = 0 if checksum and str(checksum[1]).upper() == "NONE" else 4
+            self.server_id = info.server_id
+            mode = self.config.snapshot_mode_normalized
+            if offset is None:
+                if mode == "never":
+                    files = myconn.binlog_files(conn)
+                    offset = boundary_offset(files[0], 4, info.server_id, None, None)
+                    log.info("snapshot.mode=never: reading the binlog from its oldest file %s", files[0])
+                else:
+                    assert self.snapshot_for_schema is not None
+                    offset = self.snapshot_for_schema(self.schema, self._pending.extend)
+            else:
+                self._check_available(conn, info, offset)
+                point = resume_point(offset)
+                if mode == "recovery" or not self.history.exists():
+                    if mode != "recovery":
+                        raise MySqlSetupError(
+                            "the schema history is empty but an offset is stored: the table structures at "
+                            f"{point.file}:{point.pos} are unknown; restore the history, or set "
+                            "snapshot.mode=recovery to rebuild it from the current structures"
+                        )
+                    log.warning("snapshot.mode=recovery: rebuilding the schema history from the current tables")
+                    self.snapshot_for_schema(self.schema, None, position=offset)
+                else:
+                    applied = self.history.recover(point.file, point.pos, self.schema.tables)
+                    log.info("schema history: %d statements replayed up to %s:%d", applied, point.file, point.pos)
+            self.resume = resume_point(offset)
+            self.gtids = GtidSet.parse(self.resume.gtids)
+            self._committed = offset
+        finally:
+            conn.close()
+        settings = dict(self.config.connection_kwargs())
+        settings["passwd"] = settings.pop("password")
+        settings.pop("connect_timeout", None)
+        self.file = self.resume.file
+        self.file_index = binlog_file_index(self.file)
+        self.reader = BinlogReader(
+            settings, self.config.replica_server_id, self.resume.file, self.resume.pos,
+            is_mariadb=info.is_mariadb, annotate_rows=self.include_query,
+            queue_size=self.config.max_queue_size,
+            heartbeat_s=max(self.config.heartbeat_interval_ms / 1000.0, 0) or 30.0,
+            mariadb_gtid_state=(self.resume.gtids or "") if info.is_mariadb else None,
+        )
+        self.reader.start()
+        log.info("streaming the binlog from %s:%d (server %s)", self.resume.file, self.resume.pos, info.version)
+
+    def _check_available(self, conn: Any, info: Any, offset: dict[str, Any]) -> None:
+        point = resume_point(offset)
+        files = myconn.binlog_files(conn)
+        if point.file not in files:
+            raise BinlogPurgedError(
+                f"binlog file {point.file} needed to resume at {point.file}:{point.pos} is no longer on the "
+                f"server (oldest is {files[0] if files else 'none'}): it was purged while capture was stopped. "
+                "Set snapshot.mode=when_needed to take a new snapshot automatically, or snapshot.mode=always"
+            )
+
+    # -- poll ----------------------------------------------------------------------------------
+    def poll(self, out: list[Any], max_records: int, timeout: float) -> None:
+        if self._pending:
+            out.extend(self._pending)
+            self._pending = []
+        assert self.reader is not None
+        q = self.reader.queue
+        deadline = time.monotonic() + timeout
+        while len(out) < max_records:
+            try:
+                if out:
+                    item = q.get_nowait()
+                else:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    item = q.get(timeout=remaining)
+            except queue.Empty:
+                break
+            if isinstance(item, ReaderFailure):
+                self._raise_failure(item.error)
+            self._handle(item[0], item[1], out)
+        if self.heartbeat.enabled and self.heartbeat.due(time.monotonic()):
+            beat = self.heartbeat.beat()
+            if beat is not None:
+                out.append(beat)
+
+    def _raise_failure(self, error: BaseException) -> None:
+        if myconn.is_connection_lost(error) or isinstance(error, (OSError, ConnectionError)):
+            raise MySqlConnectionLostError(f"the binlog connection was lost: {error}") from error
+        text = str(error)
+        if "1236" in text or "purged" in text.lower() or "Could not find first log" in text:
+            raise BinlogPurgedError(f"the server cannot send the binlog from {self.file}: {text}") from error
+        raise MySqlConnectionLostError(f"reading the binlog failed: {type(error).__name__}: {text}") from error
+
+    # -- events --------------------------------------------------------------------------------
+    def _handle(self, file: str, ev: Any, out: list[Any]) -> None:
+        from pymysqlreplication.event import (
+            GtidEvent,
+            MariadbAnnotateRowsEvent,
+            MariadbGtidEvent,
+            QueryEvent,
+            RotateEvent,
+            RowsQueryLogEvent,
+            XidEvent,
+        )
+        from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+
+        self.events_seen += 1
+        if isinstance(ev, RotateEvent):
+            if ev.next_binlog != self.file:
+                self.file = ev.next_binlog
+                self.file_index = binlog_file_index(self.file)
+            return
+        end = ev.packet.log_pos
+        if end == 0:
+            return  # artificial events (fake rotate, format description replay)
+        start = end - ev.event_size - HEADER_LEN - self.checksum_len
+        if isinstance(ev, (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)):
+            self._rows(ev, start, out)
+        elif isinstance(ev, (MariadbGtidEvent, GtidEvent)):
+            self._begin(start, str(ev.gtid))
+        elif isinstance(ev, XidEvent):
+            self._commit(end, ev.timestamp, out)
+        elif isinstance(ev, QueryEvent):
+            self._query(ev, start, end, out)
+        elif isinstance(ev, MariadbAnnotateRowsEvent):
+            self.tx.query = _text(ev.sql_statement)
+        elif isinstance(ev, RowsQueryLogEvent):
+            self.tx.query = _text(ev.query)
+
+    def _begin(self, start: int, gtid: str | None) -> None:
+        self.tx = _Tx(start=start, gtid=gtid, open=True)
+
+    def _query(self, ev: Any, start: int, end: int, out: list[Any]) -> None:
+        sql = ev.query if isinstance(ev.query, str) else bytes(ev.query).decode("utf-8", "replace")
+        head = sql.lstrip()[:9].upper()
+        if head.startswith("BEGIN") or head.startswith("XA START"):
+            if not self.tx.open:
+                self._begin(start, None)
+            self.tx.thread = ev.slave_proxy_id
+            return
+        if head.startswith("COMMIT") or head.startswith("XA COMMIT") or head.startswith("XA END"):
+            if head.startswith("XA END"):
+                return
+            self._commit(end, ev.timestamp, out)
+            return
+        if head.startswith("ROLLBACK"):
+            self._rollback(end)
+            return
+        self._ddl(ev, sql, start, end, out)
+
+    def _ddl(self, ev: Any, sql: str, start: int, end: int, out: list[Any]) -> None:
+        db = ev.schema.decode("utf-8") if isinstance(ev.schema, (bytes, bytearray)) else (ev.schema or None)
+        db = db or None
+        gtid = self.tx.gtid
+        history_position = {"file": self.file, "pos": start, "server_id": ev.packet.server_id,
+                            "gtids": str(self.gtids.add(gtid)) if gtid else (str(self.gtids) or None),
+                            "ts_sec": ev.timestamp}
+        statements = self.schema.apply_ddl(sql, db, history_position, f"{self.file}:{start}", ev.timestamp * 1000)
+        fresh = (self.file_index, start, 0) > self.emitted.through and not self._resumed_past(start, 0)
+        if statements and fresh:
+            ts_ms = ev.timestamp * 1000
+            position = MySqlPosition(file=self.file, pos=start, server_id=ev.packet.server_id, gtid=gtid,
+                                     ts_sec=ev.timestamp)
+            for statement in statements:
+                if statement.kind == "TRUNCATE":
+                    self._truncate(statement.truncated, ev, start, position, out)
+                    continue
+                tables = ",".join(c.table.id.table for c in statement.changes) or None
+                source = self.source.build(db=statement.database or db or "", table=tables, ts_ms=ts_ms,
+                                           server_id=ev.packet.server_id, file=self.file, pos=start, row=0,
+                                           gtid=gtid, thread=ev.slave_proxy_id)
+                out.extend(self.schema.schema_change_records(statement, source, position))
+            self.emitted.through = (self.file_index, start, 0)
+        # a DDL statement commits implicitly: it is a transaction of its own
+        self._commit(end, ev.timestamp, out)
+
+    def _truncate(self, table_ids: list[Any], ev: Any, start: int, position: MySqlPosition, out: list[Any]) -> None:
+        if "t" in self.skipped:
+            return
+        for table_id in table_ids:
+            factory = self.schema.factory(table_id.database, table_id.table)
+            if factory is None:
+                continue
+            source = self.source.build(db=table_id.database, table=table_id.table, ts_ms=ev.timestamp * 1000,
+                                       server_id=ev.packet.server_id, file=self.file, pos=start, row=0,
+                                       gtid=self.tx.gtid, thread=ev.slave_proxy_id,
+                                       query=_text(ev.query) if self.include_query else None)
+            tx = self._tx_block(factory.schema.data_collection, ev.timestamp, position, out)
+            out.append(factory.truncate(source, position, time.time_ns(), tx))
+            self._last_data = time.monotonic()
+
+    def _resumed_past(self, event_pos: int, row: int) -> bool:
+        return self.resume is not None and self.resume.already_emitted(self.file_index, event_pos, row)
+
+    def _rows(self, ev: Any, start: int, out: list[Any]) -> None:
+        from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+
+        tx = self.tx
+        if not tx.open:
+            self._begin(start, None)
+            tx = self.tx
+        if start in tx.seen_positions:
+            return  # re-delivered after a reconnect inside this transaction
+        tx.seen_positions.add(start)
+        db, table = ev.schema, ev.table
+        factory = self.schema.factory(db, table)
+        tx.last_event_pos = start
+        tx.rows_done = 0
+        if factory is None:
+            if self.schema.is_captured(db, table) and self.schema.structure(db, table) is None:
+                raise UnknownTableError(
+                    f"a row change of table '{db}.{table}' at {self.file}:{start} cannot be decoded: the schema "
+                    "history has no structure for it (created before the history began?); set "
+                    "snapshot.mode=recovery or take a new snapshot"
+                )
+            tx.events_done += 1
+            return
+        is_write = isinstance(ev, WriteRowsEvent)
+        is_update = isinstance(ev, UpdateRowsEvent)
+        op = "c" if is_write else ("u" if is_update else "d")
+        if op in self.skipped:
+            tx.events_done += 1
+            return
+        ncols = len(factory.schema.table.columns)
+        ts_ms = ev.timestamp * 1000
+        server_id = ev.packet.server_id
+        query = tx.query if self.include_query else None
+        build = self.source.build
+        file, file_index = self.file, self.file_index
+        mark = self.emitted.through
+        resume = self.resume
+        data_collection = factory.schema.data_collection
+        for i, row in enumerate(ev.rows):
+            if (file_index, start, i) <= mark or (resume is not None and resume.already_emitted(file_index, start, i)):
+                tx.rows_done = i + 1
+                continue
+            position = MySqlPosition(file=file, pos=start, row=i, server_id=server_id, gtid=tx.gtid,
+                                     restart_pos=tx.start, ts_sec=ev.timestamp)
+            source = build(db=db, table=table, ts_ms=ts_ms, server_id=server_id, file=file, pos=start, row=i,
+                           gtid=tx.gtid, thread=tx.thread, query=query)
+            ts_ns = time.time_ns()
+            if is_update:
+                before = _by_position(row["before_values"], factory, ncols)
+                after = _by_position(row["after_values"], factory, ncols)
+                out.extend(factory.update(before, after, source, position, ts_ns,
+                                          lambda: self._tx_block(data_collection, ev.timestamp, position, out)))
+            elif is_write:
+                values = _by_position(row["values"], factory, ncols)
+                txb = self._tx_block(data_collection, ev.timestamp, position, out)
+                out.extend(factory.insert(values, source, position, ts_ns, txb))
+            else:
+                values = _by_position(row["values"], factory, ncols)
+                txb = self._tx_block(data_collection, ev.timestamp, position, out)
+                out.extend(factory.delete(values, source, position, ts_ns, txb))
+            tx.rows_done = i + 1
+            tx.emitted = True
+            self.emitted.through = (file_index, start, i)
+        tx.events_done += 1
+        self._last_data = time.monotonic()
+
+    def _tx_block(self, data_collection: str, ts_sec: int, position: MySqlPosition, out: list[Any]) -> dict[str, Any] | None:
+        tracker = self.tracker
+        if tracker is None:
+            return None
+        if not tracker.in_transaction:
+            tx_id = self.tx.gtid or f"{self.file}:{self.tx.start}"
+            out.append(transaction_record(self.namer.transaction_topic, tracker.begin(tx_id, ts_sec * 1000), position))
+        return tracker.event(data_collection)
+
+    def _commit(self, end: int, ts_sec: int, out: list[Any]) -> None:
+        tx = self.tx
+        if tx.gtid:
+            self.gtids = self.gtids.add(tx.gtid)
+        if self.tracker is not None and self.tracker.in_transaction:
+            position = MySqlPosition(file=self.file, pos=end, server_id=self.server_id, gtid=tx.gtid, ts_sec=ts_sec)
+            out.append(transaction_record(self.namer.transaction_topic, self.tracker.end(None, ts_sec * 1000), position))
+        self._committed = boundary_offset(self.file, end, self.server_id, str(self.gtids) or None, ts_sec)
+        self.tx = _Tx()
+
+    def _rollback(self, end: int) -> None:
+        if self.tracker is not None and self.tracker.in_transaction:
+            self.tracker.end(None, 0)  # nothing of a rolled-back transaction is announced as complete
+        self._committed = boundary_offset(self.file, end, self.server_id, str(self.gtids) or None, None)
+        self.tx = _Tx()
+
+    # -- offsets -------------------------------------------------------------------------------
+    def committable_offset(self) -> dict[str, Any] | None:
+        tx = self.tx
+        if tx.open and tx.emitted:
+            offset = in_transaction_offset(self.file, tx.start, tx.last_event_pos, tx.rows_done, tx.events_done,
+                                           self.server_id, str(self.gtids) or None, None)
+        else:
+            offset = self._committed
+        if offset is None or offset == self._last_offset_returned:
+            return None
+        self._last_offset_returned = offset
+        return offset
+
+    def acknowledge(self, offset: dict[str, Any]) -> None:
+        """The binlog is not acknowledged to the server: the stored offset is the only bookmark."""
+
+    def idle_seconds(self) -> float:
+        return time.monotonic() - self._last_data
+
+    def close(self) -> None:
+        if self.reader is not None:
+            self.reader.close()
+            self.reader = None
+
+
+def _by_position(values: dict[str, Any], factory: Any, ncols: int) -> dict[str, Any]:
+    """Binlog row images keyed by *our* column names, matched by position: the binlog's own names
+    may be missing (``binlog_row_metadata=MINIMAL``) and the history is what describes the row."""
+    if len(values) != ncols:
+        raise UnknownTableError(
+            f"a row of table '{factory.schema.table.id}' has {len(values)} columns but the schema history says "
+            f"{ncols}: the history is out of step with the binlog"
+        )
+    return dict(zip((c.name for c in factory.schema.table.columns), values.values()))
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    return bytes(value).decode("utf-8", "replace") if isinstance(value, (bytes, bytearray)) else str(value)
