@@ -270,3 +270,34 @@ def test_postgres_binaries_in_a_private_directory_are_mirrored(tmp_path: Path) -
         assert (mirror / wheel_libs.name).is_dir() or not wheel_libs.is_dir()
     finally:
         shutil.rmtree(mirror)  # this test's mirror is of a throw-away copy: not worth caching
+
+
+def test_mariadb_that_cannot_bind_reports_its_log() -> None:
+    with socket.socket() as holder:
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        with pytest.raises(PartStartError) as raised:
+            MariaDB(port=port, start_timeout=20).start()
+    error = raised.value
+    assert error.part == "mariadb" and "server exited with code" in error.reason
+    assert error.log_path is not None and "address already in use" in error.log_path.read_text().lower()
+    error.log_path.unlink()
+
+
+def test_up_and_down_from_python_with_postgres_15(tmp_path: Path) -> None:
+    from lakecdc.devstack.stack import down, read_state, status, up
+
+    state_file = tmp_path / "devstack.json"
+    state = up(parts=("postgres",), pg_version=15, with_jars=False, path=state_file)
+    try:
+        assert set(state["parts"]) == {"postgres"} and state["parts"]["postgres"]["version"] == 15
+        assert read_state(state_file) == state
+        rows = status(state_file)
+        assert [(row.name, row.alive, row.port_open) for row in rows] == [("postgres", True, True)]
+    finally:
+        assert down(state_file) == ["postgres"]
+    entry = state["parts"]["postgres"]
+    _assert_gone(entry["pid"], entry["port"], Path(entry["root_dir"]))
+    assert status(state_file) == [] and down(state_file) == []
