@@ -193,12 +193,22 @@ class ServicePart(ABC):
             raise PartStartError(self.part_name, f"{step}: {error}", kept_log) from error
 
     def _keep_log(self) -> Path | None:
-        """Copy the log out of the directory that stop() deletes, so the error can point to it."""
-        if self.root_dir is None or not self.log_path.exists():
+        """Copy the logs out of the directory that stop() deletes, so the error can point to them.
+
+        The server log comes first, then the set-up logs (initdb, mariadb-install-db, admin SQL).
+        """
+        if self.root_dir is None:
             return None
-        kept = Path(tempfile.mkstemp(prefix=f"lakecdc-{self.part_name}-failed-", suffix=".log")[1])
-        shutil.copyfile(self.log_path, kept)
-        return kept
+        logs = sorted(self.root_dir.glob("*.log"), key=lambda path: (path.name != "server.log", path.name))
+        if not logs:
+            return None
+        fd, kept_name = tempfile.mkstemp(prefix=f"lakecdc-{self.part_name}-failed-", suffix=".log")
+        with os.fdopen(fd, "wb") as kept:
+            for log in logs:
+                kept.write(f"===== {log.name} =====\n".encode())
+                with open(log, "rb") as source:
+                    shutil.copyfileobj(source, kept)
+        return Path(kept_name)
 
     def stop(self) -> None:
         """Stop the server and its children and delete the part's directory (idempotent)."""
