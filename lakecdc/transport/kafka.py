@@ -110,8 +110,13 @@ class KafkaSink:
             self._topics.ensure({r.topic for r in records})
         self._begin_if_needed()
         key_bytes, value_bytes = self._serializer.key_bytes, self._serializer.value_bytes
+        produce = self._producer.produce
         for record in records:
-            self._produce(record.topic, key_bytes(record), value_bytes(record), record.headers or None)
+            key, value, headers = key_bytes(record), value_bytes(record), record.headers or None
+            try:
+                produce(record.topic, value, key, headers=headers)  # the common case, inlined
+            except (BufferError, KafkaException):
+                self._produce(record.topic, key, value, headers)
 
     def send_raw(self, topic: str, key: bytes | None, value: bytes | None,
                  headers: list[tuple[str, bytes]] | None = None) -> None:

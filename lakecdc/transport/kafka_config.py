@@ -10,7 +10,7 @@ translates the few that differ and drops the Java-only ones (serializers, JVM bu
 
 Defaults (exactly-once friendly, and what the tansu broker needs)::
 
-    {"acks": "all", "enable.idempotence": true, "compression.type": "lz4", "linger.ms": 10,
+    {"acks": "all", "enable.idempotence": true, "compression.type": "lz4", "linger.ms": 20,
      "delivery.report.only.error": true}
 """
 
@@ -29,7 +29,8 @@ PRODUCER_DEFAULTS: dict[str, Any] = {
     "acks": "all",
     "enable.idempotence": True,
     "compression.type": "lz4",
-    "linger.ms": 10,
+    # Measured on tansu with 3.5 KB JSON records: linger 10 ms ~20k rec/s, 20 ms ~32k, 50 ms ~36k.
+    "linger.ms": 20,
     # Only failures call back into Python: no per-record callback cost on the hot path.
     "delivery.report.only.error": True,
 }

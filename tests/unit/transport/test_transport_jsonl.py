@@ -124,10 +124,13 @@ def test_serializer_compiles_once_per_schema() -> None:
 
 
 def test_jsonl_line_and_header_helpers() -> None:
-    assert jsonl_line("t", None, None) == '{"topic":"t","key":null,"value":null,"headers":[]}'
-    assert encode_header_value(b"12") == "12"
-    assert encode_header_value(b"not json") == '"not json"'
-    assert encode_header_value(None) == "null"
+    assert jsonl_line("t", None, None) == b'{"topic":"t","key":null,"value":null,"headers":[]}\n'
+    assert jsonl_line("t", b'{"a":1}', b"2", [("h", b"x")]) == (
+        b'{"topic":"t","key":{"a":1},"value":2,"headers":[{"key":"h","value":"x"}]}\n'
+    )
+    assert encode_header_value(b"12") == b"12"
+    assert encode_header_value(b"not json") == b'"not json"'
+    assert encode_header_value(None) == b"null"
 
 
 def test_jsonl_sink_satisfies_the_protocol(tmp_path: Path) -> None:
