@@ -104,7 +104,7 @@ def _java_coordinates(text: str) -> str:
     return _NUMBER.sub(lambda m: java_double_str(float(m.group(0))), text)
 
 
-def _unknown_spec(modes: TypeModes, type_name: str | None = None) -> TypeSpec:
+def unknown_spec(modes: TypeModes, type_name: str | None = None) -> TypeSpec:
     """include.unknown.datatypes=true: the text, as bytes in the binary handling mode."""
     encode = binary_encoder(modes)
     geometric = type_name in _GEOMETRIC
@@ -281,7 +281,7 @@ def _timestamp_spec(typmod: int, modes: TypeModes) -> TypeSpec:
         return _same(_millis_of(tv.timestamp_micros), None, _named("int64", "org.apache.kafka.connect.data.Timestamp"))
     if precision <= 3:
         return _same(_millis_of(tv.timestamp_micros), None, _named("int64", "io.debezium.time.Timestamp"))
-    return _same(tv.timestamp_micros, None, _named("int64", "io.debezium.time.MicroTimestamp"))
+    return _same(tv.micro_timestamp, None, _named("int64", "io.debezium.time.MicroTimestamp"))
 
 
 def _timestamptz_spec(typmod: int) -> TypeSpec:
@@ -411,7 +411,7 @@ def scalar_spec(name: str, typmod: int, modes: TypeModes, enum_labels: tuple[str
 
 
 # Array types Debezium has no mapping for (its DBZ-459 list): the column is dropped.
-UNSUPPORTED_ARRAY_ELEMENTS = frozenset({"money", "name", "interval", "varbit", "xml", "point", "refcursor", "bit"})
+UNSUPPORTED_ARRAY_ELEMENTS = frozenset({"money", "name", "interval", "varbit", "xml", "point", "refcursor"})
 # Elements whose unchanged-TOAST placeholder is a list of the placeholder's bytes as numbers.
 _INT_ARRAY_TOAST = frozenset({"int4", "date", "int8"})
 _TEXT_ARRAY_TOAST = frozenset({"text", "varchar", "bpchar", "json", "jsonb"})
@@ -445,18 +445,45 @@ def array_spec(element_name: str, element: TypeSpec, modes: TypeModes) -> TypeSp
             return None
 
     placeholder = modes.unavailable_value_placeholder
-    if element_name in _INT_ARRAY_TOAST:
+    # The placeholder list holds Java Integers/Longs/byte[]; it survives only where the element
+    # converter accepts those (a Date element in connect/isostring mode, a base64 one, do not).
+    ints_accepted = element_name != "date" or modes.time_precision in ("adaptive", "adaptive_time_microseconds")
+    if element_name in _INT_ARRAY_TOAST and ints_accepted:
         toast: Any = [b if b < 128 else b - 256 for b in placeholder]
     elif element_name in _TEXT_ARRAY_TOAST:
         toast = [placeholder.decode()]
-    elif element_name == "bytea":
-        toast = [binary_encoder(modes)(placeholder)]
+    elif element_name == "bytea" and modes.binary_handling == "bytes":
+        toast = [placeholder]
     elif element_name == "uuid":
         toast = [_java_name_uuid(placeholder)]
     else:
         toast = None
     schema = ConnectSchema("array", optional=True, items=items)
     return TypeSpec(schema, convert, convert, convert, toast)
+
+
+def bit_array_spec(typmod: int) -> TypeSpec:
+    """``bit(n)[]``: Debezium declares the scalar Bits/boolean schema and then cannot convert the
+    array it reads into it, so the value is always null."""
+    length = typmod if typmod > 0 else 1
+    schema = _bits_spec(length).schema
+
+    def always_null(_text: str) -> None:
+        return None
+
+    return TypeSpec(schema, always_null, always_null, always_null)
+
+
+def unknown_array_spec(modes: TypeModes) -> TypeSpec:
+    """Array of a domain (include.unknown.datatypes=true): each element's text as binary, in an
+    array whose items Debezium declares required."""
+    encode = binary_encoder(modes)
+    items = binary_schema(modes).as_required()
+
+    def convert(text: str) -> list[Any] | None:
+        return [None if v is None or isinstance(v, list) else encode(v.encode()) for v in tv.parse_array(text)]
+
+    return TypeSpec(ConnectSchema("array", optional=True, items=items), convert, convert, convert)
 
 
 def _java_name_uuid(data: bytes) -> str:

@@ -125,6 +125,18 @@ def timetz_utc_micros(text: str) -> int:
     return (local - offset * 1_000_000) % MICROS_PER_DAY
 
 
+_LONG_MAX = (1 << 63) - 1
+_LONG_MIN = -(1 << 63)
+
+
+def java_epoch_micros(seconds: int, micros: int) -> int:
+    """Debezium's ``TimeUnit.SECONDS.toMicros(s) + microOfSecond``: the multiplication saturates at
+    the long range and the addition wraps (year 294276 comes out negative, as Debezium emits it)."""
+    scaled = max(_LONG_MIN, min(_LONG_MAX, seconds * 1_000_000))
+    total = scaled + micros
+    return (total - _LONG_MIN) % (1 << 64) + _LONG_MIN
+
+
 def timestamp_micros(text: str) -> int:
     """``timestamp`` text -> microseconds since the epoch (wall clock as UTC; BC kept)."""
     if text == "infinity":
@@ -134,6 +146,12 @@ def timestamp_micros(text: str) -> int:
     y, mo, d, bc = parse_date_parts(text)
     days = days_from_civil(1 - y if bc else y, mo, d)
     return days * MICROS_PER_DAY + time_micros(text[text.index(" ") + 1:])
+
+
+def micro_timestamp(text: str) -> int:
+    """io.debezium.time.MicroTimestamp, overflowing past year 294247 exactly like Debezium."""
+    seconds, micros = divmod(timestamp_micros(text), 1_000_000)
+    return java_epoch_micros(seconds, micros)
 
 
 def timestamptz_micros(text: str) -> int:

@@ -32,8 +32,10 @@ from lakecdc.capture.postgres.type_mapping import (
     UNSUPPORTED_ARRAY_ELEMENTS,
     TypeSpec,
     array_spec,
+    bit_array_spec,
     scalar_spec,
-    _unknown_spec,
+    unknown_array_spec,
+    unknown_spec,
 )
 from lakecdc.errors import ConfigError
 from lakecdc.events.schema import ConnectSchema
@@ -242,22 +244,24 @@ def load_table_columns(conn: Any, catalog: TypeCatalog, schema: str, table: str)
 def _spec(col: PgColumn, modes: TypeModes) -> TypeSpec | None:
     root = col.root
     if root is None:
-        return _unknown_spec(modes) if modes.include_unknown_datatypes else None
+        return unknown_spec(modes) if modes.include_unknown_datatypes else None
     if col.element is not None:
         element = col.element
-        if element.kind == "d" or element.name in UNSUPPORTED_ARRAY_ELEMENTS:
-            spec = None
-        else:
-            labels = element.enum_labels if element.kind == "e" else None
-            element_spec = scalar_spec(element.name, col.root_typmod, modes, labels)
-            spec = array_spec(element.name, element_spec, modes) if element_spec is not None else None
-        if spec is None and modes.include_unknown_datatypes and element.name not in UNSUPPORTED_ARRAY_ELEMENTS:
-            return _unknown_spec(modes)
-        return spec
+        if element.name in UNSUPPORTED_ARRAY_ELEMENTS:
+            return None
+        if element.name == "bit":
+            return bit_array_spec(col.root_typmod)
+        if element.kind == "d":
+            return unknown_array_spec(modes) if modes.include_unknown_datatypes else None
+        labels = element.enum_labels if element.kind == "e" else None
+        element_spec = scalar_spec(element.name, col.root_typmod, modes, labels)
+        if element_spec is not None:
+            return array_spec(element.name, element_spec, modes)
+        return unknown_array_spec(modes) if modes.include_unknown_datatypes else None
     labels = root.enum_labels if root.kind == "e" else None
     spec = scalar_spec(root.name, col.root_typmod, modes, labels)
     if spec is None and modes.include_unknown_datatypes:
-        return _unknown_spec(modes, root.name)
+        return unknown_spec(modes, root.name)
     return spec
 
 

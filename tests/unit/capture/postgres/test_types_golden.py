@@ -56,11 +56,14 @@ psycopg = pytest.importorskip("psycopg")
 # Session settings of pgoutput's walsender / a COPY snapshot (see types.py docstring).
 SESSION = "SET DateStyle = ISO; SET IntervalStyle = postgres; SET TimeZone = 'UTC'; SET lc_monetary = 'C'"
 # Values that legitimately differ between the recording and this database: the insert time.
-MASKED = {("t_default", "d_now")}
-TABLES = ["t_num", "t_text", "t_time", "t_misc", "t_array", "t_default", "t_toast"]
-TOASTED_TABLE = "t_toast"
-TOAST_UNCHANGED = {"big_text", "big_bytea", "big_jsonb", "big_int_arr", "big_text_arr", "big_varchar",
-                   "big_hstore", "big_numeric"}
+MASKED = {("t_default", "d_now"), ("t_default", "d_cur_time"), ("t_default", "d_cur_date"),
+          ("t_default", "d_cur_ts")}
+# Debezium prints the elements of a multi-dimensional text array as Java object identities
+# ("[Ljava.lang.String;@6f86ecd4"), which no implementation can reproduce; we emit null for them.
+JAVA_IDENTITY = "[Ljava.lang.String;@"
+TABLES = ["t_num", "t_text", "t_time", "t_misc", "t_array", "t_default", "t_toast", "t_xml"]
+TOASTED_TABLE = "t_toast"  # every big_* column arrives as unchanged TOAST in the streamed update
+XML_TABLE = "t_xml"
 
 
 def _golden(modes: str) -> list[dict[str, Any]]:
@@ -68,19 +71,23 @@ def _golden(modes: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-@pytest.fixture(scope="module")
-def typed_db(pg15: Any) -> Any:
-    """The fixture tables with the snapshot rows and the re-inserted streaming rows (ids + 100)."""
-    dsn = pg15.create_database("pg_types_golden")
+@pytest.fixture(scope="module", params=["pg15", "pg"], ids=["pg15", "pg18"])
+def typed_db(request: pytest.FixtureRequest) -> Any:
+    """The fixture tables with the snapshot rows and the re-inserted streaming rows (ids + 100),
+    on PostgreSQL 15 and 18, read back as text before and after the TOAST-preserving update."""
+    server = request.getfixturevalue(request.param)
+    dsn = server.create_database("pg_types_golden")
     with psycopg.connect(dsn, autocommit=True) as conn:
+        has_xml = _server_has_xml(conn)
         conn.execute("SET lc_monetary = 'C'")
-        for stmt in sql_statements(DATA_DIR / "schema.sql") + sql_statements(DATA_DIR / "rows.sql"):
-            conn.execute(stmt)
-        for stmt in sql_statements(DATA_DIR / "rows.sql", STREAM_ID_OFFSET):
-            conn.execute(stmt)
+        for path, offset in (("schema.sql", 0), ("rows.sql", 0), ("rows.sql", STREAM_ID_OFFSET)):
+            for stmt in sql_statements(DATA_DIR / path, offset):
+                if has_xml or XML_TABLE not in stmt:
+                    conn.execute(stmt)
         conn.execute(SESSION)
+        tables_here = [t for t in TABLES if has_xml or t != XML_TABLE]
         catalog = load_type_catalog(conn)
-        tables = {t: load_table_columns(conn, catalog, "public", t) for t in TABLES}
+        tables = {t: load_table_columns(conn, catalog, "public", t) for t in tables_here}
         for oid in range(1, 100_000):  # every value as the type's output function prints it
             if catalog.get(oid) is not None:
                 conn.adapters.register_loader(oid, _OutputText)
@@ -89,6 +96,16 @@ def typed_db(pg15: Any) -> Any:
             conn.execute(stmt)
         updated = _read_texts(conn, TOASTED_TABLE, tables[TOASTED_TABLE])
     yield tables, texts, updated
+    with psycopg.connect(server.dsn_for("postgres"), autocommit=True) as conn:
+        conn.execute("DROP DATABASE pg_types_golden")
+
+
+def _server_has_xml(conn: Any) -> bool:
+    try:
+        conn.execute("SELECT '<a/>'::xml")
+        return True
+    except psycopg.errors.FeatureNotSupported:
+        return False
 
 
 class _OutputText(psycopg.adapt.Loader):
@@ -134,7 +151,7 @@ def _check_table(modes_name: str, table: str, typed_db: Any) -> list[str]:
             problems.append(f"{table} fields: golden {list(golden_fields)} != ours {emitted}")
             continue
         for name in emitted:
-            ours = schemas[name].to_json(name)  # type: ignore[union-attr]
+            ours = json.loads(jackson_dumps(schemas[name].to_json(name)))  # type: ignore[union-attr]
             if ours != golden_fields[name]:
                 schema_problems.add(f"{table}.{name} schema: golden {json.dumps(golden_fields[name])} "
                                     f"!= ours {json.dumps(ours)}")
@@ -143,11 +160,14 @@ def _check_table(modes_name: str, table: str, typed_db: Any) -> list[str]:
             if (table, name) in MASKED:
                 continue
             text = text_row[name]
-            if table == TOASTED_TABLE and record["op"] == "u" and name in TOAST_UNCHANGED:
+            if table == TOASTED_TABLE and record["op"] == "u" and name.startswith("big_"):
                 text = UNCHANGED_TOAST
             value = converters[record["phase"]][name](text)
             ours = _wire(schemas[name], value)
-            if ours != record["after"][name]:
+            expected = record["after"][name]
+            if isinstance(expected, list):
+                expected = [None if isinstance(v, str) and v.startswith(JAVA_IDENTITY) else v for v in expected]
+            if ours != expected:
                 problems.append(f"{record['phase']} {table}.{name} id={record['id']} text={str(text)[:60]!r}: "
                                 f"golden {str(record['after'][name])[:120]} != ours {str(ours)[:120]}")
     return sorted(schema_problems) + problems
@@ -158,6 +178,8 @@ def _check_table(modes_name: str, table: str, typed_db: Any) -> list[str]:
 @pytest.mark.parametrize("table", TABLES)
 @pytest.mark.parametrize("modes_name", list(MODE_SETS))
 def test_schema_and_values_match_debezium(modes_name: str, table: str, typed_db: Any) -> None:
+    if table not in typed_db[0]:
+        pytest.skip(f"{table}: this PostgreSQL build has no libxml (the embedded 18); covered on 15")
     problems = _check_table(modes_name, table, typed_db)
     assert not problems, f"{len(problems)} differences from Debezium ({modes_name}):\n" + "\n".join(problems[:60])
 
