@@ -288,9 +288,7 @@ def _timestamptz_spec(typmod: int) -> TypeSpec:
     digits = _time_precision(typmod)
 
     def zoned(text: str) -> str:
-        if text == "infinity" or text == "-infinity":
-            return text
-        return tv.zoned_timestamp(tv.timestamptz_micros(text), digits)
+        return tv.zoned_timestamp_text(text, digits)
 
     return _same(zoned, None, _named("string", "io.debezium.time.ZonedTimestamp"))
 
