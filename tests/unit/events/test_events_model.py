@@ -171,3 +171,17 @@ def test_tracker_counts_and_guards() -> None:
         tracker.begin("2", 0)
     assert transaction_group("postgresql", "1264:99091416") == "1264"
     assert transaction_group("mysql", "0e4d5dcd-a33b-11ea-80f1-02010a22a99e:10").endswith(":10")
+
+
+def test_heartbeat_record_bytes() -> None:
+    from lakecdc.events.heartbeat import heartbeat_record
+
+    namer = TopicNamer("dbz", "postgresql")
+    record = heartbeat_record(namer.heartbeat_topic, "dbz", 1795336045068, PostgresPosition(lsn=7))
+    assert record.topic == "__debezium-heartbeat.dbz"
+    key = RecordEncoder(record.key_schema).encode(record.key)
+    value = RecordEncoder(record.value_schema).encode(record.value)
+    assert key == (b'{"schema":{"type":"struct","fields":[{"type":"string","optional":false,"field":"serverName"}],'
+                   b'"optional":false,"name":"io.debezium.connector.common.ServerNameKey","version":1},'
+                   b'"payload":{"serverName":"dbz"}}')
+    assert value is not None and value.endswith(b'"version":1},"payload":{"ts_ms":1795336045068}}')
