@@ -147,8 +147,10 @@ class Postgres(ServicePart):
 
     def dsn_for(self, dbname: str | None = None) -> str:
         """libpq keyword DSN with the password (for drivers; never print it: use masked_dsn)."""
-        return (f"host={self.host} port={self.port} user={self.user} "
-                f"password={self.password} dbname={dbname or self.dbname}")
+        from psycopg.conninfo import make_conninfo  # quotes values with spaces or quotes
+
+        return make_conninfo(host=self.host, port=self.port, user=self.user, password=self.password,
+                             dbname=dbname or self.dbname)
 
     @property
     def dsn(self) -> str:
