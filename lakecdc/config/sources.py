@@ -88,20 +88,51 @@ def parse_java_properties(text: str) -> dict[str, str]:
 
 
 def _logical_lines(text: str) -> Iterable[str]:
-    pending: list[str] = []
-    for natural in re.split(r"\r\n|\r|\n", text):
-        line = natural.lstrip(" \t\f")
-        if not pending and (not line or line[0] in "#!"):
+    """Logical lines as ``Properties.load`` forms them (checked against Java by a test).
+
+    Leading blanks of every natural line are dropped; blank lines are skipped unless they end a
+    continuation; a ``#``/``!`` comment is recognised whenever the logical line is still empty
+    (also right after a continuation that added nothing); an odd number of trailing backslashes
+    joins the next line; a line that stays empty yields nothing.
+    """
+    buf: list[str] = []
+    skip_blanks = True
+    continuing = False  # at the start of a continuation line: a line break here ends the line
+    backslash = False  # the last character in buf is an unescaped backslash
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        i += 1
+        if skip_blanks:
+            if c in " \t\f" or (not continuing and c in "\r\n"):
+                continue
+            skip_blanks = continuing = False
+        if not buf and c in "#!":
+            while i < n and text[i] not in "\r\n":
+                i += 1
+            skip_blanks = True
             continue
-        pending.append(line)
-        trailing = len(line) - len(line.rstrip("\\"))
-        if trailing % 2 == 1:  # an odd number of backslashes escapes the line break
-            pending[-1] = line[:-1]
+        if c not in "\r\n":
+            buf.append(c)
+            backslash = c == "\\" and not backslash
             continue
-        yield "".join(pending)
-        pending = []
-    if pending:
-        yield "".join(pending)
+        if not buf:
+            skip_blanks = True
+            continue
+        if i >= n:  # the break is the last character: Java ends the line here, even if now empty
+            break
+        if c == "\r" and text[i] == "\n":
+            i += 1
+        if backslash:
+            buf.pop()
+            backslash = False
+            skip_blanks = continuing = True
+            continue
+        yield "".join(buf)
+        buf = []
+        skip_blanks = True
+    if buf:
+        yield "".join(buf[:-1] if backslash else buf)
 
 
 def _split_key_value(line: str) -> tuple[str, str]:
