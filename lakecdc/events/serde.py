@@ -105,7 +105,8 @@ class _Compiler:
     inlined into the parent struct's expression, so a flat row costs a single call.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, replace_null_with_default: bool = True) -> None:
+        self.replace_null_with_default = replace_null_with_default
         self.namespace: dict[str, Any] = {
             "_s": encode_basestring,
             "_js": jackson_string,
@@ -138,7 +139,8 @@ class _Compiler:
         Inside an f-string an int may stay an int (formatting prints it); elsewhere it needs str().
         """
         null_text = "'null'"
-        if schema.default is not None:
+        has_default = schema.default is not None and self.replace_null_with_default
+        if has_default:
             null_text = self._const(jackson_dumps(_default_tree(schema)))
         t = schema.type
         if t in ("int8", "int16", "int32", "int64"):
@@ -155,7 +157,7 @@ class _Compiler:
             text = f"_b({var})"
         else:
             fn = self.function_for(schema)
-            return f"{fn}({var})" if schema.default is None else f"({null_text} if {var} is None else {fn}({var}))"
+            return f"({null_text} if {var} is None else {fn}({var}))" if has_default else f"{fn}({var})"
         return f"({null_text} if {var} is None else {text})"
 
     def function_for(self, schema: ConnectSchema) -> str:
@@ -220,12 +222,14 @@ def _default_tree(schema: ConnectSchema) -> Any:
 
 
 @lru_cache(maxsize=1024)
-def compile_value_encoder(schema: ConnectSchema) -> Callable[[Any], str]:
+def compile_value_encoder(schema: ConnectSchema, replace_null_with_default: bool = True) -> Callable[[Any], str]:
     """A function turning a Connect value of ``schema`` into its compact JSON text.
 
-    Cached by schema value: tables sharing a schema (and every transaction record) share one.
+    ``replace_null_with_default`` is JsonConverter's option of that name (default true): a null
+    value whose schema has a default is written as the default. Cached by schema value: tables
+    sharing a schema (and every transaction record) share one compiled function.
     """
-    return _Compiler().build(schema)
+    return _Compiler(replace_null_with_default).build(schema)
 
 
 class RecordEncoder:
@@ -239,11 +243,13 @@ class RecordEncoder:
 
     __slots__ = ("schema", "schemas_enable", "schema_json", "_payload_text", "_prefix")
 
-    def __init__(self, schema: ConnectSchema, schemas_enable: bool = True) -> None:
+    def __init__(
+        self, schema: ConnectSchema, schemas_enable: bool = True, replace_null_with_default: bool = True
+    ) -> None:
         self.schema = schema
         self.schemas_enable = schemas_enable
         self.schema_json: bytes = jackson_dumps(schema.to_json()).encode("utf-8")
-        self._payload_text = compile_value_encoder(schema)
+        self._payload_text = compile_value_encoder(schema, replace_null_with_default)
         self._prefix = '{"schema":' + self.schema_json.decode("utf-8") + ',"payload":'
 
     def encode(self, payload: Any) -> bytes | None:

@@ -43,6 +43,9 @@ def test_null_field_with_default_is_written_as_default() -> None:
     # Connect's Struct.get substitutes the default and JsonConverter writes it (replace.null.with.default).
     schema = struct([("id", primitive("int32", default=0)), ("n", primitive("int32", True, default=7))])
     assert RecordEncoder(schema, schemas_enable=False).encode({"id": None, "n": None}) == b'{"id":0,"n":7}'
+    # replace.null.with.default=false keeps the null of an optional field.
+    keep_nulls = RecordEncoder(schema, schemas_enable=False, replace_null_with_default=False)
+    assert keep_nulls.encode({"id": 1, "n": None}) == b'{"id":1,"n":null}'
 
 
 def test_schema_key_order_and_parameters_order() -> None:
