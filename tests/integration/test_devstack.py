@@ -301,3 +301,25 @@ def test_up_and_down_from_python_with_postgres_15(tmp_path: Path) -> None:
     entry = state["parts"]["postgres"]
     _assert_gone(entry["pid"], entry["port"], Path(entry["root_dir"]))
     assert status(state_file) == [] and down(state_file) == []
+
+
+def test_down_cleans_up_after_a_part_crashed(tmp_path: Path) -> None:
+    import signal
+
+    from lakecdc.devstack.stack import down, status, up
+
+    state_file = tmp_path / "devstack.json"
+    state = up(parts=("broker", "postgres"), with_jars=False, path=state_file)
+    try:
+        crashed = state["parts"]["postgres"]
+        os.killpg(crashed["pid"], signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(row.alive for row in status(state_file) if row.name == "postgres"):
+            time.sleep(0.1)
+        by_name = {row.name: row for row in status(state_file)}
+        assert by_name["broker"].alive and by_name["broker"].port_open
+        assert not by_name["postgres"].port_open
+    finally:
+        assert down(state_file) == ["broker", "postgres"]
+    for entry in state["parts"].values():
+        _assert_gone(entry["pid"], entry["port"], Path(entry["root_dir"]))
