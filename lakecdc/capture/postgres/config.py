@@ -62,6 +62,8 @@ class PostgresConnectorConfig(CommonConnectorConfig):
     xmin_fetch_interval_ms: int = Field(0, alias="xmin.fetch.interval.ms", ge=0)
     flush_lsn_source: bool = Field(True, alias="flush.lsn.source")
     snapshot_locking_mode: str = Field("none", alias="snapshot.locking.mode")
+    extended_headers_enabled: bool = Field(True, alias="extended.headers.enabled")
+    snapshot_lock_timeout_ms: int = Field(10_000, alias="snapshot.lock.timeout.ms", ge=0)
     snapshot_isolation_mode: str = Field("serializable", alias="snapshot.isolation.mode")
 
     @cached_property
@@ -92,6 +94,18 @@ class PostgresConnectorConfig(CommonConnectorConfig):
         if replication:
             text += " replication=database"
         return text
+
+    @property
+    def header_schemas_enable(self) -> bool:
+        return self.passthrough.get("header.converter.schemas.enable", "true").strip().lower() != "false"
+
+    def data_headers(self, run_id: str | None = None) -> list[tuple[str, bytes]]:
+        """The context headers every data record carries (empty when extended.headers.enabled=false)."""
+        if not self.extended_headers_enabled:
+            return []
+        from lakecdc.capture.headers import context_headers
+
+        return context_headers(self.topic_prefix, "postgresql", self.header_schemas_enable, run_id=run_id)
 
     def describe_target(self) -> str:
         """Where we connect, for log lines (never the password)."""

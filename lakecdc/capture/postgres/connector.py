@@ -29,14 +29,14 @@ class PostgresConnector:
             schema_name_adjustment=config.schema_name_adjustment_mode,
         )
         self.show_progress = show_progress
-
+        self.headers = config.data_headers()  # one runId for the whole run, as Debezium
     def snapshot_source(self, stored: dict[str, Any] | None) -> PostgresSnapshotSource:
         with_data = normalize_mode(self.config.snapshot_mode) != "no_data"
         return PostgresSnapshotSource(self.config, self.modes, self.namer, with_data=with_data,
-                                      show_progress=self.show_progress)
+                                      show_progress=self.show_progress, headers=self.headers)
 
     def streaming_source(self) -> PostgresStreamingSource:
-        return PostgresStreamingSource(self.config, self.modes, self.namer)
+        return PostgresStreamingSource(self.config, self.modes, self.namer, headers=self.headers)
 
     def offset_has_completed_snapshot(self, stored: dict[str, Any]) -> bool:
         return snapshot_completed(stored)

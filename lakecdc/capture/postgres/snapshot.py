@@ -6,6 +6,9 @@
    replication connection that created it is idle.
 2. On a SQL connection: ``BEGIN ISOLATION LEVEL REPEATABLE READ`` + ``SET TRANSACTION SNAPSHOT``
    with the exported name: every read below sees exactly the data as of the consistent point.
+   The captured tables are locked ``IN ACCESS SHARE MODE`` (``snapshot.lock.timeout.ms``) so a
+   concurrent TRUNCATE, which is not MVCC-safe, waits for the snapshot instead of hiding rows
+   from it; then the replication connection is closed (the slot stays, inactive).
 3. Read each captured table with ``COPY (SELECT ...) TO STDOUT`` (text format: the same value
    converters as pgoutput) or the ``snapshot.select.statement.overrides`` statement, emitting
    ``op "r"`` records, each marked first / last / last_in_data_collection / true as Debezium does.
@@ -44,7 +47,9 @@ BATCH = 5_000
 
 class PostgresSnapshotSource:
     def __init__(self, config: PostgresConnectorConfig, modes: TypeModes, namer: TopicNamer,
-                 with_data: bool = True, show_progress: bool | None = None) -> None:
+                 with_data: bool = True, show_progress: bool | None = None,
+                 headers: list[tuple[str, bytes]] | None = None) -> None:
+        self.headers = headers if headers is not None else config.data_headers()
         self.config = config
         self.modes = modes
         self.namer = namer
@@ -76,6 +81,11 @@ class PostgresSnapshotSource:
             sql_conn.autocommit = False
             sql_conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
             sql_conn.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(created.snapshot_name)))
+            self._lock_tables(sql_conn, tables)
+            # The snapshot is imported: the slot no longer needs its creating connection, and
+            # releasing it now shows the slot inactive until streaming really starts.
+            repl.close()
+            repl = None
             tx_id = sql_conn.execute("SELECT txid_current()").fetchone()[0]
             ts_us = time.time_ns() // 1000
             log.info("snapshot step 2: reading %d tables as of LSN %s", len(tables), created.consistent_point)
@@ -92,11 +102,23 @@ class PostgresSnapshotSource:
                 repl.close()
             sql_conn.close()
 
+    def _lock_tables(self, conn: Any, tables: list[TableId]) -> None:
+        """ACCESS SHARE locks until the snapshot commits: a TRUNCATE (not MVCC-safe: an older
+        snapshot would see the table empty) or DDL then waits for the snapshot instead of
+        emptying it, and is streamed afterwards."""
+        if not tables:
+            return
+        timeout_ms = self.config.snapshot_lock_timeout_ms
+        conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(f"{timeout_ms}ms")))
+        conn.execute(sql.SQL("LOCK TABLE {} IN ACCESS SHARE MODE").format(
+            sql.SQL(", ").join(pgconn.quoted(t) for t in tables)))
+
     def _read_tables(self, conn: Any, schemas: TableSchemas, tables: list[TableId], emit: Emit, lsn: int,
                      tx_id: int, ts_us: int) -> int:
         source_builder = PostgresSourceBuilder(self.config.topic_prefix, self.config.database_dbname or "postgres")
         position = PostgresPosition(lsn=lsn, tx_id=tx_id, ts_usec=ts_us, snapshot=True)
         progress = _Progress(self.show_progress)
+        headers = self.headers
         total = 0
         batch: list[ChangeRecord] = []
         try:
@@ -108,6 +130,10 @@ class PostgresSnapshotSource:
                     (pgconn.regclass_text(table),),
                 ).fetchone()[0]
                 task = progress.add(str(table), estimate)
+                if log.isEnabledFor(logging.DEBUG):
+                    visible = conn.execute(sql.SQL("SELECT count(*), txid_current_snapshot()::text FROM {}").format(
+                        pgconn.quoted(table))).fetchone()
+                    log.debug("snapshot of %s: %s rows visible (snapshot %s)", table, visible[0], visible[1])
                 sources = _SourceFactory(source_builder, schema, lsn, tx_id, ts_us)
                 topic, key_schema, envelope, key_of, row_of = (
                     schema.topic, schema.key_schema, schema.envelope, schema.key, schema.row
@@ -119,7 +145,7 @@ class PostgresSnapshotSource:
                 for values in self._rows(conn, schema, table):
                     if held is not None:
                         _finish(held, sources, first_table and count == 1, False, count == 1, False)
-                        batch.append(ChangeRecord(topic, key_schema, held_key, envelope, held, [], position))
+                        batch.append(ChangeRecord(topic, key_schema, held_key, envelope, held, headers, position))
                         if len(batch) >= BATCH:
                             emit(batch)
                             batch = []
@@ -130,7 +156,7 @@ class PostgresSnapshotSource:
                             "op": "r", "ts_ms": 0, "ts_us": 0, "ts_ns": 0}
                 if held is not None:
                     _finish(held, sources, first_table and count == 1, last_table, count == 1, True)
-                    batch.append(ChangeRecord(topic, key_schema, held_key, envelope, held, [], position))
+                    batch.append(ChangeRecord(topic, key_schema, held_key, envelope, held, headers, position))
                 progress.finish(task, count)
                 total += count
                 log.info("snapshot of %s: %d rows", table, count)

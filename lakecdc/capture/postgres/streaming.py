@@ -5,7 +5,9 @@ Per message (``data_start`` is the XLogData LSN PostgreSQL puts on each message)
 - Begin: opens the transaction; BEGIN record ``{"id": "<xid>:<data_start>"}`` when
   ``provide.transaction.metadata`` (Debezium sends it even if every event is then skipped).
 - Insert/Update/Delete: ``c``/``u``/``d``; a delete is followed by a tombstone
-  (``tombstones.on.delete``); an update that changes the key is delete + tombstone + create.
+  (``tombstones.on.delete``); an update that changes the key is delete + tombstone + create, the
+  delete with header ``__debezium.newkey`` and the create with ``__debezium.oldkey`` (the other key,
+  as the header converter writes it).
   ``source.sequence`` is ``[<last commit LSN>, <event LSN>]``; ``transaction.id`` is
   ``<xid>:<event LSN>``.
 - Truncate: one ``t`` record per captured table (null key), unless ``skipped.operations`` has t.
@@ -42,7 +44,8 @@ from lakecdc.capture.postgres.replication import Keepalive, ReplicationConnectio
 from lakecdc.capture.postgres.table_schema import TableSchemas
 from lakecdc.capture.postgres.types import TypeModes
 from lakecdc.capture.heartbeat import Heartbeat
-from lakecdc.events.envelope import ChangeRecord
+from lakecdc.events.envelope import HEADER_NEW_KEY, HEADER_OLD_KEY, ChangeRecord
+from lakecdc.events.serde import RecordEncoder
 from lakecdc.events.envelope import envelope_payload as _payload
 from lakecdc.events.positions import PostgresPosition
 from lakecdc.events.source import PostgresSourceBuilder
@@ -56,7 +59,8 @@ _RELID = struct.Struct(">I").unpack_from
 
 
 class PostgresStreamingSource:
-    def __init__(self, config: PostgresConnectorConfig, modes: TypeModes, namer: TopicNamer) -> None:
+    def __init__(self, config: PostgresConnectorConfig, modes: TypeModes, namer: TopicNamer,
+                 headers: list[tuple[str, bytes]] | None = None) -> None:
         self.config = config
         self.namer = namer
         self.modes = modes
@@ -66,6 +70,10 @@ class PostgresStreamingSource:
         self._source = PostgresSourceBuilder(config.topic_prefix, config.database_dbname or "postgres")
         self._skipped = config.skipped_operation_codes
         self._skip_creates = "c" in self._skipped
+        # primary-key change headers are written with the header converter (JSON, schemas on by default)
+        self._header_schemas = config.header_schemas_enable
+        self._headers = headers if headers is not None else config.data_headers()
+        self._key_header_encoders: dict[Any, Any] = {}
         self._tombstones = config.tombstones_on_delete
         self._tx_topic = namer.transaction_topic
         self._tx = TransactionTracker() if config.provide_transaction_metadata else None
@@ -289,7 +297,7 @@ class PostgresStreamingSource:
         }
         if self._skip_xid is not None and self._skip(lsn):
             return
-        out.append(ChangeRecord(schema.topic, schema.key_schema, schema.key(values), schema.envelope, value, [],
+        out.append(ChangeRecord(schema.topic, schema.key_schema, schema.key(values), schema.envelope, value, self._headers,
                                 PostgresPosition(lsn=lsn, commit_lsn=commit_lsn, tx_id=xid, ts_usec=ts_us)))
 
     def _on_row_change(self, lsn: int, message: Any, out: list[Any]) -> None:
@@ -318,7 +326,8 @@ class PostgresStreamingSource:
             value = _payload("c", None, schema.row(after_values), source, now,
                               tx.event(schema.data_collection, f"{xid}:{lsn}") if tx else None)
             if not suppressed:
-                out.append(ChangeRecord(schema.topic, schema.key_schema, key, schema.envelope, value, [], position))
+                out.append(ChangeRecord(schema.topic, schema.key_schema, key, schema.envelope, value, self._headers,
+                                        position))
             return
         if op == "d":
             old_values = message.old
@@ -326,9 +335,10 @@ class PostgresStreamingSource:
             value = _payload("d", schema.row(old_values), None, source, now,
                               tx.event(schema.data_collection, f"{xid}:{lsn}") if tx else None)
             if not suppressed:
-                out.append(ChangeRecord(schema.topic, schema.key_schema, key, schema.envelope, value, [], position))
+                out.append(ChangeRecord(schema.topic, schema.key_schema, key, schema.envelope, value, self._headers,
+                                        position))
                 if self._tombstones:
-                    out.append(ChangeRecord(schema.topic, schema.key_schema, key, None, None, [], position))
+                    out.append(ChangeRecord(schema.topic, schema.key_schema, key, None, None, self._headers, position))
             return
         # update
         new_values = message.new
@@ -344,18 +354,31 @@ class PostgresStreamingSource:
             c_value = _payload("c", None, after, source, now,
                                 tx.event(schema.data_collection, f"{xid}:{lsn}") if tx else None)
             if not suppressed:
-                out.append(ChangeRecord(schema.topic, schema.key_schema, old_key, schema.envelope, d_value, [],
-                                        position))
+                encode_key = self._header_encoder(schema)
+                delete_headers = [(HEADER_NEW_KEY, encode_key(new_key)), *self._headers]
+                out.append(ChangeRecord(schema.topic, schema.key_schema, old_key, schema.envelope, d_value,
+                                        delete_headers, position))
                 if self._tombstones:
-                    out.append(ChangeRecord(schema.topic, schema.key_schema, old_key, None, None, [], position))
-                out.append(ChangeRecord(schema.topic, schema.key_schema, new_key, schema.envelope, c_value, [],
+                    out.append(ChangeRecord(schema.topic, schema.key_schema, old_key, None, None, delete_headers,
+                                            position))
+                out.append(ChangeRecord(schema.topic, schema.key_schema, new_key, schema.envelope, c_value,
+                                        [(HEADER_OLD_KEY, encode_key(old_key)), *self._headers],
                                         PostgresPosition(lsn=lsn, commit_lsn=self._last_commit_lsn, tx_id=xid,
                                                          ts_usec=self._commit_ts_us, index=1)))
             return
         value = _payload("u", before, after, source, now,
                           tx.event(schema.data_collection, f"{xid}:{lsn}") if tx else None)
         if not suppressed:
-            out.append(ChangeRecord(schema.topic, schema.key_schema, new_key, schema.envelope, value, [], position))
+            out.append(ChangeRecord(schema.topic, schema.key_schema, new_key, schema.envelope, value, self._headers,
+                                    position))
+
+    def _header_encoder(self, schema: Any) -> Any:
+        """Key -> header bytes (the header converter's JSON), compiled once per key schema."""
+        encoder = self._key_header_encoders.get(schema.key_schema)
+        if encoder is None:
+            encoder = RecordEncoder(schema.key_schema, self._header_schemas).encode
+            self._key_header_encoders[schema.key_schema] = encoder
+        return encoder
 
     def _on_truncate(self, lsn: int, message: TruncateMessage, out: list[Any]) -> None:
         if "t" in self._skipped:
@@ -375,7 +398,8 @@ class PostgresStreamingSource:
             if self._skip(lsn):
                 continue
             out.append(ChangeRecord(
-                schema.topic, None, None, schema.envelope, _payload("t", None, None, source, now, tx_block), [],
+                schema.topic, None, None, schema.envelope, _payload("t", None, None, source, now, tx_block),
+                self._headers,
                 PostgresPosition(lsn=lsn, commit_lsn=self._last_commit_lsn, tx_id=self._xid,
                                  ts_usec=self._commit_ts_us),
             ))
