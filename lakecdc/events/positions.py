@@ -11,7 +11,7 @@ that same position (phase 0 = snapshot, 1 = streaming), so every change after th
 ==========  ========================================================  =============================
 connector   order                                                     seq()
 ==========  ========================================================  =============================
-postgresql  (last commit LSN, event LSN, phase, index)                the same four numbers
+postgresql  (last commit LSN or else event LSN, event LSN, phase, index) the same four numbers
 mysql       (binlog file index, event position, row, phase)           the same four numbers
 sqlserver   (commit_lsn, change_lsn, event_serial_no, phase)          bit-packed (LSNs are 80 bits)
 oracle      (commit_scn, scn, rs_id, ssn, phase)                      bit-packed (rs_id is 72 bits)
@@ -192,7 +192,11 @@ class PostgresPosition(_Ordered):
 
     def seq(self) -> tuple[int, int, int, int]:
         phase = SNAPSHOT_PHASE if self.snapshot else STREAMING_PHASE
-        return (self.commit_lsn or 0, self.lsn, phase, self.index)
+        # Without a known last commit (snapshot rows; the first transaction after a start without
+        # an offset) the event LSN stands in: every later transaction's last commit LSN is at
+        # least the commit LSN of this one, which is at least this event's LSN.
+        commit = self.lsn if self.commit_lsn is None else self.commit_lsn
+        return (commit, self.lsn, phase, self.index)
 
     def source_sequence(self) -> str:
         """Debezium's ``source.sequence`` text, e.g. ``["99090472","99091416"]``."""

@@ -42,6 +42,14 @@ def test_postgres_order_snapshot_before_streaming_at_same_lsn() -> None:
     assert sorted([later_tx, stream, snap]) == [snap, stream, later_tx]
 
 
+def test_postgres_event_without_last_commit_orders_by_its_lsn() -> None:
+    # Before a restart: an event with last commit 100 at LSN 150. After a restart without a
+    # restored last commit, the next event (LSN 200) must still sort after it.
+    before_restart = PostgresPosition(lsn=150, commit_lsn=100)
+    after_restart = PostgresPosition(lsn=200)
+    assert before_restart < after_restart
+
+
 def test_postgres_offset_shape() -> None:
     pos = PostgresPosition(lsn=99091416, commit_lsn=99091160, lsn_proc=99091160, tx_id=1264, ts_usec=5)
     assert pos.to_offset() == {
