@@ -148,10 +148,14 @@ def delta_in_spark(spark: SparkSession) -> bool:
     extensions = spark.conf.get("spark.sql.extensions", "") or ""
     if "delta" in extensions.lower():
         return True
-    if "databricks" in (spark.conf.get("spark.databricks.clusterUsageTags.sparkVersion", "") or ""):
+    # Every Databricks Runtime ships Delta (and sets this variable and the usage tags).
+    if os.environ.get("DATABRICKS_RUNTIME_VERSION") or \
+            spark.conf.get("spark.databricks.clusterUsageTags.sparkVersion", None):
         return True
     try:
-        jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+        jvm = spark.sparkContext._jvm
+        if jvm is None:
+            return False
         jvm.java.lang.Class.forName("org.apache.spark.sql.delta.catalog.DeltaCatalog")
         return True
     except Exception:  # py4j raises Py4JJavaError for ClassNotFoundException; no JVM on Connect
