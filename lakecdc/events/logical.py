@@ -250,6 +250,24 @@ def micro_duration(
     )
 
 
+def interval_text(
+    years: int = 0, months: int = 0, days: int = 0, hours: int = 0, minutes: int = 0,
+    seconds: decimal.Decimal | int = 0,
+) -> str:
+    """Debezium's Interval text (``interval.handling.mode=string``): every component written,
+    seconds truncated to nanoseconds without trailing zeros.
+
+    >>> interval_text(days=1, hours=2, minutes=3, seconds=decimal.Decimal("4.500"))
+    'P0Y0M1DT2H3M4.5S'
+    """
+    secs = decimal.Decimal(seconds)
+    exponent = secs.as_tuple().exponent
+    if isinstance(exponent, int) and exponent < -9:
+        secs = secs.quantize(decimal.Decimal("1E-9"), rounding=decimal.ROUND_DOWN)
+    secs_text = "0" if secs == 0 else format(secs.normalize(), "f")
+    return f"P{years}Y{months}M{days}DT{hours}H{minutes}M{secs_text}S"
+
+
 # ---- the table -----------------------------------------------------------------------------
 _ToConnect = Callable[[Any, ConnectSchema], Any]
 _FromConnect = Callable[[Any, ConnectSchema], Any]

@@ -136,3 +136,11 @@ def test_zoned_timestamp_round_trip(value: dt.datetime) -> None:
 def test_micro_time_round_trip(value: dt.time) -> None:
     schema = named("int64", logical.MICRO_TIME)
     assert from_connect(schema, to_connect(schema, value)) == value
+
+
+def test_interval_text_matches_debezium_layout() -> None:
+    assert logical.interval_text(days=1, hours=2, minutes=3, seconds=4) == "P0Y0M1DT2H3M4S"
+    assert logical.interval_text(months=-1) == "P0Y-1M0DT0H0M0S"
+    assert logical.interval_text(seconds=decimal.Decimal("10.000")) == "P0Y0M0DT0H0M10S"
+    assert logical.interval_text(seconds=decimal.Decimal("0.1234567891")) == "P0Y0M0DT0H0M0.123456789S"
+    assert logical.interval_text(seconds=decimal.Decimal("-0.0")) == "P0Y0M0DT0H0M0S"
