@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+_TAG = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,31}$")
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 
 
@@ -59,7 +60,8 @@ class MySqlGtid:
 
 @dataclass(frozen=True, slots=True)
 class GtidSet:
-    """A set of GTIDs in either flavour, kept as intervals per source (MySQL) or per domain (MariaDB).
+    """A set of GTIDs in either flavour, kept as intervals per source (MySQL; ``uuid`` or
+    ``uuid:tag``) or as the highest sequence per domain (MariaDB).
 
     ``contains`` answers "was this transaction already processed?", the question a restart asks.
     """
@@ -82,13 +84,17 @@ class GtidSet:
         for e in entries:
             parts = e.split(":")
             if not _UUID.match(parts[0]) or len(parts) < 2:
-                raise ValueError(f"not a GTID set entry (uuid:interval[:interval...]): {e!r}")
-            intervals = sources.setdefault(parts[0].lower(), [])
-            for interval in parts[1:]:
-                lo, _, hi = interval.partition("-")
+                raise ValueError(f"not a GTID set entry (uuid[:tag]:interval[:interval...]): {e!r}")
+            uuid = parts[0].lower()
+            key = uuid
+            for part in parts[1:]:
+                if _TAG.match(part):  # MySQL 8.3+ tagged GTIDs: the tag applies to what follows
+                    key = f"{uuid}:{part.lower()}"
+                    continue
+                lo, _, hi = part.partition("-")
                 if not lo.isdigit() or (hi and not hi.isdigit()):
-                    raise ValueError(f"bad GTID interval {interval!r} in {e!r}")
-                intervals.append((int(lo), int(hi or lo)))
+                    raise ValueError(f"bad GTID interval {part!r} in {e!r}")
+                sources.setdefault(key, []).append((int(lo), int(hi or lo)))
         return cls(mysql=tuple(sorted((s, _merge(iv)) for s, iv in sources.items())))
 
     def __str__(self) -> str:
@@ -104,8 +110,9 @@ class GtidSet:
             gtid = MariaDbGtid.parse(gtid) if re.fullmatch(r"\d+-\d+-\d+", gtid.strip()) else MySqlGtid.parse(gtid)
         if isinstance(gtid, MariaDbGtid):
             return any(g.domain == gtid.domain and g.sequence >= gtid.sequence for g in self.mariadb)
+        key = _mysql_key(gtid)
         for src, intervals in self.mysql:
-            if src == gtid.source:
+            if src == key:
                 return any(lo <= gtid.transaction <= hi for lo, hi in intervals)
         return False
 
@@ -119,8 +126,12 @@ class GtidSet:
             by_domain[gtid.domain] = gtid if current is None else max(current, gtid)
             return GtidSet(mariadb=tuple(sorted(by_domain.values())))
         sources = {s: list(iv) for s, iv in self.mysql}
-        sources.setdefault(gtid.source, []).append((gtid.transaction, gtid.transaction))
+        sources.setdefault(_mysql_key(gtid), []).append((gtid.transaction, gtid.transaction))
         return GtidSet(mysql=tuple(sorted((s, _merge(iv)) for s, iv in sources.items())))
+
+
+def _mysql_key(gtid: MySqlGtid) -> str:
+    return f"{gtid.source}:{gtid.tag.lower()}" if gtid.tag else gtid.source
 
 
 def _merge(intervals: list[tuple[int, int]] | tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:

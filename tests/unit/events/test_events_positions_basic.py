@@ -90,3 +90,22 @@ def test_oracle_order_commit_then_scn_then_rs_id_then_ssn() -> None:
 def test_unknown_connector_is_named() -> None:
     with pytest.raises(ValueError, match="db2"):
         position_from_source("db2", {})
+
+
+def test_gtid_set_text_forms() -> None:
+    from lakecdc.events.gtid import GtidSet
+
+    uuid = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+    mysql = GtidSet.parse(f"{uuid.upper()}:1-5:7-9,8f2b7b5e-0000-11e1-9e33-c80aa9429562:1-3")
+    assert mysql.contains(f"{uuid}:4") and not mysql.contains(f"{uuid}:6") and mysql.contains(f"{uuid}:9")
+    assert str(mysql) == f"{uuid}:1-5:7-9,8f2b7b5e-0000-11e1-9e33-c80aa9429562:1-3"
+    assert str(mysql.add(f"{uuid}:6")).startswith(f"{uuid}:1-9,")
+    tagged = GtidSet.parse(f"{uuid}:1-3:mytag:1-2")
+    assert tagged.contains(f"{uuid}:mytag:2") and not tagged.contains(f"{uuid}:mytag:3")
+    assert tagged.contains(f"{uuid}:3") and GtidSet.parse(str(tagged)) == tagged
+    mariadb = GtidSet.parse("0-1-100,1-2-5,0-2-90")
+    assert str(mariadb) == "0-1-100,1-2-5"
+    assert mariadb.contains("0-1-100") and not mariadb.contains("0-1-101") and mariadb.contains("1-9-5")
+    assert GtidSet.parse("") == GtidSet() and str(GtidSet()) == ""
+    with pytest.raises(ValueError, match="bad GTID interval"):
+        GtidSet.parse(f"{uuid}:1-x")
