@@ -243,9 +243,10 @@ def capture_with_lakecdc(
 ) -> list[dict[str, Any]]:
     """Run ``lakecdc capture --config FILE --sink jsonl:PATH --stop-when-idle N`` and return its records.
 
-    Streaming is detected from PostgreSQL itself: the replication slot ``slot_name`` becomes
-    active when the capture issues START_REPLICATION, i.e. after its snapshot. The workload then
-    runs statement by statement and the command exits on its own once idle.
+    Streaming is detected from PostgreSQL itself: the walsender holding slot ``slot_name`` is in
+    state ``catchup``/``streaming`` only after START_REPLICATION, i.e. after the snapshot (an
+    ``active`` slot is not enough: the snapshot's exporting connection holds it too). The workload
+    then runs statement by statement and the command exits on its own once idle.
     Raises ``ConformanceError`` with the command's output when it fails or hangs.
     """
     import psycopg
@@ -264,7 +265,7 @@ def capture_with_lakecdc(
         try:
             deadline = time.monotonic() + start_timeout_s
             with psycopg.connect(workload_dsn, autocommit=True) as conn:
-                while not _slot_active(conn, slot_name):
+                while not _slot_streaming(conn, slot_name):
                     if process.poll() is not None:
                         raise ConformanceError(
                             f"lakecdc capture exited ({process.returncode}) before streaming\n{_tail(log_path)}")
@@ -292,9 +293,17 @@ def capture_with_lakecdc(
     return load_capture(sink_path) if sink_path.exists() else []
 
 
-def _slot_active(conn: Any, slot_name: str) -> bool:
-    row = conn.execute("SELECT active FROM pg_replication_slots WHERE slot_name = %s", (slot_name,)).fetchone()
-    return bool(row and row[0])
+def _slot_streaming(conn: Any, slot_name: str) -> bool:
+    """True once a walsender has issued START_REPLICATION on the slot.
+
+    ``pg_replication_slots.active`` alone is not enough: the connection that creates the slot
+    (exporting the snapshot) also holds it, while the snapshot is still being read. Only
+    START_REPLICATION moves the walsender to ``catchup``/``streaming``.
+    """
+    row = conn.execute(
+        "SELECT r.state FROM pg_replication_slots s JOIN pg_stat_replication r ON r.pid = s.active_pid "
+        "WHERE s.slot_name = %s", (slot_name,)).fetchone()
+    return bool(row and row[0] in ("catchup", "streaming"))
 
 
 def _tail(log_path: Path, lines: int = 40) -> str:
