@@ -109,7 +109,7 @@ class ServicePart(ABC):
         self.start_timeout = start_timeout
         self.root_dir: Path | None = None
         self._proc: subprocess.Popen[bytes] | None = None
-        self._finalizer: weakref.finalize | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
 
     # -- the part-specific steps -------------------------------------------------------------
     @abstractmethod

@@ -25,7 +25,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from typing_extensions import Self
 
@@ -38,6 +38,7 @@ from lakecdc.devstack.postgres import Postgres
 from lakecdc.devstack.process import group_members, remove_tree
 
 PART_NAMES = ("broker", "postgres", "mariadb")
+PartT = TypeVar("PartT", bound=ServicePart)
 
 
 def state_dir() -> Path:
@@ -77,7 +78,7 @@ class DevStack:
     def mariadb(self) -> MariaDB:
         return self._part("mariadb", MariaDB)
 
-    def _part(self, name: str, kind: type[Any]) -> Any:
+    def _part(self, name: str, kind: type[PartT]) -> PartT:
         part = self.parts.get(name)
         if not isinstance(part, kind):
             raise DevStackError(f"this stack was created without its {name}")
@@ -123,7 +124,8 @@ def read_state(path: Path | None = None) -> dict[str, Any] | None:
     path = path or state_path()
     if not path.exists():
         return None
-    return json.loads(path.read_text())
+    state: dict[str, Any] = json.loads(path.read_text())
+    return state
 
 
 def _write_secret(directory: Path, name: str, secret: str) -> str:
