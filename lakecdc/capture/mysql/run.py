@@ -55,3 +55,26 @@ def run_mysql_capture(
             the_sink.close()
         offsets.close()
         connector.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m lakecdc.capture.mysql.run --config FILE --sink jsonl:PATH [--stop-when-idle S]``
+    (what ``lakecdc capture`` runs for a MySQL/MariaDB ``connector.class``)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m lakecdc.capture.mysql.run")
+    parser.add_argument("--config", required=True)
+    parser.add_argument("--sink", default="kafka")
+    parser.add_argument("--stop-when-idle", type=float, default=None)
+    parser.add_argument("--log-level", default="INFO")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    stats = run_mysql_capture(args.config, args.sink, stop_when_idle=args.stop_when_idle, install_signals=True,
+                              show_progress=False)
+    log.info("capture stopped: %d snapshot rows, %d streamed records, %d commits",
+             stats.snapshot_rows, stats.streamed_records, stats.commits)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
