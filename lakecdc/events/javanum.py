@@ -156,7 +156,8 @@ def java_double_str(value: float) -> str:
 
 def float32_round(value: float) -> float:
     """Round a Python float to the nearest float32 (OverflowError when out of float32 range)."""
-    return _F32.unpack(_F32.pack(value))[0]
+    rounded: float = _F32.unpack(_F32.pack(value))[0]
+    return rounded
 
 
 _F32_BITS = struct.Struct("<I")

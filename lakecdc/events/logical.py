@@ -144,6 +144,7 @@ def _exact_unscaled(value: decimal.Decimal, scale: int) -> int | None:
         raise ValueError(f"{value} has no Connect decimal form (NaN/Infinity)")
     coefficient = int("".join(map(str, digits)) or "0")
     shift = exponent + scale
+    unscaled: int
     if shift >= 0:
         unscaled = coefficient * 10**shift
     else:

@@ -148,7 +148,7 @@ class _Ordered:
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return self.seq() == other.seq()  # type: ignore[attr-defined]
+        return self.seq() == other.seq()
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, self.seq()))

@@ -59,7 +59,7 @@ def avro_sanitize(name: str, unicode_escape: bool = False) -> str:
     def fix_char(ch: str) -> str:
         return f"_u{ord(ch):04x}" if unicode_escape else "_"
 
-    parts = []
+    parts: list[str] = []
     for part in name.split("."):
         if not part:
             parts.append(part)
