@@ -124,18 +124,25 @@ class ColumnFilter:
 
 @dataclass(frozen=True)
 class KeyColumns:
-    """Parsed ``message.key.columns``: the first table regex that matches gives the key columns.
+    """Parsed ``message.key.columns``, with Debezium's ``Key.CustomKeyMapper`` semantics.
+
+    Each ``<table regex>:<col>,<col>`` entry becomes the regexes ``<table regex>.<col>`` (the
+    column part is a regex too), matched case-insensitively against ``<schema>.<table>.<column>``.
+    The key is, for each regex in order, the table's columns it matches in table order, each
+    column once; no match at all means the primary key (``None``).
 
     >>> k = KeyColumns.parse("inventory.customers:pk1,pk2;(.*).purchaseorders:pk3")
-    >>> k.for_table("inventory", "customers"), k.for_table("x", "purchaseorders"), k.for_table("a", "b")
-    (['pk1', 'pk2'], ['pk3'], None)
+    >>> k.for_table("inventory", "customers", ["pk2", "x", "pk1"]), k.for_table("a", "b", ["id"])
+    (['pk1', 'pk2'], None)
     """
 
     rules: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = field(default_factory=tuple)
+    column_patterns: tuple[re.Pattern[str], ...] = field(default_factory=tuple)
 
     @classmethod
     def parse(cls, value: str | None, property_name: str = "message.key.columns") -> KeyColumns:
         rules = []
+        column_patterns = []
         for entry in split_list(value, ";"):
             table_regex, sep, columns = entry.rpartition(":")
             names = tuple(split_list(columns))
@@ -144,16 +151,31 @@ class KeyColumns:
                     f"property '{property_name}': '{entry}' is not '<table regex>:<column>[,<column>...]'",
                     property_name,
                 )
-            (pattern,) = compile_regex_list(table_regex.strip().replace(",", "\\,"), property_name)
+            table_part = table_regex.strip()
+            (pattern,) = compile_regex_list(table_part.replace(",", "\\,"), property_name)
             rules.append((pattern, names))
-        return cls(tuple(rules))
+            for name in names:
+                (column_pattern,) = compile_regex_list(f"{table_part}.{name}".replace(",", "\\,"), property_name)
+                column_patterns.append(column_pattern)
+        return cls(tuple(rules), tuple(column_patterns))
 
-    def for_table(self, schema: str, table: str) -> list[str] | None:
-        qualified = f"{schema}.{table}"
-        for pattern, names in self.rules:
-            if pattern.fullmatch(qualified):
-                return list(names)
-        return None
+    def for_table(self, schema: str, table: str, columns: Sequence[str] | None = None) -> list[str] | None:
+        """Key columns of ``schema.table`` or None (use the primary key).
+
+        Pass the table's ``columns`` (in table order) for Debezium's exact result; without them
+        the configured names of the entries whose table regex matches are returned as written.
+        """
+        if columns is None:
+            qualified = f"{schema}.{table}"
+            named = [n for pattern, names in self.rules if pattern.fullmatch(qualified) for n in names]
+            return list(dict.fromkeys(named)) or None
+        prefix = f"{schema}.{table}."
+        chosen: list[str] = []
+        for pattern in self.column_patterns:
+            for column in columns:
+                if column not in chosen and pattern.fullmatch(prefix + column):
+                    chosen.append(column)
+        return chosen or None
 
     def __bool__(self) -> bool:
         return bool(self.rules)

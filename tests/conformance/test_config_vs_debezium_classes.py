@@ -1,4 +1,8 @@
-"""TableFilter decides exactly like Debezium's Selectors for the same lists (one JVM start)."""
+"""Table filters and message.key.columns decide exactly like Debezium's own classes.
+
+One JVM start answers every case (``debezium_config_oracle.py``); the answers are computed once per
+module.
+"""
 
 from __future__ import annotations
 
@@ -37,16 +41,43 @@ LISTS: list[dict[str, str]] = [
 ]
 
 
-def debezium_decisions(cases: list[dict[str, Any]]) -> list[list[bool]]:
-    result = subprocess.run([sys.executable, str(HERE / "debezium_selectors.py")], input=json.dumps(cases),
+KEY_COLUMNS = ["id", "b", "a", "c", "Mixed"]
+KEY_SPECS = [
+    "public.orders:a,b", "public.orders:B", "public.orders:x", "public.ord.*:a;public.orders:c",
+    "(.*).orders:a", "public.orders: a, b", "public.orders:[ab]", "public.orders:a;public.orders:[ab]",
+    "public.orders:a,x", "PUBLIC.ORDERS:a", "public.orders:.*", "public.orders:a;;", "other.t:a",
+    "public.orders:mixed", "public\\.orders:c,a",
+]
+
+
+@pytest.fixture(scope="module")
+def debezium() -> dict[str, Any]:
+    cases = {
+        "selectors": [{**lists, "tables": TABLES} for lists in LISTS],
+        "keys": [{"message.key.columns": spec, "table": ["public", "orders"], "columns": KEY_COLUMNS,
+                  "primary_key": ["id"]} for spec in KEY_SPECS],
+    }
+    result = subprocess.run([sys.executable, str(HERE / "debezium_config_oracle.py")], input=json.dumps(cases),
                             capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout)  # type: ignore[no-any-return]
 
 
-def test_table_filter_matches_debezium_selectors() -> None:
-    cases = [{**lists, "tables": TABLES} for lists in LISTS]
-    expected = debezium_decisions(cases)
+def test_message_key_columns_match_debezium_key_mapper(debezium: dict[str, Any]) -> None:
+    mismatches = []
+    for spec, answer in zip(KEY_SPECS, debezium["keys"]):
+        keys = CommonConnectorConfig.from_properties({"topic.prefix": "p", "message.key.columns": spec}).key_columns
+        ours = keys.for_table("public", "orders", KEY_COLUMNS) or ["id"]  # None: the primary key, as Debezium
+        # Debezium repeats a column two rules both name (a key schema with a duplicate field, which
+        # Kafka Connect then rejects); lakecdc names it once.
+        expected = list(dict.fromkeys(answer)) if isinstance(answer, list) else answer
+        if ours != expected:
+            mismatches.append(f"{spec!r}: ours={ours} debezium={answer}")
+    assert mismatches == []
+
+
+def test_table_filter_matches_debezium_selectors(debezium: dict[str, Any]) -> None:
+    expected = debezium["selectors"]
     mismatches = []
     for lists, decisions in zip(LISTS, expected):
         table_filter = CommonConnectorConfig.from_properties({"topic.prefix": "p", **lists}).table_filter

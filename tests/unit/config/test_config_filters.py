@@ -58,11 +58,18 @@ def test_column_filter_on_qualified_column() -> None:
     assert ColumnFilter().is_trivial and not exclude.is_trivial
 
 
-def test_key_columns_first_matching_rule_wins() -> None:
+def test_key_columns_every_matching_rule_contributes_in_rule_order() -> None:
     keys = KeyColumns.parse("public.t:a;public.*:b,c")
-    assert keys.for_table("public", "t") == ["a"]
+    assert keys.for_table("public", "t") == ["a", "b", "c"]
     assert keys.for_table("public", "u") == ["b", "c"]
+    assert keys.for_table("public", "t", ["c", "b", "a", "d"]) == ["a", "b", "c"]
     assert not KeyColumns.parse(None) and keys
+
+
+def test_key_columns_with_table_columns_are_regexes_in_table_order() -> None:
+    keys = KeyColumns.parse("public.t:[AB]")
+    assert keys.for_table("public", "t", ["id", "b", "a"]) == ["b", "a"]  # case-insensitive, table order
+    assert keys.for_table("public", "t", ["id"]) is None  # nothing matches: the primary key
 
 
 def test_key_columns_regex_with_comma_in_table_part() -> None:
