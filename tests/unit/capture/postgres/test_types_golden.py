@@ -309,3 +309,36 @@ def test_relation_messages_and_streamed_tuples_match_debezium(modes_name: str, p
             if ours != expected:
                 problems.append(f"{table}.{name} id={row['id']}: golden {str(expected)[:100]} != ours {str(ours)[:100]}")
     assert not problems, "\n".join(problems[:60])
+
+
+@pytest.mark.parametrize("zone", ["Asia/Kolkata", "America/St_Johns", "Pacific/Chatham", "Etc/GMT+12"])
+def test_timestamptz_values_do_not_depend_on_the_session_time_zone(zone: str, pg: Any) -> None:
+    """A walsender or COPY session may run in any TimeZone: the zoned values must come out the same
+    as in UTC (the fast path only handles "+00"; every other offset takes the general parser)."""
+    dsn = pg.create_database(f"tz_{zone.replace('/', '_').replace('+', 'p').lower()}")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE tz (id int, ts timestamptz, ts2 timestamptz(2), tt timetz, a timestamptz[])")
+        conn.execute("""INSERT INTO tz VALUES
+            (1, '2024-02-29 13:14:15.123456+05:30', '2024-02-29 13:14:15.12-08', '13:14:15.5+05:30',
+             '{"2024-01-01 01:02:03.5+02",NULL}'),
+            (2, '0044-03-15 12:00:00+00 BC', '1900-06-01 00:00:00+01:30', '23:59:59.99-15:59', '{infinity}'),
+            (3, '10000-06-15 00:00:00+00', '1677-09-21 00:12:43.15+00', '00:00:00+00', '{}'),
+            (4, 'infinity', '-infinity', '12:00:00-03', NULL)""")
+        catalog = load_type_catalog(conn)
+        columns = load_table_columns(conn, catalog, "public", "tz")
+        for oid in range(1, 100_000):
+            if catalog.get(oid) is not None:
+                conn.adapters.register_loader(oid, _OutputText)
+        converters = [value_converter(c, TypeModes()) for c in columns]
+
+        def converted(time_zone: str) -> list[list[Any]]:
+            conn.execute(f"SET TimeZone = '{time_zone}'")
+            conn.execute("SET DateStyle = ISO")
+            rows = conn.execute("SELECT * FROM tz ORDER BY id").fetchall()
+            return [[convert(v) for convert, v in zip(converters, row)] for row in rows]
+
+        utc = converted("UTC")
+        elsewhere = converted(zone)
+    assert elsewhere == utc
+    assert utc[0][1] == "2024-02-29T07:44:15.123456Z"
+    assert utc[1][1] == "-0043-03-15T12:00:00.000000Z"
