@@ -26,6 +26,7 @@ from typing import ClassVar, Literal
 from pydantic import Field, field_validator, model_validator
 
 from lakecdc.config.base import PropertiesModel
+from lakecdc.config.columns import ColumnRule, parse_column_rules
 from lakecdc.config.filters import (
     ColumnFilter,
     KeyColumns,
@@ -35,82 +36,21 @@ from lakecdc.config.filters import (
     parse_table_list,
     split_list,
 )
+from lakecdc.config.passthrough import (
+    HISTORY_STORES,
+    KAFKA_CONNECT_NAMES,
+    KAFKA_CONNECT_PREFIXES,
+    NOT_APPLIED_NAMES,
+    NOT_APPLIED_PREFIXES,
+    OFFSET_STORES,
+    OffsetStorageKind,
+)
 from lakecdc.config.secret import Secret
 from lakecdc.errors import ConfigError
 
 JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
 OPERATION_CODES = ("c", "u", "d", "t")
 _TOPIC_NAME = re.compile(r"[A-Za-z0-9._\-]+")
-
-OffsetStorageKind = Literal["file", "kafka", "memory"]
-_OFFSET_STORES: dict[str, OffsetStorageKind] = {
-    "file": "file",
-    "kafka": "kafka",
-    "memory": "memory",
-    "org.apache.kafka.connect.storage.FileOffsetBackingStore": "file",
-    "org.apache.kafka.connect.storage.KafkaOffsetBackingStore": "kafka",
-    "org.apache.kafka.connect.storage.MemoryOffsetBackingStore": "memory",
-}
-_HISTORY_STORES: dict[str, OffsetStorageKind] = {
-    "file": "file",
-    "kafka": "kafka",
-    "memory": "memory",
-    "io.debezium.storage.file.history.FileSchemaHistory": "file",
-    "io.debezium.storage.kafka.history.KafkaSchemaHistory": "kafka",
-    "io.debezium.relational.history.MemorySchemaHistory": "memory",
-}
-
-# Accepted because Debezium files carry them; lakecdc does not apply them (see ignored_properties):
-# plug-in classes and integrations of the JVM runtime.
-_NOT_APPLIED_NAMES = frozenset(
-    {
-        "transforms", "predicates", "converters", "post.processors", "topic.naming.strategy",
-        "transaction.metadata.factory", "sourceinfo.struct.maker", "memory.management.schemas.class",
-        "memory.management.tables.class", "guardrail.collections.max", "guardrail.collections.limit.action",
-        "snapshot.mode.custom.name", "snapshot.locking.mode.custom.name", "snapshot.query.mode.custom.name",
-    }
-)
-_NOT_APPLIED_PREFIXES = ("transforms.", "predicates.", "openlineage.")
-# Debezium and Kafka Connect settings that tune the JVM runtime (timeouts, metrics, threads):
-# meaningful there, kept here so a Debezium file loads unchanged.
-_RUNTIME_NAMES = frozenset(
-    {
-        "connector.class", "tasks.max", "header.converter", "header.converter.schemas.enable",
-        "offset.flush.timeout.ms", "offset.commit.policy", "config.action.reload",
-        "custom.metric.tags", "snapshot.tables.order.by.row.count", "topic.cache.size",
-        "snapshot.max.threads.multiplier", "errors.retry.delay.initial.ms", "errors.retry.delay.max.ms",
-        "connection.validation.timeout.ms", "custom.sanitize.pattern", "executor.shutdown.timeout.ms",
-        "include.schema.comments", "incremental.snapshot.watermarking.strategy", "legacy.snapshot.max.threads",
-        "statistics.metrics.enabled",
-    }
-)
-_KAFKA_CONNECT_NAMES = _RUNTIME_NAMES | _NOT_APPLIED_NAMES
-_KAFKA_CONNECT_PREFIXES = (
-    "database.", "driver.", "producer.", "consumer.", "admin.", "signal.", "notification.",
-    "key.converter.", "value.converter.", "header.converter.", "offset.storage.",
-    "schema.history.internal.", "topic.creation.", "errors.", "internal.", "metrics.",
-    "snapshot.mode.configuration.based.", *_NOT_APPLIED_PREFIXES,
-)
-
-
-class ColumnRule:
-    """One ``column.mask.with.<n>.chars`` / ``column.truncate.to.<n>.chars`` /
-    ``column.mask.hash.<algorithm>.with.salt.<salt>`` entry, its regexes on ``<table id>.<column>``."""
-
-    __slots__ = ("kind", "length", "algorithm", "salt", "patterns", "property_name")
-
-    def __init__(self, kind: str, property_name: str, patterns: tuple[re.Pattern[str], ...], *,
-                 length: int | None = None, algorithm: str | None = None, salt: str | None = None) -> None:
-        self.kind, self.property_name, self.patterns = kind, property_name, patterns
-        self.length, self.algorithm, self.salt = length, algorithm, salt
-
-    def applies_to(self, table_id: str, column: str) -> bool:
-        qualified = f"{table_id}.{column}"
-        return any(p.fullmatch(qualified) for p in self.patterns)
-
-    def __repr__(self) -> str:
-        return f"ColumnRule({self.property_name!r})"
-
 
 class CommonConnectorConfig(PropertiesModel):
     """Properties shared by every connector, with Debezium's names and defaults."""
@@ -120,8 +60,8 @@ class CommonConnectorConfig(PropertiesModel):
     # schema.history.internal* properties exactly as Debezium does.
     uses_schema_history: ClassVar[bool] = False
     excluded_schemas: ClassVar[frozenset[str]] = frozenset()
-    accepted_names = _KAFKA_CONNECT_NAMES
-    accepted_prefixes = _KAFKA_CONNECT_PREFIXES
+    accepted_names = KAFKA_CONNECT_NAMES
+    accepted_prefixes = KAFKA_CONNECT_PREFIXES
     legacy_names = {
         "database.server.name": "topic.prefix",
         "transaction.topic": "topic.transaction",
@@ -342,7 +282,7 @@ class CommonConnectorConfig(PropertiesModel):
     @cached_property
     def offset_storage_kind(self) -> OffsetStorageKind:
         """``file``/``kafka``/``memory``; inferred from the filename/topic when the class is not given."""
-        explicit = self._store_kind(self.offset_storage, "offset.storage", _OFFSET_STORES)
+        explicit = self._store_kind(self.offset_storage, "offset.storage", OFFSET_STORES)
         if explicit:
             return explicit
         if self.offset_storage_file_filename:
@@ -352,7 +292,7 @@ class CommonConnectorConfig(PropertiesModel):
     @cached_property
     def schema_history_kind(self) -> OffsetStorageKind | None:
         """``file``/``kafka``/``memory``, or None when nothing is configured (connectors without DDL)."""
-        explicit = self._store_kind(self.schema_history_internal, "schema.history.internal", _HISTORY_STORES)
+        explicit = self._store_kind(self.schema_history_internal, "schema.history.internal", HISTORY_STORES)
         if explicit:
             return explicit
         if self.schema_history_internal_file_filename:
@@ -426,25 +366,11 @@ class CommonConnectorConfig(PropertiesModel):
     @cached_property
     def column_rules(self) -> tuple[ColumnRule, ...]:
         """Mask / truncate / hash rules in a stable order (truncate before mask, as Debezium)."""
-        rules: list[ColumnRule] = []
-        for suffix, value in sorted(self.column_truncate_to.items()):
-            name = f"column.truncate.to.{suffix}"
-            rules.append(ColumnRule("truncate", name, compile_regex_list(value, name), length=_chars(suffix, name)))
-        for suffix, value in sorted(self.column_mask_with.items()):
-            name = f"column.mask.with.{suffix}"
-            rules.append(ColumnRule("mask", name, compile_regex_list(value, name), length=_chars(suffix, name)))
-        for suffix, value in sorted(self.column_mask_hash.items()):
-            name = f"column.mask.hash.{suffix}"
-            match = re.fullmatch(r"(?:(v1|v2)\.)?([^.]+(?:\.[^.]+)*?)\.with\.salt\.(.+)", suffix)
-            if not match:
-                raise ConfigError(f"property '{name}' is not 'column.mask.hash.<algorithm>.with.salt.<salt>'", name)
-            rules.append(ColumnRule("hash", name, compile_regex_list(value, name),
-                                    algorithm=match.group(2), salt=match.group(3)))
-        return tuple(rules)
+        return parse_column_rules(self.column_truncate_to, self.column_mask_with, self.column_mask_hash)
 
     def ignored_properties(self) -> list[str]:
         """Given properties lakecdc accepts but does not apply (SMTs, custom converters, ...)."""
-        return sorted(n for n in self.passthrough if n in _NOT_APPLIED_NAMES or n.startswith(_NOT_APPLIED_PREFIXES))
+        return sorted(n for n in self.passthrough if n in NOT_APPLIED_NAMES or n.startswith(NOT_APPLIED_PREFIXES))
 
     def producer_properties(self) -> dict[str, str]:
         """``producer.*`` passthrough, prefix stripped (librdkafka accepts the Java client's names)."""
@@ -457,10 +383,3 @@ class CommonConnectorConfig(PropertiesModel):
 
 def _first_set(*values: bool | None) -> bool:
     return next(v for v in values if v is not None)
-
-
-def _chars(suffix: str, name: str) -> int:
-    match = re.fullmatch(r"(\d+)\.chars", suffix)
-    if not match:
-        raise ConfigError(f"property '{name}' must end with '.<number>.chars'", name)
-    return int(match.group(1))
