@@ -18,6 +18,7 @@ what a user with Maven access does to add e.g. Delta:
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -112,6 +113,9 @@ def spark_session(warehouse: Path | str, catalog: CatalogKind = "hadoop", app_na
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Python workers (UDFs, mapInPandas, foreachBatch helpers) must run this interpreter, not
+    # whatever `python3` is first on PATH (without the venv's pyarrow, pandas and lakecdc).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel(os.environ.get("LAKECDC_SPARK_LOG_LEVEL", "WARN"))
     catalog_conf = iceberg_catalog_conf(warehouse_path, catalog, catalog_name)

@@ -134,3 +134,24 @@ def test_maven_coordinates_replace_the_offline_jars(monkeypatch: pytest.MonkeyPa
     assert spark_packages() == "io.delta:delta-spark_2.12:3.3.2"
     assert spark_packages("org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.0") == \
         "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.0"
+
+
+def test_python_workers_run_this_interpreter_with_arrow(spark) -> None:  # type: ignore[no-untyped-def]
+    import sys
+
+    from pyspark.sql.functions import pandas_udf
+
+    @pandas_udf("string")
+    def worker_python(values):  # type: ignore[no-untyped-def]
+        import sys as worker_sys
+
+        return values.map(lambda _: worker_sys.executable)
+
+    def doubled(batches):  # type: ignore[no-untyped-def]
+        for frame in batches:
+            frame["id"] = frame["id"] * 2
+            yield frame
+
+    frame = spark.range(3)
+    assert {row[0] for row in frame.select(worker_python("id")).collect()} == {sys.executable}
+    assert sorted(row.id for row in frame.mapInPandas(doubled, frame.schema).collect()) == [0, 2, 4]
