@@ -80,6 +80,8 @@ def parse_date_parts(text: str) -> tuple[int, int, int, bool]:
 
 def stream_epoch_days(text: str) -> int:
     """Streamed ``date`` -> io.debezium.time.Date (days since epoch, BC as proleptic year 1-y)."""
+    if len(text) == 10 and text[4] == "-":  # hot path: YYYY-MM-DD
+        return days_from_civil(int(text[0:4]), int(text[5:7]), int(text[8:10]))
     if text == "infinity":
         return STREAM_DATE_POS_INF
     if text == "-infinity":
@@ -424,6 +426,13 @@ def parse_array(text: str, delimiter: str = ",") -> list[Any]:
     """
     if text.startswith("["):  # explicit bounds: '[0:1]={1,2}'
         text = text[text.index("=") + 1:]
+    if '"' not in text and "\\" not in text and text.count("{") == 1:
+        # hot path: one dimension, nothing quoted or escaped
+        inner = text[1:-1]
+        if not inner:
+            return []
+        return [None if item.upper() == "NULL" else item
+                for item in (part.strip() for part in inner.split(delimiter))]
     pos = 0
     n = len(text)
 
