@@ -58,6 +58,9 @@ def dev_up(
         raise typer.Exit(1) from error
     console.print(f"[green]local stack up[/green] in {state['started_in_s']} s (state: {state_path()})")
     _print_status()
+    for name, entry in state["parts"].items():
+        if "password" in entry:
+            console.print(f"{name} password: use [bold]database.password={entry['password']}[/bold] in a connector config")
     if "jars_error" in state:
         console.print(f"[yellow]Spark jars not ready:[/yellow] {state['jars_error']}")
 
