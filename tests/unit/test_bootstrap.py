@@ -64,3 +64,14 @@ def test_a_failed_pip_install_fails_with_the_log_path(checkout: Path) -> None:
     assert "pip install failed" in result.stderr and "lakecdc-bootstrap-pip.log" in result.stderr
     assert "No matching distribution" in result.stderr
     assert not (checkout / ".venv" / ".lakecdc-bootstrap-stamp").exists()
+
+
+def test_run_sh_knows_exactly_two_commands() -> None:
+    for args in ([], ["bogus"], ["--help"]):
+        result = subprocess.run(["bash", str(ROOT / "run.sh"), *args], capture_output=True, text=True, timeout=30)
+        assert result.returncode == 2, (args, result.stderr)
+        assert "./run.sh demo" in result.stderr and "./run.sh test" in result.stderr
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert ci[0] == "#!/usr/bin/env bash"
+    assert [line for line in ci[1:] if line.strip() and not line.startswith("#")] == [
+        'exec "$(dirname "$0")/../run.sh" test']
