@@ -1,7 +1,9 @@
 """A background thread reading the binlog with ``mysql-replication`` into a bounded queue.
 
 ``BinLogStreamReader`` blocks while the server has nothing to send; the thread lets the streaming
-source wait with a timeout (``poll``) and stop cleanly. Each queue item is ``(binlog file, event)``
+source wait with a timeout (``poll``) and stop cleanly. The server is asked for a heartbeat every
+second of silence so the thread sees a stop request within about a second (closing the socket
+from another thread does not work: the library reconnects on its own). Each queue item is ``(binlog file, event)``
 with the file the event was read from, or a ``ReaderFailure``. The queue bound
 (``max.queue.size``) holds the reader back when the sink is slower than the server.
 """
@@ -24,7 +26,7 @@ class ReaderFailure:
 
 class BinlogReader:
     def __init__(self, connection_settings: dict[str, Any], replica_server_id: int, file: str, pos: int,
-                 is_mariadb: bool, annotate_rows: bool, queue_size: int, heartbeat_s: float = 0.0,
+                 is_mariadb: bool, annotate_rows: bool, queue_size: int, heartbeat_s: float = 1.0,
                  mariadb_gtid_state: str | None = None) -> None:
         """MySQL is read from ``file:pos``. MariaDB is read from a GTID state (``mariadb_gtid_state``,
         the transactions already processed): mysql-replication's MariaDB dump ignores file/pos, and
@@ -81,13 +83,14 @@ class BinlogReader:
         except BaseException as exc:  # handed to the consumer, which decides what it means
             if not self._stop.is_set():
                 self._put(ReaderFailure(exc))
+        finally:
+            try:
+                stream.close()
+            except Exception:  # the connection may already be broken
+                pass
 
     def close(self) -> None:
         self._stop.set()
-        try:
-            self.stream.close()
-        except Exception:  # closing a half-open socket may fail; the thread exits either way
-            pass
         self._thread.join(timeout=5)
         if self._thread.is_alive():
             log.warning("the binlog reader thread did not stop within 5 s; it will end with the process")

@@ -148,7 +148,6 @@ class MySqlStreamingSource:
             settings, self.config.replica_server_id, self.resume.file, self.resume.pos,
             is_mariadb=info.is_mariadb, annotate_rows=self.include_query,
             queue_size=self.config.max_queue_size,
-            heartbeat_s=max(self.config.heartbeat_interval_ms / 1000.0, 0) or 30.0,
             mariadb_gtid_state=(self.resume.gtids or "") if info.is_mariadb else None,
         )
         self.reader.start()
