@@ -14,6 +14,7 @@ consumer would read, and writing costs no parse and re-dump per record. ``flush`
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,8 @@ from lakecdc.transport.sink import RecordSerializer
 if TYPE_CHECKING:
     from lakecdc.events.envelope import ChangeRecord
     from lakecdc.events.schema import ConnectSchema
+
+log = logging.getLogger(__name__)
 
 
 def encode_header_value(value: bytes | str | None) -> bytes:
@@ -83,6 +86,8 @@ class JsonlSink:
         created = not self.path.exists()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            if append and not created:
+                _drop_partial_last_line(self.path)
             # Binary: converter output is UTF-8 bytes already, written without a decode/encode pass.
             self._file = open(self.path, "ab" if append else "wb")  # noqa: SIM115
         except OSError as exc:
@@ -143,6 +148,39 @@ class JsonlSink:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _drop_partial_last_line(path: Path) -> None:
+    """Cut a trailing line without newline, left by a crash in the middle of a write.
+
+    Such a line was never flushed as part of a committed batch (``flush`` returns only after whole
+    batches are on disk), so the capture re-sends it after restart; keeping it would leave a line
+    that is not JSON in the middle of the file.
+    """
+    with open(path, "rb+") as file:
+        size = file.seek(0, os.SEEK_END)
+        if size == 0:
+            return
+        file.seek(size - 1)
+        if file.read(1) == b"\n":
+            return
+        block = 1 << 16
+        position = size
+        while position > 0:
+            start = max(0, position - block)
+            file.seek(start)
+            chunk = file.read(position - start)
+            newline = chunk.rfind(b"\n")
+            if newline >= 0:
+                keep = start + newline + 1
+                break
+            position = start
+        else:
+            keep = 0
+        log.warning("JSON-lines sink %s: dropping %d bytes of an incomplete last line (interrupted write)",
+                    path, size - keep)
+        file.truncate(keep)
+        os.fsync(file.fileno())
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:

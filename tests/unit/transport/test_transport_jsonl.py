@@ -136,3 +136,22 @@ def test_jsonl_line_and_header_helpers() -> None:
 def test_jsonl_sink_satisfies_the_protocol(tmp_path: Path) -> None:
     with JsonlSink(tmp_path / "o.jsonl") as sink:
         assert isinstance(sink, Sink)
+
+
+def test_reopening_after_an_interrupted_write_drops_the_partial_line(tmp_path: Path) -> None:
+    out = tmp_path / "o.jsonl"
+    with JsonlSink(out) as sink:
+        sink.send([record(1), record(2)])
+    with open(out, "ab") as file:  # what a kill -9 in the middle of write() leaves behind
+        file.write(b'{"topic":"shop.public.t","key":{"schema":{"ty')
+    with JsonlSink(out) as sink:
+        sink.send([record(3)])
+    assert [r["key"]["payload"]["id"] for r in read_jsonl(out)] == [1, 2, 3]
+
+
+def test_reopening_a_file_that_is_only_a_partial_line(tmp_path: Path) -> None:
+    out = tmp_path / "o.jsonl"
+    out.write_bytes(b'{"topic":"x"' * 10000)  # longer than one read block, no newline at all
+    with JsonlSink(out) as sink:
+        sink.send([record(4)])
+    assert [r["key"]["payload"]["id"] for r in read_jsonl(out)] == [4]
