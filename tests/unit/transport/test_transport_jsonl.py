@@ -155,3 +155,41 @@ def test_reopening_a_file_that_is_only_a_partial_line(tmp_path: Path) -> None:
     with JsonlSink(out) as sink:
         sink.send([record(4)])
     assert [r["key"]["payload"]["id"] for r in read_jsonl(out)] == [4]
+
+
+WRITER = """
+import sys
+from lakecdc.events.schema import INT32, OPTIONAL_STRING, struct
+from lakecdc.events.envelope import ChangeRecord
+from lakecdc.transport import JsonlSink
+key = struct([("id", INT32)], name="k.Key")
+value = struct([("id", INT32), ("name", OPTIONAL_STRING)], name="k.Value", optional=True)
+sink = JsonlSink(sys.argv[1])
+i = 0
+print("ready", flush=True)
+while True:
+    sink.send([ChangeRecord("t", key, {"id": i + n}, value, {"id": i + n, "name": "x" * 300}) for n in range(100)])
+    i += 100
+    if i % 1000 == 0:
+        sink.flush()
+"""
+
+
+def test_kill_9_during_writes_leaves_a_file_the_next_sink_repairs(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "o.jsonl"
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(out)], stdout=subprocess.PIPE, text=True)
+    assert writer.stdout is not None and writer.stdout.readline().strip() == "ready"
+    time.sleep(0.7)
+    writer.send_signal(signal.SIGKILL)
+    writer.wait()
+    with JsonlSink(out) as sink:
+        sink.send([record(-1)])
+    lines = read_jsonl(out)  # every line parses
+    ids = [r["key"]["payload"]["id"] for r in lines]
+    assert ids[-1] == -1 and len(ids) > 100
+    assert ids[:-1] == list(range(len(ids) - 1))  # nothing reordered or half-written survives
