@@ -10,10 +10,12 @@ Input::
 
 - ``selectors``: optional ``schema.include.list``, ``schema.exclude.list``, ``table.include.list``,
   ``table.exclude.list``; answer: one boolean per table (``io.debezium.relational.Selectors``).
+- ``columns``: ``column.include.list`` or ``column.exclude.list`` and ``columns`` as
+  ``[schema, table, column]``; answer: one boolean per column (``ColumnNameFilterFactory``).
 - ``keys``: answer: the key column names ``Key.CustomKeyMapper`` gives for the table (falling back
   to the primary key as Debezium does), or ``{"error": "..."}``.
 
-Output: ``{"selectors": [[bool, ...], ...], "keys": [[name, ...] | {"error": ...}, ...]}``.
+Output: ``{"selectors": [[bool, ...], ...], "columns": [[bool, ...], ...], "keys": [[name, ...] | {"error": ...}, ...]}``.
 """
 
 from __future__ import annotations
@@ -39,6 +41,19 @@ def selectors(jpype: Any, cases: list[dict[str, Any]]) -> list[list[bool]]:
                 builder = getattr(builder, method)(case[name])
         predicate = builder.build()
         results.append([bool(predicate.test(table_id(None, schema, table))) for schema, table in case["tables"]])
+    return results
+
+
+def columns(jpype: Any, cases: list[dict[str, Any]]) -> list[list[bool]]:
+    factory = jpype.JClass("io.debezium.relational.Tables$ColumnNameFilterFactory")
+    mode = jpype.JClass("io.debezium.relational.ColumnFilterMode").SCHEMA  # <schema>.<table>.<column>
+    results = []
+    for case in cases:
+        if case.get("column.include.list"):
+            column_filter = factory.createIncludeListFilter(case["column.include.list"], mode)
+        else:
+            column_filter = factory.createExcludeListFilter(case["column.exclude.list"], mode)
+        results.append([bool(column_filter.matches(None, s, t, c)) for s, t, c in case["columns"]])
     return results
 
 
@@ -73,8 +88,9 @@ def main() -> int:
     ensure_jvm_started()
     import jpype
 
-    json.dump({"selectors": selectors(jpype, cases.get("selectors", [])), "keys": keys(jpype, cases.get("keys", []))},
-              sys.stdout)
+    json.dump({"selectors": selectors(jpype, cases.get("selectors", [])),
+               "columns": columns(jpype, cases.get("columns", [])),
+               "keys": keys(jpype, cases.get("keys", []))}, sys.stdout)
     return 0
 
 

@@ -50,10 +50,20 @@ KEY_SPECS = [
 ]
 
 
+COLUMNS = [["public", "t", "id"], ["public", "t", "NAME"], ["public", "t", "secret"], ["public", "users", "password"],
+           ["sales", "t", "id"], ["public", "t2", "id"], ["Public", "T", "Id"]]
+COLUMN_LISTS = [
+    {"column.include.list": "public.t.(id|name)"}, {"column.include.list": "public\\.t\\..*,sales.t.id"},
+    {"column.exclude.list": ".*\\.password"}, {"column.exclude.list": "public.t.secret, .*\\.id"},
+    {"column.include.list": "public.t.*.id"},
+]
+
+
 @pytest.fixture(scope="module")
 def debezium() -> dict[str, Any]:
     cases = {
         "selectors": [{**lists, "tables": TABLES} for lists in LISTS],
+        "columns": [{**lists, "columns": COLUMNS} for lists in COLUMN_LISTS],
         "keys": [{"message.key.columns": spec, "table": ["public", "orders"], "columns": KEY_COLUMNS,
                   "primary_key": ["id"]} for spec in KEY_SPECS],
     }
@@ -74,6 +84,17 @@ def test_message_key_columns_match_debezium_key_mapper(debezium: dict[str, Any])
         if ours != expected:
             mismatches.append(f"{spec!r}: ours={ours} debezium={answer}")
     assert mismatches == []
+
+
+def test_column_filter_matches_debezium(debezium: dict[str, Any]) -> None:
+    mismatches = []
+    for lists, decisions in zip(COLUMN_LISTS, debezium["columns"]):
+        column_filter = CommonConnectorConfig.from_properties({"topic.prefix": "p", **lists}).column_filter
+        for (schema, table, column), expected in zip(COLUMNS, decisions):
+            if column_filter.matches(schema, table, column) != expected:
+                mismatches.append(f"{lists} {schema}.{table}.{column}: debezium={expected}")
+    assert mismatches == []
+    assert any(not all(d) for d in debezium["columns"]) and any(any(d) for d in debezium["columns"])
 
 
 def test_table_filter_matches_debezium_selectors(debezium: dict[str, Any]) -> None:
