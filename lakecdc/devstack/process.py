@@ -1,7 +1,8 @@
 """Server processes started in their own process group, and stopped with nothing left behind.
 
-Every devstack server runs as the leader of a new session (``start_new_session=True``) so that
-stopping it can signal the whole group: PostgreSQL backends and any helper children go with it.
+Every devstack server runs as the leader of a new session (``start_new_session=True``). Stopping
+it signals the leader's group, then kills whatever member or descendant is still there after a
+grace period (PostgreSQL's children call setsid(), so descendants are tracked, not just the group).
 When the caller runs as root, servers that refuse root (PostgreSQL, MariaDB) run as a system user.
 """
 
