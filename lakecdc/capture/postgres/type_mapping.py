@@ -1,4 +1,5 @@
-"""One Debezium 3.6 mapping per PostgreSQL type: Connect schema + text converters + TOAST placeholder.
+"""One Debezium 3.6 mapping per PostgreSQL scalar type: Connect schema + text converters + TOAST
+placeholder. Arrays are built from these in :mod:`lakecdc.capture.postgres.type_arrays`.
 
 ``type_spec(root_name, typmod, modes, ...)`` returns a :class:`TypeSpec` (or None when Debezium
 drops the column). Converters take non-null text; the public wrapper in ``types.py`` handles NULL
@@ -10,15 +11,14 @@ from __future__ import annotations
 
 import base64
 import decimal
-import hashlib
 import json
 import re
 import struct
-import uuid as _uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from lakecdc.capture.postgres import type_temporal as tt
 from lakecdc.capture.postgres import type_values as tv
 from lakecdc.capture.postgres.type_values import unscaled_bytes
 from lakecdc.events.javanum import java_double_str
@@ -46,7 +46,10 @@ class TypeSpec:
     snapshot: Convert
     element: Convert
     toast: Any = None
+    #: in an array, a NULL element makes Debezium fail the whole value (enum, ltree)
     null_element_fails: bool = False
+    #: in an array, Debezium declares the items required (enum)
+    required_in_array: bool = False
 
 
 def _named(type_name: str, name: str | None = None, params: dict[str, str] | None = None,
@@ -221,18 +224,18 @@ def _date_spec(modes: TypeModes) -> TypeSpec:
     mode = modes.time_precision
     if mode == "isostring":
         def stream(text: str) -> str:
-            return tv.iso_date(tv.stream_epoch_days(text)) + "Z"
+            return tt.iso_date(tt.stream_epoch_days(text)) + "Z"
 
         def jdbc(text: str) -> str:
             if text == "infinity":
-                return tv.JDBC_ISO_DATE_POS_INF + "Z"
+                return tt.JDBC_ISO_DATE_POS_INF + "Z"
             if text == "-infinity":
-                return tv.JDBC_ISO_DATE_NEG_INF + "Z"
-            return tv.iso_date(tv.jdbc_epoch_days(text)) + "Z"
+                return tt.JDBC_ISO_DATE_NEG_INF + "Z"
+            return tt.iso_date(tt.jdbc_epoch_days(text)) + "Z"
 
         return TypeSpec(_named("string", "io.debezium.time.IsoDate"), stream, jdbc, jdbc)
     name = "org.apache.kafka.connect.data.Date" if mode == "connect" else "io.debezium.time.Date"
-    return TypeSpec(_named("int32", name), tv.stream_epoch_days, tv.jdbc_epoch_days, tv.jdbc_epoch_days)
+    return TypeSpec(_named("int32", name), tt.stream_epoch_days, tt.jdbc_epoch_days, tt.jdbc_epoch_days)
 
 
 def _time_spec(typmod: int, modes: TypeModes) -> TypeSpec:
@@ -240,14 +243,14 @@ def _time_spec(typmod: int, modes: TypeModes) -> TypeSpec:
     precision = _time_precision(typmod)
     if mode == "isostring":
         def iso(text: str) -> str:  # a java.time LocalTime: 24:00:00 wraps to midnight
-            return tv.iso_clock(tv.time_micros(text) % tv.MICROS_PER_DAY, None) + "Z"
+            return tt.iso_clock(tt.time_micros(text) % tt.MICROS_PER_DAY, None) + "Z"
         spec = _same(iso, None, _named("string", "io.debezium.time.IsoTime"))
     elif mode == "connect":
-        spec = _same(_millis_of(tv.time_micros), None, _named("int32", "org.apache.kafka.connect.data.Time"))
+        spec = _same(_millis_of(tt.time_micros), None, _named("int32", "org.apache.kafka.connect.data.Time"))
     elif mode == "adaptive" and precision <= 3:
-        spec = _same(_millis_of(tv.time_micros), None, _named("int32", "io.debezium.time.Time"))
+        spec = _same(_millis_of(tt.time_micros), None, _named("int32", "io.debezium.time.Time"))
     else:
-        spec = _same(tv.time_micros, None, _named("int64", "io.debezium.time.MicroTime"))
+        spec = _same(tt.time_micros, None, _named("int64", "io.debezium.time.MicroTime"))
     scalar = spec.stream
 
     def element(text: str) -> Any:  # pgjdbc's LocalTime wraps 24:00:00 to midnight
@@ -264,7 +267,7 @@ def _millis_of(micros: Callable[[str], int]) -> Convert:
 
 def _timetz_spec() -> TypeSpec:
     def zoned(text: str) -> str:
-        return tv.iso_clock_minimal(tv.timetz_utc_micros(text)) + "Z"
+        return tt.iso_clock_minimal(tt.timetz_utc_micros(text)) + "Z"
     return _same(zoned, None, _named("string", "io.debezium.time.ZonedTime"))
 
 
@@ -273,35 +276,35 @@ def _timestamp_spec(typmod: int, modes: TypeModes) -> TypeSpec:
     precision = _time_precision(typmod)
     if mode == "isostring":
         def iso(text: str) -> str:
-            micros = tv.timestamp_micros(text)
-            days, clock = divmod(micros, tv.MICROS_PER_DAY)
-            return f"{tv.iso_date(days)}T{tv.iso_clock(clock, None)}Z"
+            micros = tt.timestamp_micros(text)
+            days, clock = divmod(micros, tt.MICROS_PER_DAY)
+            return f"{tt.iso_date(days)}T{tt.iso_clock(clock, None)}Z"
         return _same(iso, None, _named("string", "io.debezium.time.IsoTimestamp"))
     if mode == "connect":
-        return _same(_millis_of(tv.timestamp_micros), None, _named("int64", "org.apache.kafka.connect.data.Timestamp"))
+        return _same(_millis_of(tt.timestamp_micros), None, _named("int64", "org.apache.kafka.connect.data.Timestamp"))
     if precision <= 3:
-        return _same(_millis_of(tv.timestamp_micros), None, _named("int64", "io.debezium.time.Timestamp"))
-    return _same(tv.micro_timestamp, None, _named("int64", "io.debezium.time.MicroTimestamp"))
+        return _same(_millis_of(tt.timestamp_micros), None, _named("int64", "io.debezium.time.Timestamp"))
+    return _same(tt.micro_timestamp, None, _named("int64", "io.debezium.time.MicroTimestamp"))
 
 
 def _timestamptz_spec(typmod: int) -> TypeSpec:
     digits = _time_precision(typmod)
 
     def zoned(text: str) -> str:
-        return tv.zoned_timestamp_text(text, digits)
+        return tt.zoned_timestamp_text(text, digits)
 
     return _same(zoned, None, _named("string", "io.debezium.time.ZonedTimestamp"))
 
 
 def _interval_spec(modes: TypeModes) -> TypeSpec:
     if modes.interval_handling == "string":
-        return _same(tv.interval_iso, None, _named("string", "io.debezium.time.Interval"))
-    return _same(tv.interval_micro_duration, None, _named("int64", "io.debezium.time.MicroDuration"))
+        return _same(tt.interval_iso, None, _named("string", "io.debezium.time.Interval"))
+    return _same(tt.interval_micro_duration, None, _named("int64", "io.debezium.time.MicroDuration"))
 
 
 # ---- other scalars -------------------------------------------------------------------------
 
-def _bits_spec(length: int) -> TypeSpec:
+def bits_spec(length: int) -> TypeSpec:
     if length <= 1:
         return _same(lambda text: text == "1", None, ConnectSchema("boolean", optional=True))
     return _same(tv.bits_bytes, None, _named("bytes", "io.debezium.data.Bits", {"length": str(length)}))
@@ -359,7 +362,8 @@ def scalar_spec(name: str, typmod: int, modes: TypeModes, enum_labels: tuple[str
     if enum_labels is not None:
         schema = _named("string", "io.debezium.data.Enum", {"allowed": ",".join(enum_labels)})
         spec = _same(_identity, placeholder, schema)
-        return TypeSpec(spec.schema, _identity, _identity, _identity, placeholder, null_element_fails=True)
+        return TypeSpec(spec.schema, _identity, _identity, _identity, placeholder, null_element_fails=True,
+                        required_in_array=True)
     if name in _STRING_TYPES:
         schema = _named("string", _STRING_NAMES[name]) if name in _STRING_NAMES else STRING
         spec = _same(_identity, placeholder, schema)
@@ -400,97 +404,9 @@ def scalar_spec(name: str, typmod: int, modes: TypeModes, enum_labels: tuple[str
         return _interval_spec(modes)
     if name in ("bit", "varbit"):
         length = typmod if typmod > 0 else (1 if name == "bit" else 2147483647)
-        return _bits_spec(length)
+        return bits_spec(length)
     if name == "hstore":
         return _hstore_spec(modes)
     if name == "point":
         return _point_spec()
     return None
-
-
-# Array types Debezium has no mapping for (its DBZ-459 list): the column is dropped.
-UNSUPPORTED_ARRAY_ELEMENTS = frozenset({"money", "name", "interval", "varbit", "xml", "point", "refcursor"})
-# Elements whose unchanged-TOAST placeholder is a list of the placeholder's bytes as numbers.
-_INT_ARRAY_TOAST = frozenset({"int4", "date", "int8"})
-_TEXT_ARRAY_TOAST = frozenset({"text", "varchar", "bpchar", "json", "jsonb"})
-
-
-def array_spec(element_name: str, element: TypeSpec, modes: TypeModes) -> TypeSpec:
-    """``<element>[]`` -> Connect array; elements convert the JDBC way (pgjdbc's PgArray)."""
-    items = element.schema
-    if element.null_element_fails and element_name not in ("ltree",):
-        items = ConnectSchema(**{**_schema_kwargs(items), "optional": False})
-    convert_element = element.element
-    null_fails = element.null_element_fails
-
-    def convert_list(values: list[Any]) -> list[Any]:
-        out = []
-        for value in values:
-            if value is None:
-                if null_fails:
-                    raise ArrayElementError("null element")
-                out.append(None)
-            elif isinstance(value, list):
-                out.append(None)  # pgjdbc gives a nested Java array, which Debezium cannot convert
-            else:
-                out.append(convert_element(value))
-        return out
-
-    def convert(text: str) -> list[Any] | None:
-        try:
-            return convert_list(tv.parse_array(text))
-        except ArrayElementError:
-            return None
-
-    placeholder = modes.unavailable_value_placeholder
-    # The placeholder list holds Java Integers/Longs/byte[]; it survives only where the element
-    # converter accepts those (a Date element in connect/isostring mode, a base64 one, do not).
-    ints_accepted = element_name != "date" or modes.time_precision in ("adaptive", "adaptive_time_microseconds")
-    if element_name in _INT_ARRAY_TOAST and ints_accepted:
-        toast: Any = [b if b < 128 else b - 256 for b in placeholder]
-    elif element_name in _TEXT_ARRAY_TOAST:
-        toast = [placeholder.decode()]
-    elif element_name == "bytea" and modes.binary_handling == "bytes":
-        toast = [placeholder]
-    elif element_name == "uuid":
-        toast = [_java_name_uuid(placeholder)]
-    else:
-        toast = None
-    schema = ConnectSchema("array", optional=True, items=items)
-    return TypeSpec(schema, convert, convert, convert, toast)
-
-
-def bit_array_spec(typmod: int) -> TypeSpec:
-    """``bit(n)[]``: Debezium declares the scalar Bits/boolean schema and then cannot convert the
-    array it reads into it, so the value is always null."""
-    length = typmod if typmod > 0 else 1
-    schema = _bits_spec(length).schema
-
-    def always_null(_text: str) -> None:
-        return None
-
-    return TypeSpec(schema, always_null, always_null, always_null)
-
-
-def unknown_array_spec(modes: TypeModes) -> TypeSpec:
-    """Array of a domain (include.unknown.datatypes=true): each element's text as binary, in an
-    array whose items Debezium declares required."""
-    encode = binary_encoder(modes)
-    items = binary_schema(modes).as_required()
-
-    def convert(text: str) -> list[Any] | None:
-        return [None if v is None or isinstance(v, list) else encode(v.encode()) for v in tv.parse_array(text)]
-
-    return TypeSpec(ConnectSchema("array", optional=True, items=items), convert, convert, convert)
-
-
-def _java_name_uuid(data: bytes) -> str:
-    """Java ``UUID.nameUUIDFromBytes`` (MD5, version 3)."""
-    digest = bytearray(hashlib.md5(data).digest())
-    digest[6] = (digest[6] & 0x0F) | 0x30
-    digest[8] = (digest[8] & 0x3F) | 0x80
-    return str(_uuid.UUID(bytes=bytes(digest)))
-
-
-def _schema_kwargs(schema: ConnectSchema) -> dict[str, Any]:
-    return {f: getattr(schema, f) for f in ConnectSchema.__dataclass_fields__}

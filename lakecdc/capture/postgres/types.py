@@ -14,7 +14,8 @@ Field schema example (``balance numeric(12,2)``)::
     {"type": "bytes", "optional": true, "name": "org.apache.kafka.connect.data.Decimal", "version": 1,
      "parameters": {"scale": "2", "connect.decimal.precision": "12"}}
 
-Text is what PostgreSQL prints with DateStyle=ISO and IntervalStyle=postgres (pgoutput and COPY).
+Text is what PostgreSQL prints with the settings in ``SESSION_OPTIONS`` (pgoutput's walsender and a
+COPY snapshot session both need them; pgjdbc, and so Debezium, uses the same ones).
 Converters return Connect values for :mod:`lakecdc.events.serde`: bytes stay ``bytes``, structs are
 dicts, arrays are lists. ``UNCHANGED_TOAST`` (the decoder's marker for an unchanged TOASTed column)
 gives Debezium's ``unavailable.value.placeholder`` in the column's type.
@@ -28,22 +29,25 @@ from typing import Any
 
 from lakecdc.capture.postgres.decoder import UNCHANGED as UNCHANGED_TOAST
 from lakecdc.capture.postgres.type_defaults import default_value
-from lakecdc.capture.postgres.type_mapping import (
+from lakecdc.capture.postgres.type_arrays import (
     UNSUPPORTED_ARRAY_ELEMENTS,
-    TypeSpec,
     array_spec,
     bit_array_spec,
-    scalar_spec,
     unknown_array_spec,
-    unknown_spec,
 )
+from lakecdc.capture.postgres.type_mapping import TypeSpec, scalar_spec, unknown_spec
 from lakecdc.errors import ConfigError
 from lakecdc.events.schema import ConnectSchema
 
 __all__ = [
-    "UNCHANGED_TOAST", "TypeModes", "PgType", "TypeCatalog", "PgColumn", "load_type_catalog",
+    "SESSION_OPTIONS", "UNCHANGED_TOAST", "TypeModes", "PgType", "TypeCatalog", "PgColumn", "load_type_catalog",
     "load_table_columns", "column_schema", "value_converter",
 ]
+
+#: libpq ``options`` for the replication and snapshot connections: the text forms the converters
+#: parse. TimeZone=UTC matches Debezium running in a UTC JVM (tstzrange text is passed through as is)
+#: and takes the fast path for timestamptz; lc_monetary is left to the server, as Debezium does.
+SESSION_OPTIONS = "-c DateStyle=ISO -c IntervalStyle=postgres -c TimeZone=UTC -c extra_float_digits=3"
 
 _CHOICES = {
     "decimal.handling.mode": ("precise", "double", "string"),

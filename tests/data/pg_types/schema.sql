@@ -3,6 +3,7 @@
 CREATE EXTENSION IF NOT EXISTS hstore;
 CREATE EXTENSION IF NOT EXISTS ltree;
 CREATE EXTENSION IF NOT EXISTS citext;
+CREATE EXTENSION IF NOT EXISTS isn;
 CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy', 'with,comma');
 CREATE DOMAIN posint AS integer CHECK (VALUE > 0);
 CREATE DOMAIN money_amount AS numeric(10, 2);
@@ -39,7 +40,7 @@ CREATE TABLE t_misc (
   c_point point, c_box box, c_circle circle, c_line line, c_lseg lseg, c_path path, c_polygon polygon,
   c_int4range int4range, c_int8range int8range, c_numrange numrange, c_tsrange tsrange,
   c_tstzrange tstzrange, c_daterange daterange, c_pg_lsn pg_lsn, c_txid txid_snapshot,
-  c_multirange int4multirange, c_pair pair
+  c_multirange int4multirange, c_pair pair, c_isbn isbn
 );
 
 CREATE TABLE t_array (

@@ -12,62 +12,63 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lakecdc.capture.postgres import type_temporal as tt
 from lakecdc.capture.postgres import type_values as tv
 
 
 @given(st.dates(min_value=dt.date(1, 1, 1), max_value=dt.date(9999, 12, 31)))
 def test_calendar_matches_python_dates(day: dt.date) -> None:
     days = (day - dt.date(1970, 1, 1)).days
-    assert tv.days_from_civil(day.year, day.month, day.day) == days
-    assert tv.civil_from_days(days) == (day.year, day.month, day.day)
+    assert tt.days_from_civil(day.year, day.month, day.day) == days
+    assert tt.civil_from_days(days) == (day.year, day.month, day.day)
 
 
 @given(st.integers(min_value=-3_000_000_000, max_value=3_000_000_000))
 def test_calendar_round_trips_far_outside_python_range(days: int) -> None:
-    assert tv.days_from_civil(*tv.civil_from_days(days)) == days
+    assert tt.days_from_civil(*tt.civil_from_days(days)) == days
 
 
 def test_dates_streamed_and_read_over_jdbc() -> None:
-    assert tv.stream_epoch_days("2024-02-29") == 19782
+    assert tt.stream_epoch_days("2024-02-29") == 19782
     # 44 BC is astronomical year -43 when streamed; JDBC drops the era (golden values)
-    assert tv.stream_epoch_days("0044-03-15 BC") == -735160
-    assert tv.jdbc_epoch_days("0044-03-15 BC") == -703383
-    assert tv.stream_epoch_days("infinity") == -2147472692
-    assert tv.stream_epoch_days("-infinity") == -2147472691
-    assert tv.jdbc_epoch_days("infinity") == -622191234
-    assert tv.jdbc_epoch_days("-infinity") == -625821272
+    assert tt.stream_epoch_days("0044-03-15 BC") == -735160
+    assert tt.jdbc_epoch_days("0044-03-15 BC") == -703383
+    assert tt.stream_epoch_days("infinity") == -2147472692
+    assert tt.stream_epoch_days("-infinity") == -2147472691
+    assert tt.jdbc_epoch_days("infinity") == -622191234
+    assert tt.jdbc_epoch_days("-infinity") == -625821272
     with pytest.raises(ValueError, match="not a PostgreSQL date"):
-        tv.stream_epoch_days("yesterday")
+        tt.stream_epoch_days("yesterday")
 
 
 def test_times_and_zones() -> None:
-    assert tv.time_micros("13:14:15.123456") == 47655123456
-    assert tv.time_micros("24:00:00") == 86_400_000_000
-    assert tv.time_micros("00:00:00.5") == 500_000
-    assert tv.timetz_utc_micros("13:14:15.5+05:30") == tv.time_micros("07:44:15.5")
-    assert tv.timetz_utc_micros("23:59:59.99-15:59") == tv.time_micros("15:58:59.99")
-    assert tv.iso_clock_minimal(tv.time_micros("07:44:15.5")) == "07:44:15.5"
-    assert tv.iso_clock_minimal(0) == "00:00:00"
+    assert tt.time_micros("13:14:15.123456") == 47655123456
+    assert tt.time_micros("24:00:00") == 86_400_000_000
+    assert tt.time_micros("00:00:00.5") == 500_000
+    assert tt.timetz_utc_micros("13:14:15.5+05:30") == tt.time_micros("07:44:15.5")
+    assert tt.timetz_utc_micros("23:59:59.99-15:59") == tt.time_micros("15:58:59.99")
+    assert tt.iso_clock_minimal(tt.time_micros("07:44:15.5")) == "07:44:15.5"
+    assert tt.iso_clock_minimal(0) == "00:00:00"
 
 
 @given(st.datetimes(min_value=dt.datetime(1000, 1, 1), max_value=dt.datetime(9999, 12, 31)),
        st.sampled_from([0, 1, 2, 3, 6]))
 def test_fast_paths_equal_the_general_parsers(moment: dt.datetime, digits: int) -> None:
     text = moment.isoformat(sep=" ")
-    general = tv.timestamp_micros(text)
-    assert tv.micro_timestamp(text) == general
+    general = tt.timestamp_micros(text)
+    assert tt.micro_timestamp(text) == general
     zoned = text + "+00"
-    assert tv.zoned_timestamp_text(zoned, digits) == tv.zoned_timestamp(tv.timestamptz_micros(zoned), digits)
+    assert tt.zoned_timestamp_text(zoned, digits) == tt.zoned_timestamp(tt.timestamptz_micros(zoned), digits)
 
 
 def test_timestamps_beyond_the_long_range_wrap_like_debezium() -> None:
-    assert tv.micro_timestamp("294276-12-31 23:59:59.999999") == -9223372036853775810
-    assert tv.micro_timestamp("infinity") == 9223372036825200000
-    assert tv.micro_timestamp("0044-03-15 12:00:00 BC") == -63517780800000000
-    assert tv.zoned_timestamp_text("0044-03-15 12:00:00+00 BC", 6) == "-0043-03-15T12:00:00.000000Z"
-    assert tv.zoned_timestamp_text("2024-02-29 13:14:15.123456+05:30", 6) == "2024-02-29T07:44:15.123456Z"
-    assert tv.zoned_timestamp_text("10000-06-15 00:00:00+00", 6) == "+10000-06-15T00:00:00.000000Z"
-    assert tv.zoned_timestamp_text("-infinity", 6) == "-infinity"
+    assert tt.micro_timestamp("294276-12-31 23:59:59.999999") == -9223372036853775810
+    assert tt.micro_timestamp("infinity") == 9223372036825200000
+    assert tt.micro_timestamp("0044-03-15 12:00:00 BC") == -63517780800000000
+    assert tt.zoned_timestamp_text("0044-03-15 12:00:00+00 BC", 6) == "-0043-03-15T12:00:00.000000Z"
+    assert tt.zoned_timestamp_text("2024-02-29 13:14:15.123456+05:30", 6) == "2024-02-29T07:44:15.123456Z"
+    assert tt.zoned_timestamp_text("10000-06-15 00:00:00+00", 6) == "+10000-06-15T00:00:00.000000Z"
+    assert tt.zoned_timestamp_text("-infinity", 6) == "-infinity"
 
 
 @pytest.mark.parametrize(("text", "micros"), [
@@ -80,13 +81,13 @@ def test_timestamps_beyond_the_long_range_wrap_like_debezium() -> None:
     ("00:00:00", 0),
 ])
 def test_interval_micro_duration(text: str, micros: int) -> None:
-    assert tv.interval_micro_duration(text) == micros
+    assert tt.interval_micro_duration(text) == micros
 
 
 def test_interval_iso_text() -> None:
-    assert tv.interval_iso("1 year 2 mons 3 days 04:05:06.789") == "P1Y2M3DT4H5M6.789S"
-    assert tv.interval_iso("1 day") == "P0Y0M1DT0H0M0S"
-    assert tv.interval_iso("-3 days -04:05:06.000007") == "P0Y0M-3DT-4H-5M-6.000007S"
+    assert tt.interval_iso("1 year 2 mons 3 days 04:05:06.789") == "P1Y2M3DT4H5M6.789S"
+    assert tt.interval_iso("1 day") == "P0Y0M1DT0H0M0S"
+    assert tt.interval_iso("-3 days -04:05:06.000007") == "P0Y0M-3DT-4H-5M-6.000007S"
 
 
 def test_numbers() -> None:
