@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from compare import MaskRules, assert_conformant, compare, format_report, mask_record
 from harness import load_capture, split_sql
@@ -174,3 +177,52 @@ def test_split_sql_on_the_shared_workload() -> None:
     assert statements[-1].startswith("INSERT INTO customers") and "'Frank'" in statements[-1]
     assert not any(s.startswith("--") for s in statements)
     assert json.dumps(statements)  # plain strings, ready for the runner's spec file
+
+
+# --------------------------------------------------------------------------- properties
+
+SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), st.text(max_size=5),
+                    st.floats(allow_nan=False, allow_infinity=False))
+NAMES = st.sampled_from(["id", "name", "after", "before", "n", "x", "balance", "fields"])
+TREES = st.recursive(SCALARS, lambda children: st.one_of(
+    st.lists(children, max_size=3), st.dictionaries(NAMES, children, max_size=3)), max_leaves=12)
+RECORDS = st.lists(st.fixed_dictionaries({
+    "topic": st.sampled_from(["a", "b"]), "key": st.none(), "headers": st.just([]),
+    "value": st.fixed_dictionaries({"payload": st.dictionaries(NAMES, TREES, min_size=1, max_size=3)}),
+}), min_size=1, max_size=6)
+
+
+def leaves(node: Any, path: str) -> list[tuple[str, Any]]:
+    if isinstance(node, dict):
+        return [leaf for k, v in node.items() for leaf in leaves(v, f"{path}.{k}")] if node else [(path, node)]
+    if isinstance(node, list):
+        return [leaf for i, v in enumerate(node) for leaf in leaves(v, f"{path}[{i}]")] if node else [(path, node)]
+    return [(path, node)]
+
+
+def set_leaf(record: dict[str, Any], path: str, value: Any) -> None:
+    parts = re.findall(r"\.([^.\[]+)|\[(\d+)\]", "." + path)
+    node: Any = record
+    steps = [name if name else int(index) for name, index in parts]
+    for step in steps[:-1]:
+        node = node[step]
+    node[steps[-1]] = value
+
+
+@settings(max_examples=60, deadline=None)
+@given(RECORDS)
+def test_property_a_capture_equals_itself(records: list[dict[str, Any]]) -> None:
+    assert compare(records, copy.deepcopy(records), MaskRules(ts_keys=frozenset(), txid_pattern=None)) == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(RECORDS, st.data())
+def test_property_one_changed_leaf_is_one_difference_at_its_path(records: list[dict[str, Any]], data: Any) -> None:
+    index = data.draw(st.integers(0, len(records) - 1))
+    path, old = data.draw(st.sampled_from(leaves(records[index]["value"], "value")))
+    new = data.draw(SCALARS.filter(lambda v: type(v) is not type(old) or v != old))
+    actual = copy.deepcopy(records)
+    set_leaf(actual[index], path, new)
+    rules = MaskRules(ts_keys=frozenset(), txid_pattern=None, mask_schema_change_position=False)
+    differences = compare(records, actual, rules)
+    assert [(d.kind, d.path, d.expected_index) for d in differences] == [("value", path, index)]
