@@ -162,3 +162,28 @@ def test_record_larger_than_the_producer_allows_names_the_topic(broker: Broker) 
     with pytest.raises(SinkDeliveryError, match=r"topic '.*\.big'"):
         sink.send([huge])
     sink.close()
+
+
+def test_make_sink_transactional_from_producer_properties(broker: Broker) -> None:
+    from lakecdc.config import CommonConnectorConfig
+
+    prefix = unique_prefix()
+    cfg = CommonConnectorConfig.from_properties({
+        "topic.prefix": prefix,
+        "producer.bootstrap.servers": broker.bootstrap_servers,
+        "producer.transactional.id": f"{prefix}-tx",
+        "offset.storage.topic": f"{prefix}.offsets",
+    })
+    sink = make_sink("kafka", cfg)
+    assert isinstance(sink, KafkaSink) and sink.transactional
+    sink.send([ChangeRecord(f"{prefix}.t", KEY, {"id": 1}, VALUE, {"id": 1, "note": None})])
+    sink.abort()  # nothing since the last flush is kept (tansu still shows aborted records: not asserted)
+    sink.send([ChangeRecord(f"{prefix}.t", KEY, {"id": 2}, VALUE, {"id": 2, "note": None})])
+    sink.send_raw(f"{prefix}.offsets", b"k", b"v")
+    sink.close()
+    messages = consume(broker.bootstrap_servers, [f"{prefix}.t", f"{prefix}.offsets"], 2)
+    assert any(m.topic() == f"{prefix}.t" and json.loads(m.value())["payload"]["id"] == 2 for m in messages)
+    from confluent_kafka.admin import AdminClient
+
+    metadata = AdminClient({"bootstrap.servers": broker.bootstrap_servers}).list_topics(timeout=10)
+    assert len(metadata.topics[f"{prefix}.offsets"].partitions) == 1
