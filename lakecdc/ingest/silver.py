@@ -1,0 +1,125 @@
+"""Silver preparation in Spark: one source row per key for the MERGE, plus the delete-ledger rows.
+
+Runs before any engine-specific code, so Iceberg and Delta get the same rows:
+
+1. truncates leave the MERGE source; events older than the batch's newest truncate go too
+   (the truncate removed what they describe);
+2. placeholders (``_unavailable``) are filled from the newest earlier event of the same key in this
+   batch that carried the real value; what is still unavailable keeps the stored value in the MERGE;
+3. the newest event per key by ``_seq`` wins (Spark's MERGE would otherwise fail with
+   MERGE_CARDINALITY_VIOLATION on two source rows for one key).
+
+``batch_stats`` is the single aggregate pass per batch that sizes everything else (max ``_seq``,
+source time range, whether placeholders or truncates occur).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from lakecdc.ingest.merge_plan import SILVER_META_COLUMNS
+
+
+@dataclass(frozen=True)
+class BatchStats:
+    """Figures of one batch, computed in one Spark job."""
+
+    events: int
+    max_seq: tuple[int, ...] | None
+    min_source_ts_ms: int | None
+    max_source_ts_ms: int | None
+    has_placeholders: bool
+    truncate_seq: tuple[int, ...] | None
+    truncate_ts_ms: int | None
+    removals: int = 0  # deletes + truncates
+
+    @property
+    def has_truncate(self) -> bool:
+        return self.truncate_seq is not None
+
+
+def batch_stats(df: DataFrame) -> BatchStats:
+    is_truncate = F.col("_op") == "t"
+    row = df.agg(
+        F.count(F.lit(1)).alias("events"),
+        F.max("_seq").alias("max_seq"),
+        F.min("_source_ts_ms").alias("min_ts"),
+        F.max("_source_ts_ms").alias("max_ts"),
+        F.max(F.when(F.size(F.coalesce("_unavailable", F.array())) > 0, 1).otherwise(0)).alias("placeholders"),
+        F.max(F.when(is_truncate, F.struct("_seq", "_source_ts_ms"))).alias("truncate"),
+        F.sum(F.when(F.col("_op").isin("d", "t"), 1).otherwise(0)).alias("removals"),
+    ).collect()[0]
+    truncate = row["truncate"]
+    return BatchStats(
+        events=int(row["events"]),
+        max_seq=tuple(row["max_seq"]) if row["max_seq"] is not None else None,
+        min_source_ts_ms=row["min_ts"],
+        max_source_ts_ms=row["max_ts"],
+        has_placeholders=bool(row["placeholders"]),
+        truncate_seq=tuple(truncate["_seq"]) if truncate is not None else None,
+        truncate_ts_ms=truncate["_source_ts_ms"] if truncate is not None else None,
+        removals=int(row["removals"] or 0),
+    )
+
+
+def _seq_not_older_than(seq: tuple[int, ...]) -> F.Column:
+    """``_seq >= seq`` (Spark compares arrays element by element, numerically)."""
+    return F.col("_seq") >= F.array(*[F.lit(int(v)).cast("bigint") for v in seq])
+
+
+def silver_source(df: DataFrame, keys: tuple[str, ...], columns: list[str], stats: BatchStats) -> DataFrame:
+    """One row per key: the newest event, placeholders filled from earlier events in the batch.
+
+    Output columns: ``columns`` (row columns, keys included) + ``_seq``, ``_op``,
+    ``_source_ts_ms``, ``_tx_id``, ``_unavailable``.
+    """
+    rows = df.filter(F.col("_op") != "t")
+    if stats.truncate_seq is not None:
+        rows = rows.filter(_seq_not_older_than(stats.truncate_seq))
+    order = [F.col("_seq").desc(), F.col("_offset").desc()]
+    by_key = Window.partitionBy(*keys)
+    if stats.has_placeholders:
+        # Carry each column's newest available value forward to the winning row.
+        history = by_key.orderBy(F.col("_seq").asc(), F.col("_offset").asc()).rowsBetween(
+            Window.unboundedPreceding, Window.currentRow)
+        unavailable = F.coalesce(F.col("_unavailable"), F.array().cast("array<string>"))
+        carried = []
+        for name in columns:
+            if name in keys:
+                carried.append(F.col(name))
+                continue
+            available = F.when(~F.array_contains(unavailable, name), F.struct(F.col(name).alias("v")))
+            carried.append(F.last(available, ignorenulls=True).over(history).alias(f"__carry_{name}"))
+        rows = rows.select("*", *[c for c, n in zip(carried, columns) if n not in keys])
+        still_unavailable = F.filter(unavailable, lambda c: _carry_is_null(c, columns, keys))
+        rows = rows.select(
+            *[F.col(f"__carry_{n}").getField("v").alias(n) if n not in keys else F.col(n) for n in columns],
+            *[c for c in SILVER_META_COLUMNS], F.col("_offset"), still_unavailable.alias("_unavailable"))
+    else:
+        rows = rows.select(*columns, *SILVER_META_COLUMNS, "_offset", "_unavailable")
+    ranked = rows.withColumn("__rank", F.row_number().over(by_key.orderBy(*order)))
+    return ranked.filter(F.col("__rank") == 1).drop("__rank", "_offset")
+
+
+def _carry_is_null(name: F.Column, columns: list[str], keys: tuple[str, ...]) -> F.Column:
+    """True when column ``name`` (a string element of ``_unavailable``) found no value in the batch."""
+    checks = F.lit(False)
+    for column in columns:
+        if column in keys:
+            continue
+        checks = F.when(name == F.lit(column), F.col(f"__carry_{column}").isNull()).otherwise(checks)
+    return checks
+
+
+def ledger_rows(df: DataFrame, keys: tuple[str, ...]) -> DataFrame:
+    """Removals to remember: the newest delete per key, and each truncate (null keys)."""
+    deletes = (df.filter(F.col("_op") == "d")
+               .groupBy(*keys)
+               .agg(F.max(F.struct("_seq", "_op", "_source_ts_ms")).alias("__newest"))
+               .select(*keys, "__newest._seq", "__newest._op", "__newest._source_ts_ms"))
+    truncates = df.filter(F.col("_op") == "t").select(
+        *[F.lit(None).cast(df.schema[k].dataType).alias(k) for k in keys], "_seq", "_op", "_source_ts_ms")
+    return deletes.unionByName(truncates)

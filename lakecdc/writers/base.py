@@ -1,0 +1,329 @@
+"""The ``TableWriter`` interface, the apply sequence every writer shares, and the writer registry.
+
+``LakeWriter.apply`` is the commit sequence (the same for every format; each step is logged):
+
+1. Measure the batch in one Spark job (events, max ``_seq``, source time range, placeholders,
+   truncates). An empty batch writes nothing.
+2. Read the progress committed in bronze and silver. A table whose commit already covers every
+   offset of the batch is skipped: replays cost one metadata read and create no commit.
+3. Evolve schemas (create tables on first sight; add columns, widen types) before writing, or stop
+   this table with ``SchemaEvolutionError``.
+4. Append the events bronze does not hold yet, with the progress, in ONE bronze commit.
+5. (keyed tables) Upsert the delete ledger (deletes and truncates of this batch), then MERGE silver
+   with the progress in ONE silver commit. Silver is committed last and is what a restart reads:
+   a crash after step 4 or 5a replays the batch, which bronze's position anti-join and the
+   ledger's and silver's ``_seq`` guards make harmless.
+
+Formats plug in by implementing the storage primitives (``_table_schema``, ``_create_table``,
+``_evolve``, ``_stored_progress``, ``_append_bronze``, ``_upsert_ledger``, ``_merge_silver``...).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import time
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ArrayType, BinaryType, BooleanType, IntegerType, LongType, StringType, StructField, StructType, TimestampType,
+)
+
+from lakecdc.errors import MissingExtraError, SchemaEvolutionError, TerminalError
+from lakecdc.ingest.batch import ApplyResult, ChangeBatch, ColumnSpec, TableTarget
+from lakecdc.ingest.bronze import BRONZE_RENAMES, to_bronze_layout
+from lakecdc.ingest.merge_plan import MergePlan
+from lakecdc.ingest.progress import CommitProgress, Offsets
+from lakecdc.ingest.schema_evolution import SchemaChange, plan_schema_change
+from lakecdc.ingest.silver import BatchStats, batch_stats, ledger_rows, silver_source
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+
+SEQ_TYPE = ArrayType(LongType(), containsNull=False)
+#: The metadata columns of ``ChangeBatch.df`` (``lakecdc.ingest.batch.METADATA_COLUMNS``).
+BATCH_META = StructType([
+    StructField("_op", StringType()), StructField("_seq", SEQ_TYPE), StructField("_source_ts_ms", LongType()),
+    StructField("_tx_id", StringType()), StructField("_tx_total_order", LongType()),
+    StructField("_topic", StringType()), StructField("_partition", IntegerType()),
+    StructField("_offset", LongType()), StructField("_ingest_ts", TimestampType()),
+    StructField("_unavailable", ArrayType(StringType())), StructField("_key_json", StringType()),
+])
+#: Bronze stores them under the same names except ``_partition`` -> ``_kafka_partition``
+#: (Iceberg reserves ``_partition`` for its partition metadata column).
+BRONZE_META = StructType([StructField(BRONZE_RENAMES.get(f.name, f.name), f.dataType) for f in BATCH_META.fields])
+SILVER_META = StructType([
+    StructField("_seq", SEQ_TYPE), StructField("_op", StringType()),
+    StructField("_source_ts_ms", LongType()), StructField("_tx_id", StringType()),
+])
+SOFT_DELETE_META = StructType([StructField("_is_deleted", BooleanType()), StructField("_deleted_at", TimestampType())])
+LEDGER_META = StructType([
+    StructField("_seq", SEQ_TYPE), StructField("_op", StringType()), StructField("_source_ts_ms", LongType()),
+])
+#: The dead-letter table (``lakecdc.ingest.dead_letter.DEAD_LETTER_DDL``): one row per undecodable record.
+DEAD_LETTER_SCHEMA = StructType([
+    StructField("topic", StringType()), StructField("partition", IntegerType()), StructField("offset", LongType()),
+    StructField("key", BinaryType()), StructField("value", BinaryType()), StructField("reason", StringType()),
+    StructField("failed_at", TimestampType()),
+])
+
+
+def row_schema(columns: list[ColumnSpec]) -> StructType:
+    return StructType([StructField(c.name, c.data_type, True) for c in columns])
+
+
+def silver_schema(target: TableTarget, columns: list[ColumnSpec]) -> StructType:
+    extra = SOFT_DELETE_META.fields if target.delete_mode == "soft" else []
+    return StructType([*row_schema(columns).fields, *SILVER_META.fields, *extra])
+
+
+def ledger_schema(target: TableTarget, columns: list[ColumnSpec]) -> StructType:
+    by_name = {c.name: c for c in columns}
+    keys = [StructField(k, by_name[k].data_type, True) for k in target.key_columns]
+    return StructType([*keys, *LEDGER_META.fields])
+
+
+class TableWriter(ABC):
+    """Writes ``ChangeBatch``es into one format's bronze and silver tables."""
+
+    format: ClassVar[str]
+
+    @abstractmethod
+    def apply(self, batch: ChangeBatch, batch_id: int) -> ApplyResult:
+        """Write bronze and silver for one source table, progress in the same commits."""
+
+    @abstractmethod
+    def committed_progress(self, target: TableTarget) -> Offsets:
+        """The Kafka offsets the table's last commit includes: where a restart resumes."""
+
+    @abstractmethod
+    def append_dead_letters(self, rows: DataFrame | list[dict[str, Any]]) -> int:
+        """Append undecodable records (``DEAD_LETTER_SCHEMA`` rows, as dicts or a DataFrame) to
+        the dead-letter table; returns the number written."""
+
+
+class LakeWriter(TableWriter):
+    """The shared apply sequence (module docstring) over a format's storage primitives."""
+
+    def __init__(self, spark: SparkSession, dead_letter_table: str = "lakecdc.dead_letters") -> None:
+        self.spark = spark
+        self.dead_letter_table = dead_letter_table
+        self._warned_keyless: set[str] = set()
+
+    # -- storage primitives ------------------------------------------------------------------
+    @abstractmethod
+    def _table_schema(self, name: str) -> StructType | None: ...
+
+    @abstractmethod
+    def _create_table(self, name: str, schema: StructType, kind: str) -> None:
+        """``kind``: "bronze" (partitioned by ingest day), "silver", "ledger" or "dead_letters"."""
+
+    @abstractmethod
+    def _evolve(self, name: str, change: SchemaChange) -> None: ...
+
+    @abstractmethod
+    def commit_properties(self, name: str) -> dict[str, str]:
+        """Properties of the newest commit of ``name`` that lakecdc made ({} if none): progress,
+        batch id, and the source position the table reflects (``lakecdc.ingest.progress``)."""
+
+    def _stored_progress(self, name: str) -> CommitProgress | None:
+        return CommitProgress.from_properties(self.commit_properties(name))
+
+    @abstractmethod
+    def _append_bronze(self, target: TableTarget, rows: DataFrame, stats: BatchStats,
+                       props: dict[str, str], batch_id: int) -> tuple[int, int | None]:
+        """Append the rows bronze lacks (anti-join on identity); returns (rows written, version)."""
+
+    @abstractmethod
+    def _upsert_ledger(self, target: TableTarget, rows: DataFrame) -> None: ...
+
+    @abstractmethod
+    def _truncated_through(self, target: TableTarget) -> tuple[int, ...] | None:
+        """The newest truncate recorded in the ledger."""
+
+    @abstractmethod
+    def _merge_silver(self, target: TableTarget, source: DataFrame, plan: MergePlan,
+                      props: dict[str, str], batch_id: int) -> tuple[int, int, int | None]:
+        """MERGE; returns (rows inserted or updated, rows deleted, version)."""
+
+    # -- the sequence ------------------------------------------------------------------------
+    def committed_progress(self, target: TableTarget) -> Offsets:
+        name = target.silver_table if target.has_key else target.bronze_table
+        progress = self._stored_progress(name)
+        return dict(progress.offsets) if progress else {}
+
+    def apply(self, batch: ChangeBatch, batch_id: int) -> ApplyResult:
+        started = time.monotonic()
+        # The batch is read by several steps; persisting it keeps them on one copy of the events
+        # (and stops a recomputation from re-reading Kafka or re-stamping ingest times).
+        persisted = batch.df.persist()
+        try:
+            return self._apply(ChangeBatch(batch.table, batch.columns, persisted, batch.progress), batch_id, started)
+        finally:
+            persisted.unpersist()
+
+    def _apply(self, batch: ChangeBatch, batch_id: int, started: float) -> ApplyResult:
+        target = batch.table
+        warnings: list[str] = []
+        stats = batch_stats(batch.df)  # step 1
+        if stats.events == 0:
+            return ApplyResult(target, batch_id, 0, 0, 0, 0, skipped=True, seconds=time.monotonic() - started)
+        bronze_done = self._stored_progress(target.bronze_table)  # step 2
+        silver_done = self._stored_progress(target.silver_table) if target.has_key else None
+        bronze_covered = bool(bronze_done and bronze_done.covers(batch.progress))
+        silver_covered = (not target.has_key) or bool(silver_done and silver_done.covers(batch.progress))
+        if bronze_covered and silver_covered:
+            log.info("batch %s for %s already committed (offsets %s): skipped", batch_id, target.source_name,
+                     batch.progress)
+            return ApplyResult(target, batch_id, stats.events, 0, 0, 0, skipped=True, max_seq=stats.max_seq,
+                               max_source_ts_ms=stats.max_source_ts_ms, seconds=time.monotonic() - started)
+        if not target.has_key and target.bronze_table not in self._warned_keyless:
+            self._warned_keyless.add(target.bronze_table)
+            message = (f"table {target.source_name} has no primary key and no configured key columns: "
+                       f"writing the bronze change log {target.bronze_table} only, no silver table")
+            log.warning(message)
+            warnings.append(message)
+        row_names = batch.column_names
+        changes = self._prepare_table(target.bronze_table, row_schema(batch.columns), BRONZE_META, batch.columns,
+                                      "bronze")  # step 3
+        if target.has_key:
+            changes += self._prepare_table(target.silver_table, silver_schema(target, batch.columns), None,
+                                           batch.columns, "silver")
+            key_specs = [c for c in batch.columns if c.name in target.key_columns]
+            self._prepare_table(target.ledger_table, ledger_schema(target, batch.columns), None, key_specs,
+                                "ledger")
+        df = self._cast_to_stored(batch.df, row_names, target.bronze_table)
+        bronze_rows, bronze_version = 0, None
+        if not bronze_covered:  # step 4
+            props = (bronze_done or CommitProgress()).advanced(
+                batch.progress, batch_id, stats.max_seq, stats.max_source_ts_ms).to_properties()
+            bronze_rows, bronze_version = self._append_bronze(target, self._align(to_bronze_layout(df, row_names),
+                                                                                  target.bronze_table),
+                                                              stats, props, batch_id)
+            log.info("bronze %s: %d new events of %d (batch %s)", target.bronze_table, bronze_rows, stats.events,
+                     batch_id)
+        upserts = deletes = 0
+        silver_version = None
+        if target.has_key and not silver_covered:  # step 5
+            upserts, deletes, silver_version = self._apply_silver(target, df, row_names, stats, silver_done,
+                                                                  batch.progress, batch_id)
+        return ApplyResult(target, batch_id, stats.events, bronze_rows, upserts, deletes,
+                           bronze_version=bronze_version, silver_version=silver_version, max_seq=stats.max_seq,
+                           max_source_ts_ms=stats.max_source_ts_ms,
+                           schema_changes=tuple(dict.fromkeys(changes)), warnings=tuple(warnings),
+                           seconds=time.monotonic() - started)
+
+    def _apply_silver(self, target: TableTarget, df: DataFrame, row_names: list[str], stats: BatchStats,
+                      done: CommitProgress | None, offsets: Offsets, batch_id: int) -> tuple[int, int, int | None]:
+        keys = target.key_columns
+        missing = [k for k in keys if k not in row_names]
+        if missing:
+            raise TerminalError(f"table {target.source_name}: key columns {missing} are not among its columns "
+                                f"{row_names}")
+        if stats.removals:  # 5a: remember deletes/truncates before silver forgets the rows
+            self._upsert_ledger(target, ledger_rows(df, keys))
+        stored_truncate = self._truncated_through(target)
+        candidates = [s for s in (stored_truncate, stats.truncate_seq) if s is not None]
+        plan = MergePlan(keys=keys, columns=tuple(row_names), delete_mode=target.delete_mode,
+                         truncate_seq=stats.truncate_seq, truncate_ts_ms=stats.truncate_ts_ms,
+                         truncated_through=max(candidates) if candidates else None,
+                         placeholders=stats.has_placeholders)
+        props = (done or CommitProgress()).advanced(offsets, batch_id, stats.max_seq,
+                                                    stats.max_source_ts_ms).to_properties()
+        source = silver_source(df, keys, row_names, stats)
+        upserts, deletes, version = self._merge_silver(target, source, plan, props, batch_id)  # 5b
+        log.info("silver %s: %d rows inserted or updated, %d deleted (batch %s)", target.silver_table, upserts,
+                 deletes, batch_id)
+        return upserts, deletes, version
+
+    def _prepare_table(self, name: str, schema: StructType, meta: StructType | None, columns: list[ColumnSpec],
+                       kind: str) -> tuple[str, ...]:
+        full = StructType([*schema.fields, *(meta.fields if meta else [])])
+        stored = self._table_schema(name)
+        if stored is None:
+            self._create_table(name, full, kind)
+            return ()
+        meta_names = {f.name for f in full.fields if f.name.startswith("_")} - {c.name for c in columns}
+        stored_rows = StructType([f for f in stored.fields if f.name not in meta_names])
+        change = plan_schema_change(name, stored_rows, columns)
+        if not change.empty:
+            self._evolve(name, change)
+            log.info("table %s: %s", name, "; ".join(change.describe()))
+        return change.describe()
+
+    def _cast_to_stored(self, df: DataFrame, row_names: list[str], table: str) -> DataFrame:
+        """Cast row columns the batch sends narrower than stored (int for a bigint column)."""
+        stored = self._table_schema(table)
+        if stored is None:
+            return df
+        types = {f.name: f.dataType for f in stored.fields}
+        casts = {c for c in row_names if c in types and df.schema[c].dataType != types[c]}
+        if not casts:
+            return df
+        return df.select(*[F.col(c).cast(types[c]).alias(c) if c in casts else F.col(c) for c in df.columns])
+
+    def _align(self, rows: DataFrame, table: str) -> DataFrame:
+        """Rows in the table's column order; columns the source stopped sending are null."""
+        stored = self._table_schema(table)
+        if stored is None:
+            return rows
+        present = set(rows.columns)
+        return rows.select(*[F.col(f.name) if f.name in present else F.lit(None).cast(f.dataType).alias(f.name)
+                             for f in stored.fields])
+
+    def append_dead_letters(self, rows: DataFrame | list[dict[str, Any]]) -> int:
+        if isinstance(rows, list):
+            if not rows:
+                return 0
+            names = DEAD_LETTER_SCHEMA.fieldNames()
+            rows = self.spark.createDataFrame([tuple(r.get(n) for n in names) for r in rows], DEAD_LETTER_SCHEMA)
+        if self._table_schema(self.dead_letter_table) is None:
+            self._create_table(self.dead_letter_table, DEAD_LETTER_SCHEMA, "dead_letters")
+        return self._append_rows(self.dead_letter_table, rows.select(*DEAD_LETTER_SCHEMA.fieldNames()))
+
+    @abstractmethod
+    def _append_rows(self, name: str, rows: DataFrame) -> int: ...
+
+
+# -- registry --------------------------------------------------------------------------------
+_WRITERS: dict[str, tuple[str, str, str]] = {
+    # format name -> (module, class, extra to install)
+    "iceberg": ("lakecdc.writers.iceberg_spark", "IcebergSparkWriter", "spark"),
+    "delta-spark": ("lakecdc.writers.delta_spark", "DeltaSparkWriter", "spark"),
+    "delta-rs": ("lakecdc.writers.delta_rs", "DeltaRsWriter", "delta"),
+}
+
+
+def delta_in_session(spark: SparkSession) -> bool:
+    """True when the Spark session can write Delta itself (Databricks, delta-spark on the classpath)."""
+    try:
+        spark._jvm.java.lang.Class.forName(  # type: ignore[union-attr]
+            "org.apache.spark.sql.delta.DeltaLog", False,
+            spark._jvm.java.lang.Thread.currentThread().getContextClassLoader())  # type: ignore[union-attr]
+        return True
+    except Exception:  # noqa: BLE001 - py4j wraps ClassNotFoundException
+        return False
+
+
+def create_writer(format: str, spark: SparkSession, **options: Any) -> TableWriter:
+    """The writer for a table format: ``iceberg``, ``delta`` (Spark's if the session has Delta, else
+    delta-rs), or explicitly ``delta-spark`` / ``delta-rs``. Backends are imported on first use."""
+    name = format
+    if format == "delta":
+        name = "delta-spark" if delta_in_session(spark) else "delta-rs"
+    if name not in _WRITERS:
+        raise TerminalError(f"unknown table format {format!r}: use one of iceberg, delta, delta-spark, delta-rs")
+    module_name, class_name, extra = _WRITERS[name]
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise MissingExtraError(f"the {name} writer", extra, str(error)) from error
+    writer_class = getattr(module, class_name)
+    return writer_class(spark, **options)
+
+
+__all__ = ["TableWriter", "LakeWriter", "create_writer", "delta_in_session", "SchemaEvolutionError"]

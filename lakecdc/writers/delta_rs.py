@@ -1,0 +1,280 @@
+"""Delta tables through delta-rs (``deltalake``): used when the Spark session has no Delta jars.
+
+Spark still prepares every batch (``lakecdc.ingest.silver``, the same rows Iceberg gets); the
+result crosses to Arrow once (``DataFrame._collect_as_arrow()``, which keeps decimals and time
+zones) and delta-rs does the rest:
+
+- bronze: position anti-join in Arrow against the bronze rows of the batch's source time range
+  (parquet statistics prune the scan), then one append;
+- ledger and silver: ``DeltaTable.merge`` with the clauses of the shared ``MergePlan`` rendered in
+  DataFusion syntax (``_seq[1]`` is the first component there).
+
+Exactly once: every commit carries ``CommitProperties(custom_metadata=<lakecdc.progress ...>,
+app_transactions=[Transaction("lakecdc:<table>", batch_id)])``; ``commit_properties`` reads the
+custom metadata back from the table history. A MERGE that changes nothing makes no commit in
+delta-rs, so the progress then goes in an empty append commit of its own.
+
+Table names map to directories: ``bronze.shop_customers`` -> ``<warehouse>/bronze/shop_customers``.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake import CommitProperties, DeltaTable, Field, Transaction, write_deltalake
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import (
+    ArrayType, BinaryType, BooleanType, ByteType, DataType, DateType, DecimalType, DoubleType, FloatType,
+    IntegerType, LongType, MapType, ShortType, StringType, StructField, StructType, TimestampNTZType, TimestampType,
+)
+
+from lakecdc.errors import TerminalError
+from lakecdc.ingest.batch import SEQ_LENGTH, TableTarget
+from lakecdc.ingest.bronze import DELTA_PARTITION_COLUMN, arrow_new_rows, bronze_columns, spark_new_rows
+from lakecdc.ingest.merge_plan import (
+    DATAFUSION, SOURCE, TARGET, MergeClause, MergePlan, join_condition, ledger_clauses, ledger_join_condition,
+    merge_clauses,
+)
+from lakecdc.ingest.progress import PROGRESS_KEY
+from lakecdc.ingest.schema_evolution import SchemaChange
+from lakecdc.ingest.silver import BatchStats
+from lakecdc.writers.base import LakeWriter
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+
+#: How many commits back to look for the newest one carrying lakecdc progress.
+HISTORY_LOOKBACK = 100
+
+
+def arrow_to_spark(t: pa.DataType) -> DataType:
+    """The Spark type of an Arrow type as delta-rs reports table schemas."""
+    simple = {pa.int8(): ByteType(), pa.int16(): ShortType(), pa.int32(): IntegerType(), pa.int64(): LongType(),
+              pa.float32(): FloatType(), pa.float64(): DoubleType(), pa.bool_(): BooleanType(),
+              pa.string(): StringType(), pa.large_string(): StringType(), pa.string_view(): StringType(),
+              pa.binary(): BinaryType(), pa.large_binary(): BinaryType(), pa.binary_view(): BinaryType(),
+              pa.date32(): DateType()}
+    if t in simple:
+        return simple[t]
+    if pa.types.is_timestamp(t):
+        return TimestampType() if t.tz else TimestampNTZType()
+    if pa.types.is_decimal(t):
+        return DecimalType(t.precision, t.scale)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t):
+        return ArrayType(arrow_to_spark(t.value_type), True)
+    if pa.types.is_struct(t):
+        return StructType([StructField(f.name, arrow_to_spark(f.type), True) for f in t])
+    if pa.types.is_map(t):
+        return MapType(arrow_to_spark(t.key_type), arrow_to_spark(t.item_type), True)
+    raise TerminalError(f"Delta column type {t} has no Spark equivalent in lakecdc")
+
+
+def _arrow_schema(schema: StructType) -> pa.Schema:
+    return to_arrow_schema(schema)
+
+
+def _conform(table: pa.Table, target: pa.Schema) -> pa.Table:
+    """``table`` in ``target``'s column order and types; missing columns null."""
+    columns = []
+    for field in target:
+        if field.name in table.column_names:
+            columns.append(table[field.name].cast(field.type))
+        else:
+            columns.append(pa.nulls(table.num_rows, field.type))
+    return pa.table(columns, schema=target)
+
+
+class DeltaRsWriter(LakeWriter):
+    format = "delta"
+
+    def __init__(self, spark: SparkSession, warehouse: str | Path, dead_letter_table: str = "lakecdc.dead_letters",
+                 storage_options: dict[str, str] | None = None, **_: object) -> None:
+        super().__init__(spark, dead_letter_table)
+        self.warehouse = str(warehouse)
+        self.storage_options = storage_options
+
+    def table_uri(self, name: str) -> str:
+        parts = name.split(".")
+        if not 2 <= len(parts) <= 3 or not all(parts):
+            raise TerminalError(f"table name {name!r} must be schema.table or catalog.schema.table")
+        return str(Path(self.warehouse, *parts)) if "://" not in self.warehouse else "/".join([self.warehouse, *parts])
+
+    def _open(self, name: str) -> DeltaTable | None:
+        uri = self.table_uri(name)
+        if not DeltaTable.is_deltatable(uri, storage_options=self.storage_options):
+            return None
+        return DeltaTable(uri, storage_options=self.storage_options)
+
+    def _commit(self, props: dict[str, str], name: str, batch_id: int | None) -> CommitProperties:
+        txns = [Transaction(app_id=f"lakecdc:{name}", version=batch_id)] if batch_id is not None else None
+        return CommitProperties(custom_metadata=props, app_transactions=txns)
+
+    # -- storage primitives ------------------------------------------------------------------
+    def _table_schema(self, name: str) -> StructType | None:
+        table = self._open(name)
+        if table is None:
+            return None
+        arrow = pa.schema(table.schema().to_arrow())
+        return StructType([StructField(f.name, arrow_to_spark(f.type), f.nullable) for f in arrow
+                           if f.name != DELTA_PARTITION_COLUMN])
+
+    def _create_table(self, name: str, schema: StructType, kind: str) -> None:
+        arrow = _arrow_schema(schema)
+        partition_by = None
+        if kind == "bronze":
+            arrow = arrow.append(pa.field(DELTA_PARTITION_COLUMN, pa.date32()))
+            partition_by = [DELTA_PARTITION_COLUMN]
+        DeltaTable.create(self.table_uri(name), arrow, mode="ignore", partition_by=partition_by,
+                          storage_options=self.storage_options)
+        log.info("created Delta %s table %s", kind, self.table_uri(name))
+
+    def _evolve(self, name: str, change: SchemaChange) -> None:
+        table = self._open(name)
+        assert table is not None
+        if change.add:
+            fields = [Field.from_arrow(pa.field(c.name, _arrow_schema(StructType([StructField(c.name, c.data_type)]))
+                                                .field(0).type)) for c in change.add]
+            table.alter.add_columns(fields)
+        if change.widen:
+            # delta-rs cannot change a column type in place: rewrite the table with the wider types
+            # (rare: a source column was widened). The rewrite is one overwrite commit.
+            current = pa.schema(table.schema().to_arrow())
+            widened = {n: new for n, _, new in change.widen}
+            target = pa.schema([pa.field(f.name, _arrow_schema(StructType([StructField(f.name, widened[f.name])]))
+                                         .field(0).type) if f.name in widened else f for f in current])
+            data = _conform(table.to_pyarrow_table(), target)
+            partitions = table.metadata().partition_columns or None
+            write_deltalake(table, data, mode="overwrite", schema_mode="overwrite", partition_by=partitions,
+                            storage_options=self.storage_options)
+
+    def commit_properties(self, name: str) -> dict[str, str]:
+        table = self._open(name)
+        if table is None:
+            return {}
+        for commit in table.history(HISTORY_LOOKBACK):  # newest first
+            if PROGRESS_KEY in commit:
+                return {k: v for k, v in commit.items() if isinstance(v, str)}
+        return {}
+
+    def _append_bronze(self, target: TableTarget, rows: DataFrame, stats: BatchStats,
+                       props: dict[str, str], batch_id: int) -> tuple[int, int | None]:
+        table = self._open(target.bronze_table)
+        assert table is not None
+        meta = set(bronze_columns([]))
+        row_names = [c for c in rows.columns if c not in meta]
+        batch = _to_arrow(spark_new_rows(rows, row_names, None, None, None))
+        stored = None
+        if stats.min_source_ts_ms is not None:
+            window = ((pc.field("_source_ts_ms") >= stats.min_source_ts_ms)
+                      & (pc.field("_source_ts_ms") <= stats.max_source_ts_ms))
+            stored = table.to_pyarrow_dataset().to_table(columns=["_seq", "_op", "_key_json"], filter=window)
+        fresh = arrow_new_rows(batch, stored)
+        fresh = fresh.append_column(DELTA_PARTITION_COLUMN, pc.cast(fresh["_ingest_ts"], pa.date32()))
+        schema = pa.schema(table.schema().to_arrow())
+        write_deltalake(table, _conform(fresh, schema), mode="append", partition_by=[DELTA_PARTITION_COLUMN],
+                        commit_properties=self._commit(props, target.bronze_table, batch_id),
+                        storage_options=self.storage_options)
+        table.update_incremental()
+        return fresh.num_rows, table.version()
+
+    def _merge(self, name: str, source: pa.Table, on: str, clauses: list[MergeClause],
+               commit: CommitProperties | None) -> dict[str, Any]:
+        table = self._open(name)
+        assert table is not None
+        merger = table.merge(source, on, source_alias=SOURCE, target_alias=TARGET, commit_properties=commit)
+        for clause in clauses:
+            updates = dict(clause.assignments)
+            if clause.kind == "matched_delete":
+                merger = merger.when_matched_delete(predicate=clause.condition)
+            elif clause.kind == "matched_update":
+                merger = merger.when_matched_update(updates=updates, predicate=clause.condition)
+            elif clause.kind == "not_matched_insert":
+                merger = merger.when_not_matched_insert(updates=updates, predicate=clause.condition)
+            elif clause.kind == "not_matched_by_source_delete":
+                merger = merger.when_not_matched_by_source_delete(predicate=clause.condition)
+            else:
+                merger = merger.when_not_matched_by_source_update(updates=updates, predicate=clause.condition)
+        return merger.execute()
+
+    def _upsert_ledger(self, target: TableTarget, rows: DataFrame) -> None:
+        source = _to_arrow(rows)
+        self._merge(target.ledger_table, source, ledger_join_condition(target.key_columns, DATAFUSION),
+                    ledger_clauses(target.key_columns, DATAFUSION), None)
+
+    def _ledger(self, target: TableTarget, op: str) -> pa.Table:
+        table = self._open(target.ledger_table)
+        assert table is not None
+        rows = table.to_pyarrow_dataset().to_table(columns=[*target.key_columns, "_seq", "_op"])
+        return rows.filter(pc.equal(rows["_op"].cast(pa.string()), op)).drop_columns(["_op"])
+
+    def _truncated_through(self, target: TableTarget) -> tuple[int, ...] | None:
+        seqs = [tuple(s) for s in self._ledger(target, "t")["_seq"].to_pylist() if s is not None]
+        return max(seqs) if seqs else None
+
+    def _merge_silver(self, target: TableTarget, source: DataFrame, plan: MergePlan,
+                      props: dict[str, str], batch_id: int) -> tuple[int, int, int | None]:
+        rows = _with_removed_seq(_to_arrow(source), self._ledger(target, "d"), target.key_columns)
+        table = self._open(target.silver_table)
+        assert table is not None
+        before = table.version()
+        metrics = self._merge(target.silver_table, rows, join_condition(plan, DATAFUSION),
+                              merge_clauses(plan, DATAFUSION), self._commit(props, target.silver_table, batch_id))
+        table.update_incremental()
+        if table.version() == before:
+            # Nothing changed (every event stale): commit the progress on its own.
+            write_deltalake(table, pa.schema(table.schema().to_arrow()).empty_table(), mode="append",
+                            commit_properties=self._commit(props, target.silver_table, batch_id),
+                            storage_options=self.storage_options)
+            table.update_incremental()
+        written = metrics["num_target_rows_inserted"] + metrics["num_target_rows_updated"]
+        return written, metrics["num_target_rows_deleted"], table.version()
+
+    def _append_rows(self, name: str, rows: DataFrame) -> int:
+        data = _to_arrow(rows)
+        table = self._open(name)
+        assert table is not None
+        write_deltalake(table, _conform(data, pa.schema(table.schema().to_arrow())), mode="append",
+                        storage_options=self.storage_options)
+        return data.num_rows
+
+
+def _to_arrow(df: DataFrame) -> pa.Table:
+    """Spark -> Arrow without pandas (keeps decimals, time zones and nested types)."""
+    batches = df._collect_as_arrow()
+    if not batches:
+        return _arrow_schema(df.schema).empty_table()
+    table = pa.Table.from_batches(batches)
+    # Spark sends an empty child string array of a list column with a zero-length offsets buffer,
+    # which delta-rs' partitioned writer reads out of bounds (a Rust panic): rebuilding nested
+    # columns with ``take`` gives them canonical buffers.
+    positions = None
+    for index, field in enumerate(table.schema):
+        if pa.types.is_nested(field.type):
+            if positions is None:
+                positions = pa.array(np.arange(table.num_rows, dtype=np.int64))
+            table = table.set_column(index, field, pc.take(table.column(index), positions))
+    return table
+
+
+def _with_removed_seq(rows: pa.Table, ledger: pa.Table, keys: tuple[str, ...]) -> pa.Table:
+    """Add ``_removed_seq``: the ``_seq`` of the key's newest delete in the ledger (or null)."""
+    seq_type = pa.list_(pa.int64())
+    if ledger.num_rows == 0 or rows.num_rows == 0:
+        return rows.append_column("_removed_seq", pa.nulls(rows.num_rows, seq_type))
+    index = rows.select(list(keys)).append_column("__row", pa.array(np.arange(rows.num_rows, dtype=np.int64)))
+    flat = ledger.select(list(keys)).cast(rows.select(list(keys)).schema)  # string_view -> string
+    for i in range(SEQ_LENGTH):
+        flat = flat.append_column(f"__l{i}", pc.list_element(ledger["_seq"], i))
+    joined = index.join(flat, keys=list(keys), join_type="left outer").sort_by("__row")
+    missing = pc.is_null(joined["__l0"]).to_numpy(zero_copy_only=False)
+    matrix = np.column_stack([pc.fill_null(joined[f"__l{i}"], 0).to_numpy() for i in range(SEQ_LENGTH)])
+    offsets = pa.array(np.arange(0, SEQ_LENGTH * rows.num_rows + 1, SEQ_LENGTH, dtype=np.int32))
+    removed = pa.ListArray.from_arrays(offsets, pa.array(matrix.reshape(-1)), mask=pa.array(missing))
+    return rows.append_column("_removed_seq", removed)

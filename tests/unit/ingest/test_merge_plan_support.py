@@ -1,0 +1,77 @@
+"""Commit progress encoding and the schema evolution policy (pure logic behind the writers)."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql.types import (
+    ArrayType, ByteType, DecimalType, DoubleType, FloatType, IntegerType, LongType, StringType, StructField,
+    StructType,
+)
+
+from lakecdc.errors import SchemaEvolutionError, TerminalError
+from lakecdc.ingest.batch import ColumnSpec
+from lakecdc.ingest.progress import CommitProgress
+from lakecdc.ingest.schema_evolution import plan_schema_change, widens_to
+
+
+def test_progress_properties_round_trip() -> None:
+    progress = CommitProgress({("shop.public.a", 0): 41, ("shop.public.a", 1): 17}, batch_id=12,
+                              max_seq=(24023128, 24023200, 0, 0), max_source_ts_ms=1700000000123)
+    props = progress.to_properties()
+    assert props == {"lakecdc.progress": '{"shop.public.a":{"0":41,"1":17}}', "lakecdc.batch-id": "12",
+                     "lakecdc.max-seq": "24023128,24023200,0,0", "lakecdc.max-source-ts-ms": "1700000000123"}
+    assert CommitProgress.from_properties(props) == progress
+    assert CommitProgress.from_properties({"added-records": "3"}) is None  # a compaction commit
+
+
+def test_progress_advances_per_partition_and_never_back() -> None:
+    done = CommitProgress({("t", 0): 10, ("t", 1): 5}, 1, (9, 9, 0, 0), 100)
+    after = done.advanced({("t", 0): 20}, 2, (8, 0, 0, 0), 90)
+    assert after.offsets == {("t", 0): 20, ("t", 1): 5}
+    assert after.max_seq == (9, 9, 0, 0) and after.max_source_ts_ms == 100 and after.batch_id == 2
+    assert after.covers({("t", 0): 20, ("t", 1): 5}) and after.covers({("t", 0): 3})
+    assert not after.covers({("t", 0): 21}) and not after.covers({("t", 2): 0})
+    assert not after.covers({})
+
+
+def test_widening_rules() -> None:
+    assert widens_to(IntegerType(), LongType()) and widens_to(ByteType(), IntegerType())
+    assert widens_to(FloatType(), DoubleType())
+    assert widens_to(DecimalType(10, 2), DecimalType(20, 2))
+    assert not widens_to(DecimalType(10, 2), DecimalType(20, 3))  # scale change: not allowed
+    assert not widens_to(LongType(), IntegerType())
+    assert not widens_to(StringType(), LongType()) and not widens_to(LongType(), StringType())
+
+
+def _spec(name: str, t: object) -> ColumnSpec:
+    return ColumnSpec(name, t)  # type: ignore[arg-type]
+
+
+def test_plan_adds_widens_casts_and_keeps() -> None:
+    stored = StructType([StructField("id", LongType(), False), StructField("qty", IntegerType()),
+                         StructField("big", LongType()), StructField("gone", StringType(), False)])
+    change = plan_schema_change("silver.t", stored, [
+        _spec("id", LongType()), _spec("qty", LongType()), _spec("big", IntegerType()), _spec("email", StringType())])
+    assert [c.name for c in change.add] == ["email"]
+    assert change.widen == (("qty", IntegerType(), LongType()),)
+    assert change.cast_on_write == ("big",)
+    assert change.make_nullable == ("gone",)
+    assert change.describe() == ("added column email string", "widened column qty from int to bigint",
+                                 "column gone no longer sent by the source: kept, nullable")
+
+
+def test_incompatible_change_names_table_column_and_types() -> None:
+    stored = StructType([StructField("id", LongType()), StructField("name", StringType())])
+    with pytest.raises(SchemaEvolutionError) as error:
+        plan_schema_change("silver.customers", stored, [_spec("id", LongType()), _spec("name", IntegerType())])
+    assert str(error.value).startswith("table silver.customers: column name changed type from string to int")
+    assert isinstance(error.value, TerminalError)
+    assert (error.value.table, error.value.column, error.value.old_type, error.value.new_type) == (  # type: ignore[attr-defined]
+        "silver.customers", "name", "string", "int")
+
+
+def test_nested_types_must_match() -> None:
+    stored = StructType([StructField("tags", ArrayType(StringType()))])
+    assert plan_schema_change("t", stored, [_spec("tags", ArrayType(StringType()))]).empty
+    with pytest.raises(SchemaEvolutionError):
+        plan_schema_change("t", stored, [_spec("tags", ArrayType(LongType()))])
