@@ -6,10 +6,10 @@ plus any ``password=...`` conninfo pair or ``user:password@`` URL part, with ``*
 :class:`SecretRedactingFilter` applies that to log records, including their arguments and
 formatted tracebacks, so a driver exception that echoes a DSN cannot leak it.
 
-Install once at process start (the CLI does)::
+Install once at process start (the capture runner does)::
 
     from lakecdc.config.redact import install_log_redaction
-    install_log_redaction()          # filters every handler of the root logger
+    install_log_redaction()   # every record scrubbed at creation, whatever handler writes it
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from collections.abc import Callable
 
 MASK = "******"
 # Masking one- to three-character values would shred every log line; such values are refused as
@@ -89,12 +90,32 @@ class SecretRedactingFilter(logging.Filter):
         return True
 
 
-def install_log_redaction(logger: logging.Logger | None = None) -> SecretRedactingFilter:
-    """Attach one :class:`SecretRedactingFilter` to every handler of ``logger`` (default root).
+_factory_lock = threading.Lock()
+_factory_installed = False
+_previous_factory: Callable[..., logging.LogRecord] | None = None
 
-    Handler filters see records propagated from child loggers, logger filters do not; so the
-    filter goes on the handlers. Idempotent.
+
+def install_log_redaction(logger: logging.Logger | None = None) -> SecretRedactingFilter:
+    """Redact every log record from now on, whatever handler writes it. Idempotent.
+
+    Two layers: the log record factory is wrapped so each record is scrubbed when it is created
+    (this covers handlers added later, by the CLI or a library), and a
+    :class:`SecretRedactingFilter` is attached to the existing handlers of ``logger`` (default
+    root): handler filters also see records propagated from child loggers.
     """
+    global _factory_installed, _previous_factory
+    with _factory_lock:
+        if not _factory_installed:
+            previous = _previous_factory = logging.getLogRecordFactory()
+            scrubber = SecretRedactingFilter()
+
+            def redacting_factory(*args: object, **kwargs: object) -> logging.LogRecord:
+                record = previous(*args, **kwargs)
+                scrubber.filter(record)
+                return record
+
+            logging.setLogRecordFactory(redacting_factory)
+            _factory_installed = True
     target = logger or logging.getLogger()
     installed: SecretRedactingFilter | None = None
     for handler in target.handlers:
@@ -105,3 +126,13 @@ def install_log_redaction(logger: logging.Logger | None = None) -> SecretRedacti
         installed = installed or SecretRedactingFilter()
         handler.addFilter(installed)
     return installed or SecretRedactingFilter()
+
+
+def uninstall_log_redaction() -> None:
+    """Restore the log record factory that was in place before :func:`install_log_redaction`."""
+    global _factory_installed, _previous_factory
+    with _factory_lock:
+        if _factory_installed and _previous_factory is not None:
+            logging.setLogRecordFactory(_previous_factory)
+        _factory_installed = False
+        _previous_factory = None

@@ -18,6 +18,7 @@ from lakecdc.config.redact import (
     install_log_redaction,
     redact,
     register_secret,
+    uninstall_log_redaction,
 )
 from lakecdc.config.secret import Secret
 from lakecdc.errors import ConfigError, SecretResolutionError
@@ -27,6 +28,7 @@ from lakecdc.errors import ConfigError, SecretResolutionError
 def _clean_registry() -> Iterator[None]:
     forget_secrets()
     yield
+    uninstall_log_redaction()  # leave the process's logging as other tests expect it
     forget_secrets()
 
 
@@ -139,3 +141,20 @@ def test_log_filter_keeps_records_with_broken_format_strings() -> None:
     install_log_redaction(logger)
     logger.info("bad %d format", "not-a-number")
     assert "bad %d format" in stream.getvalue()
+
+
+def test_handlers_added_after_installation_are_covered_too() -> None:
+    install_log_redaction(logging.getLogger("lakecdc.test.none"))
+    Secret("late-handler-secret-1")
+    logger, stream = _capture_logger("lakecdc.test.redact3")  # handler created after install, no filter
+    assert not any(isinstance(f, SecretRedactingFilter) for f in logger.handlers[0].filters)
+    logger.warning("value=%s", "late-handler-secret-1")
+    try:
+        raise ValueError("late-handler-secret-1 in an exception")
+    except ValueError:
+        logger.exception("boom")
+    assert "late-handler-secret-1" not in stream.getvalue()
+    assert stream.getvalue().count(MASK) >= 3
+    uninstall_log_redaction()
+    logger.warning("after uninstall: %s", "late-handler-secret-1")
+    assert stream.getvalue().endswith("after uninstall: late-handler-secret-1\n")
