@@ -66,7 +66,10 @@ def capture(properties: Path, out: Path, stop_when_idle: float = 2.0, **override
 class CaptureThread:
     """Capture in a background thread; ``wait()`` joins and re-raises its error."""
 
-    def __init__(self, properties: Path, out: Path, stop_when_idle: float = 3.0, **overrides: str) -> None:
+    def __init__(self, properties: Path, out: Path, stop_when_idle: float = 3.0, mariadb: Any = None,
+                 **overrides: str) -> None:
+        self.mariadb = mariadb
+        self._existing_dumps: set[int] = set()
         self.stats: CaptureStats | None = None
         self.error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, args=(properties, out, stop_when_idle, overrides),
@@ -79,8 +82,15 @@ class CaptureThread:
             self.error = exc
 
     def start(self) -> CaptureThread:
+        if self.mariadb is not None:
+            self._existing_dumps = dump_threads(self.mariadb)
         self._thread.start()
         return self
+
+    def wait_streaming(self, timeout: float = 30) -> None:
+        """Block until this capture reads the binlog (changes made next are streamed)."""
+        assert self.mariadb is not None, "CaptureThread(..., mariadb=...) is needed to see the binlog reader"
+        wait_for_new_dump_thread(self.mariadb, self._existing_dumps, timeout)
 
     def wait(self, timeout: float = 120) -> CaptureStats:
         self._thread.join(timeout)
@@ -119,3 +129,21 @@ def data_events(recs: list[dict[str, Any]], table: str | None = None) -> list[di
 
 def ops(recs: list[dict[str, Any]], table: str | None = None) -> list[str]:
     return [p["op"] for p in data_events(recs, table)]
+
+
+
+def dump_threads(mariadb: Any) -> set[int]:
+    """Ids of the server threads sending a binlog to a replica (our capture's reader)."""
+    rows = query(mariadb, mariadb.dbname, "SHOW PROCESSLIST")
+    return {int(r[0]) for r in rows if str(r[4]).startswith("Binlog Dump")}
+
+
+def wait_for_new_dump_thread(mariadb: Any, existing: set[int], timeout: float = 30) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if dump_threads(mariadb) - existing:
+            return
+        time.sleep(0.05)
+    raise TimeoutError("no capture connected to the binlog")

@@ -36,8 +36,8 @@ def test_snapshot_then_streaming_with_every_event_kind(mariadb, tmp_path):
     props = write_properties(tmp_path / "c.properties", mariadb, db, provide__transaction__metadata="true",
                              include__query="true", skipped__operations="none")
     out = tmp_path / "out.jsonl"
-    runner = CaptureThread(props, out, stop_when_idle=3).start()
-    time.sleep(2.5)  # snapshot done, streaming started
+    runner = CaptureThread(props, out, stop_when_idle=3, mariadb=mariadb).start()
+    runner.wait_streaming()
     sql(mariadb, db,
         "INSERT INTO customers VALUES (1004,'Anne','Kretchmar','annek@noanswer.org')",
         "UPDATE customers SET first_name='Anne Marie' WHERE id=1004",
@@ -145,8 +145,8 @@ def test_mid_transaction_restart_skips_exactly_what_was_delivered(mariadb, tmp_p
     sql(mariadb, db, "CREATE TABLE t (id INT PRIMARY KEY)")
     props = write_properties(tmp_path / "c.properties", mariadb, db, snapshot__mode="no_data")
     out = tmp_path / "out.jsonl"
-    runner = CaptureThread(props, out, stop_when_idle=2).start()
-    time.sleep(2)
+    runner = CaptureThread(props, out, stop_when_idle=2, mariadb=mariadb).start()
+    runner.wait_streaming()
     sql(mariadb, db, "BEGIN", "INSERT INTO t VALUES (1),(2),(3)", "INSERT INTO t VALUES (4),(5)", "COMMIT")
     runner.wait()
     events = data_events(records(out), "t")
@@ -184,8 +184,8 @@ def test_snapshot_modes_initial_only_and_no_data(mariadb, tmp_path):
 
     props = write_properties(tmp_path / "b.properties", mariadb, db, snapshot__mode="schema_only")
     out = tmp_path / "b.jsonl"
-    runner = CaptureThread(props, out, stop_when_idle=2).start()
-    time.sleep(2)
+    runner = CaptureThread(props, out, stop_when_idle=2, mariadb=mariadb).start()
+    runner.wait_streaming()
     sql(mariadb, db, "INSERT INTO t VALUES (3)")
     runner.wait()
     recs = records(out)
@@ -202,8 +202,8 @@ def test_table_filters_and_column_filters(mariadb, tmp_path):
     props = write_properties(tmp_path / "c.properties", mariadb, db, table__include__list=f"{db}.keep",
                              column__exclude__list=f"{db}.keep.secret")
     out = tmp_path / "out.jsonl"
-    runner = CaptureThread(props, out, stop_when_idle=2).start()
-    time.sleep(2)
+    runner = CaptureThread(props, out, stop_when_idle=2, mariadb=mariadb).start()
+    runner.wait_streaming()
     sql(mariadb, db, "INSERT INTO keep VALUES (2,'t',2)", "INSERT INTO skip_me VALUES (2)")
     runner.wait()
     recs = records(out)
@@ -217,8 +217,8 @@ def test_gh_ost_cut_over_changes_the_captured_table(mariadb, tmp_path):
     sql(mariadb, db, "CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 1)")
     props = write_properties(tmp_path / "c.properties", mariadb, db, table__include__list=f"{db}.t")
     out = tmp_path / "out.jsonl"
-    runner = CaptureThread(props, out, stop_when_idle=2.5).start()
-    time.sleep(2)
+    runner = CaptureThread(props, out, stop_when_idle=2.5, mariadb=mariadb).start()
+    runner.wait_streaming()
     sql(mariadb, db, "CREATE TABLE `_t_gho` LIKE `t`", "ALTER TABLE `_t_gho` ADD COLUMN w VARCHAR(5) DEFAULT 'x'",
         "INSERT INTO `_t_gho` (id, v) SELECT id, v FROM t",
         f"RENAME TABLE `{db}`.`t` TO `{db}`.`_t_del`, `{db}`.`_t_gho` TO `{db}`.`t`",
@@ -235,8 +235,8 @@ def test_unparseable_ddl_stops_with_statement_and_position_unless_skipped(mariad
     sql(mariadb, db, "CREATE TABLE t (id INT PRIMARY KEY)")
     props = write_properties(tmp_path / "c.properties", mariadb, db, snapshot__mode="no_data")
     out = tmp_path / "out.jsonl"
-    runner = CaptureThread(props, out, stop_when_idle=3).start()
-    time.sleep(2)
+    runner = CaptureThread(props, out, stop_when_idle=3, mariadb=mariadb).start()
+    runner.wait_streaming()
     # Oracle mode lets MariaDB accept a type this dialect parser does not know
     sql(mariadb, db, "SET SESSION sql_mode = 'ORACLE'", "ALTER TABLE t ADD c VARCHAR2(10)")
     with pytest.raises(DdlParseError) as info:
@@ -246,8 +246,8 @@ def test_unparseable_ddl_stops_with_statement_and_position_unless_skipped(mariad
     out2 = tmp_path / "out2.jsonl"
     props2 = write_properties(tmp_path / "d.properties", mariadb, db, snapshot__mode="no_data",
                               schema__history__internal__skip__unparseable__ddl="true")
-    runner = CaptureThread(props2, out2, stop_when_idle=2).start()
-    time.sleep(2)
+    runner = CaptureThread(props2, out2, stop_when_idle=2, mariadb=mariadb).start()
+    runner.wait_streaming()
     sql(mariadb, db, "SET SESSION sql_mode = 'ORACLE'", "ALTER TABLE t ADD d VARCHAR2(10)",
         "SET SESSION sql_mode = DEFAULT", "CREATE TABLE t2 (id INT PRIMARY KEY)", "INSERT INTO t2 VALUES (1)")
     runner.wait()
