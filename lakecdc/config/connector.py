@@ -64,8 +64,6 @@ class CommonConnectorConfig(PropertiesModel):
     accepted_prefixes = KAFKA_CONNECT_PREFIXES
     legacy_names = {
         "database.server.name": "topic.prefix",
-        "transaction.topic": "topic.transaction",
-        "heartbeat.topics.prefix": "topic.heartbeat.prefix",
         "database.history": "schema.history.internal",
         "table.whitelist": "table.include.list",
         "table.blacklist": "table.exclude.list",

@@ -36,6 +36,9 @@ NOT_APPLIED_NAMES = frozenset(
         "transaction.metadata.factory", "sourceinfo.struct.maker", "memory.management.schemas.class",
         "memory.management.tables.class", "guardrail.collections.max", "guardrail.collections.limit.action",
         "snapshot.mode.custom.name", "snapshot.locking.mode.custom.name", "snapshot.query.mode.custom.name",
+        # Old names Debezium 3.6 still defines but no longer uses for topic names (checked against
+        # its SchemaTopicNamingStrategy): topic.heartbeat.prefix and topic.transaction decide.
+        "heartbeat.topics.prefix", "transaction.topic",
     }
 )
 NOT_APPLIED_PREFIXES = ("transforms.", "predicates.", "openlineage.")

@@ -12,10 +12,13 @@ Input::
   ``table.exclude.list``; answer: one boolean per table (``io.debezium.relational.Selectors``).
 - ``columns``: ``column.include.list`` or ``column.exclude.list`` and ``columns`` as
   ``[schema, table, column]``; answer: one boolean per column (``ColumnNameFilterFactory``).
+- ``topics``: ``properties`` and ``tables``; answer: heartbeat, transaction and data topic names
+  (``SchemaTopicNamingStrategy``).
 - ``keys``: answer: the key column names ``Key.CustomKeyMapper`` gives for the table (falling back
   to the primary key as Debezium does), or ``{"error": "..."}``.
 
-Output: ``{"selectors": [[bool, ...], ...], "columns": [[bool, ...], ...], "keys": [[name, ...] | {"error": ...}, ...]}``.
+Output: one stdout line ``ORACLE-RESULT <json>`` (Debezium logs to stdout too), the JSON being
+``{"selectors": [[bool, ...], ...], "columns": [[bool, ...], ...], "keys": [[name, ...] | {"error": ...}, ...]}``.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ import shutil
 import sys
 import tempfile
 from typing import Any
+
+RESULT_MARK = "ORACLE-RESULT "
 
 
 def selectors(jpype: Any, cases: list[dict[str, Any]]) -> list[list[bool]]:
@@ -54,6 +59,24 @@ def columns(jpype: Any, cases: list[dict[str, Any]]) -> list[list[bool]]:
         else:
             column_filter = factory.createExcludeListFilter(case["column.exclude.list"], mode)
         results.append([bool(column_filter.matches(None, s, t, c)) for s, t, c in case["columns"]])
+    return results
+
+
+def topics(jpype: Any, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    properties_class = jpype.JClass("java.util.Properties")
+    strategy_class = jpype.JClass("io.debezium.schema.SchemaTopicNamingStrategy")
+    table_id = jpype.JClass("io.debezium.relational.TableId")
+    results = []
+    for case in cases:
+        props = properties_class()
+        for name, value in case["properties"].items():
+            props.setProperty(name, value)
+        strategy = strategy_class(props)
+        results.append({
+            "heartbeat": str(strategy.heartbeatTopic()),
+            "transaction": str(strategy.transactionTopic()),
+            "data": [str(strategy.dataChangeTopic(table_id(None, s, t))) for s, t in case["tables"]],
+        })
     return results
 
 
@@ -88,9 +111,12 @@ def main() -> int:
     ensure_jvm_started()
     import jpype
 
-    json.dump({"selectors": selectors(jpype, cases.get("selectors", [])),
+    answers = {"selectors": selectors(jpype, cases.get("selectors", [])),
                "columns": columns(jpype, cases.get("columns", [])),
-               "keys": keys(jpype, cases.get("keys", []))}, sys.stdout)
+               "topics": topics(jpype, cases.get("topics", [])),
+               "keys": keys(jpype, cases.get("keys", []))}
+    # Debezium's console log shares stdout (log4j writes to the file descriptor directly).
+    print(RESULT_MARK + json.dumps(answers), flush=True)
     return 0
 
 

@@ -59,9 +59,19 @@ COLUMN_LISTS = [
 ]
 
 
+TOPIC_PROPERTIES: list[dict[str, str]] = [
+    {}, {"heartbeat.topics.prefix": "old"}, {"topic.heartbeat.prefix": "hb"},
+    {"heartbeat.topics.prefix": "old", "topic.heartbeat.prefix": "hb"}, {"transaction.topic": "tx2"},
+    {"topic.transaction": "tx3"}, {"topic.delimiter": "_"}, {"topic.delimiter": "_", "topic.transaction": "t"},
+]
+TOPIC_TABLES = [["public", "customers"], ["public", "odd$name"], ["sales", "my-table"], ["public", "über"]]
+
+
 @pytest.fixture(scope="module")
 def debezium() -> dict[str, Any]:
     cases = {
+        "topics": [{"properties": {"topic.prefix": "dbz", **props}, "tables": TOPIC_TABLES}
+                   for props in TOPIC_PROPERTIES],
         "selectors": [{**lists, "tables": TABLES} for lists in LISTS],
         "columns": [{**lists, "columns": COLUMNS} for lists in COLUMN_LISTS],
         "keys": [{"message.key.columns": spec, "table": ["public", "orders"], "columns": KEY_COLUMNS,
@@ -70,7 +80,8 @@ def debezium() -> dict[str, Any]:
     result = subprocess.run([sys.executable, str(HERE / "debezium_config_oracle.py")], input=json.dumps(cases),
                             capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout)  # type: ignore[no-any-return]
+    line = next(line for line in result.stdout.splitlines() if line.startswith("ORACLE-RESULT "))
+    return json.loads(line[len("ORACLE-RESULT "):])  # type: ignore[no-any-return]
 
 
 def test_message_key_columns_match_debezium_key_mapper(debezium: dict[str, Any]) -> None:
@@ -83,6 +94,23 @@ def test_message_key_columns_match_debezium_key_mapper(debezium: dict[str, Any])
         expected = list(dict.fromkeys(answer)) if isinstance(answer, list) else answer
         if ours != expected:
             mismatches.append(f"{spec!r}: ours={ours} debezium={answer}")
+    assert mismatches == []
+
+
+def test_topic_names_from_config_match_debezium_naming_strategy(debezium: dict[str, Any]) -> None:
+    """Config fields, handed to TopicNamer the way the connectors do, name topics like Debezium."""
+    from lakecdc.events.topics import TableId, TopicNamer
+
+    mismatches = []
+    for props, answer in zip(TOPIC_PROPERTIES, debezium["topics"]):
+        cfg = CommonConnectorConfig.from_properties({"topic.prefix": "dbz", **props})
+        namer = TopicNamer(cfg.topic_prefix, "postgresql", delimiter=cfg.topic_delimiter,
+                           transaction_suffix=cfg.topic_transaction, heartbeat_prefix=cfg.topic_heartbeat_prefix,
+                           schema_name_adjustment=cfg.schema_name_adjustment_mode)
+        ours = {"heartbeat": namer.heartbeat_topic, "transaction": namer.transaction_topic,
+                "data": [namer.data_topic(TableId(None, s, t)) for s, t in TOPIC_TABLES]}
+        if ours != answer:
+            mismatches.append(f"{props}: ours={ours} debezium={answer}")
     assert mismatches == []
 
 

@@ -63,13 +63,13 @@ def test_legacy_names_of_renamed_properties() -> None:
         {
             "database.server.name": "legacy",
             "table.whitelist": "public.a",
-            "transaction.topic": "tx",
+            "transaction.topic": "tx",  # accepted, no effect (as in Debezium 3.6)
             "database.history.kafka.topic": "hist",
         }
     )
     assert cfg.topic_prefix == "legacy"
     assert cfg.table_include_list == "public.a"
-    assert cfg.topic_transaction == "tx"
+    assert cfg.topic_transaction == "transaction" and cfg.ignored_properties() == ["transaction.topic"]
     assert cfg.schema_history_internal_kafka_topic == "hist"
 
 
