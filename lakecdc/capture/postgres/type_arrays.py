@@ -22,11 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 from lakecdc.capture.postgres import type_values as tv
 from lakecdc.capture.postgres.type_mapping import (
+    GEOMETRIC_TYPES,
     ArrayElementError,
     TypeSpec,
     binary_encoder,
     binary_schema,
     bits_spec,
+    java_coordinates,
 )
 from lakecdc.events.schema import ConnectSchema
 
@@ -96,14 +98,24 @@ def bit_array_spec(typmod: int) -> TypeSpec:
     return TypeSpec(schema, always_null, always_null, always_null)
 
 
-def unknown_array_spec(modes: TypeModes) -> TypeSpec:
-    """Array of a domain (include.unknown.datatypes=true): each element's text as binary, in an
-    array whose items Debezium declares required."""
+def unknown_array_spec(modes: TypeModes, element_name: str, delimiter: str = ",") -> TypeSpec:
+    """Array of a type Debezium has no mapping for, with include.unknown.datatypes=true: each
+    element's text (geometric ones reprinted by pgjdbc) as binary, in items Debezium declares
+    required -- so a NULL element makes the whole value null."""
     encode = binary_encoder(modes)
     items = binary_schema(modes).as_required()
+    reprint = java_coordinates if element_name in GEOMETRIC_TYPES else None
 
     def convert(text: str) -> list[Any] | None:
-        return [None if v is None or isinstance(v, list) else encode(v.encode()) for v in tv.parse_array(text)]
+        out = []
+        for value in tv.parse_array(text, delimiter):
+            if value is None:
+                return None
+            if isinstance(value, list):
+                out.append(None)
+            else:
+                out.append(encode((reprint(value) if reprint else value).encode()))
+        return out
 
     return TypeSpec(ConnectSchema("array", optional=True, items=items), convert, convert, convert)
 

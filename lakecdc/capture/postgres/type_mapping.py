@@ -98,11 +98,11 @@ def _binary_spec(modes: TypeModes) -> TypeSpec:
     return TypeSpec(binary_schema(modes), stream, stream, stream, toast)
 
 
-_GEOMETRIC = frozenset({"box", "circle", "line", "lseg", "path", "polygon"})
+GEOMETRIC_TYPES = frozenset({"box", "circle", "line", "lseg", "path", "polygon"})
 _NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|-?Infinity|NaN")
 
 
-def _java_coordinates(text: str) -> str:
+def java_coordinates(text: str) -> str:
     """pgjdbc's PGbox/PGpath/... print every coordinate with Java's ``Double.toString``."""
     return _NUMBER.sub(lambda m: java_double_str(float(m.group(0))), text)
 
@@ -110,10 +110,10 @@ def _java_coordinates(text: str) -> str:
 def unknown_spec(modes: TypeModes, type_name: str | None = None) -> TypeSpec:
     """include.unknown.datatypes=true: the text, as bytes in the binary handling mode."""
     encode = binary_encoder(modes)
-    geometric = type_name in _GEOMETRIC
+    geometric = type_name in GEOMETRIC_TYPES
 
     def convert(text: str) -> Any:
-        return encode((_java_coordinates(text) if geometric else text).encode())
+        return encode((java_coordinates(text) if geometric else text).encode())
 
     return TypeSpec(binary_schema(modes), convert, convert, convert, encode(modes.unavailable_value_placeholder))
 

@@ -125,6 +125,7 @@ class PgType:
     base_typmod: int = -1
     enum_labels: tuple[str, ...] = ()
     category: str = ""
+    delimiter: str = ","  # typdelim: separates elements in this type's array literals (box: ';')
 
     @property
     def is_array(self) -> bool:
@@ -132,7 +133,8 @@ class PgType:
 
 
 _TYPES_SQL = """
-SELECT t.oid, t.typname, n.nspname, t.typtype, t.typcategory, t.typelem, t.typbasetype, t.typtypmod
+SELECT t.oid, t.typname, n.nspname, t.typtype, t.typcategory, t.typelem, t.typbasetype, t.typtypmod,
+       t.typdelim
 FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace
 """
 _ENUMS_SQL = "SELECT enumtypid, enumlabel FROM pg_catalog.pg_enum ORDER BY enumtypid, enumsortorder"
@@ -170,8 +172,8 @@ def _read_types(conn: Any) -> dict[int, PgType]:
         rows = cur.fetchall()
     return {
         int(oid): PgType(int(oid), name, schema, kind, int(elem), int(base), int(base_mod),
-                         tuple(labels.get(int(oid), ())), category)
-        for oid, name, schema, kind, category, elem, base, base_mod in rows
+                         tuple(labels.get(int(oid), ())), category, delimiter)
+        for oid, name, schema, kind, category, elem, base, base_mod, delimiter in rows
     }
 
 
@@ -255,13 +257,13 @@ def _spec(col: PgColumn, modes: TypeModes) -> TypeSpec | None:
             return None
         if element.name == "bit":
             return bit_array_spec(col.root_typmod)
-        if element.kind == "d":
-            return unknown_array_spec(modes) if modes.include_unknown_datatypes else None
         labels = element.enum_labels if element.kind == "e" else None
-        element_spec = scalar_spec(element.name, col.root_typmod, modes, labels)
+        element_spec = None if element.kind == "d" else scalar_spec(element.name, col.root_typmod, modes, labels)
         if element_spec is not None:
             return array_spec(element.name, element_spec, modes)
-        return unknown_array_spec(modes) if modes.include_unknown_datatypes else None
+        if modes.include_unknown_datatypes:
+            return unknown_array_spec(modes, element.name, element.delimiter)
+        return None
     labels = root.enum_labels if root.kind == "e" else None
     spec = scalar_spec(root.name, col.root_typmod, modes, labels)
     if spec is None and modes.include_unknown_datatypes:

@@ -54,7 +54,7 @@ CREATE TABLE t_array (
   a_name name[], a_varbit varbit[], a_point point[],
   a_text_2d text[][], a_bounds int[], a_posint posint[], a_bit bit(3)[], a_int8range int8range[],
   a_numrange numrange[], a_tsrange tsrange[], a_tstzrange tstzrange[], a_macaddr8 macaddr8[],
-  a_char1 "char"[], a_bpchar bpchar[]
+  a_char1 "char"[], a_bpchar bpchar[], a_box box[], a_tsquery tsquery[], a_pair pair[], a_lsn pg_lsn[]
 );
 
 CREATE TABLE t_default (
