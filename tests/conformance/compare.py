@@ -177,6 +177,19 @@ def compare(expected: Sequence[Record], actual: Sequence[Record], rules: MaskRul
     return differences
 
 
+def compare_by_topic(expected: Sequence[Record], actual: Sequence[Record],
+                     rules: MaskRules | None = None) -> list[Difference]:
+    """Like :func:`compare`, per topic: for captures read back from Kafka, which orders records
+    only within a topic (partition). Paths are prefixed with the topic; indexes are per topic."""
+    differences: list[Difference] = []
+    topics = list(dict.fromkeys([r.get("topic") for r in expected] + [r.get("topic") for r in actual]))
+    for topic in topics:
+        found = compare([r for r in expected if r.get("topic") == topic],
+                        [r for r in actual if r.get("topic") == topic], rules)
+        differences.extend(replace(d, path=f"[{topic}] {d.path}".rstrip()) for d in found)
+    return differences
+
+
 def _missing_extra_or_moved(exp: list[dict[str, Any]], act: list[dict[str, Any]],
                             missing: list[int], extra: list[int]) -> Iterable[Difference]:
     unused_extra = {j: _canonical(act[j]) for j in extra}

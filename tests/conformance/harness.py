@@ -33,15 +33,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from compare import Difference, MaskRules, assert_conformant, compare, format_report, mask_record
+from compare import Difference, MaskRules, assert_conformant, compare, compare_by_topic, format_report, mask_record
 
 from lakecdc.config.redact import redact, register_secret
 from lakecdc.errors import ConformanceError
 from lakecdc.transport.jsonl import read_jsonl
 
 __all__ = [
-    "Difference", "MaskRules", "assert_conformant", "capture_with_lakecdc", "compare", "drop_slot",
-    "format_report", "load_capture", "mask_record", "run_debezium", "split_sql",
+    "Difference", "MaskRules", "assert_conformant", "capture_with_lakecdc", "compare", "compare_by_topic",
+    "drop_slot", "format_report", "load_capture", "mask_record", "read_kafka_topics", "run_debezium", "split_sql",
 ]
 
 RUNNER = Path(__file__).with_name("debezium_runner.py")
@@ -240,8 +240,13 @@ def capture_with_lakecdc(
     start_timeout_s: float = 120.0,
     timeout_s: float = 600.0,
     env: Mapping[str, str] | None = None,
+    kafka: str | None = None,
 ) -> list[dict[str, Any]]:
     """Run ``lakecdc capture --config FILE --sink jsonl:PATH --stop-when-idle N`` and return its records.
+
+    With ``kafka="HOST:PORT"`` the command runs with ``--sink kafka:HOST:PORT`` instead and the
+    records are read back from every topic whose name starts with the configured ``topic.prefix``
+    (or is its heartbeat topic): order is then per topic only (compare with ``compare_by_topic``).
 
     Streaming is detected from PostgreSQL itself: the walsender holding slot ``slot_name`` is in
     state ``catchup``/``streaming`` only after START_REPLICATION, i.e. after the snapshot (an
@@ -257,7 +262,8 @@ def capture_with_lakecdc(
     sink_path = work / "lakecdc.jsonl"
     sink_path.unlink(missing_ok=True)
     log_path = work / "lakecdc.log"
-    command = [*lakecdc_command(), "capture", "--config", str(config_file), "--sink", f"jsonl:{sink_path}",
+    sink = f"kafka:{kafka}" if kafka else f"jsonl:{sink_path}"
+    command = [*lakecdc_command(), "capture", "--config", str(config_file), "--sink", sink,
                "--stop-when-idle", str(stop_when_idle_s)]
     with open(log_path, "w", encoding="utf-8") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
@@ -290,7 +296,62 @@ def capture_with_lakecdc(
                     process.wait()
     if returncode != 0:
         raise ConformanceError(f"lakecdc capture failed (exit {returncode})\n{_tail(log_path)}")
+    if kafka:
+        from lakecdc.config.sources import load_properties
+
+        prefix = load_properties(config_file, environ={})["topic.prefix"]
+        return read_kafka_topics(kafka, lambda topic: topic.startswith(prefix + "."))
     return load_capture(sink_path) if sink_path.exists() else []
+
+
+def read_kafka_topics(bootstrap: str, wanted: Any, idle_s: float = 3.0, timeout_s: float = 120.0) -> list[dict[str, Any]]:
+    """Every record of the topics ``wanted(topic)`` selects, as capture records, grouped by topic
+    (sorted by name), each topic in offset order. Reads until nothing new arrives for ``idle_s``."""
+    import uuid
+
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    from lakecdc.devstack.broker import kafka_client_defaults
+
+    metadata = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10)
+    topics = sorted(t for t in metadata.topics if wanted(t))
+    if not topics:
+        return []
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"harness-{uuid.uuid4().hex}",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         "isolation.level": "read_committed", **kafka_client_defaults("consumer")})
+    # Explicit assignment: no group join to wait for, every partition from its first offset.
+    consumer.assign([TopicPartition(t, p, OFFSET_BEGINNING) for t in topics for p in metadata.topics[t].partitions])
+    by_topic: dict[str, list[tuple[int, int, dict[str, Any]]]] = {t: [] for t in topics}
+    deadline = time.monotonic() + timeout_s
+    last = time.monotonic()
+    try:
+        while time.monotonic() - last < idle_s and time.monotonic() < deadline:
+            message = consumer.poll(0.2)
+            if message is None:
+                continue
+            if message.error():
+                raise ConformanceError(f"reading Kafka topic {message.topic()}: {message.error()}")
+            last = time.monotonic()
+            by_topic[message.topic()].append((message.partition(), message.offset(), _as_capture_record(message)))
+    finally:
+        consumer.close()
+    return [record for topic in topics for _, _, record in sorted(by_topic[topic], key=lambda x: (x[0], x[1]))]
+
+
+def _as_capture_record(message: Any) -> dict[str, Any]:
+    def parse(data: bytes | None) -> Any:
+        return json.loads(data) if data is not None else None
+
+    headers = []
+    for name, value in message.headers() or []:
+        try:
+            parsed = json.loads(value) if value is not None else None
+        except ValueError:
+            parsed = value.decode("utf-8", errors="replace")
+        headers.append({"key": name, "value": parsed})
+    return {"topic": message.topic(), "key": parse(message.key()), "value": parse(message.value()), "headers": headers}
 
 
 def _slot_streaming(conn: Any, slot_name: str) -> bool:
