@@ -89,7 +89,7 @@ def _check_total_order(a: Any, b: Any, c: Any) -> None:
         assert hash(a) == hash(b)
 
 
-@settings(max_examples=300)
+@settings(max_examples=200)
 @given(st.data())
 def test_positions_are_totally_ordered_by_seq(data: st.DataObject) -> None:
     for _, strategy in ALL:
@@ -98,7 +98,7 @@ def test_positions_are_totally_ordered_by_seq(data: st.DataObject) -> None:
         assert sorted([a, b, c], key=lambda p: p.seq()) == sorted([a, b, c])
 
 
-@settings(max_examples=300)
+@settings(max_examples=200)
 @given(st.data())
 def test_offset_round_trip(data: st.DataObject) -> None:
     for connector, strategy in ALL:

@@ -111,7 +111,7 @@ def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(schemas)
 def test_schema_json_round_trip(schema: ConnectSchema) -> None:
     assert ConnectSchema.from_json(schema.to_json()) == schema
