@@ -6,9 +6,14 @@ Stored after a transaction commit (all LSNs are the commit's end LSN)::
      "ts_usec": 1795336045083801}
 
 Stored in the middle of a large transaction (``lsn`` = last event sent, ``lsn_commit`` = the
-previous commit)::
+previous commit; ``in_tx`` is lakecdc's marker, ignored by Debezium)::
 
-    {"lsn_proc": 99300000, "lsn_commit": 99100312, "lsn": 99300000, "txId": 1272, ...}
+    {"lsn_proc": 99300000, "lsn_commit": 99100312, "lsn": 99300000, "txId": 1272, ..., "in_tx": true}
+
+Stored while the captured tables are idle (``lsn`` = the server's keepalive position, so the slot
+releases WAL that only held other tables' changes; ``lsn_commit`` stays the last commit)::
+
+    {"lsn_proc": 99500000, "lsn_commit": 99100312, "lsn": 99500000, "ts_usec": ...}
 
 Stored once a snapshot finished (``lsn`` = the slot's consistent point)::
 
@@ -38,9 +43,20 @@ def resume_point(offset: dict[str, Any] | None) -> ResumePoint:
     if position.snapshot:
         return ResumePoint(position.lsn, None)
     commit = position.commit_lsn
-    if commit is not None and position.lsn > commit and position.tx_id is not None:
-        return ResumePoint(commit, commit, position.tx_id, position.lsn)
+    if offset.get("in_tx") and position.tx_id is not None:
+        # restart before the partly sent transaction; its events up to ``lsn`` are skipped
+        return ResumePoint(commit or 0, commit, position.tx_id, position.lsn)
     return ResumePoint(position.lsn, commit)
+
+
+def flush_lsn(offset: dict[str, Any]) -> int | None:
+    """The LSN PostgreSQL may release once ``offset`` is durable: never inside a transaction."""
+    if offset.get("snapshot"):
+        return None
+    if offset.get("in_tx"):
+        commit = offset.get("lsn_commit")
+        return int(commit) if commit is not None else None
+    return int(offset["lsn"])
 
 
 def snapshot_completed(offset: dict[str, Any]) -> bool:

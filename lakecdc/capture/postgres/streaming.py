@@ -39,7 +39,7 @@ from lakecdc.capture.postgres.decoder import (
     decode_message,
 )
 from lakecdc.capture.postgres.errors import SlotMissingError
-from lakecdc.capture.postgres.offset import resume_point
+from lakecdc.capture.postgres.offset import flush_lsn, resume_point
 from lakecdc.capture.postgres.replication import Keepalive, ReplicationConnection, XLogData
 from lakecdc.capture.postgres.table_schema import TableSchemas
 from lakecdc.capture.postgres.types import TypeModes
@@ -160,19 +160,21 @@ class PostgresStreamingSource:
         self._dirty = False
         if self._xid is not None and self._last_event_lsn is not None:
             # inside a transaction: remember how far its events went, resume before it
-            return PostgresPosition(
+            offset = PostgresPosition(
                 lsn=self._last_event_lsn, commit_lsn=self._last_commit_lsn, lsn_proc=self._last_event_lsn,
                 tx_id=self._xid, ts_usec=self._commit_ts_us,
             ).to_offset()
+            offset["in_tx"] = True
+            return offset
         if self._committed is None:
             return None
         return self._committed.to_offset()
 
     def acknowledge(self, offset: Offset) -> None:
-        lsn = offset.get("lsn_commit")
+        lsn = flush_lsn(offset)
         if lsn is None:
             return
-        self._acked_lsn = max(self._acked_lsn, int(lsn))
+        self._acked_lsn = max(self._acked_lsn, lsn)
         if self._repl is not None:
             self._repl.send_status(max(self._received_lsn, self._acked_lsn), self._acked_lsn)
             self._last_status = time.monotonic()
@@ -212,16 +214,16 @@ class PostgresStreamingSource:
     def _on_keepalive(self, message: Keepalive) -> None:
         if message.wal_end > self._received_lsn:
             self._received_lsn = message.wal_end
-        if self._xid is None and message.wal_end > (self._committed.lsn if self._committed else 0):
-            # Nothing of ours is pending before wal_end: the slot may advance past WAL that only
-            # held other tables' changes (Debezium does this through heartbeats).
-            if self._heartbeat.enabled or self._committed is not None or self._last_commit_lsn is not None:
-                self._committed = PostgresPosition(
-                    lsn=message.wal_end, commit_lsn=message.wal_end, lsn_proc=message.wal_end,
-                    tx_id=self._committed.tx_id if self._committed else None,
-                    ts_usec=self._committed.ts_usec if self._committed else None,
-                )
-                self._dirty = True
+        floor = max(self._committed.lsn if self._committed else 0, self._acked_lsn)
+        if self._xid is None and message.wal_end > floor:
+            # Outside a transaction every change before wal_end has been received: the slot may
+            # advance past WAL that only held other tables' changes (an open transaction's
+            # changes are resent anyway, as its commit lies after wal_end).
+            self._committed = PostgresPosition(
+                lsn=message.wal_end, commit_lsn=self._last_commit_lsn, lsn_proc=message.wal_end,
+                ts_usec=self._committed.ts_usec if self._committed else None,
+            )
+            self._dirty = True
         if message.reply_requested and self._repl is not None:
             self._repl.send_status(max(self._received_lsn, self._acked_lsn), self._acked_lsn)
             self._last_status = time.monotonic()
