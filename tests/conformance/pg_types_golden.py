@@ -57,6 +57,10 @@ MODE_SETS: dict[str, dict[str, str]] = {
         "binary.handling.mode": "base64-url-safe",
         "unavailable.value.placeholder": "__toast__",
     },
+    # column.propagate.source.type adds __debezium.source.column.* schema parameters
+    "propagate_source_type": {
+        "column.propagate.source.type": ".*",
+    },
 }
 
 

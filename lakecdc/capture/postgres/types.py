@@ -24,7 +24,7 @@ gives Debezium's ``unavailable.value.placeholder`` in the column's type.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lakecdc.capture.postgres.decoder import UNCHANGED as UNCHANGED_TOAST
@@ -36,6 +36,7 @@ from lakecdc.capture.postgres.type_arrays import (
     unknown_array_spec,
 )
 from lakecdc.capture.postgres.type_mapping import TypeSpec, scalar_spec, unknown_spec
+from lakecdc.capture.postgres.type_propagation import source_type_parameters
 from lakecdc.errors import ConfigError
 from lakecdc.events.schema import ConnectSchema
 
@@ -271,19 +272,27 @@ def _spec(col: PgColumn, modes: TypeModes) -> TypeSpec | None:
     return spec
 
 
-def column_schema(col: PgColumn, modes: TypeModes) -> ConnectSchema | None:
-    """The field schema Debezium emits for ``col`` (optional, default), or None if it drops it."""
+def column_schema(col: PgColumn, modes: TypeModes, *, propagate_source_type: bool = False,
+                  snapshot: bool = False) -> ConnectSchema | None:
+    """The field schema Debezium emits for ``col`` (optional, default), or None if it drops it.
+
+    ``propagate_source_type``: the column matches ``column.propagate.source.type`` or its type
+    ``datatype.propagate.source.type``; ``snapshot`` then selects the snapshot-time variant of
+    those parameters (see :mod:`lakecdc.capture.postgres.type_propagation`).
+    """
     spec = _spec(col, modes)
     if spec is None:
         return None
     schema = spec.schema
     if col.not_null:
         schema = schema.as_required()
+    changes: dict[str, Any] = {}
     default = default_value(col, spec, schema) if col.default_expr is not None else None
     if default is not None:
-        schema = ConnectSchema(**{**{f: getattr(schema, f) for f in ConnectSchema.__dataclass_fields__},
-                                  "default": default})
-    return schema
+        changes["default"] = default
+    if propagate_source_type:
+        changes["parameters"] = (schema.parameters or ()) + source_type_parameters(col, snapshot=snapshot)
+    return replace(schema, **changes) if changes else schema
 
 
 def value_converter(col: PgColumn, modes: TypeModes, *, snapshot: bool = False) -> Callable[[Any], Any]:

@@ -136,7 +136,13 @@ def _check_table(modes_name: str, table: str, typed_db: Any) -> list[str]:
     problems: list[str] = []
     records = [r for r in _golden(modes_name) if r["table"] == table]
     assert records, f"no golden records for {table} in {modes_name}"
-    schemas = {c.name: column_schema(c, modes) for c in columns}
+    propagate = "column.propagate.source.type" in MODE_SETS[modes_name]
+    phase_schemas = {
+        phase: {c.name: column_schema(c, modes, propagate_source_type=propagate, snapshot=phase == "snapshot")
+                for c in columns}
+        for phase in ("snapshot", "streaming")
+    }
+    schemas = phase_schemas["streaming"]
     emitted = [c.name for c in columns if schemas[c.name] is not None]
     converters = {
         phase: {c.name: value_converter(c, modes, snapshot=phase == "snapshot") for c in columns
@@ -150,9 +156,9 @@ def _check_table(modes_name: str, table: str, typed_db: Any) -> list[str]:
             problems.append(f"{table} fields: golden {list(golden_fields)} != ours {emitted}")
             continue
         for name in emitted:
-            ours = json.loads(jackson_dumps(schemas[name].to_json(name)))  # type: ignore[union-attr]
+            ours = json.loads(jackson_dumps(phase_schemas[record["phase"]][name].to_json(name)))  # type: ignore[union-attr]
             if ours != golden_fields[name]:
-                schema_problems.add(f"{table}.{name} schema: golden {json.dumps(golden_fields[name])} "
+                schema_problems.add(f"{record['phase']} {table}.{name} schema: golden {json.dumps(golden_fields[name])} "
                                     f"!= ours {json.dumps(ours)}")
         text_row = (updated if record["op"] == "u" else texts[table])[record["id"]]
         for name in emitted:
@@ -278,6 +284,7 @@ def test_relation_messages_and_streamed_tuples_match_debezium(modes_name: str, p
     oid and typmod, plus NOT NULL/default from the catalog -- and convert the decoded tuples."""
     catalog, columns, relations, decoded, _ = pgoutput_stream
     modes = TypeModes.from_properties(MODE_SETS[modes_name])
+    propagate = "column.propagate.source.type" in MODE_SETS[modes_name]
     golden = {(r["table"], r["op"], r["id"]): r for r in _golden(modes_name) if r["phase"] == "streaming"}
     problems: list[str] = []
     converters: dict[str, list[tuple[str, Any, Any]]] = {}
@@ -287,7 +294,7 @@ def test_relation_messages_and_streamed_tuples_match_debezium(modes_name: str, p
                                         default_expr=known[rc.name].default_expr) for rc in relation.columns]
         emitted = []
         for col in built:
-            schema = column_schema(col, modes)
+            schema = column_schema(col, modes, propagate_source_type=propagate)
             if schema is not None:
                 emitted.append((col.name, schema, value_converter(col, modes)))
         converters[table] = emitted
