@@ -189,6 +189,7 @@ class PostgresPosition(_Ordered):
     snapshot: bool = False
     last_snapshot_record: bool = False
     index: int = 0
+    message_type: str | None = None  # offset "messageType": BEGIN, COMMIT, INSERT, ... last processed
 
     def seq(self) -> tuple[int, int, int, int]:
         phase = SNAPSHOT_PHASE if self.snapshot else STREAMING_PHASE
@@ -219,12 +220,16 @@ class PostgresPosition(_Ordered):
         if self.snapshot:
             out["snapshot"] = True
             out["last_snapshot_record"] = self.last_snapshot_record
+        if self.message_type is not None:
+            out["messageType"] = self.message_type
         return out
 
     @classmethod
     def from_offset(cls, offset: Mapping[str, Any]) -> PostgresPosition:
         if "lsn" not in offset:
             raise ValueError(f"PostgreSQL offset has no 'lsn': {dict(offset)}")
+        # Debezium's loader falls back to lsn_proc when lsn_commit is absent, for resuming; the
+        # position keeps them apart so that offsets round-trip exactly.
         return cls(
             lsn=int(offset["lsn"]),
             commit_lsn=_opt_int(offset.get("lsn_commit")),
@@ -234,6 +239,7 @@ class PostgresPosition(_Ordered):
             xmin=_opt_int(offset.get("xmin")),
             snapshot=bool(offset.get("snapshot", False)),
             last_snapshot_record=bool(offset.get("last_snapshot_record", False)),
+            message_type=offset.get("messageType"),
         )
 
     @classmethod

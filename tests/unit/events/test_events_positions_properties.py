@@ -41,6 +41,7 @@ postgres = st.builds(
     ts_usec=st.none() | U63,
     snapshot=st.booleans(),
     last_snapshot_record=st.booleans(),
+    message_type=st.none() | st.sampled_from(["BEGIN", "COMMIT", "INSERT", "UPDATE", "DELETE"]),
 )
 mysql = st.builds(
     MySqlPosition,
