@@ -1,0 +1,119 @@
+"""What the Spark SQL writers (Iceberg, Delta in Spark) share: names, bronze anti-join, MERGE.
+
+Both formats run the same statements, rendered from ``lakecdc.ingest.merge_plan``; they differ in
+DDL, in how commit properties reach the table commit (``_committing``), and in how a table's
+commit history is read back (``commit_properties``).
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
+
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from lakecdc.errors import TerminalError
+from lakecdc.ingest.batch import TableTarget
+from lakecdc.ingest.bronze import bronze_columns, spark_new_rows
+from lakecdc.ingest.merge_plan import MergePlan, render_spark_ledger_sql, render_spark_sql
+from lakecdc.ingest.silver import BatchStats
+from lakecdc.writers.base import LakeWriter
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+def quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def column_ddl(schema: StructType) -> str:
+    return ", ".join(f"{quote(f.name)} {f.dataType.simpleString()}" for f in schema.fields)
+
+
+class SparkSqlWriter(LakeWriter):
+    """A writer whose tables Spark itself reads and writes through a catalog."""
+
+    def __init__(self, spark: SparkSession, catalog: str | None = None,
+                 dead_letter_table: str = "lakecdc.dead_letters") -> None:
+        super().__init__(spark, dead_letter_table)
+        self.catalog = catalog
+
+    def resolve(self, name: str) -> str:
+        """``schema.table`` -> ``<catalog>.schema.table``; three-part names are used as is."""
+        parts = name.split(".")
+        if len(parts) == 2 and all(parts):
+            return f"{self.catalog}.{name}" if self.catalog else name
+        if len(parts) == 3 and all(parts):
+            return name
+        raise TerminalError(f"table name {name!r} must be schema.table or catalog.schema.table")
+
+    @abstractmethod
+    def _committing(self, props: dict[str, str], table: str, batch_id: int | None) -> AbstractContextManager[None]:
+        """While open, statements on this thread commit with ``props`` (and the batch id)."""
+
+    @abstractmethod
+    def _last_commit(self, name: str) -> tuple[int | None, dict[str, int]]:
+        """(version or snapshot id, operation metrics) of the table's newest commit."""
+
+    @abstractmethod
+    def _append_options(self, props: dict[str, str], table: str, batch_id: int) -> dict[str, str]:
+        """DataFrameWriterV2 options that put ``props`` into an append's commit."""
+
+    def _table_schema(self, name: str) -> StructType | None:
+        full = self.resolve(name)
+        if not self.spark.catalog.tableExists(full):
+            return None
+        return self.spark.table(full).schema
+
+    def _ensure_namespace(self, full: str) -> None:
+        self.spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {full.rsplit('.', 1)[0]}")
+
+    def _append_bronze(self, target: TableTarget, rows: DataFrame, stats: BatchStats,
+                       props: dict[str, str], batch_id: int) -> tuple[int, int | None]:
+        full = self.resolve(target.bronze_table)
+        meta = set(bronze_columns([]))
+        row_names = [c for c in rows.columns if c not in meta]
+        fresh = spark_new_rows(rows, row_names, self.spark.table(full), stats.min_source_ts_ms,
+                               stats.max_source_ts_ms)
+        writer = fresh.writeTo(full)
+        for key, value in self._append_options(props, target.bronze_table, batch_id).items():
+            writer = writer.option(key, value)
+        writer.append()
+        version, metrics = self._last_commit(target.bronze_table)
+        return metrics.get("appended", 0), version
+
+    def _run_merge(self, sql_for_view: str, source: DataFrame, view: str) -> None:
+        source.createOrReplaceTempView(view)
+        try:
+            self.spark.sql(sql_for_view)
+        finally:
+            self.spark.catalog.dropTempView(view)
+
+    def _upsert_ledger(self, target: TableTarget, rows: DataFrame) -> None:
+        view = f"lakecdc_ledger_{abs(hash(target.ledger_table))}"
+        self._run_merge(render_spark_ledger_sql(target.key_columns, self.resolve(target.ledger_table), view),
+                        rows, view)
+
+    def _truncated_through(self, target: TableTarget) -> tuple[int, ...] | None:
+        row = (self.spark.table(self.resolve(target.ledger_table)).filter(F.col("_op") == "t")
+               .agg(F.max("_seq").alias("seq")).collect()[0])
+        return tuple(row["seq"]) if row["seq"] is not None else None
+
+    def _merge_silver(self, target: TableTarget, source: DataFrame, plan: MergePlan,
+                      props: dict[str, str], batch_id: int) -> tuple[int, int, int | None]:
+        ledger = (self.spark.table(self.resolve(target.ledger_table)).filter(F.col("_op") == "d")
+                  .select(*target.key_columns, F.col("_seq").alias("_removed_seq")))
+        guarded = source.join(ledger, on=list(target.key_columns), how="left")
+        view = f"lakecdc_silver_{abs(hash(target.silver_table))}"
+        with self._committing(props, target.silver_table, batch_id):
+            self._run_merge(render_spark_sql(plan, self.resolve(target.silver_table), view), guarded, view)
+        version, metrics = self._last_commit(target.silver_table)
+        return metrics.get("written", 0), metrics.get("removed", 0), version
+
+    def _append_rows(self, name: str, rows: DataFrame) -> int:
+        count = rows.count()
+        rows.writeTo(self.resolve(name)).append()
+        return count

@@ -1,0 +1,53 @@
+"""Delta-in-Spark writer: the SQL and session settings it renders (Delta's jars cannot run here)."""
+
+from __future__ import annotations
+
+import json
+
+from pyspark.sql.types import DecimalType, IntegerType, LongType, StringType, StructField, StructType
+
+from lakecdc.ingest.batch import ColumnSpec
+from lakecdc.ingest.merge_plan import MergePlan, render_spark_sql
+from lakecdc.ingest.schema_evolution import SchemaChange
+from lakecdc.writers.delta_spark import (
+    TXN_APP_ID_CONF, TXN_VERSION_CONF, USER_METADATA_CONF, commit_settings, create_table_sql, evolve_sql,
+    properties_from_user_metadata,
+)
+
+
+def test_bronze_create_has_generated_date_partition() -> None:
+    schema = StructType([StructField("id", LongType()), StructField("_ingest_ts", StringType())])
+    sql = create_table_sql("main.bronze.customers", schema, "bronze")
+    assert sql == ("CREATE TABLE IF NOT EXISTS main.bronze.customers (`id` bigint, `_ingest_ts` string, "
+                   "`_ingest_date` date GENERATED ALWAYS AS (CAST(_ingest_ts AS DATE))) USING delta "
+                   "PARTITIONED BY (`_ingest_date`)")
+    assert create_table_sql("main.silver.c", schema, "silver").endswith("USING delta")
+
+
+def test_evolution_statements() -> None:
+    change = SchemaChange(add=(ColumnSpec("email", StringType()),),
+                          widen=(("qty", IntegerType(), LongType()), ("amount", DecimalType(10, 2), DecimalType(12, 2))))
+    assert evolve_sql("m.s.t", change) == [
+        "ALTER TABLE m.s.t ADD COLUMNS (`email` string)",
+        "ALTER TABLE m.s.t SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')",
+        "ALTER TABLE m.s.t ALTER COLUMN `qty` TYPE bigint",
+        "ALTER TABLE m.s.t ALTER COLUMN `amount` TYPE decimal(12,2)",
+    ]
+
+
+def test_commit_settings_carry_progress_and_app_transaction() -> None:
+    props = {"lakecdc.progress": '{"t":{"0":4}}', "lakecdc.batch-id": "9"}
+    settings = commit_settings(props, "silver.customers", 9)
+    assert json.loads(settings[USER_METADATA_CONF]) == props
+    assert (settings[TXN_APP_ID_CONF], settings[TXN_VERSION_CONF]) == ("lakecdc:silver.customers", "9")
+    assert properties_from_user_metadata(settings[USER_METADATA_CONF]) == props
+    assert properties_from_user_metadata("nightly backfill by ops") == {}
+    assert properties_from_user_metadata('{"other": 1}') == {}
+    assert properties_from_user_metadata(None) == {}
+
+
+def test_delta_spark_merge_is_the_shared_plan() -> None:
+    plan = MergePlan(keys=("id",), columns=("id", "name"), truncate_seq=(3, 3, 0, 0), placeholders=True)
+    sql = render_spark_sql(plan, "main.silver.customers", "src")
+    assert sql.startswith("MERGE INTO main.silver.customers AS t\nUSING src AS s\nON t.`id` = s.`id`")
+    assert "WHEN NOT MATCHED BY SOURCE AND (3 > t.`_seq`[0]" in sql
