@@ -25,96 +25,35 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Union
 
+from lakecdc.events.position_text import (
+    binlog_file_index,
+    lsn_from_text,
+    lsn_to_text,
+    oracle_rs_id_to_int,
+    pack_seq,
+    sqlserver_lsn_from_text,
+    sqlserver_lsn_to_text,
+)
+
+__all__ = [
+    "MySqlPosition",
+    "OraclePosition",
+    "Position",
+    "PostgresPosition",
+    "SqlServerPosition",
+    "binlog_file_index",
+    "lsn_from_text",
+    "lsn_to_text",
+    "pack_seq",
+    "position_from_offset",
+    "position_from_source",
+    "position_type",
+    "sqlserver_lsn_from_text",
+    "sqlserver_lsn_to_text",
+]
+
 SNAPSHOT_PHASE = 0
 STREAMING_PHASE = 1
-_INT63 = (1 << 63) - 1
-
-
-# ---- text forms ----------------------------------------------------------------------------
-def lsn_from_text(text: str) -> int:
-    """PostgreSQL LSN text ``16/B374D848`` -> int.
-
-    >>> lsn_from_text("16/B374D848")
-    97500059720
-    """
-    hi, sep, lo = text.strip().partition("/")
-    if not sep:
-        raise ValueError(f"not a PostgreSQL LSN (expected XXX/XXX): {text!r}")
-    try:
-        return (int(hi, 16) << 32) | int(lo, 16)
-    except ValueError:
-        raise ValueError(f"not a PostgreSQL LSN (expected hex XXX/XXX): {text!r}") from None
-
-
-def lsn_to_text(lsn: int) -> str:
-    """int -> PostgreSQL LSN text, upper-case hex as ``pg_lsn`` prints it."""
-    if not 0 <= lsn < 1 << 64:
-        raise ValueError(f"LSN out of range: {lsn}")
-    return f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}"
-
-
-def sqlserver_lsn_from_text(text: str) -> int:
-    """SQL Server LSN ``00000027:00000758:0003`` (VLF:block:slot) -> 80-bit int."""
-    parts = text.strip().split(":")
-    if len(parts) != 3 or [len(p) for p in parts] != [8, 8, 4]:
-        raise ValueError(f"not a SQL Server LSN (expected 8:8:4 hex digits): {text!r}")
-    try:
-        vlf, block, slot = (int(p, 16) for p in parts)
-    except ValueError:
-        raise ValueError(f"not a SQL Server LSN (hex digits): {text!r}") from None
-    return (vlf << 48) | (block << 16) | slot
-
-
-def sqlserver_lsn_to_text(lsn: int) -> str:
-    if not 0 <= lsn < 1 << 80:
-        raise ValueError(f"SQL Server LSN out of range: {lsn}")
-    return f"{lsn >> 48:08x}:{(lsn >> 16) & 0xFFFFFFFF:08x}:{lsn & 0xFFFF:04x}"
-
-
-def oracle_rs_id_to_int(rs_id: str | None) -> int:
-    """Oracle redo record id ``" 0x0000a5.00012345.0124 "`` (log seq . block . offset) -> int."""
-    if rs_id is None or not rs_id.strip():
-        return 0
-    text = rs_id.strip()
-    if text.lower().startswith("0x"):
-        text = text[2:]
-    parts = text.split(".")
-    if len(parts) != 3:
-        raise ValueError(f"not an Oracle rs_id (seq.block.offset): {rs_id!r}")
-    seq, block, offset = (int(p, 16) for p in parts)
-    return (seq << 48) | (block << 16) | offset
-
-
-def binlog_file_index(filename: str) -> int:
-    """``mysql-bin.000042`` -> 42 (the numeric suffix orders binlog files)."""
-    _, _, suffix = filename.rpartition(".")
-    if not suffix.isdigit():
-        raise ValueError(f"binlog file name has no numeric suffix: {filename!r}")
-    return int(suffix)
-
-
-def pack_seq(parts: list[tuple[int, int]]) -> tuple[int, int, int, int]:
-    """Pack ``(value, bit_width)`` parts, most significant first, into four 63-bit numbers.
-
-    Lexicographic order of the result equals the order of the parts, which is how positions wider
-    than one bigint (SQL Server's 80-bit LSNs) still sort correctly as ``array<bigint>``.
-    """
-    total = 0
-    width = 0
-    for value, bits in parts:
-        if not 0 <= value < 1 << bits:
-            raise ValueError(f"position component {value} does not fit in {bits} bits")
-        total = (total << bits) | value
-        width += bits
-    if width > 4 * 63:
-        raise ValueError(f"position needs {width} bits, more than four bigints hold")
-    total <<= 4 * 63 - width
-    return (
-        (total >> 189) & _INT63,
-        (total >> 126) & _INT63,
-        (total >> 63) & _INT63,
-        total & _INT63,
-    )
 
 
 class _Ordered:

@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["javanum", "serde", "positions", "topics", "logical", "transaction"]
+MODULES = ["javanum", "serde", "positions", "position_text", "topics", "logical", "transaction"]
 
 
 @pytest.mark.parametrize("name", MODULES)
