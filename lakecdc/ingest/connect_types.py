@@ -153,9 +153,19 @@ def _decimal_value(value: Any, scale: int) -> decimal.Decimal:
 
 def _fixed_decimal(precision: int, scale: int) -> Converter:
     arrow_type = pa.decimal128(precision, scale)
+    limit = 10**precision
 
     def convert(values: list[Any]) -> pa.Array:
-        return pa.array([None if v is None else _decimal_value(v, scale) for v in values], type=arrow_type)
+        if not all(v is None or isinstance(v, str) for v in values):
+            return pa.array([None if v is None else _decimal_value(v, scale) for v in values], type=arrow_type)
+        # The wire value *is* the unscaled integer: lay it out as Arrow's 16-byte little-endian
+        # decimal128 directly instead of building a Python Decimal per value.
+        unscaled = [0 if v is None else _unscaled(v) for v in values]
+        if any(not -limit < u < limit for u in unscaled):
+            raise ValueConversionError(f"a value has more than {precision} digits for decimal({precision},{scale})")
+        data = pa.py_buffer(b"".join(u.to_bytes(16, "little", signed=True) for u in unscaled))
+        validity = None if None not in values else pa.array([v is not None for v in values], pa.bool_()).buffers()[1]
+        return pa.Array.from_buffers(arrow_type, len(values), [validity, data])
     return convert
 
 
@@ -365,8 +375,8 @@ def convert_column(name: str, column: ColumnType, values: list[Any]) -> pa.Array
     """``column.convert(values)`` with any failure turned into a ``ValueConversionError`` naming ``name``."""
     try:
         return column.convert(values)
-    except ValueConversionError:
-        raise
+    except ValueConversionError as exc:
+        raise ValueConversionError(f"column '{name}': {exc}") from exc
     except (pa.ArrowException, ValueError, TypeError, OverflowError, decimal.DecimalException,
             binascii.Error, AttributeError) as exc:
         raise ValueConversionError(f"column '{name}': {type(exc).__name__}: {exc}") from exc

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pytest
 from ingest_records import encode, golden_records, golden_table, kafka_table
 
+from lakecdc.events.positions import position_from_source
 from lakecdc.ingest.config import IngestConfig
 from lakecdc.ingest.decode import Decoder, split_envelope
 from lakecdc.ingest.segments import union_segments
@@ -123,7 +124,9 @@ def test_metadata_columns() -> None:
     assert [r["_tx_total_order"] for r in in_tx] == [1, 2, 3]
     assert all(r["_source_ts_ms"] == 1795336045068 for r in in_tx)
     assert all(len(r["_seq"]) == 4 for r in rows)
-    assert rows[0]["_seq"] == [0, 98987608, 0, 0]  # snapshot: no commit LSN yet, snapshot phase
+    first_source = golden_records()[0]["value"]["payload"]["source"]
+    assert rows[0]["_seq"] == list(position_from_source("postgresql", first_source).seq())
+    assert all(tuple(r["_seq"]) > tuple(rows[0]["_seq"]) for r in rows if r["_op"] != "r")
     assert all(r["_ingest_ts"] == NOW and r["_unavailable"] == [] for r in rows)
     assert {r["_topic"] for r in rows} == {"dbz.public.customers"}
 
