@@ -6,9 +6,11 @@ just ``<payload>``. A null value (tombstone) or a null key is no bytes at all (K
     {"schema":{"type":"struct","fields":[{"type":"int32","optional":false,"default":0,"field":"id"}],
      "optional":false,"name":"dbz.public.customers.Key"},"payload":{"id":1}}
 
-Text rules (Jackson's): no whitespace; non-ASCII kept as UTF-8; ``"`` ``\\`` and control characters
-escaped (``\\n``, ``\\t``, ... and ``\\u00XX`` with upper-case hex); numbers as described in
-:mod:`lakecdc.events.javanum`; bytes as standard base64 with padding.
+Text rules (Jackson's, checked byte for byte against JsonConverter in
+tests/data/events/jsonconverter-golden.json): no whitespace; non-ASCII kept as UTF-8 except
+characters beyond U+FFFF, written as escaped surrogate pairs (``\\uD83D\\uDE00``); ``"`` ``\\``
+and control characters escaped (``\\n``, ``\\t``, ... and ``\\u00XX`` with upper-case hex);
+numbers as described in :mod:`lakecdc.events.javanum`; bytes as standard base64 with padding.
 
 Hot path: :class:`RecordEncoder` compiles one Python function per struct schema (once per table
 and schema version) that concatenates pre-encoded field names with each value's text, so encoding
@@ -48,16 +50,35 @@ def _upper_hex(match: re.Match[str]) -> str:
     return text if text == "\\\\" else text.upper().replace("\\U", "\\u")
 
 
+# Jackson (2.18+, COMBINE_UNICODE_SURROGATES_IN_UTF8 off by default) writes a character outside the
+# Basic Multilingual Plane as its escaped UTF-16 surrogate pair: "😀" -> "\\uD83D\\uDE00".
+_ASTRAL = re.compile("[\U00010000-\U0010FFFF]")
+
+
+def _surrogate_pair(match: re.Match[str]) -> str:
+    code = ord(match.group(0)) - 0x10000
+    return f"\\u{0xD800 + (code >> 10):04X}\\u{0xDC00 + (code & 0x3FF):04X}"
+
+
+def _jackson_fixups(text: str) -> str:
+    """Turn Python's escaped literal into Jackson's: upper-case hex, escaped surrogate pairs."""
+    if "\\u" in text:
+        text = _ESCAPE.sub(_upper_hex, text)
+    if not text.isascii():
+        text = _ASTRAL.sub(_surrogate_pair, text)
+    return text
+
+
 def jackson_string(value: str) -> str:
     """A JSON string literal as Jackson writes it.
 
-    >>> jackson_string('é"\\x1f')
-    '"é\\\\"\\\\u001F"'
+    >>> jackson_string('é"\\x1f😀')
+    '"é\\\\"\\\\u001F\\\\uD83D\\\\uDE00"'
     """
     text = encode_basestring(value)
-    if "\\u" in text:
-        text = _ESCAPE.sub(_upper_hex, text)
-    return text
+    if text.isascii() and "\\u" not in text:  # str.isascii() is O(1) in CPython
+        return text
+    return _jackson_fixups(text)
 
 
 def jackson_dumps(node: Any) -> str:
@@ -110,8 +131,7 @@ class _Compiler:
         self.namespace: dict[str, Any] = {
             "_s": encode_basestring,
             "_js": jackson_string,
-            "_fix": _ESCAPE.sub,
-            "_up": _upper_hex,
+            "_jfix": _jackson_fixups,
             "_d": java_double_str,
             "_f": java_float_str,
             "_b": _b64,
@@ -146,7 +166,7 @@ class _Compiler:
         if t in ("int8", "int16", "int32", "int64"):
             text = var if in_fstring else f"str({var})"
         elif t == "string":
-            text = f"(_fix(_up, _t) if _BU in (_t := _s({var})) else _t)"
+            text = f"(_t if (_t := _s({var})).isascii() and _BU not in _t else _jfix(_t))"
         elif t == "boolean":
             text = f"_bool[{var}]"
         elif t == "double":

@@ -126,7 +126,7 @@ ORACLE_SOURCE = _common(
         ("commit_ts_ms", OPTIONAL_INT64),
         ("start_scn", OPTIONAL_STRING),
         ("start_ts_ms", OPTIONAL_INT64),
-        ("txSequence", OPTIONAL_INT64),
+        ("txSeq", OPTIONAL_INT64),
     ],
     "io.debezium.connector.oracle.Source",
 )
@@ -364,5 +364,5 @@ class OracleSourceBuilder:
             "commit_ts_ms": commit_ts_ms,
             "start_scn": None if start_scn is None else str(start_scn),
             "start_ts_ms": start_ts_ms,
-            "txSequence": tx_sequence,
+            "txSeq": tx_sequence,
         }

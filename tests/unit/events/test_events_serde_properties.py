@@ -198,4 +198,5 @@ def test_jackson_string_escapes() -> None:
     assert jackson_string("\n\t\r\b\f") == '"\\n\\t\\r\\b\\f"'
     assert jackson_string("\x00\x1f") == '"\\u0000\\u001F"'
     assert jackson_string("\\u001f") == '"\\\\u001f"'  # a literal backslash-u stays as written
-    assert jackson_string("é€😀") == '"é€😀"'
+    assert jackson_string("é€") == '"é€"'  # non-ASCII stays UTF-8 ...
+    assert jackson_string("😀") == '"\\uD83D\\uDE00"'  # ... except beyond U+FFFF (surrogate pair)
