@@ -132,15 +132,16 @@ class CaptureCoordinator:
             source.start(self.offsets.load(self._key))
             batch: list[Any] = []
             unflushed = 0
-            last_commit = last_activity = time.monotonic()
+            last_commit = time.monotonic()
             while not self._stop.is_set():
                 source.poll(batch, settings.max_batch_size, settings.poll_timeout_s)
+                # idleness is read before a possibly slow send; heartbeats do not count as changes
+                idle = source.idle_seconds()
                 if batch:
                     self.sink.send(batch)  # step 1
                     unflushed += len(batch)
                     self.stats.streamed_records += len(batch)
                     batch = []
-                    last_activity = time.monotonic()
                 now = time.monotonic()
                 if unflushed >= settings.max_batch_size or now - last_commit >= settings.commit_interval_s:
                     offset = source.committable_offset()
@@ -148,7 +149,6 @@ class CaptureCoordinator:
                         self._commit(offset, acknowledge=source)
                     unflushed = 0
                     last_commit = now
-                idle = min(now - last_activity, source.idle_seconds())
                 if settings.stop_when_idle_s is not None and idle >= settings.stop_when_idle_s:
                     log.info("no changes for %.1f s; stopping (--stop-when-idle)", settings.stop_when_idle_s)
                     break

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Final
 
+import psycopg
 from psycopg import pq
 
 from lakecdc.capture.postgres.errors import ReplicationConnectionLost, raise_for_replication_error
@@ -28,6 +29,11 @@ from lakecdc.capture.postgres.decoder import PG_EPOCH_OFFSET_US
 _XLOG_HEAD: Final = struct.Struct(">QQq")
 _KEEPALIVE: Final = struct.Struct(">QqB")
 _STATUS: Final = struct.Struct(">cQQQqB")
+
+
+def _text(message: str | bytes) -> str:
+    """libpq error text (psycopg gives str or bytes depending on the call)."""
+    return message.decode(errors="replace") if isinstance(message, bytes) else message
 
 
 def format_lsn(lsn: int) -> str:
@@ -77,7 +83,7 @@ class ReplicationConnection:
     def connect(cls, conninfo: str) -> "ReplicationConnection":
         pgconn = pq.PGconn.connect(conninfo.encode())
         if pgconn.status != pq.ConnStatus.OK:
-            message = pgconn.get_error_message().decode(errors="replace")
+            message = _text(pgconn.get_error_message())
             pgconn.finish()
             raise_for_replication_error(message, during="connecting for replication")
         return cls(pgconn)
@@ -87,7 +93,7 @@ class ReplicationConnection:
         """Run one replication command and return its rows as text."""
         result = self._pgconn.exec_(sql.encode())
         if result.status not in (pq.ExecStatus.TUPLES_OK, pq.ExecStatus.COMMAND_OK):
-            message = result.get_error_message().decode(errors="replace")
+            message = _text(result.get_error_message())
             raise_for_replication_error(message, during=sql.split(" (")[0])
         rows = []
         for row in range(result.ntuples):
@@ -113,8 +119,8 @@ class ReplicationConnection:
         self._pgconn.send_query(sql.encode())
         result = self._pgconn.get_result()
         if result is None or result.status != pq.ExecStatus.COPY_BOTH:
-            message = (result.get_error_message() if result else self._pgconn.get_error_message())
-            raise_for_replication_error(message.decode(errors="replace"), during="START_REPLICATION")
+            message = result.get_error_message() if result else self._pgconn.get_error_message()
+            raise_for_replication_error(_text(message), during="START_REPLICATION")
         self._pgconn.nonblocking = 1
         self._streaming = True
 
@@ -129,7 +135,7 @@ class ReplicationConnection:
                 return None
             try:
                 pgconn.consume_input()
-            except pq.PQerror as exc:  # socket closed under us
+            except psycopg.OperationalError as exc:  # socket closed under us
                 raise ReplicationConnectionLost(str(exc)) from exc
             nbytes, data = pgconn.get_copy_data(1)
             if nbytes == 0:
@@ -150,18 +156,21 @@ class ReplicationConnection:
         now_us = int(time.time() * 1_000_000) - PG_EPOCH_OFFSET_US
         message = _STATUS.pack(b"r", received_lsn, flushed_lsn, flushed_lsn, now_us, int(reply))
         pgconn = self._pgconn
-        if pgconn.put_copy_data(message) != 1:
-            raise ReplicationConnectionLost(pgconn.get_error_message().decode(errors="replace"))
-        while pgconn.flush() == 1:
-            select.select([], [pgconn.socket], [], 1.0)
+        try:
+            if pgconn.put_copy_data(message) != 1:
+                raise ReplicationConnectionLost(_text(pgconn.get_error_message()))
+            while pgconn.flush() == 1:
+                select.select([], [pgconn.socket], [], 1.0)
+        except psycopg.OperationalError as exc:
+            raise ReplicationConnectionLost(str(exc)) from exc
 
     def _raise_copy_end(self) -> None:
         result = self._pgconn.get_result()
         message = ""
         if result is not None:
-            message = result.get_error_message().decode(errors="replace")
+            message = _text(result.get_error_message())
         if not message:
-            message = self._pgconn.get_error_message().decode(errors="replace")
+            message = _text(self._pgconn.get_error_message())
         self._streaming = False
         raise_for_replication_error(message or "replication stream ended", during="streaming")
 
@@ -171,6 +180,6 @@ class ReplicationConnection:
                 if self._streaming:
                     self._pgconn.put_copy_end()
                     self._pgconn.flush()
-            except pq.PQerror:
+            except psycopg.OperationalError:
                 pass
         self._pgconn.finish()
