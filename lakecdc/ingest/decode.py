@@ -15,6 +15,12 @@ the schema is parsed once per group, and only the payload is parsed (orjson). Co
 converted one whole column at a time (``connect_types``). A value not in the compact form
 (whitespace, other key order) falls back to a full parse.
 
+Why Python and not Spark's ``from_json``: on 100k PostgreSQL update events (~3 KB each) on the
+shared 2-core test machine, this decoder took 12 s including every logical conversion, while
+``from_json`` with a schema derived from the Connect schema took 35 s for the JSON parse alone
+(decimals, zoned timestamps still to convert). The schema text, re-parsed for every record by
+``from_json``, is what the byte-grouping here avoids.
+
 Records that are not data go elsewhere: tombstones (null value) are counted and dropped; the
 transaction topic yields BEGIN/END markers, the heartbeat topic the source's liveness, the
 schema change topic a record of the DDL. Any record that cannot be decoded becomes a
