@@ -204,11 +204,22 @@ def _from_micros(micros: int) -> dt.datetime:
     return EPOCH + dt.timedelta(microseconds=micros)
 
 
-def zoned_timestamp_text(value: dt.datetime, fraction_digits: int = 6) -> str:
-    """Debezium's ZonedTimestamp text: UTC, ``Z``, fraction padded to the column precision.
+def _fraction(microsecond: int, fraction_digits: int | None) -> str:
+    """Java's fraction text: a fixed width truncates or pads (Debezium passes the column
+    precision); without a width (None or 0), ISO's natural form: no trailing zeros, none at all
+    for whole seconds."""
+    if not fraction_digits:
+        return f".{microsecond:06d}".rstrip("0").rstrip(".")
+    return "." + f"{microsecond:06d}000"[:fraction_digits]
+
+
+def zoned_timestamp_text(value: dt.datetime, fraction_digits: int | None = 6) -> str:
+    """Debezium's ZonedTimestamp text: UTC, ``Z``, fraction as :func:`_fraction` lays it out.
 
     >>> zoned_timestamp_text(dt.datetime(2024, 5, 6, 7, 8, 9, 500000, tzinfo=dt.timezone.utc))
     '2024-05-06T07:08:09.500000Z'
+    >>> zoned_timestamp_text(dt.datetime(2024, 5, 6, 7, 8, 9, 500000, tzinfo=dt.timezone.utc), None)
+    '2024-05-06T07:08:09.5Z'
     """
     if value.tzinfo is None:
         raise ValueError(f"ZonedTimestamp needs an aware datetime, got naive {value!r}")
@@ -217,31 +228,28 @@ def zoned_timestamp_text(value: dt.datetime, fraction_digits: int = 6) -> str:
     text = (
         f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:{utc.second:02d}"
     )
-    if fraction_digits > 0:
-        text += "." + f"{utc.microsecond:06d}{'000'}"[:fraction_digits]
-    return text + "Z"
+    return text + _fraction(utc.microsecond, fraction_digits) + "Z"
 
 
 def parse_zoned_timestamp(text: str) -> dt.datetime:
     return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
-def zoned_time_text(value: dt.time, fraction_digits: int = 6) -> str:
+def zoned_time_text(value: dt.time, fraction_digits: int | None = 6) -> str:
     """ZonedTime text, e.g. ``07:08:09.500000Z`` (value converted to UTC when it has a zone)."""
     if value.tzinfo is not None:
         moment = dt.datetime.combine(EPOCH_DATE, value).astimezone(dt.timezone.utc)
         value = moment.timetz()
     text = f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}"
-    if fraction_digits > 0:
-        text += "." + f"{value.microsecond:06d}{'000'}"[:fraction_digits]
-    return text + "Z"
+    return text + _fraction(value.microsecond, fraction_digits) + "Z"
 
 
 def micro_duration(
     years: int = 0, months: int = 0, days: int = 0, hours: int = 0, minutes: int = 0,
     seconds: int = 0, micros: int = 0,
 ) -> int:
-    """Debezium's MicroDuration: months are 30.4375 days (PostgreSQL ``interval`` -> int64)."""
+    """Debezium's MicroDuration as the PostgreSQL connector computes it: a month is 365.25/12 =
+    30.4375 days (the connector passes that average; Debezium's own default would be 30)."""
     return (
         years * MICROS_PER_YEAR
         + months * MICROS_PER_MONTH

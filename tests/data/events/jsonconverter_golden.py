@@ -7,6 +7,9 @@ writes one JSON document:
 
 * ``"source_schemas"``: ``{connector: <JsonConverter schema JSON>}`` of the source struct each
   Debezium connector configuration builds (postgresql, mysql, sqlserver, oracle);
+* ``"debezium"``: schemas from Debezium's ``SchemaFactory`` (heartbeat, transaction, data types)
+  and outputs of ``ZonedTimestamp.toIsoString``, ``Interval.toIsoString``,
+  ``MicroDuration.durationMicros`` for sample inputs;
 * ``"cases"``: ``[{"name", "schema", "payload", "schemas_enable", "bytes"}]``: a Connect schema
   (our ``to_json`` form), the payload as a JSON tree (our ``connect_to_json`` form), and the exact
   text ``JsonConverter.fromConnectData`` produced for it. Hand-picked cases cover number text,
@@ -282,6 +285,57 @@ def struct_unpack_double(bits: int) -> float:
 OUTPUT = Path(__file__).resolve().parent / "jsonconverter-golden.json"
 
 
+def debezium_values(jvm: Jvm) -> dict[str, Any]:
+    """Schemas and value conversions Debezium's own classes produce."""
+    jp = jvm.jpype
+    factory = jp.JClass("io.debezium.schema.SchemaFactory").get()
+    no_op = jp.JClass("io.debezium.schema.SchemaNameAdjuster").NO_OP
+    as_json = jvm.converters[True].asJsonSchema
+
+    def schema_json(schema: Any) -> Any:
+        return json.loads(str(as_json(schema).toString()))
+
+    schemas = {
+        name: schema_json(getattr(factory, name)(no_op))
+        for name in ("heartbeatKeySchema", "heartbeatValueSchema", "transactionKeySchema", "transactionValueSchema")
+    }
+    schemas["transactionBlockSchema"] = schema_json(factory.transactionBlockSchema())
+    schemas["datatypeVariableScaleDecimalSchema"] = schema_json(factory.datatypeVariableScaleDecimalSchema())
+    for name in ("datatypeJsonSchema", "datatypeUuidSchema", "datatypeXmlSchema"):
+        schemas[name] = schema_json(getattr(factory, name)())
+    schemas["datatypeEnumSchema(a,b)"] = schema_json(factory.datatypeEnumSchema("a,b"))
+    schemas["datatypeEnumSetSchema(a,b)"] = schema_json(factory.datatypeEnumSetSchema("a,b"))
+    schemas["datatypeBitsSchema(3)"] = schema_json(factory.datatypeBitsSchema(3))
+
+    zoned = jp.JClass("io.debezium.time.ZonedTimestamp")
+    zdt = jp.JClass("java.time.ZonedDateTime")
+    utc = jp.JClass("java.time.ZoneOffset").UTC
+    integer = jp.JClass("java.lang.Integer")
+    zoned_cases = []
+    for parts in [(2024, 5, 6, 7, 8, 9, 500000000), (2024, 2, 3, 4, 5, 6, 0), (999, 1, 1, 0, 0, 0, 123456000),
+                  (2024, 1, 2, 3, 4, 5, 123456000)]:
+        for width in (None, 0, 1, 3, 6, 9):
+            text = zoned.toIsoString(zdt.of(*parts, utc), None, None if width is None else integer(width))
+            zoned_cases.append({"parts": list(parts), "width": width, "text": str(text)})
+
+    interval = jp.JClass("io.debezium.time.Interval")
+    big_decimal = jp.JClass("java.math.BigDecimal")
+    interval_cases = []
+    for args in [(1, 2, 3, 4, 5, "6.780"), (0, -1, 0, 0, 0, "0"), (0, 0, 0, 0, 0, "-0.000001"),
+                 (0, 0, 1, 2, 3, "4"), (0, 0, 0, 0, 0, "1.1234567891"), (0, 0, 0, 0, 0, "10.000")]:
+        text = interval.toIsoString(*args[:5], big_decimal(args[5]))
+        interval_cases.append({"args": list(args), "text": str(text)})
+
+    duration = jp.JClass("io.debezium.time.MicroDuration")
+    days_per_month = jp.JClass("java.lang.Double")(365.25 / 12)  # what the PostgreSQL connector passes
+    duration_cases = []
+    for args in [(0, -1, 0, 0, 0, 0.0), (1, 0, 0, 0, 0, 0.0), (0, 0, 1, 2, 3, 4.0), (2, 3, 4, 5, 6, 7.5)]:
+        micros = duration.durationMicros(*args, days_per_month)
+        duration_cases.append({"args": list(args), "micros": int(micros)})
+    return {"schemas": schemas, "zoned_timestamp": zoned_cases, "interval": interval_cases,
+            "micro_duration": duration_cases}
+
+
 def main() -> int:
     work = tempfile.mkdtemp(prefix="jsonconverter-golden-")
     atexit.register(shutil.rmtree, work, True)
@@ -307,7 +361,8 @@ def main() -> int:
             })
     # The JVM logs to stdout, so the result goes to a file.
     with OUTPUT.open("w", encoding="utf-8") as out:
-        json.dump({"source_schemas": sources, "cases": cases}, out, ensure_ascii=False, indent=None)
+        document = {"source_schemas": sources, "debezium": debezium_values(jvm), "cases": cases}
+        json.dump(document, out, ensure_ascii=False, indent=None)
         out.write("\n")
     return 0
 

@@ -62,3 +62,51 @@ def test_recorded_edge_cases_are_present() -> None:
     assert {"doubles", "floats", "strings", "field names escaped", "maps and arrays", "decimal"} <= names
     strings = next(c for c in golden()["cases"] if c["name"] == "strings")
     assert "\\uD83D\\uDE00" in strings["bytes"] and "\\u001F" in strings["bytes"]
+
+
+def test_debezium_schema_factory_schemas_equal_ours() -> None:
+    from lakecdc.events import logical
+    from lakecdc.events.envelope import TRANSACTION_BLOCK
+    from lakecdc.events.heartbeat import HEARTBEAT_KEY_SCHEMA, HEARTBEAT_VALUE_SCHEMA
+    from lakecdc.events.transaction import TRANSACTION_KEY_SCHEMA, TRANSACTION_VALUE_SCHEMA
+
+    recorded = golden()["debezium"]["schemas"]
+    ours = {
+        "heartbeatKeySchema": HEARTBEAT_KEY_SCHEMA,
+        "heartbeatValueSchema": HEARTBEAT_VALUE_SCHEMA,
+        "transactionKeySchema": TRANSACTION_KEY_SCHEMA,
+        "transactionValueSchema": TRANSACTION_VALUE_SCHEMA,
+        "transactionBlockSchema": TRANSACTION_BLOCK,
+        "datatypeVariableScaleDecimalSchema": logical.variable_scale_decimal_schema(optional=False),
+        "datatypeJsonSchema": logical.named("string", logical.JSON, optional=False),
+        "datatypeUuidSchema": logical.named("string", logical.UUID, optional=False),
+        "datatypeXmlSchema": logical.named("string", logical.XML, optional=False),
+        "datatypeEnumSchema(a,b)": logical.enum_schema(["a", "b"], optional=False),
+        "datatypeEnumSetSchema(a,b)": logical.named("string", logical.ENUM_SET, optional=False, allowed="a,b"),
+        "datatypeBitsSchema(3)": logical.bits_schema(3, optional=False),
+    }
+    assert set(ours) == set(recorded)
+    for name, schema in ours.items():
+        assert jackson_dumps(schema.to_json()) == jackson_dumps(recorded[name]), name
+
+
+def test_debezium_time_conversions_equal_ours() -> None:
+    import datetime as dt
+    import decimal
+
+    from lakecdc.events import logical
+
+    recorded = golden()["debezium"]
+    for case in recorded["zoned_timestamp"]:
+        *parts, nanos = case["parts"]
+        moment = dt.datetime(*parts, nanos // 1000, tzinfo=dt.timezone.utc)
+        assert logical.zoned_timestamp_text(moment, case["width"]) == case["text"], case
+    for case in recorded["interval"]:
+        years, months, days, hours, minutes, seconds = case["args"]
+        text = logical.interval_text(years, months, days, hours, minutes, decimal.Decimal(seconds))
+        assert text == case["text"], case
+    for case in recorded["micro_duration"]:
+        years, months, days, hours, minutes, seconds = case["args"]
+        whole = int(seconds)
+        micros = round((seconds - whole) * 1_000_000)
+        assert logical.micro_duration(years, months, days, hours, minutes, whole, micros) == case["micros"], case
