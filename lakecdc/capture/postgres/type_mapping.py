@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import decimal
-import json
 import re
 import struct
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from lakecdc.capture.postgres import type_values as tv
 from lakecdc.capture.postgres.type_values import unscaled_bytes
 from lakecdc.events.javanum import java_double_str
 from lakecdc.events.schema import ConnectField, ConnectSchema
+from lakecdc.events.serde import jackson_dumps
 
 if TYPE_CHECKING:
     from lakecdc.capture.postgres.types import TypeModes
@@ -316,10 +316,10 @@ def _hstore_spec(modes: TypeModes) -> TypeSpec:
         schema = ConnectSchema("map", optional=True, keys=ConnectSchema("string"), values=STRING)
         return _same(tv.parse_hstore, {placeholder: placeholder}, schema)
 
-    def as_json(text: str) -> str:
-        return json.dumps(tv.parse_hstore(text), separators=(",", ":"), ensure_ascii=False)
+    def as_json(text: str) -> str:  # Debezium writes it with Jackson: compact, \u001F-style escapes
+        return jackson_dumps(tv.parse_hstore(text))
 
-    toast = json.dumps({placeholder: placeholder}, separators=(",", ":"), ensure_ascii=False)
+    toast = jackson_dumps({placeholder: placeholder})
     return _same(as_json, toast, _named("string", "io.debezium.data.Json"))
 
 

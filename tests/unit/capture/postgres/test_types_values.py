@@ -143,3 +143,20 @@ def test_point_wkb() -> None:
     assert (point["x"], point["y"], point["srid"]) == (1.5, -2.0, None)
     # golden: "AQEAAAAAAAAAAAD4PwAAAAAAAADA" (little-endian WKB POINT)
     assert point["wkb"] == bytes.fromhex("0101000000000000000000f83f00000000000000c0")
+
+
+def test_java_string_hash_and_hashmap_order() -> None:
+    assert tv.java_string_hash("hello") == 99162322
+    assert tv.java_string_hash("Aa") == tv.java_string_hash("BB") == 2112
+    assert tv.java_string_hash("") == 0
+    assert tv.java_string_hash("é✓😀") == (0xE9 * 31**3 + 0x2713 * 31**2 + 0xD83D * 31 + 0xDE00) & 0xFFFFFFFF
+    # "k" (107) lands in bucket 11, "ctl" (98843 -> bucket 5): HashMap iterates ctl first
+    assert tv.parse_hstore('"k"=>"v", "ctl"=>"x"') == {"ctl": "x", "k": "v"}
+    assert list(tv.parse_hstore('"k"=>"v", "ctl"=>"x"')) == ["ctl", "k"]
+    # colliding keys keep insertion order within their bucket
+    assert list(tv.parse_hstore('"BB"=>"2", "Aa"=>"1"')) == ["BB", "Aa"]
+    many = ", ".join(f'"key{i}"=>"v{i}"' for i in range(20))  # > 12 pairs: table of 32 buckets
+    order = list(tv.parse_hstore(many))
+    assert sorted(order) == sorted(f"key{i}" for i in range(20))
+    assert order == sorted(order, key=lambda k: ((tv.java_string_hash(k) ^ (tv.java_string_hash(k) >> 16)) & 31,
+                                                 int(k[3:])))
