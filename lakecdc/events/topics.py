@@ -15,7 +15,10 @@ Other topics: transactions ``<prefix>.transaction`` (``topic.transaction`` / the
 ``transaction.topic`` override the suffix or name), heartbeats ``__debezium-heartbeat.<prefix>``
 (``topic.heartbeat.prefix``), schema changes ``<prefix>``.
 
-Schema names: ``<topic>.Key``, ``<topic>.Value``, ``<topic>.Envelope``. With
+Schema names: ``<topic>.Key``, ``<topic>.Value``, ``<topic>.Envelope`` (the data topic name, already
+sanitized, as Debezium's ``recordSchemaPrefix``; checked against Debezium 3.6.3's naming strategies
+in tests/data/events/jsonconverter-golden.json). Kafka-invalid characters (not ``[A-Za-z0-9._-]``)
+become ``_`` in topic names. With
 ``schema.name.adjustment.mode=avro`` every character that is not valid in an Avro name becomes
 ``_`` (seeds 2.6: first character ``[A-Za-z_]``, the rest ``[A-Za-z0-9_]``, dots kept as separators);
 ``avro_unicode`` writes ``_uXXXX`` instead. Debezium's default mode is ``none``.
@@ -141,7 +144,8 @@ class TopicNamer:
         return avro_sanitize(name, unicode_escape=self.schema_name_adjustment == "avro_unicode")
 
     def _schema_base(self, table: TableId) -> str:
-        return ".".join([self.prefix, *self._table_parts(table)])
+        # Debezium's recordSchemaPrefix is the data topic name: same delimiter, same sanitizing.
+        return self.data_topic(table)
 
     def key_schema_name(self, table: TableId) -> str:
         return self.adjust_schema_name(self._schema_base(table) + ".Key")

@@ -10,6 +10,8 @@ writes one JSON document:
 * ``"debezium"``: schemas from Debezium's ``SchemaFactory`` (heartbeat, transaction, data types)
   and outputs of ``ZonedTimestamp.toIsoString``, ``Interval.toIsoString``,
   ``MicroDuration.durationMicros`` for sample inputs;
+* ``"topics"``: data topic, schema-name prefix, transaction/heartbeat/schema-change topics from
+  each connector's default topic naming strategy (with and without overrides);
 * ``"cases"``: ``[{"name", "schema", "payload", "schemas_enable", "bytes"}]``: a Connect schema
   (our ``to_json`` form), the payload as a JSON tree (our ``connect_to_json`` form), and the exact
   text ``JsonConverter.fromConnectData`` produced for it. Hand-picked cases cover number text,
@@ -284,6 +286,40 @@ def struct_unpack_double(bits: int) -> float:
 
 OUTPUT = Path(__file__).resolve().parent / "jsonconverter-golden.json"
 
+TOPIC_TABLES = {  # connector -> (catalog, schema, table) ids as the connector builds them
+    "postgresql": [("inventory_db", "inventory", "orders"), ("db", "public", "order items"), ("db", "my-schema", "t$1")],
+    "mysql": [("inventory", None, "orders"), ("in ventory", None, "order-items")],
+    "sqlserver": [("testDB", "dbo", "customers"), ("test DB", "dbo", "cust/omers")],
+    "oracle": [("ORCLPDB1", "DEBEZIUM", "CUSTOMERS"), ("ORCLPDB1", "INVENTORY", "ORDER#ITEMS")],
+}
+
+
+def topic_names(jvm: Jvm) -> list[dict[str, Any]]:
+    """Topic and schema-name prefixes from each connector's default topic naming strategy."""
+    jp = jvm.jpype
+    table_id = jp.JClass("io.debezium.relational.TableId")
+    out = []
+    for connector, class_name in CONNECTOR_CONFIGS.items():
+        for overrides in ({}, {"topic.transaction": "txn", "topic.heartbeat.prefix": "hb", "topic.delimiter": "_"}):
+            configuration = jvm.Configuration.create()
+            for k, v in {**BASE_CONFIG, "topic.prefix": "fulfillment", **overrides}.items():
+                configuration = configuration.with_(k, v)
+            config_class = jp.JClass(class_name)
+            config = config_class(configuration.build())
+            multi = bool(config.multiPartitionMode()) if hasattr(config, "multiPartitionMode") else False
+            strategy = config.getTopicNamingStrategy(config_class.TOPIC_NAMING_STRATEGY, multi)
+            for catalog, schema, table in TOPIC_TABLES[connector]:
+                tid = table_id(catalog, schema, table)
+                out.append({
+                    "connector": connector, "overrides": overrides, "table": [catalog, schema, table],
+                    "data_topic": str(strategy.dataChangeTopic(tid)),
+                    "schema_prefix": str(strategy.recordSchemaPrefix(tid)),
+                    "transaction_topic": str(strategy.transactionTopic()),
+                    "heartbeat_topic": str(strategy.heartbeatTopic()),
+                    "schema_change_topic": str(strategy.schemaChangeTopic()),
+                })
+    return out
+
 
 def debezium_values(jvm: Jvm) -> dict[str, Any]:
     """Schemas and value conversions Debezium's own classes produce."""
@@ -361,7 +397,8 @@ def main() -> int:
             })
     # The JVM logs to stdout, so the result goes to a file.
     with OUTPUT.open("w", encoding="utf-8") as out:
-        document = {"source_schemas": sources, "debezium": debezium_values(jvm), "cases": cases}
+        document = {"source_schemas": sources, "debezium": debezium_values(jvm), "topics": topic_names(jvm),
+                    "cases": cases}
         json.dump(document, out, ensure_ascii=False, indent=None)
         out.write("\n")
     return 0

@@ -110,3 +110,27 @@ def test_debezium_time_conversions_equal_ours() -> None:
         whole = int(seconds)
         micros = round((seconds - whole) * 1_000_000)
         assert logical.micro_duration(years, months, days, hours, minutes, whole, micros) == case["micros"], case
+
+
+def test_topic_names_equal_debezium_naming_strategies() -> None:
+    from lakecdc.events.topics import TableId, TopicNamer
+
+    entries = golden()["topics"]
+    assert len(entries) >= 16
+    for entry in entries:
+        overrides = entry["overrides"]
+        namer = TopicNamer(
+            "fulfillment",
+            entry["connector"],
+            delimiter=overrides.get("topic.delimiter", "."),
+            transaction_suffix=overrides.get("topic.transaction", "transaction"),
+            heartbeat_prefix=overrides.get("topic.heartbeat.prefix", "__debezium-heartbeat"),
+        )
+        catalog, schema, table = entry["table"]
+        table_id = TableId(catalog, schema, table)
+        assert namer.data_topic(table_id) == entry["data_topic"], entry
+        assert namer.key_schema_name(table_id) == entry["schema_prefix"] + ".Key", entry
+        assert namer.envelope_schema_name(table_id) == entry["schema_prefix"] + ".Envelope", entry
+        assert namer.transaction_topic == entry["transaction_topic"]
+        assert namer.heartbeat_topic == entry["heartbeat_topic"]
+        assert namer.schema_change_topic == entry["schema_change_topic"]
