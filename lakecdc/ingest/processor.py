@@ -63,6 +63,8 @@ class BatchReport:
     failed_tables: dict[str, str] = field(default_factory=dict)
     max_source_ts_ms: int | None = None
     seconds: float = 0.0
+    #: per applied change (snapshot reads excluded): source commit -> table commit, in milliseconds
+    latency_ms: list[pa.Array] = field(default_factory=list)
 
 
 class BatchProcessor:
@@ -187,6 +189,8 @@ class BatchProcessor:
             return None
         for tp, offset in progress.items():
             self._committed[tp] = max(offset, self._committed.get(tp, -1))
+        streamed = rows.filter(pc.not_equal(rows.column("_op"), "r")).column("_source_ts_ms")
+        report.latency_ms.append(pc.subtract(pa.scalar(int(time.time() * 1000), pa.int64()), streamed))
         report.events += rows.num_rows
         report.tables[target.source_name or topic] = rows.num_rows
         ts = pc.max(rows.column("_source_ts_ms")).as_py()
