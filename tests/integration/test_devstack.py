@@ -64,6 +64,7 @@ def test_broker_produces_and_consumes(broker: Broker) -> None:
     consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": f"g-{topic}",
                          "auto.offset.reset": "earliest", **kafka_client_defaults("consumer")})
     consumer.subscribe([topic])
+    subscribed = time.monotonic()
     try:
         deadline = time.monotonic() + 30
         message = None
@@ -74,6 +75,8 @@ def test_broker_produces_and_consumes(broker: Broker) -> None:
     finally:
         consumer.close()
     assert message is not None, "no message consumed within 30 s"
+    # With the default 45 s session the group join alone takes ~23 s on tansu.
+    assert time.monotonic() - subscribed < 15, "group join too slow: kafka_client_defaults not applied?"
     assert (message.key(), message.value(), message.headers()) == (b"k1", b'{"id":1}', [("h", b"v")])
 
 
@@ -323,3 +326,10 @@ def test_down_cleans_up_after_a_part_crashed(tmp_path: Path) -> None:
         assert down(state_file) == ["broker", "postgres"]
     for entry in state["parts"].values():
         _assert_gone(entry["pid"], entry["port"], Path(entry["root_dir"]))
+
+
+def test_unknown_parts_are_named() -> None:
+    with pytest.raises(ValueError, match=r"unknown devstack part\(s\) \['kafka'\].*broker"):
+        DevStack(parts=("broker", "kafka"))
+    with pytest.raises(ValueError, match="unsupported PostgreSQL version 12"):
+        Postgres(version=12).bin_dir

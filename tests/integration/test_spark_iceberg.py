@@ -48,6 +48,12 @@ def test_iceberg_merge_into_and_time_travel(spark) -> None:  # type: ignore[no-u
     first_snapshot = snapshots[0][0]
     assert _rows(spark, f"SELECT id, name FROM shop.fruit VERSION AS OF {first_snapshot} ORDER BY id") == [
         (1, "apple"), (2, "banana"), (3, "cherry")]
+    first_commit_ms = _rows(spark, "SELECT unix_millis(committed_at) FROM shop.fruit.snapshots "
+                                   "ORDER BY committed_at LIMIT 1")[0][0]
+    assert _rows(spark, f"SELECT count(*) FROM shop.fruit TIMESTAMP AS OF "
+                        f"timestamp_millis({first_commit_ms})") == [(3,)]
+    assert _rows(spark, f"SELECT id FROM shop.fruit TIMESTAMP AS OF "
+                        f"timestamp_millis({first_commit_ms}) WHERE name = 'banana'") == [(2,)]
     # The default catalog is the Iceberg catalog, so the short and the qualified name agree.
     assert _rows(spark, f"SELECT count(*) FROM {ICEBERG_CATALOG}.shop.fruit") == [(3,)]
     # Merge-on-read wrote position deletes rather than rewriting the data file.
