@@ -180,8 +180,10 @@ def java_double_str(value: float) -> str:
     """
     shortest = repr(value)
     # Fast path: for ordinary magnitudes Python's repr is Java's text (checked for Java 17 and 19+).
-    if "e" not in shortest and (1e-3 <= value < 1e7 or -1e7 < value <= -1e-3):
+    if value.__class__ is float and "e" not in shortest and (1e-3 <= value < 1e7 or -1e7 < value <= -1e-3):
         return shortest
+    if value.__class__ is not float:  # int, Decimal, numpy scalars: a Java double prints as a double
+        return java_double_str(float(value))
     if not math.isfinite(value):
         return '"NaN"' if value != value else ('"Infinity"' if value > 0 else '"-Infinity"')
     if value == 0.0:

@@ -281,6 +281,7 @@ class RecordEncoder:
         except KeyError as exc:
             raise ValueError(
                 f"payload for schema {self.schema.name or self.schema.type!r} lacks field {exc.args[0]!r}"
+                " (or a boolean field holds that non-boolean value)"
             ) from None
         except (TypeError, AttributeError, OverflowError, struct_error) as exc:
             raise ValueError(

@@ -188,3 +188,11 @@ def test_heartbeat_record_bytes() -> None:
                    b'"optional":false,"name":"io.debezium.connector.common.ServerNameKey","version":1},'
                    b'"payload":{"serverName":"dbz"}}')
     assert value is not None and value.endswith(b'"version":1},"payload":{"ts_ms":1795336045068}}')
+
+
+def test_non_float_numbers_in_double_fields_print_as_java_doubles() -> None:
+    import decimal
+
+    schema = struct([("a", primitive("double")), ("b", primitive("double")), ("c", primitive("double"))])
+    encoded = RecordEncoder(schema, schemas_enable=False).encode({"a": 5, "b": decimal.Decimal("1.5"), "c": 10**8})
+    assert encoded == b'{"a":5.0,"b":1.5,"c":1.0E8}'
