@@ -356,7 +356,8 @@ _STRING_NAMES = {
 }
 
 
-def scalar_spec(name: str, typmod: int, modes: TypeModes, enum_labels: tuple[str, ...] | None = None) -> TypeSpec | None:
+def scalar_spec(name: str, typmod: int, modes: TypeModes,
+                enum_labels: tuple[str, ...] | None = None) -> TypeSpec | None:
     """The mapping of a non-array root type called ``name`` (pg_type.typname); None = unknown."""
     placeholder = modes.unavailable_value_placeholder.decode()
     if enum_labels is not None:

@@ -84,7 +84,8 @@ class TypeModes:
             chosen[prop] = value
         unknown = str(props.get("include.unknown.datatypes", "false")).strip().lower()
         if unknown not in ("true", "false"):
-            raise ConfigError(f"include.unknown.datatypes={unknown!r} must be true or false", "include.unknown.datatypes")
+            raise ConfigError(f"include.unknown.datatypes={unknown!r} must be true or false",
+                              "include.unknown.datatypes")
         digits_text = str(props.get("money.fraction.digits", "2")).strip()
         if not digits_text.isdigit():
             raise ConfigError(f"money.fraction.digits={digits_text!r} must be a non-negative integer",

@@ -16,6 +16,7 @@ from lakecdc.capture.postgres.types import (
     value_converter,
 )
 from lakecdc.errors import ConfigError
+from lakecdc.events.schema import ConnectSchema
 
 CATALOG = TypeCatalog({
     23: PgType(23, "int4", "pg_catalog", "b"),
@@ -36,6 +37,12 @@ CATALOG = TypeCatalog({
 
 def col(type_oid: int, typmod: int = -1, **kwargs: object) -> PgColumn:
     return PgColumn.from_relation(CATALOG, "c", type_oid, typmod, **kwargs)  # type: ignore[arg-type]
+
+
+def schema_of(column: PgColumn, modes: TypeModes | None = None) -> ConnectSchema:
+    schema = column_schema(column, modes or TypeModes())
+    assert schema is not None, f"{column} was dropped"
+    return schema
 
 
 def test_modes_from_debezium_properties() -> None:
@@ -62,15 +69,15 @@ def test_invalid_mode_names_the_property(prop: str, value: str) -> None:
 
 
 def test_domains_resolve_to_their_base_type_and_typmod() -> None:
-    schema = column_schema(col(90004), TypeModes())
-    assert schema is not None
-    assert schema.to_json() == {"type": "bytes", "optional": True, "name": "org.apache.kafka.connect.data.Decimal",
-                                "version": 1, "parameters": {"scale": "2", "connect.decimal.precision": "10"}}
+    assert schema_of(col(90004)).to_json() == {
+        "type": "bytes", "optional": True, "name": "org.apache.kafka.connect.data.Decimal",
+        "version": 1, "parameters": {"scale": "2", "connect.decimal.precision": "10"},
+    }
     assert value_converter(col(90004), TypeModes())("-1.50") == b"\xff\x6a"
 
 
 def test_enum_and_enum_array() -> None:
-    assert column_schema(col(90001), TypeModes()).to_json()["parameters"] == {"allowed": "sad,happy"}  # type: ignore[union-attr]
+    assert schema_of(col(90001)).to_json()["parameters"] == {"allowed": "sad,happy"}
     array = column_schema(col(90002), TypeModes())
     assert array is not None and array.items is not None
     assert array.items.optional is False  # Debezium declares enum array items required
@@ -84,27 +91,27 @@ def test_unknown_types_are_dropped_or_sent_as_text_bytes() -> None:
     with pytest.raises(LookupError, match="column 'c' of type box"):
         value_converter(col(600), TypeModes())
     unknown = TypeModes(include_unknown_datatypes=True)
-    assert column_schema(col(600), unknown).to_json() == {"type": "bytes", "optional": True}  # type: ignore[union-attr]
+    assert schema_of(col(600), unknown).to_json() == {"type": "bytes", "optional": True}
     assert value_converter(col(600), unknown)("(1,1),(0,0)") == b"(1.0,1.0),(0.0,0.0)"
     assert column_schema(col(424242), TypeModes()) is None  # oid not in the catalog
 
 
 def test_not_null_and_defaults() -> None:
     serial = col(23, not_null=True, default_expr="nextval('t_id_seq'::regclass)")
-    assert column_schema(serial, TypeModes()).to_json() == {"type": "int32", "optional": False, "default": 0}  # type: ignore[union-attr]
+    assert schema_of(serial).to_json() == {"type": "int32", "optional": False, "default": 0}
     quoted = col(25, default_expr="'v''q'::text")
-    assert column_schema(quoted, TypeModes()).default == "v'q"  # type: ignore[union-attr]
-    assert column_schema(col(25, default_expr="NULL::text"), TypeModes()).default is None  # type: ignore[union-attr]
-    assert column_schema(col(23, default_expr="(1 + 2)"), TypeModes()).default is None  # type: ignore[union-attr]
-    assert column_schema(col(90001, default_expr="'happy'::mood"), TypeModes()).default == "happy"  # type: ignore[union-attr]
-    assert column_schema(col(90001, default_expr="'happy'::other"), TypeModes()).default is None  # type: ignore[union-attr]
+    assert schema_of(quoted).default == "v'q"
+    assert schema_of(col(25, default_expr="NULL::text")).default is None
+    assert schema_of(col(23, default_expr="(1 + 2)")).default is None
+    assert schema_of(col(90001, default_expr="'happy'::mood")).default == "happy"
+    assert schema_of(col(90001, default_expr="'happy'::other")).default is None
     # a variable-scale numeric default would be a struct: Debezium leaves it out (KAFKA-12694)
-    assert column_schema(col(1700, default_expr="3.14"), TypeModes()).default is None  # type: ignore[union-attr]
-    assert column_schema(col(1700, default_expr="3.14"), TypeModes(decimal_handling="double")).default == 3.14  # type: ignore[union-attr]
+    assert schema_of(col(1700, default_expr="3.14")).default is None
+    assert schema_of(col(1700, default_expr="3.14"), TypeModes(decimal_handling="double")).default == 3.14
     # domains never get a default
-    assert column_schema(col(90003, default_expr="1.5"), TypeModes()).default is None  # type: ignore[union-attr]
+    assert schema_of(col(90003, default_expr="1.5")).default is None
     ts = col(1114, 3 << 0, default_expr="LOCALTIMESTAMP")
-    assert column_schema(ts, TypeModes()).to_json()["default"] == 0  # type: ignore[union-attr]
+    assert schema_of(ts).to_json()["default"] == 0
 
 
 def test_unchanged_toast_placeholder_per_type() -> None:
