@@ -7,7 +7,7 @@ import datetime as dt
 import decimal
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakecdc.events import logical
@@ -101,6 +101,7 @@ def test_zoned_timestamp_precision() -> None:
         zoned_timestamp_text(moment.replace(tzinfo=None))
 
 
+@settings(deadline=None)
 @given(st.integers(min_value=-(2**200), max_value=2**200))
 def test_unscaled_round_trip(value: int) -> None:
     data = unscaled_bytes(value)
@@ -108,30 +109,35 @@ def test_unscaled_round_trip(value: int) -> None:
     assert len(data) == max(1, (value.bit_length() + 8) // 8) or value < 0
 
 
+@settings(deadline=None)
 @given(st.decimals(allow_nan=False, allow_infinity=False, places=None, min_value=-10**30, max_value=10**30))
 def test_variable_scale_decimal_round_trip(value: decimal.Decimal) -> None:
     schema = variable_scale_decimal_schema()
     assert from_connect(schema, to_connect(schema, value)) == value
 
 
+@settings(deadline=None)
 @given(st.decimals(allow_nan=False, allow_infinity=False, places=4, min_value=-10**20, max_value=10**20))
 def test_fixed_scale_decimal_round_trip(value: decimal.Decimal) -> None:
     schema = decimal_schema(4, 30)
     assert from_connect(schema, to_connect(schema, value)) == value
 
 
+@settings(deadline=None)
 @given(st.datetimes(min_value=dt.datetime(1, 1, 2), max_value=dt.datetime(9999, 12, 30)))
 def test_micro_timestamp_round_trip(value: dt.datetime) -> None:
     schema = named("int64", logical.MICRO_TIMESTAMP)
     assert from_connect(schema, to_connect(schema, value)) == value
 
 
+@settings(deadline=None)
 @given(st.datetimes(min_value=dt.datetime(1, 1, 2), max_value=dt.datetime(9999, 12, 30), timezones=st.just(UTC)))
 def test_zoned_timestamp_round_trip(value: dt.datetime) -> None:
     schema = named("string", logical.ZONED_TIMESTAMP)
     assert from_connect(schema, to_connect(schema, value)) == value
 
 
+@settings(deadline=None)
 @given(st.times())
 def test_micro_time_round_trip(value: dt.time) -> None:
     schema = named("int64", logical.MICRO_TIME)

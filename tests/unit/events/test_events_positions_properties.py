@@ -90,7 +90,7 @@ def _check_total_order(a: Any, b: Any, c: Any) -> None:
         assert hash(a) == hash(b)
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(st.data())
 def test_positions_are_totally_ordered_by_seq(data: st.DataObject) -> None:
     for _, strategy in ALL:
@@ -99,7 +99,7 @@ def test_positions_are_totally_ordered_by_seq(data: st.DataObject) -> None:
         assert sorted([a, b, c], key=lambda p: p.seq()) == sorted([a, b, c])
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(st.data())
 def test_offset_round_trip(data: st.DataObject) -> None:
     for connector, strategy in ALL:
@@ -111,7 +111,7 @@ def test_offset_round_trip(data: st.DataObject) -> None:
         assert restored.to_offset() == offset
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(postgres)
 def test_postgres_position_survives_its_source_block(position: PostgresPosition) -> None:
     source = PostgresSourceBuilder("dbz", "db").build(
@@ -121,7 +121,7 @@ def test_postgres_position_survives_its_source_block(position: PostgresPosition)
     assert position_from_source("postgresql", source).seq() == position.seq()
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(mysql, sqlserver, oracle)
 def test_other_positions_survive_their_source_blocks(
     my: MySqlPosition, ss: SqlServerPosition, ora: OraclePosition
@@ -144,17 +144,20 @@ def test_other_positions_survive_their_source_blocks(
     assert position_from_source("oracle", ora_source).seq() == ora.seq()
 
 
+@settings(deadline=None)
 @given(st.integers(0, 2**64 - 1))
 def test_lsn_text_round_trip(value: int) -> None:
     text = lsn_to_text(value)
     assert lsn_from_text(text) == value and lsn_from_text(text.lower()) == value
 
 
+@settings(deadline=None)
 @given(U80)
 def test_sqlserver_lsn_text_round_trip(value: int) -> None:
     assert sqlserver_lsn_from_text(sqlserver_lsn_to_text(value)) == value
 
 
+@settings(deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 3), st.integers(1, 5), st.integers(1, 10**6)), min_size=1, max_size=8))
 def test_mariadb_gtid_set_keeps_highest_sequence_per_domain(gtids: list[tuple[int, int, int]]) -> None:
     gtid_set = GtidSet()
@@ -165,6 +168,7 @@ def test_mariadb_gtid_set_keeps_highest_sequence_per_domain(gtids: list[tuple[in
     assert GtidSet.parse(str(gtid_set)) == gtid_set
 
 
+@settings(deadline=None)
 @given(st.lists(st.integers(1, 200), min_size=1, max_size=30))
 def test_mysql_gtid_set_intervals(transactions: list[int]) -> None:
     uuid = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
@@ -197,7 +201,7 @@ def interleaved_wal(draw: st.DrawFn) -> list[tuple[int, list[int]]]:
     return [(commit, changes[tx]) for commit, tx in commits]
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(interleaved_wal(), st.booleans())
 def test_postgres_seq_follows_commit_order_for_interleaved_transactions(
     wal: list[tuple[int, list[int]]], restored_last_commit: bool

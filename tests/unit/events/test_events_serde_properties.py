@@ -150,7 +150,7 @@ def _expected_after_wire(schema: ConnectSchema, value: Any) -> Any:
     return value
 
 
-@settings(max_examples=500)
+@settings(max_examples=500, deadline=None)
 @given(st.floats(allow_nan=False, allow_infinity=False))
 def test_java_double_text_reads_back_and_has_java_shape(value: float) -> None:
     text = java_double_str(value)
@@ -160,7 +160,7 @@ def test_java_double_text_reads_back_and_has_java_shape(value: float) -> None:
     assert ("E" in text) == (magnitude != 0 and not 1e-3 <= magnitude < 1e7)
 
 
-@settings(max_examples=500)
+@settings(max_examples=500, deadline=None)
 @given(st.floats(width=32, allow_nan=False, allow_infinity=False))
 def test_java_float_text_is_shortest_float32(value: float) -> None:
     text = java_float_str(value)
