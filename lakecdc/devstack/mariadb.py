@@ -17,7 +17,7 @@ from typing import Any
 
 from lakecdc.devstack.part import ServicePart
 from lakecdc.devstack.ports import port_is_open
-from lakecdc.devstack.process import give_to_user, run_checked, running_as_root, service_user
+from lakecdc.devstack.process import give_to_user, run_checked, running_as_root
 
 DEFAULT_USER = "lakecdc"
 DEFAULT_DBNAME = "lakecdc"
@@ -72,6 +72,7 @@ class MariaDB(ServicePart):
     """
 
     part_name = "mariadb"
+    service_users = ("mysql",)
 
     def __init__(self, dbname: str = DEFAULT_DBNAME, user: str = DEFAULT_USER,
                  password: str | None = None, server_id: int = 223344, port: int | None = None,
@@ -121,7 +122,6 @@ class MariaDB(ServicePart):
     # -- ServicePart steps --------------------------------------------------------------------
     def _prepare(self) -> None:
         assert self.root_dir is not None
-        self._run_as = service_user(["mysql"])
         data_dir = self.root_dir / "data"
         data_dir.mkdir()
         (self.root_dir / "my.cnf").write_text(_MY_CNF.format(

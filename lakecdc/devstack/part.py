@@ -33,7 +33,7 @@ from typing_extensions import Self
 
 from lakecdc.devstack.errors import PartStartError
 from lakecdc.devstack.ports import LOOPBACK, free_port, wait_until
-from lakecdc.devstack.process import group_members, remove_tree, spawn, stop_group
+from lakecdc.devstack.process import executable_by, group_members, remove_tree, service_user, spawn, stop_group
 
 _PORT_RACE_MARKERS = ("address already in use", "address in use", "could not bind")
 
@@ -99,6 +99,8 @@ class ServicePart(ABC):
     #: Signal that asks the server for a clean, quick shutdown.
     stop_signal: ClassVar[int] = signal.SIGTERM
     start_attempts: ClassVar[int] = 3
+    #: System users the server runs as when the caller is root (servers that refuse root).
+    service_users: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, port: int | None = None, base_dir: Path | str | None = None,
                  start_timeout: float = 30.0) -> None:
@@ -110,6 +112,7 @@ class ServicePart(ABC):
         self.root_dir: Path | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
+        self._run_as: str | None = None
 
     # -- the part-specific steps -------------------------------------------------------------
     @abstractmethod
@@ -162,11 +165,23 @@ class ServicePart(ABC):
                 raise
         raise AssertionError("unreachable")
 
+    def _make_root_dir(self) -> Path:
+        """The part's private directory, in ``base_dir`` when the server's user can reach it.
+
+        As root, servers run as a system user that may not be able to enter ``base_dir`` (e.g.
+        under ``/root``, mode 0700); the directory then goes to the system temp dir instead.
+        """
+        base_dir = self._base_dir
+        if base_dir is not None and self._run_as is not None and not executable_by(self._run_as, base_dir):
+            base_dir = None
+        return Path(tempfile.mkdtemp(prefix=f"lakecdc-{self.part_name}-", dir=base_dir))
+
     def _start_once(self) -> None:
-        self.root_dir = Path(tempfile.mkdtemp(prefix=f"lakecdc-{self.part_name}-", dir=self._base_dir))
-        self.port = self._requested_port or free_port()
         step = "preparing its data directory"
         try:
+            self._run_as = service_user(self.service_users) if self.service_users else None
+            self.root_dir = self._make_root_dir()
+            self.port = self._requested_port or free_port()
             self._prepare()
             step = "starting the server"
             args, user = self._command()

