@@ -24,13 +24,13 @@ import re
 from binascii import b2a_base64
 from collections.abc import Callable
 from functools import lru_cache
-from struct import error as struct_error
 from json.encoder import encode_basestring  # C implementation, keeps non-ASCII characters
+from struct import error as struct_error
 from typing import Any
 
 from lakecdc.events.javanum import java_double_str, java_float_str
 from lakecdc.events.schema import ConnectSchema
-from lakecdc.events.values import Float32
+from lakecdc.events.values import Float32, connect_to_json
 
 __all__ = [
     "RecordEncoder",
@@ -236,8 +236,6 @@ class _Compiler:
 
 
 def _default_tree(schema: ConnectSchema) -> Any:
-    from lakecdc.events.values import connect_to_json
-
     return connect_to_json(schema, schema.default)
 
 
