@@ -57,6 +57,8 @@ MODE_SETS: dict[str, dict[str, str]] = {
         "binary.handling.mode": "base64-url-safe",
         "unavailable.value.placeholder": "__toast__",
     },
+    "microseconds": {"time.precision.mode": "microseconds"},
+    "nanoseconds": {"time.precision.mode": "nanoseconds"},
     # column.propagate.source.type adds __debezium.source.column.* schema parameters
     "propagate_source_type": {
         "column.propagate.source.type": ".*",

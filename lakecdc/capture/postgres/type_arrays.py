@@ -71,7 +71,7 @@ def array_spec(element_name: str, element: TypeSpec, modes: TypeModes) -> TypeSp
     placeholder = modes.unavailable_value_placeholder
     # The placeholder list holds Java Integers/Longs/byte[]; it survives only where the element
     # converter accepts those (a Date element in connect/isostring mode, a base64 one, do not).
-    ints_accepted = element_name != "date" or modes.time_precision in ("adaptive", "adaptive_time_microseconds")
+    ints_accepted = element_name != "date" or modes.time_precision not in ("connect", "isostring")
     if element_name in _INT_ARRAY_TOAST and ints_accepted:
         toast: Any = [b if b < 128 else b - 256 for b in placeholder]
     elif element_name in _TEXT_ARRAY_TOAST:

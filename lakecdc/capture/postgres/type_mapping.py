@@ -249,6 +249,10 @@ def _time_spec(typmod: int, modes: TypeModes) -> TypeSpec:
         spec = _same(_millis_of(tt.time_micros), None, _named("int32", "org.apache.kafka.connect.data.Time"))
     elif mode == "adaptive" and precision <= 3:
         spec = _same(_millis_of(tt.time_micros), None, _named("int32", "io.debezium.time.Time"))
+    elif mode == "nanoseconds":
+        def nanos(text: str) -> int:
+            return tt.time_micros(text) * 1000
+        spec = _same(nanos, None, _named("int64", "io.debezium.time.NanoTime"))
     else:
         spec = _same(tt.time_micros, None, _named("int64", "io.debezium.time.MicroTime"))
     scalar = spec.stream
@@ -282,7 +286,9 @@ def _timestamp_spec(typmod: int, modes: TypeModes) -> TypeSpec:
         return _same(iso, None, _named("string", "io.debezium.time.IsoTimestamp"))
     if mode == "connect":
         return _same(_millis_of(tt.timestamp_micros), None, _named("int64", "org.apache.kafka.connect.data.Timestamp"))
-    if precision <= 3:
+    if mode == "nanoseconds":
+        return _same(tt.nano_timestamp, None, _named("int64", "io.debezium.time.NanoTimestamp"))
+    if precision <= 3 and mode != "microseconds":
         return _same(_millis_of(tt.timestamp_micros), None, _named("int64", "io.debezium.time.Timestamp"))
     return _same(tt.micro_timestamp, None, _named("int64", "io.debezium.time.MicroTimestamp"))
 

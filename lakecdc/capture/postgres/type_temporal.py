@@ -150,6 +150,17 @@ def _common_form(text: str) -> bool:
     return len(text) >= 19 and text[4] == "-" and text[10] == " " and not text.endswith(" BC")
 
 
+def nano_timestamp(text: str) -> int | None:
+    """io.debezium.time.NanoTimestamp: exact long arithmetic, so a value outside 1677-09-21 ..
+    2262-04-11 fails and Debezium emits null; ``±infinity`` are Long.MAX_VALUE / MIN_VALUE."""
+    if text == "infinity":
+        return _LONG_MAX
+    if text == "-infinity":
+        return _LONG_MIN
+    nanos = timestamp_micros(text) * 1000
+    return nanos if _LONG_MIN <= nanos <= _LONG_MAX else None
+
+
 def micro_timestamp(text: str) -> int:
     """io.debezium.time.MicroTimestamp, overflowing past year 294247 exactly like Debezium."""
     if _common_form(text):  # hot path: slicing instead of regexes, no overflow possible

@@ -52,7 +52,8 @@ SESSION_OPTIONS = "-c DateStyle=ISO -c IntervalStyle=postgres -c TimeZone=UTC -c
 
 _CHOICES = {
     "decimal.handling.mode": ("precise", "double", "string"),
-    "time.precision.mode": ("adaptive", "adaptive_time_microseconds", "connect", "isostring"),
+    "time.precision.mode": ("adaptive", "adaptive_time_microseconds", "connect", "isostring", "microseconds",
+                            "nanoseconds"),
     "binary.handling.mode": ("bytes", "base64", "base64-url-safe", "hex"),
     "interval.handling.mode": ("numeric", "string"),
     "hstore.handling.mode": ("json", "map"),
