@@ -58,7 +58,7 @@ def test_modes_from_debezium_properties() -> None:
 
 
 @pytest.mark.parametrize(("prop", "value"), [
-    ("decimal.handling.mode", "exact"), ("time.precision.mode", "nanoseconds"),
+    ("decimal.handling.mode", "exact"), ("time.precision.mode", "picoseconds"),
     ("binary.handling.mode", "base32"), ("include.unknown.datatypes", "yes"), ("money.fraction.digits", "-1"),
 ])
 def test_invalid_mode_names_the_property(prop: str, value: str) -> None:
