@@ -23,7 +23,6 @@ JSON types compared strictly (``1`` is not ``1.0``, ``true`` is not ``1``).
 from __future__ import annotations
 
 import copy
-import difflib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -97,23 +96,37 @@ class Difference:
 
 
 def mask_record(record: Record, rules: MaskRules) -> dict[str, Any]:
-    """A masked deep copy of ``record`` holding only topic/key/value/headers."""
-    out = {part: copy.deepcopy(record.get(part)) for part in RECORD_PARTS}
+    """A masked copy of ``record`` holding only topic/key/value/headers.
+
+    Payloads and headers are copied (JSON round trip: exact, ~10x faster than ``copy.deepcopy``)
+    and masked; the Connect schemas, which masking never touches, are shared with ``record``.
+    Treat the result as read-only.
+    """
+    out: dict[str, Any] = {"topic": record.get("topic")}
     for part in ("key", "value"):
-        node = out[part]
+        node = record.get(part)
         if isinstance(node, dict) and "payload" in node:
-            _walk(node["payload"], None, rules)
+            payload = _json_copy(node["payload"])
+            _walk(payload, None, rules)
+            node = {**node, "payload": payload}
         elif isinstance(node, dict):  # schemas disabled: the payload is the node itself
+            node = _json_copy(node)
             _walk(node, None, rules)
-    if not rules.compare_headers:
-        out["headers"] = []
-    else:
-        for header in out["headers"] or []:
-            if header.get("key") in rules.header_masks:
-                header["value"] = "<masked>"
-    for path in rules.extra_paths:
-        _mask_path(out, path.split("."))
+        out[part] = node
+    headers = _json_copy(record.get("headers") or []) if rules.compare_headers else []
+    for header in headers:
+        if header.get("key") in rules.header_masks:
+            header["value"] = "<masked>"
+    out["headers"] = headers
+    if rules.extra_paths:
+        out = _json_copy(out)
+        for path in rules.extra_paths:
+            _mask_path(out, path.split("."))
     return out
+
+
+def _json_copy(node: Any) -> Any:
+    return json.loads(json.dumps(node))
 
 
 def _walk(node: Any, parent: str | None, rules: MaskRules) -> None:
@@ -156,17 +169,20 @@ def compare(expected: Sequence[Record], actual: Sequence[Record], rules: MaskRul
     rules = rules or MaskRules()
     exp = [mask_record(r, rules) for r in expected]
     act = [mask_record(r, rules) for r in actual]
-    if exp == act and _strict_equal(exp, act):
+    exp_text = [json.dumps(r) for r in exp]  # equal texts: strictly equal records (1 vs 1.0 differ)
+    act_text = [json.dumps(r) for r in act]
+    if exp_text == act_text:
         return []
-    matcher = difflib.SequenceMatcher(None, [_identity(r) for r in exp], [_identity(r) for r in act], autojunk=False)
     differences: list[Difference] = []
     missing: list[int] = []
     extra: list[int] = []
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, i2, j1, j2 in align([_identity(r) for r in exp], [_identity(r) for r in act]):
         if tag in ("equal", "replace"):
             pairs = min(i2 - i1, j2 - j1)
             for offset in range(pairs):
-                differences.extend(_diff_record(i1 + offset, j1 + offset, exp[i1 + offset], act[j1 + offset]))
+                i, j = i1 + offset, j1 + offset
+                if exp_text[i] != act_text[j]:
+                    differences.extend(_diff_record(i, j, exp[i], act[j]))
             missing.extend(range(i1 + pairs, i2))
             extra.extend(range(j1 + pairs, j2))
         elif tag == "delete":
@@ -175,6 +191,111 @@ def compare(expected: Sequence[Record], actual: Sequence[Record], rules: MaskRul
             extra.extend(range(j1, j2))
     differences.extend(_missing_extra_or_moved(exp, act, missing, extra))
     return differences
+
+
+Opcode = tuple[str, int, int, int, int]
+
+
+def align(a: Sequence[str], b: Sequence[str], max_edits: int = 2000) -> list[Opcode]:
+    """A shortest edit script between two sequences, as difflib-style opcodes.
+
+    Common prefix and suffix are matched first (the usual case: a few differences in a long
+    capture costs O(n)); the middle uses Myers' O((N+M)·D) algorithm. Beyond ``max_edits``
+    differences the middle is paired by position (the captures are too different for an
+    alignment to help the reader).
+    """
+    n, m = len(a), len(b)
+    start = 0
+    while start < n and start < m and a[start] == b[start]:
+        start += 1
+    end_a, end_b = n, m
+    while end_a > start and end_b > start and a[end_a - 1] == b[end_b - 1]:
+        end_a -= 1
+        end_b -= 1
+    opcodes: list[Opcode] = []
+    if start:
+        opcodes.append(("equal", 0, start, 0, start))
+    middle = _myers(a[start:end_a], b[start:end_b], max_edits)
+    if middle is None:
+        opcodes.append(("replace", start, end_a, start, end_b))
+    else:
+        opcodes.extend((tag, i1 + start, i2 + start, j1 + start, j2 + start) for tag, i1, i2, j1, j2 in middle)
+    if end_a < n:
+        opcodes.append(("equal", end_a, n, end_b, m))
+    return [op for op in opcodes if op[1] != op[2] or op[3] != op[4]]
+
+
+def _myers(a: Sequence[str], b: Sequence[str], max_edits: int) -> list[Opcode] | None:
+    n, m = len(a), len(b)
+    if n == 0 or m == 0:
+        return [("replace" if n and m else "delete" if n else "insert", 0, n, 0, m)] if n or m else []
+    frontier = {1: 0}
+    trace: list[dict[int, int]] = []
+    for d in range(min(n + m, max_edits) + 1):
+        trace.append(dict(frontier))
+        for k in range(-d, d + 1, 2):
+            if k == -d or (k != d and frontier.get(k - 1, -1) < frontier.get(k + 1, -1)):
+                x = frontier.get(k + 1, 0)
+            else:
+                x = frontier.get(k - 1, 0) + 1
+            y = x - k
+            while x < n and y < m and a[x] == b[y]:
+                x, y = x + 1, y + 1
+            frontier[k] = x
+            if x >= n and y >= m:
+                return _script(trace, a, b, k, d)
+    return None
+
+
+def _script(trace: list[dict[int, int]], a: Sequence[str], b: Sequence[str], k: int, d: int) -> list[Opcode]:
+    steps: list[tuple[str, int, int]] = []  # ("equal"|"delete"|"insert", i, j), backwards
+    x, y = len(a), len(b)
+    for depth in range(d, 0, -1):
+        frontier = trace[depth]
+        down = k == -depth or (k != depth and frontier.get(k - 1, -1) < frontier.get(k + 1, -1))
+        prev_k = k + 1 if down else k - 1
+        prev_x = frontier.get(prev_k, 0)
+        prev_y = prev_x - prev_k
+        while x > prev_x and y > prev_y:
+            x, y = x - 1, y - 1
+            steps.append(("equal", x, y))
+        if down:
+            y -= 1
+            steps.append(("insert", x, y))
+        else:
+            x -= 1
+            steps.append(("delete", x, y))
+        k = prev_k
+    while x > 0 and y > 0:
+        x, y = x - 1, y - 1
+        steps.append(("equal", x, y))
+    steps.reverse()
+    return _group(steps)
+
+
+def _group(steps: list[tuple[str, int, int]]) -> list[Opcode]:
+    """Runs of equal steps; a run of deletions and insertions between two equal runs is a 'replace'."""
+    opcodes: list[Opcode] = []
+    index = 0
+    while index < len(steps):
+        tag, i, j = steps[index]
+        if tag == "equal":
+            end = index
+            while end < len(steps) and steps[end][0] == "equal":
+                end += 1
+            opcodes.append(("equal", i, i + end - index, j, j + end - index))
+        else:
+            end = index
+            while end < len(steps) and steps[end][0] != "equal":
+                end += 1
+            deletes = [s for s in steps[index:end] if s[0] == "delete"]
+            inserts = [s for s in steps[index:end] if s[0] == "insert"]
+            i1 = deletes[0][1] if deletes else i
+            j1 = inserts[0][2] if inserts else j
+            tag_out = "replace" if deletes and inserts else "delete" if deletes else "insert"
+            opcodes.append((tag_out, i1, i1 + len(deletes), j1, j1 + len(inserts)))
+        index = end
+    return opcodes
 
 
 def compare_by_topic(expected: Sequence[Record], actual: Sequence[Record],
@@ -235,16 +356,6 @@ def _diff_node(expected: Any, actual: Any, path: str, report: Any) -> None:
         return
     if type(expected) is not type(actual) or expected != actual:
         report(path, expected, actual)
-
-
-def _strict_equal(a: Any, b: Any) -> bool:
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_strict_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_strict_equal(x, y) for x, y in zip(a, b))
-    return bool(a == b)
 
 
 def _identity(record: dict[str, Any]) -> str:

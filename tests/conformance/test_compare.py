@@ -235,3 +235,32 @@ def test_compare_by_topic_ignores_cross_topic_order(golden: list[dict[str, Any]]
     regrouped[0]["value"]["payload"]["after"]["id"] = 999
     (difference,) = compare_by_topic(golden, regrouped)
     assert difference.path == f"[{regrouped[0]['topic']}] value.payload.after.id"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from("abc"), max_size=20), st.lists(st.sampled_from("abc"), max_size=20))
+def test_property_align_is_a_shortest_edit_script(a: list[str], b: list[str]) -> None:
+    import difflib
+
+    from compare import align
+
+    ops = align(a, b)
+    i = j = 0
+    for tag, i1, i2, j1, j2 in ops:  # contiguous, covering both sequences
+        assert (i1, j1) == (i, j)
+        if tag == "equal":
+            assert a[i1:i2] == b[j1:j2]
+        i, j = i2, j2
+    assert (i, j) == (len(a), len(b))
+    matched = sum(i2 - i1 for tag, i1, i2, _, _ in ops if tag == "equal")
+    heuristic = sum(block.size for block in difflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks())
+    assert matched >= heuristic  # at least as many records paired as difflib's heuristic pairs
+
+
+def test_repetitive_long_captures_align_exactly(golden: list[dict[str, Any]]) -> None:
+    expected = [json.loads(json.dumps(r)) for _ in range(40) for r in golden]
+    actual = [json.loads(json.dumps(r)) for r in expected]
+    actual[1000]["topic"] = "x"
+    del actual[1500]
+    differences = compare(expected, actual)
+    assert [(d.kind, d.expected_index) for d in differences] == [("value", 1000), ("missing", 1500)]
