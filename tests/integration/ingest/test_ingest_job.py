@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from ingest_broker import create_topics, encode, golden_records, publish, publish_records, unique_prefix
-from ingest_tables import (assert_final_source_state, publish_golden_with_a_malformed_record, snapshot_count,
-                           table_rows)
+from ingest_tables import (assert_final_source_state, assert_final_state, delta_exists, delta_rows,
+                           publish_golden_with_a_malformed_record, snapshot_count, table_rows)
 
 from lakecdc.ingest.config import IngestConfig
 from lakecdc.ingest.job import run_ingest
@@ -115,3 +115,23 @@ def test_transaction_is_applied_only_once_complete(broker, spark, tmp_path: Path
     assert_final_source_state(spark, prefix)
     bronze = table_rows(spark, f"{prefix}_bronze.customers")
     assert len({r["_offset"] for r in bronze}) == len(bronze) == 14
+
+
+def test_golden_records_into_delta_exactly_once(broker, spark, tmp_path: Path) -> None:
+    prefix = unique_prefix("jd")
+    publish_golden_with_a_malformed_record(broker, prefix)
+    warehouse = tmp_path / "delta-lake"
+    cfg = IngestConfig.from_properties({
+        "name": prefix, "kafka.bootstrap.servers": broker.bootstrap_servers, "topic.prefix": prefix,
+        "warehouse": str(warehouse), "table.format": "delta", "table.name.format.bronze": f"{prefix}_bronze.{{table}}",
+        "table.name.format.silver": f"{prefix}_silver.{{table}}", "progress.path": str(tmp_path / "progress"),
+        "batch.max.wait.ms": "500"})
+    summary = run_ingest(cfg, "available-now", spark=spark)
+    assert summary.dead_letters == 1 and summary.failed_tables == {}
+    assert_final_state(lambda n: delta_rows(warehouse, n), lambda n: delta_exists(warehouse, n), prefix)
+    from deltalake import DeltaTable
+
+    silver = DeltaTable(str(warehouse / f"{prefix}_silver" / "customers"))
+    versions = silver.version()
+    again = run_ingest(cfg, "available-now", spark=spark)
+    assert again.events == 0 and DeltaTable(str(warehouse / f"{prefix}_silver" / "customers")).version() == versions
