@@ -8,7 +8,7 @@ table, rewritten atomically after every batch::
      "applied_through_seq": [99099792, 99099792, 1, 0],
      "applied_through_source_ts_ms": 1795336045083,
      "held_from_seq": null,
-     "held_events": 0, "open_transactions": 0,
+     "held_events": 0, "open_transactions": 0, "source_heartbeat_ts_ms": 1795336046000,
      "control_offsets": {"shop.transaction": {"0": 45}},
      "table_keys": {"shop.public.customers": ["id"], "shop.public.nopk_events": []},
      "updated_at": "2026-11-22T09:41:12.345678+00:00"}
@@ -40,6 +40,7 @@ class JobState:
     held_from_seq: list[int] | None = None
     held_events: int = 0
     open_transactions: int = 0
+    source_heartbeat_ts_ms: int | None = None  # newest heartbeat: the source was alive then
     control_offsets: dict[str, dict[str, int]] = field(default_factory=dict)
     table_keys: dict[str, list[str]] = field(default_factory=dict)
     updated_at: str | None = None
