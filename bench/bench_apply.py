@@ -1,0 +1,177 @@
+"""Apply throughput of the writers: changes/s into silver and into bronze, beside plain append.
+
+For each format (Iceberg through Spark SQL, Delta through delta-rs) a silver table is loaded with
+``--table-rows`` rows (a snapshot batch through the writer itself), then batches of each size in
+``--sizes`` are applied: mixed changes, 20% inserts of new keys, 70% updates and 10% deletes of
+existing keys (some keys hit twice, so the in-batch dedupe works too). Each batch is built and
+cached in Spark before the clock starts; the same cached batch is also appended to a plain table
+of the same format (no dedupe, no MERGE) to give the reference rate on the same machine, in the
+same run.
+
+    .venv/bin/python bench/bench_apply.py                       # 10k, 100k, 1M on 1M rows
+    .venv/bin/python bench/bench_apply.py --sizes 10000 --table-rows 100000 --formats delta
+
+Printed per batch: silver apply (ledger + MERGE), bronze apply (position anti-join + append),
+plain append, all in changes/s, and silver as a percentage of plain append (target >= 50%).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from lakecdc.ingest.batch import ChangeBatch, ColumnSpec, TableTarget
+from lakecdc.writers.base import LakeWriter, create_writer
+
+ROW_COLUMNS = "id bigint, name string, qty int, price decimal(10,2), updated_at timestamp, notes string"
+
+
+def columns(spark: SparkSession) -> list[ColumnSpec]:
+    schema = spark.createDataFrame([], ROW_COLUMNS).schema
+    return [ColumnSpec(f.name, f.dataType, True) for f in schema.fields]
+
+
+def change_rows(spark: SparkSession, size: int, table_rows: int, round_no: int, first_offset: int,
+                snapshot: bool = False) -> DataFrame:
+    """``size`` Debezium-shaped change rows as ``ChangeBatch.df`` expects them."""
+    i = F.col("id")
+    lsn = F.lit(1_000_000_000 * (round_no + 1))
+    kind = i % 10
+    if snapshot:
+        op, key = F.lit("r"), i
+    else:
+        op = F.when(kind < 2, "c").when(kind == 2, "d").otherwise("u")
+        existing = (i * 7919 + round_no * 104729) % table_rows
+        key = F.when(kind < 2, F.lit(table_rows + round_no * 10_000_000) + i).otherwise(existing)
+    deleted = op == "d"
+    return spark.range(size).select(
+        key.alias("id"),
+        F.when(~deleted, F.concat(F.lit("customer "), key.cast("string"))).alias("name"),
+        F.when(~deleted, (i % 1000).cast("int")).alias("qty"),
+        F.when(~deleted, (i % 100000 / 100).cast("decimal(10,2)")).alias("price"),
+        F.when(~deleted, F.timestamp_seconds(F.lit(1_700_000_000) + i)).alias("updated_at"),
+        F.when(~deleted, F.lit("x" * 40)).alias("notes"),
+        op.alias("_op"),
+        F.array(lsn + i, lsn + i, F.lit(0).cast("bigint"), F.lit(0).cast("bigint")).alias("_seq"),
+        (F.lit(1_700_000_000_000) + lsn / 1000 + i).cast("bigint").alias("_source_ts_ms"),
+        F.concat(F.lit("tx"), (lsn + i / 100).cast("bigint").cast("string")).alias("_tx_id"),
+        (i % 100 + 1).alias("_tx_total_order"),
+        F.lit("bench.public.customers").alias("_topic"),
+        F.lit(0).alias("_partition"),
+        (F.lit(first_offset) + i).alias("_offset"),
+        F.current_timestamp().alias("_ingest_ts"),
+        F.array().cast("array<string>").alias("_unavailable"),
+        F.concat(F.lit('{"id":'), key.cast("string"), F.lit("}")).alias("_key_json"),
+    )
+
+
+class StepTimer:
+    """Wraps a writer's bronze and silver steps to time them separately inside one ``apply``."""
+
+    def __init__(self, writer: LakeWriter) -> None:
+        self.seconds: dict[str, float] = {}
+        for step, names in {"bronze": ("_append_bronze",), "silver": ("_upsert_ledger", "_merge_silver",
+                                                                     "_truncated_through")}.items():
+            for name in names:
+                setattr(writer, name, self._timed(step, getattr(writer, name)))
+
+    def _timed(self, step: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.seconds[step] = self.seconds.get(step, 0.0) + time.perf_counter() - started
+        return run
+
+    def reset(self) -> None:
+        self.seconds = {}
+
+
+def plain_append(fmt: str, spark: SparkSession, df: DataFrame, warehouse: Path, name: str) -> float:
+    """Seconds to append the batch as is to a plain table of the same format."""
+    started = time.perf_counter()
+    if fmt == "iceberg":
+        df.writeTo(f"lake.plain.{name}").using("iceberg").create()
+    else:
+        from deltalake import write_deltalake
+
+        from lakecdc.writers.delta_rs import _to_arrow
+        write_deltalake(str(warehouse / "plain" / name), _to_arrow(df), mode="append")
+    return time.perf_counter() - started
+
+
+def run(formats: list[str], sizes: list[int], table_rows: int, keep: bool) -> None:
+    from lakecdc.devstack.spark import spark_session
+
+    warehouse = Path(tempfile.mkdtemp(prefix="lakecdc-bench-"))
+    spark = spark_session(warehouse, app_name="lakecdc-bench",
+                          extra_conf={"spark.driver.memory": "4g", "spark.sql.shuffle.partitions": "4"})
+    print(f"warehouse {warehouse}; table {table_rows:,} rows; batches {', '.join(f'{s:,}' for s in sizes)}")
+    header = f"{'format':8} {'changes':>9} {'silver/s':>10} {'bronze/s':>10} {'append/s':>10} {'silver %':>9} {'total s':>8}"
+    try:
+        for fmt in formats:
+            writer_format = "iceberg" if fmt == "iceberg" else "delta-rs"
+            writer = create_writer(writer_format, spark, warehouse=str(warehouse / "delta"))
+            assert isinstance(writer, LakeWriter)
+            timer = StepTimer(writer)
+            target = TableTarget(topic="bench.public.customers", connector="postgres", database="bench",
+                                 schema="public", table="customers", bronze_table=f"bronze.customers_{fmt}",
+                                 silver_table=f"silver.customers_{fmt}", format="delta" if fmt == "delta" else "iceberg",
+                                 key_columns=("id",))
+            spec = columns(spark)
+            offset = 0
+            load = change_rows(spark, table_rows, table_rows, 0, offset, snapshot=True).persist()
+            load.count()
+            started = time.perf_counter()
+            writer.apply(ChangeBatch(target, spec, load, {(target.topic, 0): offset + table_rows - 1}), 0)
+            load.unpersist()
+            offset += table_rows
+            print(f"\n{fmt}: snapshot load of {table_rows:,} rows through the writer: "
+                  f"{table_rows / (time.perf_counter() - started):,.0f} rows/s")
+            print(header)
+            for round_no, size in enumerate(sizes, start=1):
+                df = change_rows(spark, size, table_rows, round_no, offset).persist()
+                df.count()
+                timer.reset()
+                started = time.perf_counter()
+                result = writer.apply(ChangeBatch(target, spec, df, {(target.topic, 0): offset + size - 1}), round_no)
+                total = time.perf_counter() - started
+                append = plain_append(fmt, spark, df.drop("_ingest_ts").withColumn("_ingest_ts", F.current_timestamp()),
+                                      warehouse, f"p{fmt}{round_no}")
+                df.unpersist()
+                offset += size
+                silver_rate = size / timer.seconds.get("silver", float("nan"))
+                bronze_rate = size / timer.seconds.get("bronze", float("nan"))
+                append_rate = size / append
+                print(f"{fmt:8} {size:>9,} {silver_rate:>10,.0f} {bronze_rate:>10,.0f} {append_rate:>10,.0f} "
+                      f"{100 * silver_rate / append_rate:>8.0f}% {total:>8.1f}", flush=True)
+                assert result.bronze_rows == size, f"bronze took {result.bronze_rows} of {size} new events"
+    finally:
+        spark.stop()
+        if not keep:
+            shutil.rmtree(warehouse, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000,1000000", help="comma-separated batch sizes")
+    parser.add_argument("--table-rows", type=int, default=1_000_000)
+    parser.add_argument("--formats", default="iceberg,delta", help="iceberg, delta or both")
+    parser.add_argument("--keep", action="store_true", help="keep the warehouse directory")
+    args = parser.parse_args(argv)
+    run([f.strip() for f in args.formats.split(",")], [int(s) for s in args.sizes.split(",")], args.table_rows,
+        args.keep)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
