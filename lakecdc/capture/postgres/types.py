@@ -220,8 +220,10 @@ class PgColumn:
 
 
 _COLUMNS_SQL = """
-SELECT a.attname, a.atttypid, a.atttypmod, a.attnotnull, pg_catalog.pg_get_expr(d.adbin, d.adrelid)
+SELECT a.attname, a.atttypid, a.atttypmod, a.attnotnull OR (t.typtype = 'd' AND t.typnotnull),
+       pg_catalog.pg_get_expr(d.adbin, d.adrelid)
 FROM pg_catalog.pg_attribute a
+JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
 JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
@@ -231,7 +233,8 @@ ORDER BY a.attnum
 
 
 def load_table_columns(conn: Any, catalog: TypeCatalog, schema: str, table: str) -> list[PgColumn]:
-    """Columns of ``schema.table`` in attnum order, with NOT NULL and default expressions.
+    """Columns of ``schema.table`` in attnum order, with NOT NULL (of the column, or of its domain,
+    as pgjdbc reports it to Debezium) and default expressions.
 
     Raises LookupError naming the table when it does not exist.
     """

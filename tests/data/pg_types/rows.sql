@@ -34,6 +34,10 @@ INSERT INTO t_array VALUES
 (3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
 (4, '{NULL}', '{{{1}},{{2}}}', '{-1}', '{0}', '{""," ","NULL "}', '{""}', '{"  "}', '{0.000001,-0}', '{0.00}', '{-0}', '{5e-324}', '{f}', '{-infinity,0044-03-15 BC}', '{24:00:00}', '{00:00:00-15:59}', '{infinity,-infinity}', '{infinity}', '{A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11}', '{"[]","null"}', '{"[]","null"}', '{"\\\\xff"}', '{::1}', '{::/0}', '{ff:ff:ff:ff:ff:ff}', '{"(,)"}', '{empty}', '{happy}', '{"",NULL}', '{""}', '{""}', '{{NULL,NULL}}', '{-1}', '{"-1 mons"}', '{""}', '{""}', '{"(0,0)"}', '{{"x"}}', '[0:0]={7}', '{3}', '{000}', '{empty}', '{"(-1.5,)"}', '{empty}', '{"(,\"2024-01-01 00:00:00+05\")"}', '{00:00:00:00:00:00:00:01}', '{""}', '{""}', '{(0,0),(0,0)}', '{"!a"}', ARRAY[ROW(NULL, NULL)::pair], '{NULL}');
 INSERT INTO t_default (d_nn_noexpr, d_nn_text) VALUES (1, 'x');
+INSERT INTO t_domain VALUES
+(1, 'a', 0, 5, '{1,2}', 'x'),
+(2, '', 2147483647, 1, '{}', ''),
+(3, 'x', 1, NULL, NULL, NULL);
 INSERT INTO t_xml VALUES
 (1, '<a x="1">x</a>', '{"<a/>",NULL}'),
 (2, '<?xml version="1.0"?><r/>', '{}'),

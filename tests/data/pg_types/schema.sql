@@ -104,3 +104,11 @@ ALTER TABLE t_toast ALTER COLUMN big_json_arr SET STORAGE EXTERNAL;
 
 -- xml needs a server built with libxml (Debian's PostgreSQL 15 is; the embedded 18 is not).
 CREATE TABLE t_xml (id int PRIMARY KEY, c_xml xml, a_xml xml[]);
+
+-- Domains: NOT NULL and DEFAULT on the domain, a domain over a domain, a domain over an array.
+CREATE DOMAIN nn_text AS text NOT NULL DEFAULT 'dflt';
+CREATE DOMAIN nn_int AS int NOT NULL CHECK (VALUE >= 0);
+CREATE DOMAIN dom_dom AS posint;
+CREATE DOMAIN int_list AS int[];
+CREATE TABLE t_domain (id int PRIMARY KEY, c_nn_text nn_text, c_nn_int nn_int, c_dom_dom dom_dom,
+  c_int_list int_list, c_dom_default short_text DEFAULT 'abc');

@@ -60,7 +60,7 @@ MASKED = _generator.VOLATILE_COLUMNS
 # Debezium prints the elements of a multi-dimensional text array as Java object identities
 # ("[Ljava.lang.String;@6f86ecd4"), which no implementation can reproduce; we emit null for them.
 JAVA_IDENTITY = "[Ljava.lang.String;@"
-TABLES = ["t_num", "t_text", "t_time", "t_misc", "t_array", "t_default", "t_toast", "t_xml"]
+TABLES = ["t_num", "t_text", "t_time", "t_misc", "t_array", "t_default", "t_toast", "t_domain", "t_xml"]
 TOASTED_TABLE = "t_toast"  # every big_* column arrives as unchanged TOAST in the streamed update
 XML_TABLE = "t_xml"
 
