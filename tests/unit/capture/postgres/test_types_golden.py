@@ -349,3 +349,22 @@ def test_timestamptz_values_do_not_depend_on_the_session_time_zone(zone: str, pg
     assert elsewhere == utc
     assert utc[0][1] == "2024-02-29T07:44:15.123456Z"
     assert utc[1][1] == "-0043-03-15T12:00:00.000000Z"
+
+
+def test_catalog_errors_name_what_is_missing(pg: Any) -> None:
+    dsn = pg.create_database("pg_types_errors")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        catalog = load_type_catalog(conn)
+        assert catalog.get(23) is not None and catalog[23].name == "int4"
+        with pytest.raises(KeyError, match="type oid 4242424"):
+            catalog[4242424]
+        with pytest.raises(LookupError, match="public.no_such_table"):
+            load_table_columns(conn, catalog, "public", "no_such_table")
+        # a type created after the catalog was read is picked up by load_table_columns
+        conn.execute("CREATE TYPE late AS ENUM ('x', 'y')")
+        conn.execute("CREATE TABLE late_t (v late NOT NULL DEFAULT 'y')")
+        (column,) = load_table_columns(conn, catalog, "public", "late_t")
+        schema = column_schema(column, TypeModes())
+        assert schema is not None
+        assert schema.to_json() == {"type": "string", "optional": False, "name": "io.debezium.data.Enum", "version": 1,
+                                    "parameters": {"allowed": "x,y"}, "default": "y"}
