@@ -1,8 +1,8 @@
 """One Debezium 3.6 mapping per PostgreSQL scalar type: Connect schema + text converters + TOAST
 placeholder. Arrays are built from these in :mod:`lakecdc.capture.postgres.type_arrays`.
 
-``type_spec(root_name, typmod, modes, ...)`` returns a :class:`TypeSpec` (or None when Debezium
-drops the column). Converters take non-null text; the public wrapper in ``types.py`` handles NULL
+``scalar_spec(type_name, typmod, modes, enum_labels)`` returns a :class:`TypeSpec` (or None when
+Debezium has no mapping for the type). Converters take non-null text; the public wrapper in ``types.py`` handles NULL
 and unchanged-TOAST. Everything mode-dependent is decided here, once per column, so the per-value
 converters have no branches on modes.
 """
@@ -62,6 +62,7 @@ STRING = ConnectSchema("string", optional=True)
 
 
 def _same(convert: Convert, toast: Any = None, schema: ConnectSchema = STRING) -> TypeSpec:
+    """A mapping whose value is the same on every route (streamed, snapshot, array element)."""
     return TypeSpec(schema, convert, convert, convert, toast)
 
 
