@@ -6,13 +6,17 @@ second of silence so the thread sees a stop request within about a second (closi
 from another thread does not work: the library reconnects on its own). Each queue item is ``(binlog file, event)``
 with the file the event was read from, or a ``ReaderFailure``. The queue bound
 (``max.queue.size``) holds the reader back when the sink is slower than the server.
+
+The queue is a ``deque`` (appends and pops need no lock in CPython); the consumer is woken through
+an ``Event`` only when it is actually waiting, so a busy stream costs no lock per event.
 """
 
 from __future__ import annotations
 
+import collections
 import logging
-import queue
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,14 +31,17 @@ class ReaderFailure:
 class BinlogReader:
     def __init__(self, connection_settings: dict[str, Any], replica_server_id: int, file: str, pos: int,
                  is_mariadb: bool, annotate_rows: bool, queue_size: int, heartbeat_s: float = 1.0,
-                 mariadb_gtid_state: str | None = None) -> None:
+                 mariadb_gtid_state: str | None = None, threaded: bool = True) -> None:
         """MySQL is read from ``file:pos``. MariaDB is read from a GTID state (``mariadb_gtid_state``,
         the transactions already processed): mysql-replication's MariaDB dump ignores file/pos, and
         the GTID protocol is the one that also carries annotate (statement text) events. Without a
         GTID state a MariaDB server is read from ``file:pos`` with the plain MySQL protocol."""
         from pymysqlreplication import BinLogStreamReader
 
-        self.queue: queue.Queue[Any] = queue.Queue(maxsize=max(queue_size, 16))
+        self._items: collections.deque[Any] = collections.deque()
+        self._max_items = max(queue_size, 16)
+        self._ready = threading.Event()
+        self._consumer_waiting = False
         self._stop = threading.Event()
         kwargs: dict[str, Any] = {}
         use_gtid = is_mariadb and mariadb_gtid_state is not None
@@ -55,19 +62,54 @@ class BinlogReader:
             enable_logging=False,
             **kwargs,
         )
+        self.threaded = threaded
         self._thread = threading.Thread(target=self._run, name="lakecdc-binlog-reader", daemon=True)
 
     def start(self) -> None:
-        self._thread.start()
+        if self.threaded:
+            self._thread.start()
+
+    def _read_inline(self) -> Any:
+        """Without the thread: read the next event here (returns within ~1 s: server heartbeats)."""
+        stream = self.stream
+        try:
+            event = stream.fetchone()
+        except BaseException as exc:
+            return ReaderFailure(exc)
+        return None if event is None else (stream.log_file, event)
 
     def _put(self, item: Any) -> bool:
-        while not self._stop.is_set():
-            try:
-                self.queue.put(item, timeout=0.2)
-                return True
-            except queue.Full:
-                continue
-        return False
+        items = self._items
+        while len(items) >= self._max_items:
+            if self._stop.is_set():
+                return False
+            time.sleep(0.001)  # the consumer is behind: hold the server back
+        items.append(item)
+        if self._consumer_waiting:
+            self._ready.set()
+        return True
+
+    def get(self, timeout: float) -> Any:
+        """The next item, waiting at most ``timeout`` seconds; None when there is none."""
+        if not self.threaded:
+            return self._read_inline()
+        items = self._items
+        if items:
+            return items.popleft()
+        self._consumer_waiting = True
+        self._ready.clear()
+        try:
+            if not items:
+                self._ready.wait(timeout)
+        finally:
+            self._consumer_waiting = False
+        return items.popleft() if items else None
+
+    def get_nowait(self) -> Any:
+        if not self.threaded:
+            return self._read_inline()
+        items = self._items
+        return items.popleft() if items else None
 
     def _run(self) -> None:
         stream = self.stream
@@ -91,6 +133,12 @@ class BinlogReader:
 
     def close(self) -> None:
         self._stop.set()
+        if not self.threaded:
+            try:
+                self.stream.close()
+            except Exception:  # the connection may already be broken
+                pass
+            return
         self._thread.join(timeout=5)
         if self._thread.is_alive():
             log.warning("the binlog reader thread did not stop within 5 s; it will end with the process")

@@ -38,35 +38,35 @@ class RecordFactory:
         s = self.schema
         return ChangeRecord(s.topic, s.key_schema, key, s.envelope_schema, value, headers or [], position)
 
-    def read(self, values: tuple[Any, ...], source: dict[str, Any], position: MySqlPosition,
-             ts_ns: int) -> ChangeRecord:
-        s = self.schema
-        after = s.row_from_tuple(values)
-        return self._record(s.key_from_tuple(values), envelope_payload("r", None, after, source, ts_ns), position)
+    # ``values`` below is always a full row in table column order (a snapshot tuple, or the
+    # binlog row image's values by position)
 
-    def insert(self, values: dict[str, Any], source: dict[str, Any], position: MySqlPosition, ts_ns: int,
+    def read(self, values: Any, source: dict[str, Any], position: MySqlPosition, ts_ns: int) -> ChangeRecord:
+        s = self.schema
+        return self._record(s.key(values), envelope_payload("r", None, s.row(values), source, ts_ns), position)
+
+    def insert(self, values: Any, source: dict[str, Any], position: MySqlPosition, ts_ns: int,
                tx: dict[str, Any] | None) -> list[ChangeRecord]:
         s = self.schema
-        return [self._record(s.key_from_dict(values),
-                             envelope_payload("c", None, s.row_from_dict(values), source, ts_ns, tx), position)]
+        return [self._record(s.key(values), envelope_payload("c", None, s.row(values), source, ts_ns, tx), position)]
 
-    def delete(self, values: dict[str, Any], source: dict[str, Any], position: MySqlPosition, ts_ns: int,
+    def delete(self, values: Any, source: dict[str, Any], position: MySqlPosition, ts_ns: int,
                tx: dict[str, Any] | None) -> list[ChangeRecord]:
         s = self.schema
-        key = s.key_from_dict(values)
-        record = self._record(key, envelope_payload("d", s.row_from_dict(values), None, source, ts_ns, tx), position)
+        key = s.key(values)
+        record = self._record(key, envelope_payload("d", s.row(values), None, source, ts_ns, tx), position)
         if self.tombstones and key is not None:
             return [record, record.tombstone()]
         return [record]
 
-    def update(self, before: dict[str, Any], after: dict[str, Any], source: dict[str, Any],
+    def update(self, before: Any, after: Any, source: dict[str, Any],
                position: MySqlPosition, ts_ns: int, tx_for: Any) -> list[ChangeRecord]:
         """``tx_for()`` returns the next transaction block (called once per data event)."""
         s = self.schema
-        old_key = s.key_from_dict(before)
-        new_key = s.key_from_dict(after)
-        before_row = s.row_from_dict(before)
-        after_row = s.row_from_dict(after)
+        old_key = s.key(before)
+        new_key = s.key(after)
+        before_row = s.row(before)
+        after_row = s.row(after)
         if old_key == new_key:
             return [self._record(new_key, envelope_payload("u", before_row, after_row, source, ts_ns, tx_for()),
                                  position)]

@@ -179,47 +179,52 @@ class MySqlSnapshotSource:
             emit(records)
 
     def _scan(self, conn: Any, emit: Emit, captured: list[tuple[str, str]], status: Any, info: Any) -> int:
+        """Step 7: one ``r`` record per row. Rows are fetched in blocks; every row of a table shares
+        one source block and one position (they differ only for the first and last rows)."""
         import pymysql.cursors
 
         total = 0
         progress = _Progress(self.show_progress, conn, captured)
         build = self.source.build
-        n_tables = len(captured)
+        tables = [(db, t, self.schema.factory(db, t)) for db, t in captured]
+        tables = [entry for entry in tables if entry[2] is not None]
+        position = MySqlPosition(file=status.file, pos=status.pos, server_id=info.server_id, snapshot=True)
         try:
-            for t_index, (db, table) in enumerate(captured):
-                factory = self.schema.factory(db, table)
-                if factory is None:
-                    continue
+            for t_index, (db, table, factory) in enumerate(tables):
+                last_table = t_index == len(tables) - 1
                 statement = self.config.snapshot_select_statements.get(f"{db}.{table}") or \
                     f"SELECT * FROM {myconn.quote(db)}.{myconn.quote(table)}"
-                position = MySqlPosition(file=status.file, pos=status.pos, server_id=info.server_id, snapshot=True)
                 ts_ms = int(time.time() * 1000)
+
+                def source(marker: str, db: str = db, table: str = table, ts_ms: int = ts_ms) -> dict[str, Any]:
+                    return build(db=db, table=table, ts_ms=ts_ms, server_id=info.server_id, file=status.file,
+                                 pos=status.pos, row=0, snapshot=marker)
+
+                middle = source("true")
+                read = factory.read
                 cur = conn.cursor(pymysql.cursors.SSCursor)
+                table_rows = 0
                 try:
                     cur.execute(statement)
-                    pending: list[Any] = []
-                    previous = cur.fetchone()
-                    first_in_table = True
-                    while previous is not None:
-                        row = cur.fetchone()
-                        last_in_table = row is None
-                        marker = snapshot_marker(
-                            True, first=total == 0, last=last_in_table and t_index == n_tables - 1,
-                            first_in_table=first_in_table, last_in_table=last_in_table,
-                        )
-                        source = build(db=db, table=table, ts_ms=ts_ms, server_id=info.server_id,
-                                       file=status.file, pos=status.pos, row=0, snapshot=marker)
-                        pending.append(factory.read(previous, source, position, time.time_ns()))
-                        total += 1
-                        first_in_table = False
-                        previous = row
-                        if len(pending) >= BATCH:
-                            emit(pending)
-                            progress.advance(len(pending))
-                            pending = []
-                    if pending:
+                    block = cur.fetchmany(BATCH)
+                    while block:
+                        following = cur.fetchmany(BATCH)
+                        ts_ns = time.time_ns()
+                        pending = [read(row, middle, position, ts_ns) for row in block]
+                        if table_rows == 0:
+                            first = total == 0
+                            marker = snapshot_marker(True, first=first, first_in_table=True,
+                                                     last_in_table=len(block) == 1 and not following,
+                                                     last=last_table and len(block) == 1 and not following)
+                            pending[0] = read(block[0], source(marker), position, ts_ns)
+                        if not following and (len(block) > 1 or table_rows > 0):
+                            marker = snapshot_marker(True, last=last_table, last_in_table=True)
+                            pending[-1] = read(block[-1], source(marker), position, ts_ns)
                         emit(pending)
-                        progress.advance(len(pending))
+                        table_rows += len(block)
+                        total += len(block)
+                        progress.advance(len(block))
+                        block = following
                 finally:
                     cur.close()
                 progress.table_done(db, table)

@@ -18,7 +18,7 @@ already handed to the sink (the binlog client can re-deliver events after a reco
 from __future__ import annotations
 
 import logging
-import queue
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -149,6 +149,7 @@ class MySqlStreamingSource:
             is_mariadb=info.is_mariadb, annotate_rows=self.include_query,
             queue_size=self.config.max_queue_size,
             mariadb_gtid_state=(self.resume.gtids or "") if info.is_mariadb else None,
+            threaded=os.environ.get("LAKECDC_MYSQL_READER_THREAD", "1") != "0",
         )
         self.reader.start()
         log.info("streaming the binlog from %s:%d (server %s)", self.resume.file, self.resume.pos, info.version)
@@ -168,23 +169,23 @@ class MySqlStreamingSource:
         if self._pending:
             out.extend(self._pending)
             self._pending = []
-        assert self.reader is not None
-        q = self.reader.queue
+        reader = self.reader
+        assert reader is not None
         deadline = time.monotonic() + timeout
+        handle = self._handle
         while len(out) < max_records:
-            try:
-                if out:
-                    item = q.get_nowait()
-                else:
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
-                        break
-                    item = q.get(timeout=remaining)
-            except queue.Empty:
+            if out:
+                item = reader.get_nowait()
+            else:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                item = reader.get(remaining)
+            if item is None:
                 break
             if isinstance(item, ReaderFailure):
                 self._raise_failure(item.error)
-            self._handle(item[0], item[1], out)
+            handle(item[0], item[1], out)
         if self.heartbeat.enabled and self.heartbeat.due(time.monotonic()):
             beat = self.heartbeat.beat()
             if beat is not None:
@@ -337,14 +338,16 @@ class MySqlStreamingSource:
         mark = self.emitted.through
         resume = self.resume
         data_collection = factory.schema.data_collection
+        template = build(db=db, table=table, ts_ms=ts_ms, server_id=server_id, file=file, pos=start, row=0,
+                         gtid=tx.gtid, thread=tx.thread, query=query)
         for i, row in enumerate(ev.rows):
             if (file_index, start, i) <= mark or (resume is not None and resume.already_emitted(file_index, start, i)):
                 tx.rows_done = i + 1
                 continue
             position = MySqlPosition(file=file, pos=start, row=i, server_id=server_id, gtid=tx.gtid,
                                      restart_pos=tx.start, ts_sec=ev.timestamp)
-            source = build(db=db, table=table, ts_ms=ts_ms, server_id=server_id, file=file, pos=start, row=i,
-                           gtid=tx.gtid, thread=tx.thread, query=query)
+            source = dict(template)
+            source["row"] = i
             ts_ns = time.time_ns()
             if is_update:
                 before = _by_position(row["before_values"], factory, ncols)
@@ -415,15 +418,15 @@ class MySqlStreamingSource:
             self.reader = None
 
 
-def _by_position(values: dict[str, Any], factory: Any, ncols: int) -> dict[str, Any]:
-    """Binlog row images keyed by *our* column names, matched by position: the binlog's own names
-    may be missing (``binlog_row_metadata=MINIMAL``) and the history is what describes the row."""
+def _by_position(values: dict[str, Any], factory: Any, ncols: int) -> list[Any]:
+    """A binlog row image as values by position: the binlog's own column names may be missing
+    (``binlog_row_metadata=MINIMAL``); the schema history is what names and types them."""
     if len(values) != ncols:
         raise UnknownTableError(
             f"a row of table '{factory.schema.table.id}' has {len(values)} columns but the schema history says "
             f"{ncols}: the history is out of step with the binlog"
         )
-    return dict(zip((c.name for c in factory.schema.table.columns), values.values()))
+    return list(values.values())
 
 
 def _text(value: Any) -> str | None:

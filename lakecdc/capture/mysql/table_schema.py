@@ -20,12 +20,28 @@ from typing import Any
 
 from lakecdc.capture.mysql.ddl.model import TableDef
 from lakecdc.capture.mysql.errors import UnknownTableError
-from lakecdc.capture.mysql.types import TypeModes, column_schema, value_converter
+from lakecdc.capture.mysql.types import TypeModes, column_schema, is_passthrough, value_converter
 from lakecdc.config.filters import ColumnFilter, KeyColumns
 from lakecdc.events.envelope import envelope_schema
 from lakecdc.events.schema import ConnectSchema, struct
 from lakecdc.events.topics import TableId as TopicTableId
 from lakecdc.events.topics import TopicNamer
+
+
+def _compile_row_builder(fields: list[tuple[str, int, Callable[[Any], Any] | None]]) -> Callable[[Any], dict[str, Any]]:
+    """``values (full row, by position) -> {field: payload value}`` as one generated function:
+    a dict display with one entry per field, converters called only where the type needs one."""
+    namespace: dict[str, Any] = {}
+    entries = []
+    for n, (name, position, convert) in enumerate(fields):
+        if convert is None:
+            entries.append(f"{name!r}: v[{position}]")
+        else:
+            namespace[f"c{n}"] = convert
+            entries.append(f"{name!r}: c{n}(v[{position}])")
+    source = "def build(v):\n    return {" + ", ".join(entries) + "}\n"
+    exec(source, namespace)  # noqa: S102 - generated from column names (repr-quoted) and positions only
+    return namespace["build"]  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)
@@ -42,26 +58,13 @@ class TableSchema:
     # 0-based positions in the full table row, for readers that give tuples (snapshot)
     value_positions: tuple[int, ...]
     key_positions: tuple[int, ...]
+    # generated builders: full row (sequence, table column order) -> payload row / key
+    row: Callable[[Any], dict[str, Any]]
+    _key: Callable[[Any], dict[str, Any]] | None
 
-    def row_from_dict(self, values: dict[str, Any]) -> dict[str, Any]:
-        """Payload row from a binlog row image (``{column name: driver value}``)."""
-        get = values.get
-        return {name: convert(get(name)) for name, convert in self.value_columns}
-
-    def key_from_dict(self, values: dict[str, Any]) -> dict[str, Any] | None:
-        if self.key_schema is None:
-            return None
-        get = values.get
-        return {name: convert(get(name)) for name, convert in self.key_columns}
-
-    def row_from_tuple(self, values: tuple[Any, ...] | list[Any]) -> dict[str, Any]:
-        """Payload row from a snapshot row (all table columns, in table order)."""
-        return {name: convert(values[i]) for (name, convert), i in zip(self.value_columns, self.value_positions)}
-
-    def key_from_tuple(self, values: tuple[Any, ...] | list[Any]) -> dict[str, Any] | None:
-        if self.key_schema is None:
-            return None
-        return {name: convert(values[i]) for (name, convert), i in zip(self.key_columns, self.key_positions)}
+    def key(self, values: Any) -> dict[str, Any] | None:
+        """The key payload of a full row (None for a table without key columns)."""
+        return None if self._key is None else self._key(values)
 
 
 def build_table_schema(
@@ -110,6 +113,14 @@ def build_table_schema(
     except Exception as exc:
         raise UnknownTableError(f"table '{table.id}': {exc}") from exc
     value_schema = struct(fields, optional=True, name=namer.value_schema_name(topic_id))
+    row_builder = _compile_row_builder([
+        (name, pos, None if is_passthrough(table.columns[pos], modes) else convert)
+        for (name, convert), pos in zip(value_columns, value_positions)
+    ])
+    key_builder = _compile_row_builder([
+        (name, pos, None if is_passthrough(table.columns[pos], modes) else convert)
+        for (name, convert), pos in zip(key_columns, key_positions)
+    ]) if key_fields else None
     key_schema = struct(key_fields, name=namer.key_schema_name(topic_id)) if key_fields else None
     if source_schema is None:
         from lakecdc.events.source import source_schema as lookup
@@ -126,4 +137,6 @@ def build_table_schema(
         key_columns=tuple(key_columns),
         value_positions=tuple(value_positions),
         key_positions=tuple(key_positions),
+        row=row_builder,
+        _key=key_builder,
     )

@@ -201,6 +201,17 @@ def value_converter(col: ColumnDef, modes: TypeModes) -> Converter:
     return run
 
 
+_PASSTHROUGH_TYPES = frozenset({"TINYINT", "SMALLINT", "MEDIUMINT", "INT", "YEAR", "ENUM",
+                                "CHAR", "VARCHAR", "TINYTEXT", "TEXT", "MEDIUMTEXT", "LONGTEXT"})
+
+
+def is_passthrough(col: ColumnDef, modes: TypeModes) -> bool:
+    """True when both readers already hand over the payload value (int, str): no conversion call.
+
+    The row builders skip these columns' converters, which is most of a typical row."""
+    return col.type_name in _PASSTHROUGH_TYPES or (col.type_name == "BIGINT" and not col.unsigned)
+
+
 def _zero_value(col: ColumnDef, modes: TypeModes) -> Any:
     """Debezium turns zero dates into null for nullable columns, into the epoch otherwise."""
     if col.optional or col.type_name not in ("DATE", "DATETIME", "TIMESTAMP"):
@@ -292,6 +303,7 @@ def _unscaled_bytes(value: Decimal, scale: int) -> bytes:
 
 def _decimal_converter(scale: int, mode: str) -> Converter:
     quantum = Decimal(1).scaleb(-scale)
+    factor = 10**scale
 
     def to_decimal(v: Any) -> Decimal:
         d = v if isinstance(v, Decimal) else Decimal(str(v))
@@ -304,7 +316,15 @@ def _decimal_converter(scale: int, mode: str) -> Converter:
         return lambda v: float(to_decimal(v))
     if mode == "string":
         return lambda v: format(to_decimal(v), "f")
-    return lambda v: _unscaled_bytes(to_decimal(v), scale)
+
+    def precise(v: Any) -> bytes:
+        if isinstance(v, Decimal) and v.as_tuple().exponent == -scale:
+            unscaled = int(v * factor)  # exact: the value already has the column's scale
+        else:
+            unscaled = int(to_decimal(v).scaleb(scale).to_integral_value())
+        return unscaled.to_bytes(max(1, (unscaled.bit_length() + 8) // 8), "big", signed=True)
+
+    return precise
 
 
 def _json_text(v: Any) -> str:
@@ -397,9 +417,9 @@ def _micros_since_epoch(v: Any) -> int:
 
 def _format_zoned(v: dt.datetime, fsp: int) -> str:
     """ISO-8601 UTC with exactly the column's fractional digits (Debezium 3.x ZonedTimestamp)."""
-    text = v.strftime("%Y-%m-%dT%H:%M:%S")
+    text = f"{v.year:04d}-{v.month:02d}-{v.day:02d}T{v.hour:02d}:{v.minute:02d}:{v.second:02d}"
     if fsp > 0:
-        text += "." + f"{v.microsecond:06d}"[:fsp]
+        return f"{text}.{v.microsecond:06d}"[: len(text) + 1 + fsp] + "Z"
     return text + "Z"
 
 

@@ -94,8 +94,8 @@ def test_key_matches_seed(factory):
     seed = load("key")
     ours = factory.schema
     assert ours.key_schema.to_json() == seed["schema"]
-    assert ours.key_from_dict(ROW_1004) == {"id": 1004}
-    assert ours.key_from_dict({**ROW_1004, "id": 1001}) == seed["payload"]
+    assert ours.key(list(ROW_1004.values())) == {"id": 1004}
+    assert ours.key(list({**ROW_1004, "id": 1001}.values())) == seed["payload"]
 
 
 def test_create_value_schema_and_payload_match_seed(factory):
@@ -121,7 +121,7 @@ def test_create_value_schema_and_payload_match_seed(factory):
     # payload
     seed_payload = seed["payload"]
     position = MySqlPosition(file="mysql-bin.000003", pos=154, row=0)
-    [record] = factory.insert(ROW_1004, source_like(seed_payload["source"]), position,
+    [record] = factory.insert(list(ROW_1004.values()), source_like(seed_payload["source"]), position,
                               seed_payload["ts_ms"] * 1_000_000, None)
     assert record.topic == "mysql-server-1.inventory.customers"
     payload = record.value
@@ -136,7 +136,7 @@ def test_create_value_schema_and_payload_match_seed(factory):
 
 def test_update_payload_matches_seed(factory):
     seed = load("update_value")["payload"]
-    records = factory.update(seed["before"], seed["after"], source_like(seed["source"]),
+    records = factory.update(list(seed["before"].values()), list(seed["after"].values()), source_like(seed["source"]),
                              MySqlPosition(file="mysql-bin.000003", pos=484), seed["ts_ms"] * 1_000_000,
                              lambda: None)
     [record] = records
@@ -148,7 +148,7 @@ def test_update_payload_matches_seed(factory):
 
 def test_delete_payload_and_tombstone_match_seed(factory):
     seed = load("delete_value")["payload"]
-    delete, tombstone = factory.delete(seed["before"], source_like(seed["source"]),
+    delete, tombstone = factory.delete(list(seed["before"].values()), source_like(seed["source"]),
                                        MySqlPosition(file="mysql-bin.000003", pos=805), seed["ts_ms"] * 1_000_000, None)
     for field in ("before", "after", "op", "ts_ms"):
         assert delete.value[field] == seed[field], field
@@ -159,7 +159,7 @@ def test_delete_payload_and_tombstone_match_seed(factory):
 def test_primary_key_change_headers(factory):
     before = ROW_1004
     after = {**ROW_1004, "id": 2004}
-    delete, tombstone, create = factory.update(before, after, source_like(load("update_value")["payload"]["source"]),
+    delete, tombstone, create = factory.update(list(before.values()), list(after.values()), source_like(load("update_value")["payload"]["source"]),
                                                MySqlPosition(file="mysql-bin.000003", pos=484), 0, lambda: None)
     assert (delete.value["op"], delete.key, delete.headers) == ("d", {"id": 1004}, [("__debezium.newkey", b'{"id":2004}')])
     assert tombstone.value is None and tombstone.key == {"id": 1004}

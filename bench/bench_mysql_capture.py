@@ -1,0 +1,166 @@
+"""MySQL/MariaDB capture throughput beside the raw ``mysql-replication`` read rate, in one run.
+
+    .venv/bin/python bench/bench_mysql_capture.py --rows 100000
+
+1. starts a private MariaDB, captures an empty table (snapshot, offset stored);
+2. loads ``--rows`` rows (inserts in transactions of 1000, then updates of every row), so the binlog
+   holds 2 x rows row changes after the stored offset;
+3. raw: ``BinLogStreamReader`` reads those events from the stored position, touching every row's
+   values (the limit of this design: lakecdc cannot be faster than its binlog client);
+4. lakecdc: the connector streams the same events into a JSON-lines sink (events built, encoded as
+   the JSON converter does, written and offsets committed);
+5. snapshot: lakecdc snapshots the loaded table (``initial_only``) beside a raw ``SELECT *``.
+
+Prints rows/s for each and the ratio (target: lakecdc >= 60 % of raw). Each measurement is
+repeated (``--repeats``, alternating raw and lakecdc) and the best run counts; rates are given per
+wall-clock second and per CPU second of this process (the CPU figure is robust on a shared, loaded
+machine, where wall-clock rates mostly measure the neighbours).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pymysql
+import pymysql.cursors
+
+from lakecdc.capture.mysql.run import run_mysql_capture
+from lakecdc.devstack.mariadb import MariaDB
+
+TABLE = (
+    "CREATE TABLE orders (id BIGINT PRIMARY KEY, customer VARCHAR(64) NOT NULL, amount DECIMAL(12,2), "
+    "status ENUM('new','paid','shipped') NOT NULL DEFAULT 'new', created DATETIME(6), updated TIMESTAMP(3) NULL, "
+    "note TEXT, flags BIT(8))"
+)
+
+
+def load(db: MariaDB, rows: int) -> None:
+    conn = pymysql.connect(**db.connect_kwargs("bench"), autocommit=False)
+    with conn.cursor() as cur:
+        for start in range(0, rows, 1000):
+            values = [(i, f"customer-{i % 977}", f"{i % 10000}.{i % 100:02d}", "2024-01-02 03:04:05.123456",
+                       "2024-01-02 03:04:05.120", f"note {i}") for i in range(start, min(start + 1000, rows))]
+            cur.executemany("INSERT INTO orders (id, customer, amount, created, updated, note, flags) "
+                            "VALUES (%s, %s, %s, %s, %s, %s, b'1010')", values)
+            conn.commit()
+        for start in range(0, rows, 1000):
+            cur.execute("UPDATE orders SET status = 'paid', amount = amount + 1 WHERE id >= %s AND id < %s",
+                        (start, start + 1000))
+            conn.commit()
+    conn.close()
+
+
+def raw_binlog_rate(db: MariaDB, offset: dict, expected: int) -> tuple[float, float]:
+    from pymysqlreplication import BinLogStreamReader
+    from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+
+    settings = {"host": db.host, "port": db.port, "user": db.user, "password": db.password}
+    stream = BinLogStreamReader(connection_settings=settings, server_id=9911, blocking=False, resume_stream=True,
+                                is_mariadb=True, auto_position=offset["gtids"], freeze_schema=True,
+                                enable_logging=False,
+                                only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent])
+    n = 0
+    touched = 0
+    started, cpu = time.perf_counter(), time.process_time()
+    for event in stream:
+        for row in event.rows:
+            values = row.get("after_values") or row.get("values")
+            touched += len(values)
+            n += 1
+        if n >= expected:
+            break
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+    stream.close()
+    assert n >= expected, f"raw reader saw {n} of {expected} rows"
+    return n / elapsed, n / cpu
+
+
+def raw_select_rate(db: MariaDB) -> tuple[float, float]:
+    conn = pymysql.connect(**db.connect_kwargs("bench"))
+    cur = conn.cursor(pymysql.cursors.SSCursor)
+    started, cpu = time.perf_counter(), time.process_time()
+    cur.execute("SELECT * FROM orders")
+    n = sum(1 for _ in cur)
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+    conn.close()
+    return n / elapsed, n / cpu
+
+
+def lakecdc_rate(config: Path, out: Path, snapshot: bool) -> tuple[float, float, int]:
+    """One in-process capture run: (records per wall second, per CPU second, records)."""
+    started, cpu = time.perf_counter(), time.process_time()
+    stats = run_mysql_capture(config, f"jsonl:{out}", stop_when_idle=1.0 if not snapshot else 0.3,
+                              show_progress=False)
+    idle = 1.0 if not snapshot else 0.0  # the idle wait that ends a streaming run is not work
+    elapsed, cpu = time.perf_counter() - started - idle, time.process_time() - cpu
+    n = stats.snapshot_rows if snapshot else stats.streamed_records
+    return n / elapsed, n / cpu, n
+
+
+def report(what: str, raw_name: str, raw_runs: list, our_runs: list, rows: int) -> None:
+    raw_wall, raw_cpu = max(r[0] for r in raw_runs), max(r[1] for r in raw_runs)
+    our_wall, our_cpu = max(r[0] for r in our_runs), max(r[1] for r in our_runs)
+    print(f"{what} ({rows} rows, best of {len(raw_runs)}):\n"
+          f"  {raw_name:24s} {raw_wall:10,.0f} rows/s wall   {raw_cpu:10,.0f} rows/CPU-s\n"
+          f"  {'lakecdc (JSON-lines)':24s} {our_wall:10,.0f} events/s wall {our_cpu:10,.0f} events/CPU-s\n"
+          f"  lakecdc / raw: {100 * our_wall / raw_wall:.0f} % wall, {100 * our_cpu / raw_cpu:.0f} % CPU", flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-mysql-"))
+    with MariaDB(dbname="bench") as db:
+        conn = pymysql.connect(**db.connect_kwargs("bench"), autocommit=True)
+        conn.cursor().execute(TABLE)
+        conn.close()
+        props = {**db.connection_properties(), "topic.prefix": "bench", "database.include.list": "bench",
+                 "schema.history.internal.file.filename": str(tmp / "history.jsonl"),
+                 "offset.storage.file.filename": str(tmp / "offsets.json")}
+        config = tmp / "bench.properties"
+        config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        run_mysql_capture(config, f"jsonl:{tmp / 'empty.jsonl'}", stop_when_idle=0.5, show_progress=False)
+        offset = json.loads((tmp / "offsets.json").read_text()).popitem()[1]
+
+        t0 = time.perf_counter()
+        load(db, args.rows)
+        print(f"loaded {args.rows} rows + {args.rows} updates in {time.perf_counter() - t0:.1f} s", flush=True)
+        expected = 2 * args.rows
+
+        saved = {name: (tmp / name).read_bytes() for name in ("offsets.json", "history.jsonl")}
+        raw_runs, our_runs = [], []
+        for attempt in range(args.repeats):
+            raw_runs.append(raw_binlog_rate(db, offset, expected))
+            for name, content in saved.items():  # start each run from the same stored offset
+                (tmp / name).write_bytes(content)
+            out = tmp / f"stream-{attempt}.jsonl"
+            our_runs.append(lakecdc_rate(config, out, snapshot=False))
+            assert our_runs[-1][2] == expected, f"lakecdc streamed {our_runs[-1][2]} of {expected} records"
+            out.unlink()
+        report("binlog streaming", "raw mysql-replication", raw_runs, our_runs, expected)
+
+        snap_props = tmp / "snap.properties"
+        snap_props.write_text(config.read_text() + "snapshot.mode=initial_only\n")
+        raw_runs, our_runs = [], []
+        for attempt in range(args.repeats):
+            raw_runs.append(raw_select_rate(db))
+            for name in ("offsets.json", "history.jsonl"):
+                (tmp / name).unlink(missing_ok=True)
+            out = tmp / f"snap-{attempt}.jsonl"
+            our_runs.append(lakecdc_rate(snap_props, out, snapshot=True))
+            out.unlink()
+        report("snapshot", "raw SELECT *", raw_runs, our_runs, args.rows)
+    shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
