@@ -4,11 +4,14 @@ On Databricks (or with ``spark-sql-kafka-0-10`` in ``spark.jars.packages``) the 
 Structured Streaming: ``subscribePattern`` over the topic prefix, ``includeHeaders=true`` so the
 columns equal the Python reader's, and ``foreachBatch`` calling the same batch processor.
 
-Positions still come from the tables: ``startingOffsets`` is built from each table's committed
-progress (Spark uses it only when the checkpoint is new), and the processor drops any record at or
-below a table's committed offset, so a checkpoint that is lost or ahead/behind the tables cannot
-cause loss or duplicates. Topics that appear later are picked up by the pattern and start at
-their beginning (Spark's default for partitions discovered after the start).
+Positions still come from the tables: with a new checkpoint the query starts at the earliest
+offsets (``startingOffsets`` with specific offsets would have to name every partition of every
+matching topic, which the job cannot list without a Kafka client), and the processor drops every
+record at or below a table's committed offset, so a lost or older checkpoint causes no duplicates;
+Spark marks a batch done only after ``foreachBatch`` returned (the tables committed), so the
+checkpoint is never ahead of the tables. ``starting_offsets_json`` builds the specific form
+for callers that know every partition. Topics that appear later are picked up by the pattern and
+start at their beginning (Spark's default for partitions discovered after the start).
 """
 
 from __future__ import annotations

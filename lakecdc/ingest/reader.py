@@ -216,4 +216,5 @@ class PythonKafkaReader:
                     return
 
     def _all_at_end(self) -> bool:
-        return bool(self._assigned) and self._assigned <= self._at_end or not self._assigned
+        """Every assigned partition has been read to its end (trivially true with none assigned)."""
+        return self._assigned <= self._at_end
