@@ -75,7 +75,15 @@ class SinkError(LakecdcError):
 
 
 class SinkTransientError(SinkError, TransientError):
-    """The sink could not accept records now (broker unreachable, timeout); retry later."""
+    """The sink could not accept records now (broker unreachable, timeout); retry later.
+
+    Nothing since the last successful flush may be acknowledged; the capture re-sends from its
+    last committed position. ``failures`` lists ``(topic, reason)`` pairs when records failed.
+    """
+
+    def __init__(self, message: str, failures: list[tuple[str, str]] | None = None) -> None:
+        super().__init__(message)
+        self.failures = failures or []
 
 
 class SinkDeliveryError(SinkError, TerminalError):

@@ -7,8 +7,10 @@ Commit sequence (the capture coordinator acknowledges the source only after step
 2. ``flush()``: waits until librdkafka has an acknowledgement (``acks=all``) for every queued
    record; with ``transactional.id`` it commits the open transaction instead, so data and any
    offset records written with :meth:`KafkaSink.send_raw` become visible together;
-3. ``flush()`` returns: everything sent is durable. Any delivery failure raises
-   ``SinkDeliveryError`` naming each topic and broker error; an open transaction is aborted.
+3. ``flush()`` returns: everything sent is durable. A delivery failure raises, naming each topic
+   and broker error: ``SinkTransientError`` when the broker was unreachable or too slow (the
+   capture reconnects and re-sends from its last committed position), ``SinkDeliveryError``
+   when records were refused; an open transaction is aborted.
 
 Idempotence keeps per-partition order and removes duplicates from producer retries; the source
 position carried by every event makes re-delivery after a crash harmless downstream.
@@ -37,6 +39,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# Delivery errors that mean "the broker is unreachable or slow", not "the record is refused";
+# librdkafka does not flag all of them retriable (a message timeout is not).
+_UNAVAILABLE = frozenset({
+    KafkaError._MSG_TIMED_OUT, KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN,
+    KafkaError.REQUEST_TIMED_OUT, KafkaError.NOT_ENOUGH_REPLICAS, KafkaError.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+    KafkaError.LEADER_NOT_AVAILABLE, KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.NETWORK_EXCEPTION,
+})
+
 
 class KafkaSink:
     """Publishes capture records to Kafka; ``flush()`` returns only when all are acknowledged.
@@ -64,7 +74,7 @@ class KafkaSink:
         self.bootstrap_servers = bootstrap_servers
         self.transactional = bool(settings.get("transactional.id"))
         self._serializer = RecordSerializer(key_schemas_enable, value_schemas_enable)
-        self._failures: list[tuple[str, str]] = []
+        self._failures: list[tuple[str, str, bool]] = []  # (topic, error, transient)
         self._fatal: str | None = None
         self._lock = threading.Lock()
         self._in_transaction = False
@@ -74,6 +84,7 @@ class KafkaSink:
         settings["error_cb"] = self._on_error
         settings["on_delivery"] = self._on_delivery  # one default callback: no per-record closure
         settings["logger"] = logging.getLogger("lakecdc.transport.librdkafka")
+        self._settings = settings
         try:
             self._producer = Producer(settings)
         except KafkaException as exc:
@@ -92,9 +103,16 @@ class KafkaSink:
     # ------------------------------------------------------------------ callbacks (librdkafka thread)
 
     def _on_delivery(self, error: KafkaError | None, message: Message) -> None:
-        if error is not None:
-            with self._lock:
-                self._failures.append((message.topic() or "?", error.str()))
+        if error is None:
+            return
+        try:
+            reason = error.str()
+            transient = error.code() in _UNAVAILABLE or error.retriable()
+        except Exception as _dbg:  # called while librdkafka is raising a fatal error: classify later
+            import sys; print("DBG on_delivery", repr(_dbg), file=sys.stderr)
+            reason, transient = str(error), False
+        with self._lock:
+            self._failures.append((message.topic() or "?", reason, transient))
 
     def _on_error(self, error: KafkaError) -> None:
         if error.fatal():
@@ -139,6 +157,9 @@ class KafkaSink:
                 self._producer.poll(0.05)
                 self._check_usable()
             except KafkaException as exc:  # refused before queueing (too large, bad topic name)
+                if exc.args[0].fatal():
+                    self._fatal = exc.args[0].str()
+                    self._recover_from_fatal()
                 error = exc.args[0].str()
                 raise SinkDeliveryError(f"Kafka refused a record for topic '{topic}': {error}", [(topic, error)]) from None
 
@@ -150,9 +171,20 @@ class KafkaSink:
             self._commit()
         else:
             deadline = time.monotonic() + self.flush_timeout_s
-            remaining = self._producer.flush(self.flush_timeout_s)
-            while remaining and time.monotonic() < deadline:
-                remaining = self._producer.flush(max(0.1, deadline - time.monotonic()))
+            try:
+                remaining = self._producer.flush(self.flush_timeout_s)
+                while remaining and time.monotonic() < deadline:
+                    remaining = self._producer.flush(max(0.1, deadline - time.monotonic()))
+            except KafkaException as exc:
+                self._fatal = self._fatal or exc.args[0].str()
+                remaining = 0
+            except SystemError as exc:
+                # confluent-kafka raises this when a fatal error and delivery callbacks meet in one
+                # flush; the producer's state is unknown, so it is treated as fatal.
+                self._fatal = self._fatal or f"Kafka client failed during flush ({exc})"
+                remaining = 0
+            if self._fatal:
+                self._recover_from_fatal()
             if remaining:
                 raise SinkTransientError(
                     f"{remaining} Kafka records not acknowledged by {self.bootstrap_servers} within "
@@ -212,17 +244,43 @@ class KafkaSink:
     def _raise_failures(self) -> None:
         with self._lock:
             failures, self._failures = self._failures, []
-        if failures:
-            distinct = list(dict.fromkeys(failures))
-            shown = "; ".join(f"topic '{t}': {e}" for t, e in distinct[:5])
-            more = f" (and {len(distinct) - 5} more)" if len(distinct) > 5 else ""
-            raise SinkDeliveryError(f"{len(failures)} Kafka records were not delivered: {shown}{more}", distinct)
+        if not failures:
+            return
+        distinct = list(dict.fromkeys((topic, reason) for topic, reason, _ in failures))
+        shown = "; ".join(f"topic '{t}': {e}" for t, e in distinct[:5])
+        more = f" (and {len(distinct) - 5} more)" if len(distinct) > 5 else ""
+        if all(transient for _, _, transient in failures):
+            # Broker unreachable or too slow: nothing was acknowledged past the last flush, the
+            # capture reconnects and re-sends from its last committed position.
+            raise SinkTransientError(
+                f"{len(failures)} Kafka records were not delivered, {self.bootstrap_servers} unavailable: "
+                f"{shown}{more}", distinct)
+        raise SinkDeliveryError(f"{len(failures)} Kafka records were not delivered: {shown}{more}", distinct)
 
     def _check_usable(self) -> None:
         if self._closed:
             raise SinkTransientError("Kafka sink is closed")
         if self._fatal:
-            raise SinkDeliveryError(f"Kafka producer failed fatally: {self._fatal}", [("*", self._fatal)])
+            self._recover_from_fatal()
+
+    def _recover_from_fatal(self) -> None:
+        """A fatal producer error (lost producer state, fencing) makes the producer unusable.
+
+        Idempotent producer: replace it and raise ``SinkTransientError``; the capture re-sends
+        everything since its last commit, which the new producer delivers. Transactional producer:
+        fatal means fenced (another capture with the same ``transactional.id``) or worse: terminal.
+        """
+        reason = self._fatal or "unknown fatal error"
+        with self._lock:
+            self._failures.clear()
+        if self.transactional:
+            raise SinkDeliveryError(f"Kafka transactional producer failed fatally: {reason}", [("*", reason)])
+        log.warning("Kafka producer failed fatally (%s); starting a new producer", redact(reason))
+        self._producer = Producer(self._settings)
+        self._fatal = None
+        raise SinkTransientError(
+            f"Kafka producer failed ({reason}); a new producer is ready, records since the last commit "
+            "must be sent again", [("*", reason)])
 
     def _call(self, what: str, function: Any, *args: Any) -> None:
         try:

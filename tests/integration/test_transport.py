@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from lakecdc.devstack.broker import Broker, kafka_client_defaults
-from lakecdc.errors import SinkDeliveryError
+from lakecdc.errors import SinkDeliveryError, SinkTransientError
 from lakecdc.events.envelope import ChangeRecord
 from lakecdc.events.schema import INT32, OPTIONAL_STRING, struct
 from lakecdc.transport import make_sink, read_jsonl
@@ -141,6 +141,7 @@ def test_make_sink_from_connector_config(broker: Broker) -> None:
 
 
 def test_flush_raises_naming_the_topic_when_the_broker_is_gone(tmp_path: Path) -> None:
+    (tmp_path / "again").mkdir()
     with Broker(base_dir=tmp_path) as own:
         sink = KafkaSink(own.bootstrap_servers, producer_config={"message.timeout.ms": "3000"})
         sink.send([ChangeRecord("lost.public.t", KEY, {"id": 1}, VALUE, {"id": 1, "note": None})])
@@ -148,12 +149,30 @@ def test_flush_raises_naming_the_topic_when_the_broker_is_gone(tmp_path: Path) -
         own.stop()
         sink.send([ChangeRecord("lost.public.t", KEY, {"id": 2}, VALUE, {"id": 2, "note": None})])
         started = time.monotonic()
-        with pytest.raises(SinkDeliveryError) as info:
+        with pytest.raises(SinkTransientError) as info:
             sink.flush()
         assert time.monotonic() - started < 30
-    assert "topic 'lost.public.t'" in str(info.value)
-    assert info.value.failures and info.value.failures[0][0] == "lost.public.t"
-    assert info.value.category == "terminal"
+        assert "topic 'lost.public.t'" in str(info.value) and "unavailable" in str(info.value)
+        assert info.value.failures and info.value.failures[0][0] == "lost.public.t"
+        assert info.value.category == "transient"  # the capture reconnects and re-sends
+        # The broker comes back empty (tansu keeps memory storage only), so it no longer knows the
+        # idempotent producer: librdkafka fails fatally. The sink replaces its producer and says
+        # "retry" (the capture re-sends from its last commit); the re-sent records then arrive.
+        with Broker(port=own.port, base_dir=tmp_path / "again") as again:
+            retry = [ChangeRecord("lost.public.t", KEY, {"id": i}, VALUE, {"id": i, "note": None}) for i in (2, 3)]
+            delivered = False
+            for _attempt in range(3):
+                try:
+                    sink.send(retry)
+                    sink.flush()
+                    delivered = True
+                    break
+                except SinkTransientError as exc:
+                    assert "lost.public.t" in str(exc) or "producer" in str(exc)
+            assert delivered
+            messages = consume(again.bootstrap_servers, ["lost.public.t"], 2)
+            assert [json.loads(m.value())["payload"]["id"] for m in messages][-2:] == [2, 3]
+            sink.close()
 
 
 def test_record_larger_than_the_producer_allows_names_the_topic(broker: Broker) -> None:
