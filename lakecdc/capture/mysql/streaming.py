@@ -152,6 +152,7 @@ class MySqlStreamingSource:
             threaded=os.environ.get("LAKECDC_MYSQL_READER_THREAD", "1") != "0",
         )
         self.reader.start()
+        self._last_data = time.monotonic()  # idle time counts from here, not from before a schema snapshot
         log.info("streaming the binlog from %s:%d (server %s)", self.resume.file, self.resume.pos, info.version)
 
     def _check_available(self, conn: Any, info: Any, offset: dict[str, Any]) -> None:
