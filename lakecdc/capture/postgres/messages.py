@@ -5,7 +5,12 @@ Topic ``<prefix>.message``; filtered by ``message.prefix.include.list`` / ``excl
     key   {"prefix": "audit"}                        io.debezium.connector.postgresql.MessageKey
     value {"op": "m", "ts_ms": 1795336045083,
            "source": {..., "schema": "", "table": "", "txId": 1271, "lsn": 99100312, ...},
+           "transaction": {"id": "1271:99100312", "total_order": 2, "data_collection_order": 1},
            "message": {"prefix": "audit", "content": "eHl6"}}   io.debezium.connector.postgresql.MessageValue
+
+A non-transactional message (``pg_logical_emit_message(false, ...)``) counts as a completed unit:
+``transaction`` is null, ``txId`` null, and it becomes the last commit LSN
+(``sequence = ["<lsn>","<lsn>"]``); its source time is the last commit's, as in Debezium 3.6.
 
 ``content`` follows ``binary.handling.mode`` (bytes -> base64 text in JSON, base64, hex).
 """
@@ -13,19 +18,26 @@ Topic ``<prefix>.message``; filtered by ``message.prefix.include.list`` / ``excl
 from __future__ import annotations
 
 import base64
+import random
 import time
 from typing import Any
 
 from lakecdc.capture.postgres.config import PostgresConnectorConfig
 from lakecdc.capture.postgres.decoder import LogicalMessage
-from lakecdc.events.envelope import ChangeRecord
+from lakecdc.events.envelope import TRANSACTION_BLOCK, ChangeRecord
 from lakecdc.events.positions import PostgresPosition
 from lakecdc.events.schema import OPTIONAL_INT64, OPTIONAL_STRING, STRING, primitive, struct
 from lakecdc.events.source import PostgresSourceBuilder, source_schema
 from lakecdc.events.topics import TopicNamer
 
-#: Data collection name Debezium counts messages under in transaction metadata.
-MESSAGE_DATA_COLLECTION = "LOGICAL_DECODING_MESSAGE"
+#: Debezium 3.6 counts each transactional message in the END record under a collection named by
+#: a fresh Java object's default ``toString()`` (class name + identity hash), so every message is
+#: its own entry; lakecdc reproduces the shape with a random 32-bit hash.
+MESSAGE_COLLECTION_PREFIX = "io.debezium.connector.postgresql.LogicalDecodingMessageMonitor$LogicalDecodingMessageId@"
+
+
+def message_data_collection() -> str:
+    return f"{MESSAGE_COLLECTION_PREFIX}{random.getrandbits(31) or 1:x}"
 
 
 def _content_schema(mode: str) -> Any:
@@ -47,7 +59,8 @@ class MessageRecords:
             name=adjust("io.debezium.connector.postgresql.Message"), version=1,
         )
         self.value_schema = struct(
-            [("op", STRING), ("ts_ms", OPTIONAL_INT64), ("source", source_schema("postgresql")), ("message", block)],
+            [("op", STRING), ("ts_ms", OPTIONAL_INT64), ("source", source_schema("postgresql")),
+             ("transaction", TRANSACTION_BLOCK), ("message", block)],
             name=adjust("io.debezium.connector.postgresql.MessageValue"), version=1,
         )
 
@@ -61,20 +74,22 @@ class MessageRecords:
         return content
 
     def record(self, message: LogicalMessage, lsn: int, xid: int | None, commit_ts_us: int,
-               last_commit_lsn: int | None) -> ChangeRecord | None:
-        if not self.config.captures_message_prefix(message.prefix):
-            return None
-        transactional = message.transactional and xid is not None
-        ts_us = commit_ts_us if transactional else time.time_ns() // 1000
-        tx_id = xid if transactional else None
-        source = self.source.build(schema="", table="", ts_us=ts_us, lsn=lsn, last_commit_lsn=last_commit_lsn,
+               last_commit_lsn: int | None, transaction: dict[str, Any] | None) -> ChangeRecord:
+        """The record for one message; the caller has filtered the prefix and, for a
+        non-transactional message, already made ``lsn`` the last commit LSN."""
+        tx_id = xid if message.transactional else None
+        source = self.source.build(schema="", table="", ts_us=commit_ts_us, lsn=lsn, last_commit_lsn=last_commit_lsn,
                                    tx_id=tx_id)
         value = {
             "op": "m",
             "ts_ms": time.time_ns() // 1_000_000,
             "source": source,
+            "transaction": transaction,
             "message": {"prefix": message.prefix, "content": self._content(message.content)},
         }
-        position = PostgresPosition(lsn=lsn, commit_lsn=last_commit_lsn, tx_id=tx_id, ts_usec=ts_us)
+        position = PostgresPosition(lsn=lsn, commit_lsn=last_commit_lsn, tx_id=tx_id, ts_usec=commit_ts_us)
         return ChangeRecord(self.topic, self.key_schema, {"prefix": message.prefix}, self.value_schema, value, [],
                             position)
+
+    def wanted(self, message: LogicalMessage) -> bool:
+        return self.config.captures_message_prefix(message.prefix)

@@ -51,7 +51,7 @@ from lakecdc.events.positions import PostgresPosition
 from lakecdc.events.source import PostgresSourceBuilder
 from lakecdc.events.topics import TopicNamer
 from lakecdc.events.transaction import TransactionTracker, transaction_record
-from lakecdc.capture.postgres.messages import MESSAGE_DATA_COLLECTION, MessageRecords
+from lakecdc.capture.postgres.messages import MessageRecords, message_data_collection
 
 log = logging.getLogger(__name__)
 
@@ -268,14 +268,28 @@ class PostgresStreamingSource:
         elif type(message) is TruncateMessage:
             self._on_truncate(lsn, message, out)
         elif type(message) is LogicalMessage:
-            record = self._messages.record(message, lsn, self._xid, self._commit_ts_us, self._last_commit_lsn)
-            if record is not None:
-                if message.transactional and self._tx is not None and self._tx.in_transaction:
-                    self._tx.event(MESSAGE_DATA_COLLECTION)  # Debezium counts messages in END
-                out.append(record)
-                if not message.transactional:
-                    self._dirty = True
+            self._on_message(lsn, message, out)
         # Type and Origin messages carry nothing Debezium emits
+
+    def _on_message(self, lsn: int, message: LogicalMessage, out: list[Any]) -> None:
+        if not self._messages.wanted(message):
+            return
+        transactional = message.transactional and self._xid is not None
+        block = None
+        if not transactional:
+            # Debezium treats a non-transactional message as a completed unit of its own
+            self._last_commit_lsn = lsn
+            if self._xid is None:
+                self._committed = PostgresPosition(lsn=lsn, commit_lsn=lsn, lsn_proc=lsn, ts_usec=self._commit_ts_us)
+        else:
+            self._last_event_lsn = lsn
+            if self._tx is not None and self._tx.in_transaction:
+                block = self._tx.event(message_data_collection(), f"{self._xid}:{lsn}")
+        self._dirty = True
+        if transactional and self._skip(lsn):
+            return
+        out.append(self._messages.record(message, lsn, self._xid if transactional else None, self._commit_ts_us,
+                                         self._last_commit_lsn, block))
 
     def _skip(self, lsn: int) -> bool:
         return self._skip_xid is not None and self._skip_xid == self._xid and lsn <= self._skip_upto
