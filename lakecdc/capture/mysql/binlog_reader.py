@@ -31,7 +31,7 @@ class ReaderFailure:
 class BinlogReader:
     def __init__(self, connection_settings: dict[str, Any], replica_server_id: int, file: str, pos: int,
                  is_mariadb: bool, annotate_rows: bool, queue_size: int, heartbeat_s: float = 1.0,
-                 mariadb_gtid_state: str | None = None, threaded: bool = True) -> None:
+                 mariadb_gtid_state: str | None = None) -> None:
         """MySQL is read from ``file:pos``. MariaDB is read from a GTID state (``mariadb_gtid_state``,
         the transactions already processed): mysql-replication's MariaDB dump ignores file/pos, and
         the GTID protocol is the one that also carries annotate (statement text) events. Without a
@@ -62,21 +62,10 @@ class BinlogReader:
             enable_logging=False,
             **kwargs,
         )
-        self.threaded = threaded
         self._thread = threading.Thread(target=self._run, name="lakecdc-binlog-reader", daemon=True)
 
     def start(self) -> None:
-        if self.threaded:
-            self._thread.start()
-
-    def _read_inline(self) -> Any:
-        """Without the thread: read the next event here (returns within ~1 s: server heartbeats)."""
-        stream = self.stream
-        try:
-            event = stream.fetchone()
-        except BaseException as exc:
-            return ReaderFailure(exc)
-        return None if event is None else (stream.log_file, event)
+        self._thread.start()
 
     def _put(self, item: Any) -> bool:
         items = self._items
@@ -91,8 +80,6 @@ class BinlogReader:
 
     def get(self, timeout: float) -> Any:
         """The next item, waiting at most ``timeout`` seconds; None when there is none."""
-        if not self.threaded:
-            return self._read_inline()
         items = self._items
         if items:
             return items.popleft()
@@ -106,8 +93,6 @@ class BinlogReader:
         return items.popleft() if items else None
 
     def get_nowait(self) -> Any:
-        if not self.threaded:
-            return self._read_inline()
         items = self._items
         return items.popleft() if items else None
 
@@ -133,12 +118,6 @@ class BinlogReader:
 
     def close(self) -> None:
         self._stop.set()
-        if not self.threaded:
-            try:
-                self.stream.close()
-            except Exception:  # the connection may already be broken
-                pass
-            return
         self._thread.join(timeout=5)
         if self._thread.is_alive():
             log.warning("the binlog reader thread did not stop within 5 s; it will end with the process")

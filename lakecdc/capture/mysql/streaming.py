@@ -18,7 +18,6 @@ already handed to the sink (the binlog client can re-deliver events after a reco
 from __future__ import annotations
 
 import logging
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -149,7 +148,6 @@ class MySqlStreamingSource:
             is_mariadb=info.is_mariadb, annotate_rows=self.include_query,
             queue_size=self.config.max_queue_size,
             mariadb_gtid_state=(self.resume.gtids or "") if info.is_mariadb else None,
-            threaded=os.environ.get("LAKECDC_MYSQL_READER_THREAD", "1") != "0",
         )
         self.reader.start()
         self._last_data = time.monotonic()  # idle time counts from here, not from before a schema snapshot
