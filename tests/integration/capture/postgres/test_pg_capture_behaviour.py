@@ -309,3 +309,23 @@ def test_lost_connection_reconnects_and_loses_nothing(pg: Any, db: str, tmp_path
     run.wait()
     keys = [k for op, k in ops(load_records(out)) if op == "c"]
     assert sorted({k["id"] for k in keys}) == [3, 4, 5]
+
+
+def test_cli_capture_command(pg: Any, db: str, tmp_path: Path) -> None:
+    """``lakecdc capture --config FILE --sink jsonl:PATH --stop-when-idle N`` end to end."""
+    import subprocess
+    import sys
+
+    config = write_properties(tmp_path / "cli.properties", pg, DB, {"table.include.list": "public.items"})
+    out = tmp_path / "cli.jsonl"
+    completed = subprocess.run(
+        [sys.executable, "-m", "lakecdc.cli.main", "capture", "--config", str(config), "--sink", f"jsonl:{out}",
+         "--stop-when-idle", "1"], capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert "capture stopped: 2 snapshot rows" in completed.stderr
+    assert ops(load_records(out)) == [("r", {"id": 1}), ("r", {"id": 2})]
+    assert pg.password not in completed.stderr + completed.stdout
+    bad = subprocess.run(
+        [sys.executable, "-m", "lakecdc.cli.main", "capture", "--config", str(config), "--sink", "nowhere:x"],
+        capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 1 and "unknown sink 'nowhere:x'" in bad.stderr
