@@ -9,6 +9,7 @@ True
 from lakecdc.config.base import PropertiesModel, Secret, load_properties
 from lakecdc.config.connector import CommonConnectorConfig
 from lakecdc.config.filters import ColumnFilter, KeyColumns, TableFilter
+from lakecdc.config.redact import install_log_redaction, redact, register_secret
 
 __all__ = [
     "ColumnFilter",
@@ -17,5 +18,8 @@ __all__ = [
     "PropertiesModel",
     "Secret",
     "TableFilter",
+    "install_log_redaction",
     "load_properties",
+    "redact",
+    "register_secret",
 ]
