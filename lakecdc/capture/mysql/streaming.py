@@ -95,6 +95,8 @@ class MySqlStreamingSource:
         self._last_data = time.monotonic()
         self.heartbeat = Heartbeat(config.heartbeat_interval_ms, namer.heartbeat_topic, config.topic_prefix)
         self.events_seen = 0
+        # (file index, end position) of the last binlog event handled by this source
+        self._processed_through: tuple[int, int] = (-1, -1)
 
     # -- start ---------------------------------------------------------------------------------
     def start(self, offset: dict[str, Any] | None) -> None:
@@ -220,6 +222,9 @@ class MySqlStreamingSource:
         end = ev.packet.log_pos
         if end == 0:
             return  # artificial events (fake rotate, format description replay)
+        if (self.file_index, end) <= self._processed_through:
+            return  # re-delivered after the binlog client reconnected: already handled
+        self._processed_through = (self.file_index, end)
         start = end - ev.event_size - HEADER_LEN - self.checksum_len
         if isinstance(ev, (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)):
             self._rows(ev, start, out)
