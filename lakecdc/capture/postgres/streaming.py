@@ -70,6 +70,8 @@ class PostgresStreamingSource:
         self._source = PostgresSourceBuilder(config.topic_prefix, config.database_dbname or "postgres")
         self._skipped = config.skipped_operation_codes
         self._skip_creates = "c" in self._skipped
+        self._source_templates: dict[Any, dict[str, Any]] = {}
+        self._sequence_head = '[null,"'
         # primary-key change headers are written with the header converter (JSON, schemas on by default)
         self._header_schemas = config.header_schemas_enable
         self._headers = headers if headers is not None else config.data_headers()
@@ -241,6 +243,7 @@ class PostgresStreamingSource:
             return
         message = decode_message(data)
         if type(message) is BeginMessage:
+            self._source_templates.clear()
             self._xid = message.xid
             self._commit_ts_us = message.commit_ts_us
             self._last_event_lsn = None
@@ -258,6 +261,7 @@ class PostgresStreamingSource:
                 lsn=lsn, commit_lsn=lsn, lsn_proc=lsn, tx_id=self._xid, ts_usec=self._commit_ts_us
             )
             self._last_commit_lsn = lsn
+            self._source_templates.clear()
             self._received_lsn = max(self._received_lsn, lsn)
             if self._skip_xid == self._xid:
                 self._skip_xid = None
@@ -279,6 +283,7 @@ class PostgresStreamingSource:
         if not transactional:
             # Debezium treats a non-transactional message as a completed unit of its own
             self._last_commit_lsn = lsn
+            self._source_templates.clear()
             if self._xid is None:
                 self._committed = PostgresPosition(lsn=lsn, commit_lsn=lsn, lsn_proc=lsn, ts_usec=self._commit_ts_us)
         else:
@@ -294,16 +299,30 @@ class PostgresStreamingSource:
     def _skip(self, lsn: int) -> bool:
         return self._skip_xid is not None and self._skip_xid == self._xid and lsn <= self._skip_upto
 
+    def _source_block(self, schema: Any, lsn: int) -> dict[str, Any]:
+        """The source block: a per-table template for the current transaction, copied with this
+        event's LSN (only ``lsn`` and ``sequence`` change between events of one transaction)."""
+        template = self._source_templates.get(schema)
+        if template is None:
+            template = self._source.build(
+                schema=schema.table_id.schema or "public", table=schema.table_id.table, ts_us=self._commit_ts_us,
+                lsn=0, last_commit_lsn=self._last_commit_lsn, tx_id=self._xid,
+            )
+            self._source_templates[schema] = template
+            commit = self._last_commit_lsn
+            self._sequence_head = '[null,"' if commit is None else f'["{commit}","'
+        source = template.copy()
+        source["sequence"] = f'{self._sequence_head}{lsn}"]'
+        source["lsn"] = lsn
+        return source
+
     def _on_insert(self, lsn: int, schema: Any, values: list[Any], out: list[Any]) -> None:
         self._last_event_lsn = lsn
         self._dirty = True
         xid = self._xid
         commit_lsn = self._last_commit_lsn
         ts_us = self._commit_ts_us
-        source = self._source.build(
-            schema=schema.table_id.schema or "public", table=schema.table_id.table, ts_us=ts_us,
-            lsn=lsn, last_commit_lsn=commit_lsn, tx_id=xid,
-        )
+        source = self._source_block(schema, lsn)
         tx = self._tx
         ts_ns = time.time_ns()
         value = {
@@ -330,10 +349,7 @@ class PostgresStreamingSource:
         xid = self._xid
         position = PostgresPosition(lsn=lsn, commit_lsn=self._last_commit_lsn, tx_id=xid,
                                     ts_usec=self._commit_ts_us)
-        source = self._source.build(
-            schema=schema.table_id.schema or "public", table=schema.table_id.table, ts_us=self._commit_ts_us,
-            lsn=lsn, last_commit_lsn=self._last_commit_lsn, tx_id=xid,
-        )
+        source = self._source_block(schema, lsn)
         now = time.time_ns()
         tx = self._tx
         if op == "c":
