@@ -39,6 +39,15 @@ ALL_SOURCE_MASKS: Mapping[str, str] = {
 }
 TXID = re.compile(r"^[0-9]+:[0-9]+$|^[0-9]+-[0-9]+-[0-9]+$")
 RECORD_PARTS = ("topic", "key", "value", "headers")
+# Transaction ids per connector (Debezium 3.x): PostgreSQL "<txId>:<lsn>"; MySQL a GTID
+# "<server uuid>:<n>" or "<file>-<pos>-<row>"-like triples (MariaDB GTIDs "0-1-5"); SQL Server
+# the commit LSN "00000025:00000d08:0025"; Oracle the XID in hex.
+TXID_BY_CONNECTOR: Mapping[str, re.Pattern[str]] = {
+    "postgres": re.compile(r"^[0-9]+:[0-9]+$"),
+    "mysql": re.compile(r"^[0-9a-fA-F-]{36}:[0-9]+(-[0-9]+)?$|^[0-9]+-[0-9]+-[0-9]+$"),
+    "sqlserver": re.compile(r"^[0-9a-fA-F]{8}:[0-9a-fA-F]{8}:[0-9a-fA-F]{4}$"),
+    "oracle": re.compile(r"^[0-9a-fA-F]{16}$"),
+}
 
 
 @dataclass(frozen=True)
@@ -65,7 +74,7 @@ class MaskRules:
         if fields is None:
             raise ValueError(f"no mask preset for connector '{connector}': use postgres, mysql, sqlserver or oracle")
         masks = {name: ALL_SOURCE_MASKS.get(name, "<pos>") for name in fields}
-        return replace(cls(source_masks=masks), **overrides)
+        return replace(cls(source_masks=masks, txid_pattern=TXID_BY_CONNECTOR[connector]), **overrides)
 
 
 @dataclass(frozen=True)

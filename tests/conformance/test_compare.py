@@ -264,3 +264,18 @@ def test_repetitive_long_captures_align_exactly(golden: list[dict[str, Any]]) ->
     del actual[1500]
     differences = compare(expected, actual)
     assert [(d.kind, d.expected_index) for d in differences] == [("value", 1000), ("missing", 1500)]
+
+
+@pytest.mark.parametrize(("connector", "tx_id"), [
+    ("postgres", "571:53195832"),
+    ("mysql", "0e4d5dcd-a33b-11ea-80f1-02010a22a99e:10"),
+    ("mysql", "0-1-5"),
+    ("sqlserver", "00000025:00000d08:0025"),
+    ("oracle", "02000a0037030000"),
+])
+def test_connector_presets_mask_their_transaction_ids(connector: str, tx_id: str) -> None:
+    record = {"topic": "t", "key": None, "headers": [],
+              "value": {"payload": {"transaction": {"id": tx_id, "total_order": 1}, "after": {"id": "kept"}}}}
+    masked = mask_record(record, MaskRules.for_connector(connector))["value"]["payload"]
+    assert masked["transaction"] == {"id": "<txid>", "total_order": 1}
+    assert masked["after"] == {"id": "kept"}
