@@ -76,6 +76,7 @@ class KafkaSink:
         self._serializer = RecordSerializer(key_schemas_enable, value_schemas_enable)
         self._failures: list[tuple[str, str, bool]] = []  # (topic, error, transient)
         self._fatal: str | None = None
+        self._last_error: tuple[str, float] = ("", 0.0)
         self._lock = threading.Lock()
         self._in_transaction = False
         self._closed = False
@@ -117,7 +118,13 @@ class KafkaSink:
     def _on_error(self, error: KafkaError) -> None:
         if error.fatal():
             self._fatal = error.str()
-        log.warning("Kafka client error: %s", redact(error.str()))
+        text = error.str()
+        now = time.monotonic()
+        # librdkafka repeats "connection refused" every few ms while a broker is down: say it once
+        # per 30 s.
+        if text != self._last_error[0] or now - self._last_error[1] > 30:
+            log.warning("Kafka client error: %s", redact(text))
+            self._last_error = (text, now)
 
     # ------------------------------------------------------------------ Sink
 
