@@ -84,7 +84,7 @@ class KafkaSink:
         self.flush_timeout_s = flush_timeout_s if flush_timeout_s is not None else timeout_ms / 1000 + 5
         settings["error_cb"] = self._on_error
         settings["on_delivery"] = self._on_delivery  # one default callback: no per-record closure
-        settings["logger"] = logging.getLogger("lakecdc.transport.librdkafka")
+        settings["logger"] = _librdkafka_logger()
         self._settings = settings
         try:
             self._producer = Producer(settings)
@@ -303,3 +303,31 @@ class KafkaSink:
 def _config_error(detail: str) -> ConfigError:
     # librdkafka names the setting ("No such configuration property: \"x\""); users wrote producer.x.
     return ConfigError(f"invalid Kafka producer setting (producer.* properties): {redact(detail)}")
+
+
+class _RepeatFilter(logging.Filter):
+    """Lets a given message through once per ``interval_s`` (librdkafka repeats itself quickly)."""
+
+    def __init__(self, interval_s: float = 30.0) -> None:
+        super().__init__()
+        self.interval_s = interval_s
+        self._seen: dict[str, float] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = record.getMessage()
+        now = time.monotonic()
+        last = self._seen.get(key)
+        if last is not None and now - last < self.interval_s:
+            return False
+        if len(self._seen) > 1000:
+            self._seen.clear()
+        self._seen[key] = now
+        return True
+
+
+def _librdkafka_logger() -> logging.Logger:
+    logger = logging.getLogger("lakecdc.transport.librdkafka")
+    if not any(isinstance(f, _RepeatFilter) for f in logger.filters):
+        logger.addFilter(_RepeatFilter())
+    return logger
+
