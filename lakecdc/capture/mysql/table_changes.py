@@ -26,7 +26,6 @@ from lakecdc.capture.mysql.ddl.datatypes import jdbc_type_of_expression
 from lakecdc.capture.mysql.ddl.model import CHARACTER_TYPES, ColumnDef, DefaultKind, TableDef, TableId
 from lakecdc.capture.mysql.ddl.parser import TableChange
 from lakecdc.events.schema import (
-    BOOLEAN,
     INT32,
     INT64,
     OPTIONAL_BOOLEAN,

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from lakecdc.capture.mysql.ddl.columns import ColumnParser
 from lakecdc.capture.mysql.ddl.cursor import Cursor, DdlParseError
 from lakecdc.capture.mysql.ddl.lexer import Kind, LexError, Token, tokenize
-from lakecdc.capture.mysql.ddl.model import ColumnDef, TableDef, TableId
+from lakecdc.capture.mysql.ddl.model import TableDef, TableId
 from lakecdc.capture.mysql.ddl.tables import Tables
 
 __all__ = ["DdlParseError", "DdlParser", "ParsedStatement", "TableChange"]
