@@ -43,7 +43,7 @@ _INT_ARRAY_TOAST = frozenset({"int4", "date", "int8"})
 _TEXT_ARRAY_TOAST = frozenset({"text", "varchar", "bpchar", "json", "jsonb"})
 
 
-def array_spec(element_name: str, element: TypeSpec, modes: TypeModes) -> TypeSpec:
+def array_spec(element_name: str, element: TypeSpec, modes: TypeModes, delimiter: str = ",") -> TypeSpec:
     """``<element>[]`` -> Connect array; elements convert the JDBC way (pgjdbc's PgArray)."""
     items = element.schema.as_required() if element.required_in_array else element.schema
     convert_element = element.element
@@ -64,7 +64,7 @@ def array_spec(element_name: str, element: TypeSpec, modes: TypeModes) -> TypeSp
 
     def convert(text: str) -> list[Any] | None:
         try:
-            return convert_list(tv.parse_array(text))
+            return convert_list(tv.parse_array(text, delimiter))
         except ArrayElementError:
             return None
 

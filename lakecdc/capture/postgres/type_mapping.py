@@ -343,6 +343,16 @@ def _point_spec() -> TypeSpec:
     return _same(tv.point_struct, None, schema)
 
 
+def _postgis_spec(name: str) -> TypeSpec:
+    logical, doc = {"geometry": ("io.debezium.data.geometry.Geometry", "Geometry"),
+                    "geography": ("io.debezium.data.geometry.Geography", "Geography")}[name]
+    schema = ConnectSchema(
+        "struct", optional=True, name=logical, version=1, doc=doc,
+        fields=(ConnectField("wkb", ConnectSchema("bytes")), ConnectField("srid", ConnectSchema("int32", optional=True))),
+    )
+    return _same(tv.postgis_struct, None, schema)
+
+
 def _name_spec(placeholder: str, include_unknown: bool) -> TypeSpec:
     """Debezium's pgoutput reader has no case for ``name``: it is streamed only as an "unknown"
     type's text (include.unknown.datatypes=true), otherwise as null. Snapshots read it over JDBC."""
@@ -417,4 +427,6 @@ def scalar_spec(name: str, typmod: int, modes: TypeModes,
         return _hstore_spec(modes)
     if name == "point":
         return _point_spec()
+    if name in ("geometry", "geography"):
+        return _postgis_spec(name)
     return None

@@ -123,6 +123,27 @@ def bits_bytes(text: str) -> bytes:
 # ---- geometry ------------------------------------------------------------------------------
 
 
+_EWKB_SRID_FLAG = 0x20000000
+
+
+def ewkb_srid(ewkb: bytes) -> int | None:
+    """The SRID of a PostGIS EWKB value, or None when it carries none (flag 0x20000000 in the
+    geometry type word; the SRID follows it, in the value's byte order)."""
+    order = "<" if ewkb[0] == 1 else ">"
+    (type_word,) = struct.unpack_from(order + "I", ewkb, 1)
+    if not type_word & _EWKB_SRID_FLAG:
+        return None
+    (srid,) = struct.unpack_from(order + "i", ewkb, 5)
+    return srid
+
+
+def postgis_struct(text: str) -> dict[str, Any]:
+    """PostGIS HexEWKB text -> io.debezium.data.geometry.Geometry/Geography {wkb, srid}: the EWKB
+    bytes unchanged (as Debezium sends them) and the SRID read from them."""
+    ewkb = bytes.fromhex(text)
+    return {"wkb": ewkb, "srid": ewkb_srid(ewkb)}
+
+
 _WKB_POINT = struct.Struct("<bIdd")  # byte order 1 (little-endian), geometry type 1 (point), x, y
 
 

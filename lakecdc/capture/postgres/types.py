@@ -266,7 +266,7 @@ def _spec(col: PgColumn, modes: TypeModes) -> TypeSpec | None:
         labels = element.enum_labels if element.kind == "e" else None
         element_spec = None if element.kind == "d" else scalar_spec(element.name, col.root_typmod, modes, labels)
         if element_spec is not None:
-            return array_spec(element.name, element_spec, modes)
+            return array_spec(element.name, element_spec, modes, element.delimiter)
         if modes.include_unknown_datatypes:
             return unknown_array_spec(modes, element.name, element.delimiter)
         return None

@@ -38,6 +38,11 @@ INSERT INTO t_domain VALUES
 (1, 'a', 0, 5, '{1,2}', 'x'),
 (2, '', 2147483647, 1, '{}', ''),
 (3, 'x', 1, NULL, NULL, NULL);
+INSERT INTO t_postgis VALUES
+(1, 0, 'POINT(1 2)', 'SRID=4326;POINT(3 4)', 'SRID=4326;POINT(-71.06 42.36)', ARRAY['LINESTRING(0 0, 1 1)'::geometry, NULL], ST_MakeLine(ARRAY(SELECT ST_MakePoint(g, g * 2) FROM generate_series(1, 2000) g))),
+(2, 0, 'SRID=3857;POLYGON((0 0, 1 0, 1 1, 0 0))', NULL, 'LINESTRING(0 0, 1 1)', '{}', NULL),
+(3, 0, NULL, NULL, NULL, NULL, NULL),
+(4, 0, 'GEOMETRYCOLLECTION EMPTY', 'SRID=4326;POINT EMPTY', 'POINT(0 0)', ARRAY['POINT(1 1)'::geometry], 'POINT Z (1 2 3)');
 INSERT INTO t_xml VALUES
 (1, '<a x="1">x</a>', '{"<a/>",NULL}'),
 (2, '<?xml version="1.0"?><r/>', '{}'),

@@ -112,3 +112,10 @@ CREATE DOMAIN dom_dom AS posint;
 CREATE DOMAIN int_list AS int[];
 CREATE TABLE t_domain (id int PRIMARY KEY, c_nn_text nn_text, c_nn_int nn_int, c_dom_dom dom_dom,
   c_int_list int_list, c_dom_default short_text DEFAULT 'abc');
+
+-- PostGIS (Debian's postgresql-15-postgis-3; the embedded 18 has no PostGIS): geometry and
+-- geography as HexEWKB, an array of geometries and a TOASTed geometry left unchanged by an update.
+CREATE EXTENSION IF NOT EXISTS postgis;
+CREATE TABLE t_postgis (id int PRIMARY KEY, other int, g geometry, g4326 geometry(Point, 4326), gg geography,
+  a_g geometry[], big_geom geometry);
+ALTER TABLE t_postgis ALTER COLUMN big_geom SET STORAGE EXTERNAL;

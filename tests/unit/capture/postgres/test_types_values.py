@@ -160,3 +160,11 @@ def test_java_string_hash_and_hashmap_order() -> None:
     assert sorted(order) == sorted(f"key{i}" for i in range(20))
     assert order == sorted(order, key=lambda k: ((tv.java_string_hash(k) ^ (tv.java_string_hash(k) >> 16)) & 31,
                                                  int(k[3:])))
+
+
+def test_postgis_ewkb_srid() -> None:
+    little = "0101000020E6100000000000000000084000000000000010400"[:-1]  # SRID=4326;POINT(3 4)
+    assert tv.postgis_struct(little) == {"wkb": bytes.fromhex(little), "srid": 4326}
+    assert tv.ewkb_srid(bytes.fromhex("0101000000000000000000F03F0000000000000040")) is None  # no SRID flag
+    big = "0020000001000010E640080000000000004010000000000000"  # same point, big-endian
+    assert tv.ewkb_srid(bytes.fromhex(big)) == 4326
