@@ -121,12 +121,30 @@ def golden_lines(modes: str, raw: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def missing_server_features(pg: Any) -> list[str]:
+    """What the fixture needs that server ``pg`` lacks (libxml for t_xml, PostGIS for t_postgis)."""
+    import psycopg
+
+    missing = []
+    with psycopg.connect(pg.dsn_for("postgres"), autocommit=True) as conn:
+        try:
+            conn.execute("SELECT '<a/>'::xml")
+        except psycopg.errors.FeatureNotSupported:
+            missing.append("a server built with libxml")
+        if conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'postgis'").fetchone() is None:
+            missing.append("PostGIS (apt-get install postgresql-15-postgis-3)")
+    return missing
+
+
 def generate(modes: str, pg: Any, out_dir: Path) -> Path:
     """Run Debezium for one mode set on server ``pg`` and write ``golden_<modes>.jsonl`` into out_dir."""
     if str(CONFORMANCE_DIR) not in sys.path:
         sys.path.insert(0, str(CONFORMANCE_DIR))  # the harness is a sibling module, not a package
     from harness import drop_slot, run_debezium
 
+    missing = missing_server_features(pg)
+    if missing:
+        raise RuntimeError(f"the golden fixture needs {', '.join(missing)} on this PostgreSQL 15")
     dbname = f"types_{modes}"
     dsn = pg.create_database(dbname)
     setup = sql_text(DATA_DIR / "schema.sql") + sql_text(DATA_DIR / "rows.sql")
