@@ -118,9 +118,13 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 60, what: str = "co
 
 
 def slot_is_streaming(dsn: str, slot: str) -> bool:
+    """A walsender streams from the slot (state streaming/catchup): a slot is also active, in
+    state startup, while CREATE_REPLICATION_SLOT is still waiting for its consistent point."""
     with psycopg.connect(dsn, autocommit=True) as conn:
-        row = conn.execute("SELECT active FROM pg_replication_slots WHERE slot_name = %s", (slot,)).fetchone()
-    return bool(row and row[0])
+        row = conn.execute(
+            "SELECT s.state FROM pg_replication_slots r JOIN pg_stat_replication s ON s.pid = r.active_pid "
+            "WHERE r.slot_name = %s", (slot,)).fetchone()
+    return bool(row and row[0] in ("streaming", "catchup"))
 
 
 def capture_subprocess(properties: Path, out: Path, stop_when_idle: float | None, log: Path) -> subprocess.Popen:
