@@ -92,8 +92,15 @@ class PropertiesModel(BaseModel):
     def from_file(
         cls: type[ModelT], path: str | os.PathLike[str], *, environ: Mapping[str, str] | None = None
     ) -> ModelT:
-        """``load_properties(path)`` (with ``LAKECDC_CONFIG_*`` overrides) then validate."""
-        return cls.from_properties(load_properties(path, environ=environ, known_names=cls.known_names()))
+        """``load_properties(path)`` (with ``LAKECDC_CONFIG_*`` overrides) then validate.
+
+        Errors start with the file name: ``conf/pg.properties: unknown property 'slot.nam' ...``.
+        """
+        properties = load_properties(path, environ=environ, known_names=cls.known_names())
+        try:
+            return cls.from_properties(properties)
+        except ConfigError as exc:
+            raise ConfigError(f"{os.fspath(path)}: {exc}", exc.property_name) from None
 
     @classmethod
     def known_names(cls) -> list[str]:

@@ -213,3 +213,12 @@ def test_env_override_through_from_file(tmp_path: Path) -> None:
     cfg = PgLike.from_file(path, environ={"LAKECDC_CONFIG_SLOT_NAME": "from_env", "LAKECDC_CONFIG_SNAPSHOT_MODE": "never"})
     assert cfg.slot_name == "from_env"
     assert cfg.snapshot_mode == "never"
+
+
+def test_errors_from_a_file_name_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "pg.properties"
+    path.write_text("topic.prefix=shop\nslot.nam=x\n")
+    with pytest.raises(ConfigError) as info:
+        PgLike.from_file(path, environ={})
+    assert str(info.value) == f"{path}: unknown property 'slot.nam' — did you mean 'slot.name'?"
+    assert info.value.property_name == "slot.nam"
