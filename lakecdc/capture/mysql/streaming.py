@@ -225,6 +225,9 @@ class MySqlStreamingSource:
         if (self.file_index, end) <= self._processed_through:
             return  # re-delivered after the binlog client reconnected: already handled
         self._processed_through = (self.file_index, end)
+        # "idle" means the binlog has nothing new, not that nothing captured changed: catching up
+        # on other databases' events is work
+        self._last_data = time.monotonic()
         start = end - ev.event_size - HEADER_LEN - self.checksum_len
         if isinstance(ev, (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)):
             self._rows(ev, start, out)
