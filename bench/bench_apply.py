@@ -79,8 +79,7 @@ class StepTimer:
 
     def __init__(self, writer: LakeWriter) -> None:
         self.seconds: dict[str, float] = {}
-        for step, names in {"bronze": ("_append_bronze",), "silver": ("_upsert_ledger", "_merge_silver",
-                                                                     "_truncated_through")}.items():
+        for step, names in {"bronze": ("_append_bronze",), "silver": ("_append_ledger", "_merge_silver")}.items():
             for name in names:
                 setattr(writer, name, self._timed(step, getattr(writer, name)))
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from lakecdc.ingest.batch import METADATA_COLUMNS, SEQ_LENGTH
@@ -44,7 +44,11 @@ def _identity_key(df: DataFrame) -> list[F.Column]:
 def spark_new_rows(batch: DataFrame, row_columns: list[str], stored: DataFrame | None,
                    min_ts: int | None, max_ts: int | None) -> DataFrame:
     """The batch's events not yet in bronze (``stored`` is the bronze table, or None if new)."""
-    rows = batch.select(*bronze_columns(row_columns)).dropDuplicates(list(IDENTITY))
+    # An event delivered twice in one batch: keep its first delivery. (A window is cheaper here
+    # than dropDuplicates, whose aggregate carries every column through ``first``.)
+    first = Window.partitionBy(*IDENTITY).orderBy(F.col("_offset").asc())
+    rows = (batch.select(*bronze_columns(row_columns)).withColumn("__n", F.row_number().over(first))
+            .filter(F.col("__n") == 1).drop("__n"))
     if stored is None or min_ts is None or max_ts is None:
         return rows
     existing = (stored.filter(F.col("_source_ts_ms").between(min_ts, max_ts))

@@ -205,22 +205,6 @@ _SPARK_CLAUSE_HEAD = {
 }
 
 
-LEDGER_COLUMNS: tuple[str, ...] = ("_seq", "_op", "_source_ts_ms")
-
-
-def ledger_clauses(keys: tuple[str, ...], dialect: Dialect) -> list[MergeClause]:
-    """Delete-ledger upsert: remember the newest removal per key (truncate rows have null keys
-    and are always inserted)."""
-    newer = seq_newer(dialect, seq_components(dialect, SOURCE), seq_components(dialect, TARGET))
-    sets = tuple((c, dialect.ident(SOURCE, c)) for c in LEDGER_COLUMNS)
-    inserts = tuple((c, dialect.ident(SOURCE, c)) for c in (*keys, *LEDGER_COLUMNS))
-    return [MergeClause("matched_update", newer, sets), MergeClause("not_matched_insert", None, inserts)]
-
-
-def ledger_join_condition(keys: tuple[str, ...], dialect: Dialect) -> str:
-    return " AND ".join(f"{dialect.ident(TARGET, k)} = {dialect.ident(SOURCE, k)}" for k in keys)
-
-
 def render_spark_merge(target_table: str, source_view: str, on: str, clauses: list[MergeClause]) -> str:
     """A ``MERGE INTO`` statement for Spark SQL from rendered clauses."""
     q = SPARK.quote
@@ -242,8 +226,3 @@ def render_spark_merge(target_table: str, source_view: str, on: str, clauses: li
 def render_spark_sql(plan: MergePlan, target_table: str, source_view: str) -> str:
     """The silver ``MERGE INTO`` for Spark SQL (Iceberg, or Delta when Delta is in the session)."""
     return render_spark_merge(target_table, source_view, join_condition(plan, SPARK), merge_clauses(plan, SPARK))
-
-
-def render_spark_ledger_sql(keys: tuple[str, ...], ledger_table: str, source_view: str) -> str:
-    return render_spark_merge(ledger_table, source_view, ledger_join_condition(keys, SPARK),
-                              ledger_clauses(keys, SPARK))

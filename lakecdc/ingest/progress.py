@@ -6,12 +6,14 @@ Delta ``commitInfo`` custom metadata), written atomically with the data::
     {"lakecdc.progress": "{\\"shop.inventory.customers\\": {\\"0\\": 41, \\"1\\": 17}}",
      "lakecdc.batch-id": "12",
      "lakecdc.max-seq": "24023128,24023200,0,0",
-     "lakecdc.max-source-ts-ms": "1700000000123"}
+     "lakecdc.max-source-ts-ms": "1700000000123",
+     "lakecdc.truncated-through": "24000000,24000010,0,0"}
 
 ``lakecdc.progress`` is cumulative: the offsets of every partition the table has ever consumed
 (this batch's offsets over the previous commit's), so a restart reads one commit and resumes.
 ``max-seq`` / ``max-source-ts-ms`` map the commit to the source position it reflects, which is
-what "as of LSN x / time t" audits look up.
+what "as of LSN x / time t" audits look up. ``truncated-through`` (silver only) is the newest
+TRUNCATE applied: no event older than it may insert a row again.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ PROGRESS_KEY = "lakecdc.progress"
 BATCH_ID_KEY = "lakecdc.batch-id"
 MAX_SEQ_KEY = "lakecdc.max-seq"
 MAX_SOURCE_TS_KEY = "lakecdc.max-source-ts-ms"
+TRUNCATED_THROUGH_KEY = "lakecdc.truncated-through"
 
 Offsets = dict[tuple[str, int], int]
 
@@ -36,6 +39,7 @@ class CommitProgress:
     batch_id: int | None = None
     max_seq: tuple[int, ...] | None = None
     max_source_ts_ms: int | None = None
+    truncated_through: tuple[int, ...] | None = None  # newest truncate applied (silver only)
 
     def covers(self, batch_offsets: Mapping[tuple[str, int], int]) -> bool:
         """True when every offset of a batch is already in this commit (the batch is a replay)."""
@@ -43,14 +47,17 @@ class CommitProgress:
             self.offsets.get(tp, -1) >= offset for tp, offset in batch_offsets.items())
 
     def advanced(self, batch_offsets: Mapping[tuple[str, int], int], batch_id: int,
-                 max_seq: tuple[int, ...] | None, max_source_ts_ms: int | None) -> CommitProgress:
-        """The progress after committing a batch: offsets merged, position never moving backwards."""
+                 max_seq: tuple[int, ...] | None, max_source_ts_ms: int | None,
+                 truncate_seq: tuple[int, ...] | None = None) -> CommitProgress:
+        """The progress after committing a batch: offsets merged, positions never moving backwards."""
         offsets = dict(self.offsets)
         for tp, offset in batch_offsets.items():
             offsets[tp] = max(offset, offsets.get(tp, -1))
         seq = max(s for s in (self.max_seq, max_seq) if s is not None) if (self.max_seq or max_seq) else None
         ts_values = [t for t in (self.max_source_ts_ms, max_source_ts_ms) if t is not None]
-        return CommitProgress(offsets, batch_id, seq, max(ts_values) if ts_values else None)
+        truncates = [t for t in (self.truncated_through, truncate_seq) if t is not None]
+        return CommitProgress(offsets, batch_id, seq, max(ts_values) if ts_values else None,
+                              max(truncates) if truncates else None)
 
     def to_properties(self) -> dict[str, str]:
         nested: dict[str, dict[str, int]] = {}
@@ -63,6 +70,8 @@ class CommitProgress:
             props[MAX_SEQ_KEY] = ",".join(str(v) for v in self.max_seq)
         if self.max_source_ts_ms is not None:
             props[MAX_SOURCE_TS_KEY] = str(self.max_source_ts_ms)
+        if self.truncated_through is not None:
+            props[TRUNCATED_THROUGH_KEY] = ",".join(str(v) for v in self.truncated_through)
         return props
 
     @classmethod
@@ -76,6 +85,8 @@ class CommitProgress:
         seq = props.get(MAX_SEQ_KEY)
         ts = props.get(MAX_SOURCE_TS_KEY)
         batch = props.get(BATCH_ID_KEY)
+        truncated = props.get(TRUNCATED_THROUGH_KEY)
         return cls(offsets=offsets, batch_id=int(batch) if batch is not None else None,
                    max_seq=tuple(int(v) for v in seq.split(",")) if seq else None,
-                   max_source_ts_ms=int(ts) if ts is not None else None)
+                   max_source_ts_ms=int(ts) if ts is not None else None,
+                   truncated_through=tuple(int(v) for v in truncated.split(",")) if truncated else None)

@@ -115,11 +115,9 @@ def _carry_is_null(name: F.Column, columns: list[str], keys: tuple[str, ...]) ->
 
 
 def ledger_rows(df: DataFrame, keys: tuple[str, ...]) -> DataFrame:
-    """Removals to remember: the newest delete per key, and each truncate (null keys)."""
-    deletes = (df.filter(F.col("_op") == "d")
-               .groupBy(*keys)
-               .agg(F.max(F.struct("_seq", "_op", "_source_ts_ms")).alias("__newest"))
-               .select(*keys, "__newest._seq", "__newest._op", "__newest._source_ts_ms"))
-    truncates = df.filter(F.col("_op") == "t").select(
-        *[F.lit(None).cast(df.schema[k].dataType).alias(k) for k in keys], "_seq", "_op", "_source_ts_ms")
-    return deletes.unionByName(truncates)
+    """Removals to remember: every delete (key + ``_seq``) and truncate (null keys) of the batch.
+
+    The ledger is append-only; readers take the newest removal per key, so a replayed batch that
+    appends the same rows again changes nothing.
+    """
+    return df.filter(F.col("_op").isin("d", "t")).select(*keys, "_seq", "_op", "_source_ts_ms")

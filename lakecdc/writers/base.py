@@ -9,13 +9,13 @@
 3. Evolve schemas (create tables on first sight; add columns, widen types) before writing, or stop
    this table with ``SchemaEvolutionError``.
 4. Append the events bronze does not hold yet, with the progress, in ONE bronze commit.
-5. (keyed tables) Upsert the delete ledger (deletes and truncates of this batch), then MERGE silver
-   with the progress in ONE silver commit. Silver is committed last and is what a restart reads:
+5. (keyed tables) Append this batch's deletes and truncates to the delete ledger, then MERGE silver
+   with the progress (and the newest truncate applied) in ONE silver commit. Silver is committed last and is what a restart reads:
    a crash after step 4 or 5a replays the batch, which bronze's position anti-join and the
    ledger's and silver's ``_seq`` guards make harmless.
 
 Formats plug in by implementing the storage primitives (``_table_schema``, ``_create_table``,
-``_evolve``, ``_stored_progress``, ``_append_bronze``, ``_upsert_ledger``, ``_merge_silver``...).
+``_evolve``, ``_stored_progress``, ``_append_bronze``, ``_append_ledger``, ``_merge_silver``...).
 """
 
 from __future__ import annotations
@@ -139,11 +139,8 @@ class LakeWriter(TableWriter):
         """Append the rows bronze lacks (anti-join on identity); returns (rows written, version)."""
 
     @abstractmethod
-    def _upsert_ledger(self, target: TableTarget, rows: DataFrame) -> None: ...
-
-    @abstractmethod
-    def _truncated_through(self, target: TableTarget) -> tuple[int, ...] | None:
-        """The newest truncate recorded in the ledger."""
+    def _append_ledger(self, target: TableTarget, rows: DataFrame) -> None:
+        """Append removals to the delete ledger (append-only: the newest per key is what counts)."""
 
     @abstractmethod
     def _merge_silver(self, target: TableTarget, source: DataFrame, plan: MergePlan,
@@ -225,15 +222,13 @@ class LakeWriter(TableWriter):
             raise TerminalError(f"table {target.source_name}: key columns {missing} are not among its columns "
                                 f"{row_names}")
         if stats.removals:  # 5a: remember deletes/truncates before silver forgets the rows
-            self._upsert_ledger(target, ledger_rows(df, keys))
-        stored_truncate = self._truncated_through(target)
-        candidates = [s for s in (stored_truncate, stats.truncate_seq) if s is not None]
+            self._append_ledger(target, ledger_rows(df, keys))
+        progress = (done or CommitProgress()).advanced(offsets, batch_id, stats.max_seq, stats.max_source_ts_ms,
+                                                       stats.truncate_seq)
         plan = MergePlan(keys=keys, columns=tuple(row_names), delete_mode=target.delete_mode,
                          truncate_seq=stats.truncate_seq, truncate_ts_ms=stats.truncate_ts_ms,
-                         truncated_through=max(candidates) if candidates else None,
-                         placeholders=stats.has_placeholders)
-        props = (done or CommitProgress()).advanced(offsets, batch_id, stats.max_seq,
-                                                    stats.max_source_ts_ms).to_properties()
+                         truncated_through=progress.truncated_through, placeholders=stats.has_placeholders)
+        props = progress.to_properties()
         source = silver_source(df, keys, row_names, stats)
         upserts, deletes, version = self._merge_silver(target, source, plan, props, batch_id)  # 5b
         log.info("silver %s: %d rows inserted or updated, %d deleted (batch %s)", target.silver_table, upserts,

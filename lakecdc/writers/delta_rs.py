@@ -6,8 +6,9 @@ zones) and delta-rs does the rest:
 
 - bronze: position anti-join in Arrow against the bronze rows of the batch's source time range
   (parquet statistics prune the scan), then one append;
-- ledger and silver: ``DeltaTable.merge`` with the clauses of the shared ``MergePlan`` rendered in
-  DataFusion syntax (``_seq[1]`` is the first component there).
+- ledger: appended (the newest removal per key is what counts);
+- silver: ``DeltaTable.merge`` with the clauses of the shared ``MergePlan`` rendered in DataFusion
+  syntax (``_seq[1]`` is the first component there).
 
 Exactly once: every commit carries ``CommitProperties(custom_metadata=<lakecdc.progress ...>,
 app_transactions=[Transaction("lakecdc:<table>", batch_id)])``; ``commit_properties`` reads the
@@ -37,8 +38,7 @@ from lakecdc.errors import TerminalError
 from lakecdc.ingest.batch import SEQ_LENGTH, TableTarget
 from lakecdc.ingest.bronze import DELTA_PARTITION_COLUMN, arrow_new_rows, bronze_columns, spark_new_rows
 from lakecdc.ingest.merge_plan import (
-    DATAFUSION, SOURCE, TARGET, MergeClause, MergePlan, join_condition, ledger_clauses, ledger_join_condition,
-    merge_clauses,
+    DATAFUSION, SOURCE, TARGET, MergeClause, MergePlan, join_condition, merge_clauses,
 )
 from lakecdc.ingest.progress import PROGRESS_KEY
 from lakecdc.ingest.schema_evolution import SchemaChange
@@ -203,20 +203,17 @@ class DeltaRsWriter(LakeWriter):
                 merger = merger.when_not_matched_by_source_update(updates=updates, predicate=clause.condition)
         return merger.execute()
 
-    def _upsert_ledger(self, target: TableTarget, rows: DataFrame) -> None:
-        source = _to_arrow(rows)
-        self._merge(target.ledger_table, source, ledger_join_condition(target.key_columns, DATAFUSION),
-                    ledger_clauses(target.key_columns, DATAFUSION), None)
+    def _append_ledger(self, target: TableTarget, rows: DataFrame) -> None:
+        table = self._open(target.ledger_table)
+        assert table is not None
+        write_deltalake(table, _conform(_to_arrow(rows), pa.schema(table.schema().to_arrow())), mode="append",
+                        storage_options=self.storage_options)
 
     def _ledger(self, target: TableTarget, op: str) -> pa.Table:
         table = self._open(target.ledger_table)
         assert table is not None
         rows = table.to_pyarrow_dataset().to_table(columns=[*target.key_columns, "_seq", "_op"])
         return rows.filter(pc.equal(rows["_op"].cast(pa.string()), op)).drop_columns(["_op"])
-
-    def _truncated_through(self, target: TableTarget) -> tuple[int, ...] | None:
-        seqs = [tuple(s) for s in self._ledger(target, "t")["_seq"].to_pylist() if s is not None]
-        return max(seqs) if seqs else None
 
     def _merge_silver(self, target: TableTarget, source: DataFrame, plan: MergePlan,
                       props: dict[str, str], batch_id: int) -> tuple[int, int, int | None]:
@@ -272,6 +269,11 @@ def _with_removed_seq(rows: pa.Table, ledger: pa.Table, keys: tuple[str, ...]) -
     flat = ledger.select(list(keys)).cast(rows.select(list(keys)).schema)  # string_view -> string
     for i in range(SEQ_LENGTH):
         flat = flat.append_column(f"__l{i}", pc.list_element(ledger["_seq"], i))
+    # the ledger is append-only: keep each key's newest removal
+    newest_first = flat.sort_by([(f"__l{i}", "descending") for i in range(SEQ_LENGTH)])
+    flat = newest_first.group_by(list(keys), use_threads=False).aggregate(
+        [(f"__l{i}", "first") for i in range(SEQ_LENGTH)]).rename_columns(
+        [*keys, *(f"__l{i}" for i in range(SEQ_LENGTH))])
     joined = index.join(flat, keys=list(keys), join_type="left outer").sort_by("__row")
     missing = pc.is_null(joined["__l0"]).to_numpy(zero_copy_only=False)
     matrix = np.column_stack([pc.fill_null(joined[f"__l{i}"], 0).to_numpy() for i in range(SEQ_LENGTH)])

@@ -17,7 +17,7 @@ from pyspark.sql.types import StructType
 from lakecdc.errors import TerminalError
 from lakecdc.ingest.batch import TableTarget
 from lakecdc.ingest.bronze import bronze_columns, spark_new_rows
-from lakecdc.ingest.merge_plan import MergePlan, render_spark_ledger_sql, render_spark_sql
+from lakecdc.ingest.merge_plan import MergePlan, render_spark_sql
 from lakecdc.ingest.silver import BatchStats
 from lakecdc.writers.base import LakeWriter
 
@@ -92,20 +92,13 @@ class SparkSqlWriter(LakeWriter):
         finally:
             self.spark.catalog.dropTempView(view)
 
-    def _upsert_ledger(self, target: TableTarget, rows: DataFrame) -> None:
-        view = f"lakecdc_ledger_{abs(hash(target.ledger_table))}"
-        self._run_merge(render_spark_ledger_sql(target.key_columns, self.resolve(target.ledger_table), view),
-                        rows, view)
-
-    def _truncated_through(self, target: TableTarget) -> tuple[int, ...] | None:
-        row = (self.spark.table(self.resolve(target.ledger_table)).filter(F.col("_op") == "t")
-               .agg(F.max("_seq").alias("seq")).collect()[0])
-        return tuple(row["seq"]) if row["seq"] is not None else None
+    def _append_ledger(self, target: TableTarget, rows: DataFrame) -> None:
+        rows.writeTo(self.resolve(target.ledger_table)).append()
 
     def _merge_silver(self, target: TableTarget, source: DataFrame, plan: MergePlan,
                       props: dict[str, str], batch_id: int) -> tuple[int, int, int | None]:
         ledger = (self.spark.table(self.resolve(target.ledger_table)).filter(F.col("_op") == "d")
-                  .select(*target.key_columns, F.col("_seq").alias("_removed_seq")))
+                  .groupBy(*target.key_columns).agg(F.max("_seq").alias("_removed_seq")))
         guarded = source.join(ledger, on=list(target.key_columns), how="left")
         view = f"lakecdc_silver_{abs(hash(target.silver_table))}"
         with self._committing(props, target.silver_table, batch_id):

@@ -38,7 +38,7 @@ FIRST = [Ev("c", 10, {"id": 1, "name": "a"}), Ev("c", 10, {"id": 2, "name": "b"}
 SECOND = [Ev("u", 20, {"id": 1, "name": "a2"}), Ev("d", 21, {"id": 2}), Ev("c", 22, {"id": 4, "name": "d"})]
 
 
-@pytest.mark.parametrize("crash_at", ["_upsert_ledger", "_merge_silver"])
+@pytest.mark.parametrize("crash_at", ["_append_ledger", "_merge_silver"])
 def test_crash_between_commits_then_replay(fmt: str, crash_at: str, spark: SparkSession, tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     writer = _writer(fmt, spark, tmp_path)

@@ -13,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lakecdc.ingest.merge_plan import (
-    DATAFUSION, SPARK, MergePlan, join_condition, ledger_clauses, merge_clauses, render_spark_ledger_sql,
-    render_spark_sql, seq_components, seq_literal, seq_newer,
+    DATAFUSION, SPARK, MergePlan, join_condition, merge_clauses, render_spark_sql, seq_components, seq_literal,
+    seq_newer,
 )
 
 seqs = st.tuples(*[st.integers(min_value=0, max_value=2**40) for _ in range(4)])
@@ -110,14 +110,6 @@ def test_spark_sql_rendering() -> None:
     assert lines[4].startswith("WHEN MATCHED AND s.`_op` <> 'd'") and "THEN UPDATE SET `name` = s.`name`" in lines[4]
     assert lines[5].startswith("WHEN NOT MATCHED AND s.`_op` <> 'd'")
     assert "THEN INSERT (`tenant`, `id`, `name`, `_seq`, `_op`, `_source_ts_ms`, `_tx_id`)" in lines[5]
-
-
-def test_ledger_rendering_keeps_newest_removal() -> None:
-    sql = render_spark_ledger_sql(("id",), "lake.silver.c__deletes", "removals")
-    assert "WHEN MATCHED AND (s.`_seq`[0] > t.`_seq`[0]" in sql
-    assert sql.endswith("WHEN NOT MATCHED THEN INSERT (`id`, `_seq`, `_op`, `_source_ts_ms`) "
-                        "VALUES (s.`id`, s.`_seq`, s.`_op`, s.`_source_ts_ms`)")
-    assert [c.kind for c in ledger_clauses(("id",), DATAFUSION)] == ["matched_update", "not_matched_insert"]
 
 
 def test_plan_validates_keys() -> None:

@@ -16,17 +16,21 @@ from lakecdc.ingest.schema_evolution import plan_schema_change, widens_to
 
 def test_progress_properties_round_trip() -> None:
     progress = CommitProgress({("shop.public.a", 0): 41, ("shop.public.a", 1): 17}, batch_id=12,
-                              max_seq=(24023128, 24023200, 0, 0), max_source_ts_ms=1700000000123)
+                              max_seq=(24023128, 24023200, 0, 0), max_source_ts_ms=1700000000123,
+                              truncated_through=(24000000, 24000010, 0, 0))
     props = progress.to_properties()
     assert props == {"lakecdc.progress": '{"shop.public.a":{"0":41,"1":17}}', "lakecdc.batch-id": "12",
-                     "lakecdc.max-seq": "24023128,24023200,0,0", "lakecdc.max-source-ts-ms": "1700000000123"}
+                     "lakecdc.max-seq": "24023128,24023200,0,0", "lakecdc.max-source-ts-ms": "1700000000123",
+                     "lakecdc.truncated-through": "24000000,24000010,0,0"}
     assert CommitProgress.from_properties(props) == progress
     assert CommitProgress.from_properties({"added-records": "3"}) is None  # a compaction commit
 
 
 def test_progress_advances_per_partition_and_never_back() -> None:
     done = CommitProgress({("t", 0): 10, ("t", 1): 5}, 1, (9, 9, 0, 0), 100)
-    after = done.advanced({("t", 0): 20}, 2, (8, 0, 0, 0), 90)
+    after = done.advanced({("t", 0): 20}, 2, (8, 0, 0, 0), 90, truncate_seq=(3, 3, 0, 0))
+    assert after.truncated_through == (3, 3, 0, 0)
+    assert after.advanced({}, 3, None, None, truncate_seq=(2, 0, 0, 0)).truncated_through == (3, 3, 0, 0)
     assert after.offsets == {("t", 0): 20, ("t", 1): 5}
     assert after.max_seq == (9, 9, 0, 0) and after.max_source_ts_ms == 100 and after.batch_id == 2
     assert after.covers({("t", 0): 20, ("t", 1): 5}) and after.covers({("t", 0): 3})
