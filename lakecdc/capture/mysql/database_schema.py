@@ -96,6 +96,10 @@ class DatabaseSchema:
             statements = self.parser.parse(sql, default_database)
         except DdlParseError as exc:
             located = exc.at(where)
+            if self._concerns_no_captured_database(sql, default_database):
+                # structures of databases that are not captured are kept only on a best-effort basis
+                log.warning("%s; skipped: it concerns database %s, which is not captured", located, default_database)
+                return []
             if self.config.schema_history_internal_skip_unparseable_ddl:
                 log.warning("%s; skipped because schema.history.internal.skip.unparseable.ddl is set", located)
                 return []
@@ -116,6 +120,14 @@ class DatabaseSchema:
             if statement.dropped_database:
                 self._factories.clear()
         return statements
+
+    def _concerns_no_captured_database(self, sql: str, default_database: str | None) -> bool:
+        """True when a statement's session database is not captured and no captured database is named in it."""
+        if default_database is None or self.is_database_captured(default_database):
+            return False
+        lowered = sql.lower()
+        known = {t.id.database for t in self.tables} | set(self.tables.database_charsets)
+        return not any(db.lower() in lowered for db in known if self.is_database_captured(db))
 
     def _forget(self, table_id: TableId) -> None:
         self._factories.pop((table_id.database, table_id.table), None)
