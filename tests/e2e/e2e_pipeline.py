@@ -16,6 +16,7 @@ Typical use::
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import uuid
@@ -93,6 +94,7 @@ class PgPipeline:
         self.dsn = fresh_database(pg, name)
         self.properties = self._write_capture_properties()
         self.lakes: dict[str, tuple[IngestConfig, Lake]] = {}
+        self.lake_properties: dict[str, dict[str, Any]] = {}
         self.timings: list[str] = []  # printed by the tests: where the e2e time goes
 
     # ------------------------------------------------------------------ source
@@ -190,6 +192,7 @@ class PgPipeline:
                 props[f"table.mapping.{self.name}.public.{table}.format"] = "delta"
                 formats[table] = "delta"
         config = IngestConfig.from_properties(props)
+        self.lake_properties[label] = props
         spark = self.spark if table_format == "delta" else _session_for(self.spark, warehouse)
         lake = Lake(spark, warehouse, namespace, formats)
         self.lakes[label] = (config, lake)
@@ -204,6 +207,12 @@ class PgPipeline:
         assert summary.dead_letters == 0, f"{label}: {summary.dead_letters} records went to the dead-letter table"
         assert summary.held_events == 0, f"{label}: {summary.held_events} events held (incomplete transactions)"
         return summary
+
+    def ingest_config_file(self, label: str) -> Path:
+        """The ingest job's configuration as the file ``lakecdc ingest --config`` reads."""
+        path = self.dir / f"{label}-ingest.yaml"
+        path.write_text("".join(f"{k}: {json.dumps(str(v))}\n" for k, v in self.lake_properties[label].items()))
+        return path
 
     def ingest_all(self) -> dict[str, IngestSummary]:
         return {label: self.ingest(label) for label in self.lakes}

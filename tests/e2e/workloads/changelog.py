@@ -24,21 +24,38 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from psycopg import sql
-
 Key = tuple[Any, ...]
 
 
 class ChangeLog:
-    def __init__(self, conn: Any, keys: dict[str, tuple[str, ...]], keyless: Sequence[str] = (),
-                 placeholder: str = "%s") -> None:
+    """Runs changes on a psycopg connection (``MySqlChangeLog`` for pymysql) and records them."""
+
+    quote_char = '"'
+    unchanged_rows_silent = False  # PostgreSQL logs an update even when no value changes
+
+    def __init__(self, conn: Any, keys: dict[str, tuple[str, ...]], keyless: Sequence[str] = ()) -> None:
         self.conn = conn
         self.keys = keys  # table -> identifying columns (the primary key, or chosen ones if keyless)
         self.keyless = frozenset(keyless)  # tables without a primary key: bronze only
-        self.placeholder = placeholder
         self.events: dict[str, Counter[tuple[str, Key | None]]] = {t: Counter() for t in keys}
         self.live: dict[str, set[Key]] = {t: set() for t in keys}  # keys present now, for random picks
         self.changes = 0
+
+    # ------------------------------------------------------------------ connection
+
+    def quote(self, name: str) -> str:
+        return self.quote_char + name.replace(self.quote_char, self.quote_char * 2) + self.quote_char
+
+    def run(self, statement: str, params: Sequence[Any] = ()) -> tuple[int, list[tuple[Any, ...]]]:
+        """Execute; returns the row count and any rows."""
+        cur = self.conn.execute(statement, list(params))
+        return cur.rowcount, (cur.fetchall() if cur.description else [])
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One source transaction (events are noted as statements run; a failure aborts the test)."""
+        with self.conn.transaction():
+            yield
 
     # ------------------------------------------------------------------ recording
 
@@ -58,8 +75,8 @@ class ChangeLog:
     def snapshot_rows(self) -> None:
         """The rows present now become ``r`` events (run before the first capture)."""
         for table, key in self.keys.items():
-            columns = sql.SQL(", ").join(sql.Identifier(c) for c in key)
-            for row in self.conn.execute(sql.SQL("SELECT {} FROM {}").format(columns, sql.Identifier(table))):
+            _, rows = self.run(f"SELECT {', '.join(map(self.quote, key))} FROM {self.quote(table)}")
+            for row in rows:
                 self._note(table, "r", tuple(row))
 
     # ------------------------------------------------------------------ changes
@@ -68,21 +85,21 @@ class ChangeLog:
         return tuple(row[c] for c in self.keys[table])
 
     def insert(self, table: str, row: dict[str, Any]) -> None:
-        query = sql.SQL("INSERT INTO {} ({}) VALUES ({})").format(
-            sql.Identifier(table), sql.SQL(", ").join(sql.Identifier(c) for c in row),
-            sql.SQL(", ").join(sql.Placeholder() for _ in row))
-        self.conn.execute(query, list(row.values()))
+        self.run(f"INSERT INTO {self.quote(table)} ({', '.join(map(self.quote, row))}) "
+                 f"VALUES ({', '.join(['%s'] * len(row))})", list(row.values()))
         self._note(table, "c", self.key_of(table, row))
 
-    def _where(self, table: str) -> sql.Composed:
-        return sql.SQL(" AND ").join(sql.SQL("{} = %s").format(sql.Identifier(c)) for c in self.keys[table])
+    def _where(self, table: str) -> str:
+        return " AND ".join(f"{self.quote(c)} = %s" for c in self.keys[table])
 
     def update(self, table: str, key: Key, values: dict[str, Any]) -> None:
-        query = sql.SQL("UPDATE {} SET {} WHERE {}").format(
-            sql.Identifier(table), sql.SQL(", ").join(sql.SQL("{} = %s").format(sql.Identifier(c)) for c in values),
-            self._where(table))
-        cur = self.conn.execute(query, [*values.values(), *key])
-        assert cur.rowcount == 1, f"update of {table} {key} touched {cur.rowcount} rows"
+        assignments = ", ".join(f"{self.quote(c)} = %s" for c in values)
+        count, _ = self.run(f"UPDATE {self.quote(table)} SET {assignments} WHERE {self._where(table)}",
+                            [*values.values(), *key])
+        assert count in (0, 1) if self.unchanged_rows_silent else count == 1, \
+            f"update of {table} {key} touched {count} rows"
+        if count == 0:
+            return  # MySQL: the row already had these values; the binlog gets no row event
         new_key = tuple(values.get(c, k) for c, k in zip(self.keys[table], key))
         if new_key != key and table not in self.keyless:
             self._note(table, "d", key)
@@ -94,23 +111,32 @@ class ChangeLog:
                 self.live[table].add(new_key)
 
     def delete(self, table: str, key: Key) -> None:
-        cur = self.conn.execute(sql.SQL("DELETE FROM {} WHERE {}").format(sql.Identifier(table), self._where(table)),
-                                list(key))
-        assert cur.rowcount == 1, f"delete of {table} {key} touched {cur.rowcount} rows"
+        count, _ = self.run(f"DELETE FROM {self.quote(table)} WHERE {self._where(table)}", list(key))
+        assert count == 1, f"delete of {table} {key} touched {count} rows"
         self._note(table, "d", key)
 
     def truncate(self, table: str) -> None:
-        self.conn.execute(sql.SQL("TRUNCATE {}").format(sql.Identifier(table)))
+        self.run(f"TRUNCATE {self.quote(table)}")
         self._note(table, "t", None)
 
-    def execute(self, statement: str, params: Sequence[Any] = (), events: Sequence[tuple[str, str, Key]] = ()) -> None:
-        """Any other statement, with the events it makes stated by the caller."""
-        self.conn.execute(statement, params)
-        for table, op, key in events:
-            self._note(table, op, key)
+
+class MySqlChangeLog(ChangeLog):
+    """The same over a pymysql connection (autocommit on; ``transaction`` opens one explicitly)."""
+
+    quote_char = "`"
+    unchanged_rows_silent = True  # rowcount is "affected rows": 0 when nothing changed, and no event
+
+    def run(self, statement: str, params: Sequence[Any] = ()) -> tuple[int, list[tuple[Any, ...]]]:
+        with self.conn.cursor() as cur:
+            count = cur.execute(statement, list(params) or None)
+            return count, list(cur.fetchall()) if cur.description else []
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """One source transaction (the events are noted as the statements run; a failure aborts the test)."""
-        with self.conn.transaction():
+        self.conn.begin()
+        try:
             yield
+        except BaseException:
+            self.conn.rollback()
+            raise
+        self.conn.commit()
