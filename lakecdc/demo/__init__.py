@@ -1,0 +1,1 @@
+"""``lakecdc demo``: capture and ingest side by side on the local stack (see ``runner``)."""
