@@ -91,6 +91,27 @@ def capture_with_lakecdc(config: Path, *, setup_sql: str, workload_sql: str, wor
     return load_capture(out)
 
 
+def debezium_with_retry(properties: dict[str, str], *, minimum: int, **kwargs: Any) -> list[dict[str, Any]]:
+    """Real Debezium, run again once when the oracle itself fails: on a loaded machine its embedded
+    engine sometimes dies with an InterruptedException while closing, or the harness starts the
+    workload before its streaming has really begun (it then sees only the snapshot)."""
+    from lakecdc.errors import ConformanceError
+
+    setup = kwargs.pop("setup_sql")
+    reset = kwargs.pop("reset")
+    for attempt in (1, 2):
+        try:
+            records = run_debezium(properties, setup_sql=setup, **kwargs)
+        except ConformanceError:
+            if attempt == 2:
+                raise
+        else:
+            if len(records) >= minimum or attempt == 2:
+                return records
+        reset()
+    raise AssertionError("unreachable")
+
+
 def connector_file(pg: Any, properties_name: str, work: Path, **overrides: str) -> tuple[Path, dict[str, str]]:
     """The golden run's properties, pointed at ``pg`` (same database name: it is ``source.db``)."""
     props = load_properties(GOLDEN_DIR / properties_name)
@@ -135,8 +156,14 @@ def test_workload_equals_live_debezium_with_headers(pg: Any, tmp_path: Path) -> 
     _, dbz_props = connector_file(pg, name, dbz_dir)
     dsn = fresh_database(pg, dbz_props["database.dbname"])
     dbz_props.pop("offset.storage.file.filename")
-    expected = run_debezium(dbz_props, setup_sql=SETUP_SQL, workload_sql=WORKLOAD_SQL, workload_dsn=dsn,
-                            work_dir=dbz_dir, headers=True)
+
+    def reset() -> None:
+        fresh_database(pg, dbz_props["database.dbname"])
+        for leftover in dbz_dir.glob("debezium-offsets*"):
+            leftover.unlink()
+
+    expected = debezium_with_retry(dbz_props, minimum=40, setup_sql=SETUP_SQL, workload_sql=WORKLOAD_SQL,
+                                   workload_dsn=dsn, work_dir=dbz_dir, headers=True, reset=reset)
     drop_slot(dsn, dbz_props["slot.name"], dbz_props["publication.name"])
     dsn = fresh_database(pg, dbz_props["database.dbname"])
     config, props = connector_file(pg, name, our_dir)
@@ -233,8 +260,14 @@ def test_wider_workload_equals_live_debezium(server: str, request: pytest.Fixtur
     our_dir.mkdir()
     dsn = fresh_database(pg, "widedb")
     dbz_props = {**base, **pg.connection_properties("widedb")}
-    expected = run_debezium(dbz_props, setup_sql=WIDER_SETUP, workload_sql=WIDER_WORKLOAD, workload_dsn=dsn,
-                            work_dir=dbz_dir, headers=True)
+
+    def reset() -> None:
+        fresh_database(pg, "widedb")
+        for leftover in dbz_dir.glob("debezium-offsets*"):
+            leftover.unlink()
+
+    expected = debezium_with_retry(dbz_props, minimum=31, setup_sql=WIDER_SETUP, workload_sql=WIDER_WORKLOAD,
+                                   workload_dsn=dsn, work_dir=dbz_dir, headers=True, reset=reset)
     drop_slot(dsn, "wide_slot", "wide_pub")
     dsn = fresh_database(pg, "widedb")
     config = our_dir / "connector.properties"

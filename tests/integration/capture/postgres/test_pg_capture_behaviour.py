@@ -329,3 +329,12 @@ def test_cli_capture_command(pg: Any, db: str, tmp_path: Path) -> None:
         [sys.executable, "-m", "lakecdc.cli.main", "capture", "--config", str(config), "--sink", "nowhere:x"],
         capture_output=True, text=True, timeout=120)
     assert bad.returncode == 1 and "unknown sink 'nowhere:x'" in bad.stderr
+
+
+def test_column_exclude_list_keeps_key_columns(pg: Any, db: str, tmp_path: Path) -> None:
+    records = capture(pg, tmp_path, db, ("INSERT INTO items VALUES (3, 'three', 3, 'secret')",),
+                      snapshot__mode="never", column__exclude__list="public.items.big,public.items.id")
+    (create,) = payloads(records, "c")
+    assert create["after"] == {"name": "three", "qty": 3}
+    assert records[0]["key"]["payload"] == {"id": 3}  # key columns stay in the key
+    assert [f["field"] for f in records[0]["value"]["schema"]["fields"][1]["fields"]] == ["name", "qty"]
