@@ -1,0 +1,123 @@
+"""Each rule passes on a consistent bronze/silver pair and catches the defect it exists for.
+
+Frames have the stored layout (``docs/CONTRACTS.md``: bronze = row columns + metadata with
+``_kafka_partition``; silver = row columns + ``_seq``, ``_op``, ``_source_ts_ms``, ``_tx_id``).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pandas as pd
+import pytest
+
+from lakecdc.audit import LakeTable
+from lakecdc.audit.versions import TableVersion
+from lakecdc.quality.reconcile import normalise, row_checksum
+from lakecdc.quality.rules import RULES, CheckContext
+
+
+def bronze_row(op: str, seq: int, offset: int, id_: int | None, name: str | None,
+               unavailable: tuple[str, ...] = ()) -> dict:
+    return {"id": id_, "name": name, "_op": op, "_seq": [seq, seq, 0, 0], "_source_ts_ms": 1_700_000_000_000 + seq,
+            "_tx_id": f"{seq}:{seq}", "_kafka_partition": 0, "_offset": offset, "_unavailable": list(unavailable)}
+
+
+BRONZE = [bronze_row("c", 10, 0, 1, "a"), bronze_row("c", 11, 1, 2, "b"), bronze_row("c", 12, 2, 3, "c"),
+          bronze_row("u", 20, 3, 1, None, unavailable=("name",)),  # unchanged TOAST: keeps "a"
+          bronze_row("d", 21, 4, 2, "b"), bronze_row("c", 30, 5, 4, "d")]
+SILVER = [{"id": 1, "name": "a", "_seq": [20, 20, 0, 0], "_op": "u"},
+          {"id": 3, "name": "c", "_seq": [12, 12, 0, 0], "_op": "c"},
+          {"id": 4, "name": "d", "_seq": [30, 30, 0, 0], "_op": "c"}]
+
+
+def context(silver: list[dict] = SILVER, bronze: list[dict] | None = BRONZE, **options) -> CheckContext:
+    return CheckContext(LakeTable.delta("/nowhere", "silver.t"), pd.DataFrame(silver), ("id",),
+                        pd.DataFrame(bronze) if bronze is not None else None, options=options)
+
+
+@pytest.mark.parametrize("name", ["not_null_keys", "unique_keys", "no_resurrected_deletes",
+                                  "bronze_positions_increasing", "silver_matches_bronze_replay"])
+def test_rules_pass_on_consistent_tables(name: str) -> None:
+    result = RULES[name](context())
+    assert result.passed, result.reason
+    assert result.failing is None
+
+
+def test_not_null_keys_catches_a_null_key() -> None:
+    result = RULES["not_null_keys"](context(SILVER + [{"id": None, "name": "x", "_seq": [40, 40, 0, 0]}]))
+    assert not result.passed and result.failed_rows == 1
+    assert result.failing.iloc[0]["name"] == "x"
+
+
+def test_unique_keys_catches_a_duplicate() -> None:
+    result = RULES["unique_keys"](context(SILVER + [{"id": 3, "name": "c2", "_seq": [12, 12, 0, 0]}]))
+    assert not result.passed and sorted(result.failing["name"]) == ["c", "c2"]
+
+
+def test_no_resurrected_deletes_catches_a_deleted_key_in_silver() -> None:
+    result = RULES["no_resurrected_deletes"](context(SILVER + [{"id": 2, "name": "b", "_seq": [11, 11, 0, 0]}]))
+    assert not result.passed and list(result.failing["id"]) == [2]
+
+
+def test_no_resurrected_deletes_counts_a_truncate() -> None:
+    bronze = BRONZE + [bronze_row("t", 40, 6, None, None)]
+    result = RULES["no_resurrected_deletes"](context(SILVER, bronze))
+    assert not result.passed and sorted(result.failing["id"]) == [1, 3, 4]
+
+
+def test_bronze_positions_catch_a_duplicate_and_a_step_back() -> None:
+    duplicate = bronze_row("u", 20, 6, 1, "a")  # the same event again at a later offset
+    later = bronze_row("u", 15, 7, 3, "c0")  # newer than key 3's position 12: in order
+    back = bronze_row("u", 5, 8, 4, "d0")  # key 4 was created at 30: going back to 5
+    result = RULES["bronze_positions_increasing"](context(bronze=BRONZE + [duplicate, later, back]))
+    assert not result.passed
+    assert sorted(result.failing["_offset"]) == [6, 8]
+
+
+def test_replay_catches_a_changed_value_a_missing_row_and_an_extra_row() -> None:
+    silver = [{"id": 1, "name": "WRONG", "_seq": [20, 20, 0, 0]},  # differs from the replay
+              {"id": 4, "name": "d", "_seq": [30, 30, 0, 0]},  # id 3 missing
+              {"id": 9, "name": "z", "_seq": [50, 50, 0, 0]}]  # never in bronze
+    result = RULES["silver_matches_bronze_replay"](context(silver))
+    problems = dict(zip(result.failing["id"], result.failing["_problem"]))
+    assert not result.passed
+    assert problems == {1: "differs from the replay in name", 9: "in silver but not in the bronze replay",
+                        3: "in the bronze replay but not in silver"}
+
+
+def test_replay_keeps_placeholder_columns_from_the_older_event() -> None:
+    wrong = [dict(SILVER[0], name=None), *SILVER[1:]]  # silver lost the TOAST value
+    result = RULES["silver_matches_bronze_replay"](context(wrong))
+    assert not result.passed and list(result.failing["id"]) == [1]
+
+
+def test_bronze_rules_say_they_need_bronze() -> None:
+    result = RULES["silver_matches_bronze_replay"](context(bronze=None))
+    assert not result.passed and "no bronze table" in result.reason
+
+
+def test_freshness_compares_the_newest_source_time_with_now() -> None:
+    from datetime import datetime, timezone
+
+    versions = [TableVersion(1, datetime.now(timezone.utc), "append", (30,), 1_700_000_000_000, 1)]
+    ctx = context()
+    ctx.versions = versions
+    ctx.options = {"now_ms": 1_700_000_060_000, "max_lag_seconds": 120}
+    assert RULES["freshness"](ctx).passed
+    ctx.options = {"now_ms": 1_700_000_600_000, "max_lag_seconds": 120}
+    stale = RULES["freshness"](ctx)
+    assert not stale.passed and stale.reason == "lag 600.0s exceeds 120s"
+    assert stale.failing.iloc[0]["lag_seconds"] == 600.0
+
+
+def test_checksums_agree_across_driver_value_forms() -> None:
+    from datetime import datetime, timedelta, timezone
+
+    lake = {"id": 1, "price": Decimal("12.50"), "at": pd.Timestamp("2026-11-22 10:00:00", tz="UTC"), "raw": b"\x01"}
+    source = {"id": 1, "price": Decimal("12.5"),
+              "at": datetime(2026, 11, 22, 11, 0, tzinfo=timezone(timedelta(hours=1))), "raw": memoryview(b"\x01")}
+    columns = ["id", "price", "at", "raw"]
+    assert row_checksum(lake, columns) == row_checksum(source, columns)
+    assert row_checksum(lake, columns) != row_checksum({**source, "price": Decimal("12.51")}, columns)
+    assert normalise(None) != normalise("") and normalise(5) == normalise(Decimal("5.00"))
