@@ -12,7 +12,8 @@ import typer
 
 from lakecdc import __version__
 
-COMMAND_MODULES = ("lakecdc.cli.dev", "lakecdc.cli.capture", "lakecdc.cli.ingest", "lakecdc.cli.demo")
+COMMAND_MODULES = ("lakecdc.cli.dev", "lakecdc.cli.capture", "lakecdc.cli.ingest", "lakecdc.cli.demo",
+                   "lakecdc.cli.status", "lakecdc.cli.audit", "lakecdc.cli.quality")
 
 app = typer.Typer(
     name="lakecdc",

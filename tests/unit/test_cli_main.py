@@ -86,5 +86,7 @@ def test_a_missing_command_module_is_skipped_but_a_broken_one_surfaces(monkeypat
     assert raised.value.name == "lakecdc_dependency_that_is_missing"
 
 
-def test_command_modules_are_the_contracted_ones() -> None:
-    assert COMMAND_MODULES == ("lakecdc.cli.dev", "lakecdc.cli.capture", "lakecdc.cli.ingest", "lakecdc.cli.demo")
+def test_the_contracted_command_modules_are_registered_first() -> None:
+    contracted = ("lakecdc.cli.dev", "lakecdc.cli.capture", "lakecdc.cli.ingest", "lakecdc.cli.demo")
+    assert COMMAND_MODULES[:4] == contracted
+    assert len(set(COMMAND_MODULES)) == len(COMMAND_MODULES)
