@@ -1,0 +1,380 @@
+"""Source-commit-to-silver latency on the local stack, for Iceberg and for Delta (issue 4, Proof).
+
+    .venv/bin/python bench/bench_latency.py                      # 45 s at 10 transactions/s, continuous
+    .venv/bin/python bench/bench_latency.py --duration 30 --rate 20 --trigger every:2s
+
+What runs, side by side (the demo's pipeline: ``conf/demo-capture.properties``,
+``conf/demo-ingest.yaml``; customers/products are Iceberg, orders/order_lines Delta via delta-rs):
+
+1. a tansu broker and an embedded PostgreSQL 18; the demo's inventory schema, seeded;
+2. ``lakecdc capture`` as its own process (streaming after the snapshot);
+3. the ingest job (``run_ingest``) in this process with the chosen trigger;
+4. a Kafka consumer in this process: the capture-alone baseline (source commit -> record in Kafka);
+5. once the snapshot is in silver, the demo's workload generator (orders, updates, deletes) at a
+   steady rate of ``--rate`` source transactions per second for ``--duration`` seconds; then the
+   bench waits until every record it saw in Kafka is in the tables.
+
+Per streamed change (snapshot reads excluded), with ``source.ts_ms`` (PostgreSQL commit time):
+
+- ``kafka``: when the baseline consumer received it (capture alone);
+- ``silver``: when the table commit whose Kafka offsets first include its offset finished (the
+  writers' ``ChangeBatch.progress``; a timing wrapper around the writers records the end of every
+  table commit, which is when the row becomes visible in silver).
+
+The latency of each silver commit is split into: the time until its table's apply starts (in Kafka
+waiting for the next micro-batch, then reading, decoding and the other tables of the same batch),
+the bronze append, and ledger + silver MERGE + commit (from the writers' own step log lines).
+It is a benchmark, not a test: it prints figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from lakecdc.config.base import load_properties  # noqa: E402
+from lakecdc.demo.inventory import InventoryWorkload  # noqa: E402
+from lakecdc.ingest.config import IngestConfig  # noqa: E402
+
+CONF = ROOT / "conf"
+DBNAME = "inventory"
+
+
+# ---------------------------------------------------------------------------------------- measuring
+
+@dataclass
+class TableCommit:
+    """One ``TableWriter.apply``: which offsets it made visible, and when (wall clock, ms)."""
+
+    topic: str
+    format: str
+    progress: dict[tuple[str, int], int]
+    started_ms: float
+    bronze_done_ms: float | None
+    finished_ms: float
+    events: int
+
+
+@dataclass
+class Observations:
+    commits: list[TableCommit] = field(default_factory=list)
+    # (topic, partition, offset) -> (source ts_ms, kafka create ts, received ms); streamed changes only
+    kafka: dict[tuple[str, int, int], tuple[int, int, float]] = field(default_factory=dict)
+    last_offsets: dict[tuple[str, int], int] = field(default_factory=dict)  # every record seen, incl. snapshot
+    batches: list[tuple[float, float, int]] = field(default_factory=list)  # (ended ms, seconds, events) per batch
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class _StepLog(logging.Handler):
+    """Collects the times of the writers' "bronze ..." lines during the apply in progress."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.bronze_at: float | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith("bronze "):
+            self.bronze_at = record.created * 1000
+
+
+def install_timing(obs: Observations) -> None:
+    """Make ``run_ingest`` build writers whose ``apply`` is timed (the job imports the factory from
+    ``lakecdc.writers`` at start)."""
+    import lakecdc.writers as writers_package
+    from lakecdc.writers.base import create_writer
+
+    steps = _StepLog()
+    base_log = logging.getLogger("lakecdc.writers.base")
+    base_log.addHandler(steps)
+    # INFO for our handler only: the step lines must not flood the figures on stdout.
+    warnings = logging.StreamHandler()
+    warnings.setLevel(logging.WARNING)
+    base_log.addHandler(warnings)
+    base_log.propagate = False
+    base_log.setLevel(logging.INFO)
+
+    class TimedWriter:
+        def __init__(self, inner: Any) -> None:
+            self._inner = inner
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._inner, name)
+
+        def apply(self, batch: Any, batch_id: int) -> Any:
+            steps.bronze_at = None
+            started = time.time() * 1000
+            result = self._inner.apply(batch, batch_id)
+            finished = time.time() * 1000
+            with obs.lock:
+                obs.commits.append(TableCommit(batch.table.topic, batch.table.format, dict(batch.progress), started,
+                                               steps.bronze_at, finished, result.events))
+            return result
+
+    def timed_create_writer(table_format: str, spark: Any, **options: Any) -> Any:
+        return TimedWriter(create_writer(table_format, spark, **options))
+
+    writers_package.create_writer = timed_create_writer  # type: ignore[attr-defined]
+
+
+def consume_baseline(bootstrap: str, prefix: str, obs: Observations, stop: threading.Event) -> None:
+    """The capture-alone baseline: every data record as it arrives in Kafka."""
+    from confluent_kafka import Consumer
+
+    from lakecdc.devstack.broker import kafka_client_defaults
+
+    consumer = Consumer({**kafka_client_defaults("consumer"), "bootstrap.servers": bootstrap,
+                         "group.id": f"bench-latency-{os.getpid()}", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False, "topic.metadata.refresh.interval.ms": 1000})
+    consumer.subscribe([f"^{prefix}\\.public\\..+"])
+    try:
+        while not stop.is_set():
+            for msg in consumer.consume(500, 0.2):
+                received = time.time() * 1000
+                if msg.error():
+                    continue
+                key = (msg.topic(), msg.partition())
+                with obs.lock:
+                    obs.last_offsets[key] = max(msg.offset(), obs.last_offsets.get(key, -1))
+                if msg.value() is None:
+                    continue  # tombstone: never reaches silver
+                payload = json.loads(msg.value())["payload"]
+                if payload["op"] == "r":
+                    continue
+                with obs.lock:
+                    obs.kafka[(msg.topic(), msg.partition(), msg.offset())] = (
+                        payload["source"]["ts_ms"], msg.timestamp()[1], received)
+    finally:
+        consumer.close()
+
+
+def caught_up(obs: Observations) -> bool:
+    """Every record the baseline consumer saw is covered by some table commit."""
+    with obs.lock:
+        if not obs.last_offsets:
+            return False
+        covered: dict[tuple[str, int], int] = {}
+        for commit in obs.commits:
+            for tp, offset in commit.progress.items():
+                covered[tp] = max(offset, covered.get(tp, -1))
+        return all(covered.get(tp, -1) >= offset for tp, offset in obs.last_offsets.items())
+
+
+# ---------------------------------------------------------------------------------------- the run
+
+def capture_config(directory: Path, pg: Any, broker: Any) -> Path:
+    props = load_properties(CONF / "demo-capture.properties", environ={})
+    props.update(pg.connection_properties(DBNAME))
+    props["bootstrap.servers"] = broker.bootstrap_servers
+    props["offset.storage.file.filename"] = str(directory / "capture.offsets.json")
+    path = directory / "capture.properties"
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    path.chmod(0o600)  # holds the database password
+    return path
+
+
+def ingest_config(directory: Path, broker: Any, trigger: str) -> IngestConfig:
+    props = load_properties(CONF / "demo-ingest.yaml", environ={})
+    props.update({"kafka.bootstrap.servers": broker.bootstrap_servers, "warehouse": str(directory / "warehouse"),
+                  "progress.path": str(directory / "ingest-state"), "trigger": trigger})
+    return IngestConfig.from_properties(props)
+
+
+def steady_workload(workload: InventoryWorkload, seconds: float, rate: float) -> int:
+    """Source transactions at ``rate`` per second (orders, updates, deletes), paced on a fixed grid so a
+    slow step does not lower the rate; returns the number of transactions."""
+    steps = [workload.new_order, workload.new_order, workload.update_some, workload.delete_order]
+    started = time.monotonic()
+    n = 0
+    while time.monotonic() - started < seconds:
+        steps[n % len(steps)]()
+        n += 1
+        delay = started + n / rate - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+    return n
+
+
+def run(args: argparse.Namespace) -> None:
+    from lakecdc.devstack.broker import Broker
+    from lakecdc.devstack.postgres import Postgres
+    from lakecdc.devstack.spark import spark_session
+    from lakecdc.ingest.job import run_ingest
+
+    directory = Path(args.dir or tempfile.mkdtemp(prefix="bench-latency-"))
+    directory.mkdir(parents=True, exist_ok=True)
+    obs = Observations()
+    install_timing(obs)
+    with Broker(base_dir=directory) as broker, Postgres(base_dir=directory) as pg:
+        pg.create_database(DBNAME)
+        with psycopg.connect(pg.dsn_for(DBNAME), autocommit=True) as conn:
+            workload = InventoryWorkload(conn)
+            workload.create()
+            workload.seed(orders=50)
+            cfg = ingest_config(directory, broker, args.trigger)
+            spark = spark_session(cfg.warehouse, app_name="lakecdc-bench-latency")
+            stop = threading.Event()
+            failures: list[BaseException] = []
+
+            def ingest() -> None:
+                try:
+                    run_ingest(cfg, args.trigger, spark=spark, stop=stop,
+                               on_batch=lambda r: obs.batches.append((time.time() * 1000, r.seconds, r.events)))
+                except BaseException as exc:  # reported below
+                    failures.append(exc)
+            ingest_thread = threading.Thread(target=ingest, name="ingest", daemon=True)
+            baseline = threading.Thread(target=consume_baseline, name="baseline",
+                                        args=(broker.bootstrap_servers, "demo", obs, stop), daemon=True)
+            with open(directory / "capture.log", "ab") as capture_log:
+                capture = subprocess.Popen(
+                    [sys.executable, "-m", "lakecdc.cli.main", "capture", "--config",
+                     str(capture_config(directory, pg, broker)), "--sink", f"kafka:{broker.bootstrap_servers}"],
+                    stdout=capture_log, stderr=subprocess.STDOUT, start_new_session=True)
+            try:
+                ingest_thread.start()
+                baseline.start()
+                print(f"local stack under {directory}; waiting for the snapshot to reach silver ...", flush=True)
+                _wait(lambda: caught_up(obs) and len(obs.last_offsets) == 4, 300, failures, capture)
+                time.sleep(2)
+                print(f"running the workload: {args.rate:g} transactions/s for {args.duration:g} s "
+                      f"(trigger {args.trigger})", flush=True)
+                workload_start_ms = time.time() * 1000
+                transactions = steady_workload(workload, args.duration, args.rate)
+                workload_end_ms = time.time() * 1000
+                _wait(lambda: caught_up(obs), 300, failures, capture)
+                caught_up_ms = time.time() * 1000
+            finally:
+                if capture.poll() is None:
+                    capture.send_signal(signal.SIGTERM)
+                    try:
+                        capture.wait(60)
+                    except subprocess.TimeoutExpired:
+                        os.killpg(capture.pid, signal.SIGKILL)
+                        capture.wait(10)
+                stop.set()
+                ingest_thread.join(120)
+                baseline.join(30)
+            spark.stop()
+    report(obs, args, transactions, workload_start_ms, workload_end_ms, caught_up_ms)
+
+
+def _wait(condition: Any, timeout: float, failures: list[BaseException], capture: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if failures:
+            raise RuntimeError("the ingest job failed") from failures[0]
+        if capture.poll() is not None:
+            raise RuntimeError(f"capture exited with code {capture.returncode} (see capture.log)")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"not caught up after {timeout:.0f} s")
+        time.sleep(0.2)
+
+
+# ---------------------------------------------------------------------------------------- figures
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    """Nearest-rank p50/p95/p99/max of ``values`` (ms)."""
+    ordered = sorted(values)
+    if not ordered:
+        return {}
+
+    def rank(q: float) -> float:
+        return ordered[min(len(ordered) - 1, max(0, int(q * len(ordered) + 0.999999) - 1))]
+    return {"p50": rank(0.50), "p95": rank(0.95), "p99": rank(0.99), "max": ordered[-1]}
+
+
+def visibility(obs: Observations) -> dict[tuple[str, int], tuple[list[int], list[TableCommit]]]:
+    """Per topic-partition: commits in order of the offsets they cover, for bisecting an offset."""
+    per_tp: dict[tuple[str, int], list[tuple[int, TableCommit]]] = defaultdict(list)
+    for commit in sorted(obs.commits, key=lambda c: c.finished_ms):
+        for tp, offset in commit.progress.items():
+            if not per_tp[tp] or offset > per_tp[tp][-1][0]:
+                per_tp[tp].append((offset, commit))
+    return {tp: ([o for o, _ in items], [c for _, c in items]) for tp, items in per_tp.items()}
+
+
+def report(obs: Observations, args: argparse.Namespace, transactions: int, start_ms: float, end_ms: float,
+           caught_up_ms: float) -> None:
+    index = visibility(obs)
+    by_format: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for (topic, partition, offset), (ts_ms, created_ms, received_ms) in obs.kafka.items():
+        if ts_ms < start_ms - 1000:
+            continue  # before the workload (snapshot catch-up)
+        offsets, commits = index.get((topic, partition), ([], []))
+        at = bisect.bisect_left(offsets, offset)
+        if at == len(offsets):
+            continue
+        commit = commits[at]
+        parts = by_format[commit.format]
+        parts["silver"].append(commit.finished_ms - ts_ms)
+        parts["kafka"].append(received_ms - ts_ms)
+        parts["produced"].append(created_ms - ts_ms)
+        parts["wait for batch"].append(commit.started_ms - received_ms)
+        bronze_done = commit.bronze_done_ms or commit.started_ms
+        parts["bronze append"].append(bronze_done - commit.started_ms)
+        parts["ledger+MERGE+commit"].append(commit.finished_ms - bronze_done)
+    changes = sum(len(v["silver"]) for v in by_format.values())
+    seconds = (end_ms - start_ms) / 1000
+    print()
+    print(f"machine load average (1 min) at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores "
+          "(figures scale with it)")
+    print(f"workload: {transactions} source transactions in {seconds:.1f} s ({transactions / seconds:.1f}/s), "
+          f"{changes} changes ({changes / seconds:.1f} changes/s); trigger {args.trigger}; "
+          f"silver caught up {(caught_up_ms - end_ms) / 1000:.1f} s after the workload ended")
+    in_workload = [(s, e) for ended, s, e in obs.batches if start_ms <= ended <= caught_up_ms and e]
+    if in_workload:
+        busy = sum(s for s, _ in in_workload)
+        events = sum(e for _, e in in_workload)
+        print(f"ingest during the workload: {len(in_workload)} micro-batches, {events} events, {events / busy if busy else 0:.0f} events/s "
+              f"while busy; batch duration p50 {percentiles([s * 1000 for s, _ in in_workload])['p50']:.0f} ms")
+    header = f"{'latency (ms) from source commit':<42}{'n':>7}{'p50':>9}{'p95':>9}{'p99':>9}{'max':>9}"
+    for table_format in sorted(by_format):
+        parts = by_format[table_format]
+        print()
+        print(f"[{table_format}]  " + header)
+        for name, label in (("produced", "capture: produced (Kafka CreateTime)"),
+                            ("kafka", "capture: received from Kafka (baseline)"),
+                            ("silver", "visible in silver (table commit done)"),
+                            ("wait for batch", "  of which: until its table apply starts"),
+                            ("bronze append", "  of which: bronze append"),
+                            ("ledger+MERGE+commit", "  of which: ledger + silver MERGE + commit")):
+            stats = percentiles(parts[name])
+            if stats:
+                print(f"{'':<{len(table_format) + 4}}{label:<42}{len(parts[name]):>7}"
+                      + "".join(f"{stats[q]:>9.0f}" for q in ("p50", "p95", "p99", "max")))
+    print()
+    worst = max((percentiles(v["silver"]).get("p99", 0.0) for v in by_format.values()), default=0.0)
+    print(f"target latency p99 <= 15000 ms: {'met' if by_format and worst <= 15000 else 'NOT met'} "
+          f"(worst format p99 {worst:.0f} ms)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--duration", type=float, default=45.0, help="workload seconds (default 45)")
+    parser.add_argument("--rate", type=float, default=10.0, help="source transactions per second (default 10)")
+    parser.add_argument("--trigger", default="continuous", help="continuous (default) or every:<n>s")
+    parser.add_argument("--dir", default=None, help="working directory (default: a new temporary one)")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    run(args)
+
+
+if __name__ == "__main__":
+    main()
