@@ -38,3 +38,25 @@ def test_cli_names_a_file_that_is_neither_config(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["status", "--config", str(odd)])
     assert result.exit_code == 2
     assert "odd.yaml" in result.output and "neither a capture configuration" in result.output
+
+
+def test_unreachable_source_is_reported_without_the_password(tmp_path: Path) -> None:
+    import socket
+
+    from lakecdc.metrics.capture_status import capture_status
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = tmp_path / "capture.properties"
+    config.write_text("connector.class=io.debezium.connector.postgresql.PostgresConnector\n"
+                      f"topic.prefix=shop\ndatabase.hostname=127.0.0.1\ndatabase.port={port}\n"
+                      "database.user=cdc\ndatabase.password=s3cret-Pw\ndatabase.dbname=shop\n"
+                      f"offset.storage.file.filename={tmp_path / 'offsets.json'}\n")
+    status = capture_status(config)
+    assert status.offset is None and status.position is None
+    assert status.error is not None and f"127.0.0.1:{port}" in status.error
+    assert "s3cret-Pw" not in str(status.as_dict())
+    result = CliRunner().invoke(app, ["status", "--config", str(config), "--json"])
+    assert result.exit_code == 0 and "s3cret-Pw" not in result.output
+    assert '"error"' in result.output
