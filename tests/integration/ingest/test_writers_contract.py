@@ -261,3 +261,17 @@ def test_table_without_key_gets_bronze_only(writer: TableWriter, spark: SparkSes
     assert "no primary key" in caplog.text
     assert writer._table_schema(s.target.silver_table) is None  # type: ignore[attr-defined]
     assert writer.committed_progress(s.target) == {(s.topic, 0): 1}
+
+
+def test_dead_letters_are_appended(writer: TableWriter, spark: SparkSession) -> None:
+    from datetime import datetime, timezone
+    name = f"lakecdc.dead_letters_{abs(hash(str(id(writer)))) % 10**8}"
+    writer.dead_letter_table = name  # type: ignore[attr-defined]
+    failed_at = datetime(2026, 11, 22, 9, 0, tzinfo=timezone.utc)
+    rows = [{"topic": "shop.public.orders", "partition": 0, "offset": 7, "key": b'{"id":7}', "value": b"{not json",
+             "reason": "value is not JSON", "failed_at": failed_at}]
+    assert writer.append_dead_letters(rows) == 1
+    assert writer.append_dead_letters([]) == 0
+    stored = TableReader(writer).rows(name)
+    assert [(r["topic"], r["offset"], bytes(r["value"]), r["reason"]) for r in stored] == [
+        ("shop.public.orders", 7, b"{not json", "value is not JSON")]
