@@ -189,7 +189,7 @@ def row_columns(columns: list[str]) -> list[str]:
 
 
 def describe_value(value: Any) -> Any:
-    """A JSON-friendly form of a cell for quarantine rows and CLI output."""
+    """A plain Python form of a cell (numpy scalars and arrays unwrapped, NaN as None)."""
     import numpy as np
 
     if isinstance(value, np.ndarray):
@@ -197,5 +197,7 @@ def describe_value(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [describe_value(v) for v in value]
     if isinstance(value, np.generic):
-        return value.item()
+        value = value.item()
+    if isinstance(value, float) and value != value:  # pandas' NaN for a missing number is a null
+        return None
     return value
