@@ -62,7 +62,8 @@ def stop_group(process: subprocess.Popen[bytes]) -> None:
         process.wait(30)
 
 
-def test_sigterm_mid_batch_finishes_the_batch_and_exits_0(broker, spark, tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["sigterm-to-process", "ctrl-c-to-group"])
+def test_stop_signal_mid_batch_finishes_the_batch_and_exits_0(broker, spark, tmp_path: Path, how: str) -> None:
     prefix = unique_prefix("ps")
     publish_golden_with_a_malformed_record(broker, prefix)
     config = write_config(broker, spark, prefix, tmp_path)
@@ -70,9 +71,13 @@ def test_sigterm_mid_batch_finishes_the_batch_and_exits_0(broker, spark, tmp_pat
     process = start(config, "continuous", log)
     try:
         wait_for_line(process, log, f"bronze {prefix}_bronze.", timeout=600)  # the first table commit
-        # To the ingest process, as docker stop / Kubernetes / systemd (KillMode=mixed) deliver it;
-        # the Spark JVM it started must live on to finish the batch.
-        os.kill(process.pid, signal.SIGTERM)
+        if how == "sigterm-to-process":
+            # As docker stop / Kubernetes / systemd (KillMode=mixed) deliver it: to the ingest
+            # process; the Spark JVM it started must live on to finish the batch.
+            os.kill(process.pid, signal.SIGTERM)
+        else:
+            # Ctrl-C in a terminal reaches the whole process group; PySpark's JVM ignores SIGINT.
+            os.killpg(process.pid, signal.SIGINT)
         assert process.wait(600) == 0, log.read_text(errors="replace")[-3000:]
     finally:
         stop_group(process)
