@@ -20,7 +20,7 @@ import json
 import struct
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone
 from decimal import Decimal
@@ -332,5 +332,3 @@ def check(diffs: Iterable[Differences]) -> None:
     lines = [line for d in diffs for line in d.lines]
     assert not lines, "silver/bronze differ from the source:\n" + "\n".join(lines)
 
-
-Reader = Callable[[str], pa.Table | None]

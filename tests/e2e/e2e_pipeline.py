@@ -219,7 +219,8 @@ class PgPipeline:
 
     # ------------------------------------------------------------------ checks
 
-    def compare(self, label: str, log: ChangeLog, phase: str, silver_tables: list[str] | None = None) -> list[Differences]:
+    def compare(self, label: str, log: ChangeLog, phase: str,
+                silver_tables: list[str] | None = None) -> list[Differences]:
         """Every silver table against its source table and every bronze table against the log."""
         _, lake = self.lakes[label]
         source = self.source_tables(log.keys)

@@ -110,3 +110,29 @@ def read_all(consumer: Consumer, topic: str) -> list:
         records.extend(good)
         idle = 0 if good else idle + 1
     return records
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "FINDINGS.md #1: events of held-back transactions released in a later micro-batch are skipped "
+    "as 'already committed' (lakecdc/ingest/processor.py _covered_offsets caps progress below a still-held "
+    "offset; lakecdc/writers/base.py _apply then finds CommitProgress.covers() true): bronze/silver miss changes"))
+def test_transactions_split_across_small_micro_batches(pg, broker, spark, tmp_path: Path) -> None:
+    """Micro-batches far smaller than the workload: transactions straddle batch boundaries and
+    are held back until complete; when released, their events must still be applied."""
+    pipe = PgPipeline(pg, broker, spark, tmp_path, unique_name("e2esmall"))
+    try:
+        rng = random.Random(SEED + 1)
+        tables = list(pg_scenario.KEYS)
+        pipe.add_lake("dlt", "delta", tables, **{"batch.max.records": "150"})
+        with pipe.connect() as conn:
+            pg_scenario.create_schema(conn)
+            log = ChangeLog(conn, pg_scenario.KEYS, keyless=pg_scenario.KEYLESS)
+            pg_scenario.seed(log, rng)
+            with pipe.capture_while():
+                pg_scenario.dml(log, rng)
+                RandomWorkload(log, SEED + 1).run(600)
+            pipe.ingest_all()
+            check(pipe.compare_all(log, "600 random operations read in micro-batches of 150 records"))
+    finally:
+        print("timings:", "; ".join(pipe.timings))
+        pipe.close()

@@ -72,8 +72,10 @@ def customer_row(rng: random.Random, i: int) -> dict[str, Any]:
         "wake": maybe(time(rng.randint(0, 23), rng.randint(0, 59), rng.randint(0, 59), rng.randint(0, 999999))),
         "local_ts": maybe(datetime(2000, 1, 1) + timedelta(seconds=rng.randint(0, 10**9),
                                                            microseconds=rng.randint(0, 999999))),
-        "created_at": maybe(base + timedelta(seconds=rng.randint(-10**8, 10**8), microseconds=rng.randint(0, 999999))),
-        "wait": maybe(timedelta(days=rng.randint(0, 40), seconds=rng.randint(0, 86399), microseconds=rng.randint(0, 9))),
+        "created_at": maybe(base + timedelta(seconds=rng.randint(-10**8, 10**8),
+                                             microseconds=rng.randint(0, 999999))),
+        "wait": maybe(timedelta(days=rng.randint(0, 40), seconds=rng.randint(0, 86399),
+                                microseconds=rng.randint(0, 9))),
         "ext_id": maybe(uuid.UUID(int=rng.getrandbits(128))),
         "doc": maybe(f'{{"k": {i}, "nested": {{"list": [1, 2.5, "x"]}}}}'),
         "prefs": maybe(f'{{"theme": "{rng.choice(["dark", "light"])}", "n": {rng.randint(0, 99)}}}'),
@@ -125,7 +127,8 @@ def dml(log: ChangeLog, rng: random.Random) -> None:
     log.update("docs", (2,), {"title": "retitled too"})
     log.update("docs", (3,), {"body": big_text(rng)})  # the large value itself changes
     with log.transaction():  # one transaction over three tables
-        log.insert("orders", {"id": 100, "customer_id": 7, "total": Decimal("30.00"), "placed_at": datetime(2025, 6, 1)})
+        log.insert("orders", {"id": 100, "customer_id": 7, "total": Decimal("30.00"),
+                              "placed_at": datetime(2025, 6, 1)})
         log.insert("order_lines", {"order_id": 100, "line_no": 1, "qty": 1, "price": Decimal("10.00")})
         log.insert("order_lines", {"order_id": 100, "line_no": 2, "qty": 2, "price": Decimal("10.00")})
         log.update("customers", (7,), {"balance": Decimal("-30.00")})
