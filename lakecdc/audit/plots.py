@@ -48,7 +48,10 @@ def plot_versions(versions: list[TableVersion], path: str | Path, title: str = "
         twin.plot([labels[i] for i, _ in points], [t for _, t in points], color="#55A868", marker="o",
                   label="rows in table")
         twin.set_ylabel("rows in table after the commit")
-        twin.set_ylim(bottom=0)
+        # put both zeros on one line, so the table-size line never seems to dip below empty
+        low, high = ax.get_ylim()
+        scale = max(max(t for _, t in points), 1) * 1.08 / high if high > 0 else 1.0
+        twin.set_ylim(low * scale, high * scale)
         handles, names = ax.get_legend_handles_labels()
         more, more_names = twin.get_legend_handles_labels()
         ax.legend(handles + more, names + more_names, loc="upper left", fontsize=8)
