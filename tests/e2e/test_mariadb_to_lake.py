@@ -1,4 +1,4 @@
-"""MariaDB -> binlog capture -> broker -> ingest -> silver/bronze (Iceberg), compared typed.
+"""MariaDB -> binlog capture -> broker -> ingest -> silver/bronze (Iceberg and Delta), compared typed.
 
 The MySQL connector's e2e proof (issue 5): a MariaDB workload with inserts, updates, deletes, a
 primary-key change, a multi-table transaction, an added column, a truncate and a seeded random
@@ -36,6 +36,7 @@ def test_mariadb_workload_mirrored_into_silver(pipeline: MariaDbPipeline) -> Non
     rng = random.Random(SEED)
     tables = list(mariadb_scenario.KEYS)
     pipeline.add_lake("ice", "iceberg", tables)
+    pipeline.add_lake("dlt", "delta", tables)
     conn = pipeline.connect()
     try:
         log = MySqlChangeLog(conn, mariadb_scenario.KEYS)
