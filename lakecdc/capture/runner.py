@@ -3,15 +3,18 @@
 >>> run_capture("conf/postgres.properties", "jsonl:/tmp/events.jsonl", stop_when_idle=5)  # doctest: +SKIP
 
 The configuration is a Debezium connector ``.properties`` file (used unchanged) or YAML; the
-connector is chosen by ``connector.class`` (PostgreSQL when absent).
+connector is chosen by ``connector.class`` (PostgreSQL when absent; MySQL and MariaDB through
+``CONNECTOR_PLUGINS``).
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from lakecdc.capture.spi import CaptureConnector
 from lakecdc.capture.coordinator import CaptureCoordinator, CaptureStats, CoordinatorSettings
 from lakecdc.capture.offsets import FileOffsetStore, KafkaOffsetStore, OffsetStore
 from lakecdc.config.base import load_properties
@@ -57,6 +60,75 @@ def open_offsets(config: Any, config_path: Path) -> OffsetStore:
     return FileOffsetStore(fallback)
 
 
+@dataclass(frozen=True)
+class ConnectorParts:
+    """What ``run_capture`` needs from one connector module (a plug-in, dlt style)."""
+
+    config: Any
+    connector: CaptureConnector
+    settings: CoordinatorSettings
+
+
+def _postgres_parts(path: Path, overrides: dict[str, str] | None, stop_when_idle: float | None,
+                    show_progress: bool | None) -> ConnectorParts:
+    from lakecdc.capture.postgres.connector import PostgresConnector
+
+    config = load_postgres_config(path, overrides)
+    settings = CoordinatorSettings(
+        snapshot_mode=config.snapshot_mode,
+        commit_interval_s=_commit_interval_s(config),
+        stop_when_idle_s=stop_when_idle,
+        max_retries=config.slot_max_retries,
+        retry_backoff_s=min(config.slot_retry_delay_ms / 1000.0, 2.0),
+    )
+    return ConnectorParts(config, PostgresConnector(config, show_progress=show_progress), settings)
+
+
+def _mysql_parts(path: Path, overrides: dict[str, str] | None, stop_when_idle: float | None,
+                 show_progress: bool | None) -> ConnectorParts:
+    from lakecdc.capture.mysql.connector import MySqlConnector, coordinator_snapshot_mode, load_mysql_config
+
+    config = load_mysql_config(path, overrides)
+    settings = CoordinatorSettings(
+        snapshot_mode=coordinator_snapshot_mode(config),
+        commit_interval_s=_commit_interval_s(config),
+        stop_when_idle_s=stop_when_idle,
+        max_batch_size=max(config.max_batch_size, 2048),
+    )
+    return ConnectorParts(config, MySqlConnector(config, show_progress=show_progress), settings)
+
+
+def _commit_interval_s(config: Any) -> float:
+    return min(config.offset_flush_interval_ms, 1000) / 1000.0 or 1.0
+
+
+MYSQL_CLASSES = (
+    "io.debezium.connector.mysql.MySqlConnector", "io.debezium.connector.mariadb.MariaDbConnector",
+    "mysql", "mariadb",
+)
+#: connector.class -> how to build its parts; imports stay lazy so one connector's driver is
+#: not needed to run another.
+CONNECTOR_PLUGINS: dict[str, Callable[..., ConnectorParts]] = {
+    **{name: _postgres_parts for name in POSTGRES_CLASSES},
+    **{name: _mysql_parts for name in MYSQL_CLASSES},
+}
+
+
+def _parts_for(path: Path, overrides: dict[str, str] | None, stop_when_idle: float | None,
+               show_progress: bool | None) -> ConnectorParts:
+    properties = load_properties(path)
+    properties.update(overrides or {})
+    connector_class = properties.get("connector.class", POSTGRES_CLASSES[0])
+    plugin = CONNECTOR_PLUGINS.get(connector_class)
+    if plugin is None:
+        raise ConfigError(
+            f"connector.class '{connector_class}' has no lakecdc capture; supported: "
+            + ", ".join(sorted(c for c in CONNECTOR_PLUGINS if "." in c)),
+            "connector.class",
+        )
+    return plugin(path, overrides, stop_when_idle, show_progress)
+
+
 def run_capture(
     config_path: str | Path,
     sink: Any = "kafka",
@@ -65,28 +137,21 @@ def run_capture(
     install_signals: bool = False,
     show_progress: bool | None = None,
 ) -> CaptureStats:
-    """Capture per the configuration into ``sink`` (a Sink, or a spec ``kafka`` / ``jsonl:PATH``)."""
-    from lakecdc.capture.postgres.connector import PostgresConnector
+    """Capture per the configuration into ``sink`` (a Sink, or a spec ``kafka`` / ``jsonl:PATH``);
+    the connector is chosen by ``connector.class``."""
     from lakecdc.transport import make_sink
 
     install_log_redaction()
     path = Path(config_path)
-    config = load_postgres_config(path, overrides)
+    parts = _parts_for(path, overrides, stop_when_idle, show_progress)
+    config, connector = parts.config, parts.connector
     ignored = config.ignored_properties()
     if ignored:
         log.warning("these properties are accepted but not applied by lakecdc: %s", ", ".join(ignored))
-    connector = PostgresConnector(config, show_progress=show_progress)
     offsets = open_offsets(config, path)
     owns_sink = isinstance(sink, str)
     the_sink = make_sink(sink, config) if owns_sink else sink
-    settings = CoordinatorSettings(
-        snapshot_mode=config.snapshot_mode,
-        commit_interval_s=min(config.offset_flush_interval_ms, 1000) / 1000.0 or 1.0,
-        stop_when_idle_s=stop_when_idle,
-        max_retries=config.slot_max_retries,
-        retry_backoff_s=min(config.slot_retry_delay_ms / 1000.0, 2.0),
-    )
-    coordinator = CaptureCoordinator(connector, the_sink, offsets, settings)
+    coordinator = CaptureCoordinator(connector, the_sink, offsets, parts.settings)
     if install_signals:
         coordinator.install_signal_handlers()
     log.info("capturing %s into %s", config.describe_target(), sink if owns_sink else type(sink).__name__)

@@ -10,8 +10,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from lakecdc.capture.coordinator import CaptureCoordinator, CaptureStats, CoordinatorSettings
-from lakecdc.capture.mysql.connector import MySqlConnector, coordinator_snapshot_mode, load_mysql_config
+from lakecdc.capture.coordinator import CaptureStats
+from lakecdc.capture.mysql.config import MYSQL_CLASSES
 
 log = logging.getLogger(__name__)
 
@@ -24,37 +24,18 @@ def run_mysql_capture(
     install_signals: bool = False,
     show_progress: bool | None = None,
 ) -> CaptureStats:
-    from lakecdc.capture.runner import open_offsets
-    from lakecdc.config.redact import install_log_redaction
-    from lakecdc.transport import make_sink
+    """``run_capture`` for a MySQL/MariaDB configuration (``connector.class`` defaults to MySQL)."""
+    from lakecdc.capture.runner import run_capture
 
-    install_log_redaction()
-    path = Path(config_path)
-    config = load_mysql_config(path, overrides)
-    ignored = config.ignored_properties()
-    if ignored:
-        log.warning("these properties are accepted but not applied by lakecdc: %s", ", ".join(ignored))
-    connector = MySqlConnector(config, show_progress=show_progress)
-    offsets = open_offsets(config, path)
-    owns_sink = isinstance(sink, str)
-    the_sink = make_sink(sink, config) if owns_sink else sink
-    settings = CoordinatorSettings(
-        snapshot_mode=coordinator_snapshot_mode(config),
-        commit_interval_s=min(config.offset_flush_interval_ms, 1000) / 1000.0 or 1.0,
-        stop_when_idle_s=stop_when_idle,
-        max_batch_size=max(config.max_batch_size, 2048),
-    )
-    coordinator = CaptureCoordinator(connector, the_sink, offsets, settings)
-    if install_signals:
-        coordinator.install_signal_handlers()
-    log.info("capturing %s into %s", config.describe_target(), sink if owns_sink else type(sink).__name__)
-    try:
-        return coordinator.run()
-    finally:
-        if owns_sink:
-            the_sink.close()
-        offsets.close()
-        connector.close()
+    merged = {"connector.class": _connector_class(config_path), **(overrides or {})}
+    return run_capture(config_path, sink, stop_when_idle=stop_when_idle, overrides=merged,
+                       install_signals=install_signals, show_progress=show_progress)
+
+
+def _connector_class(config_path: str | Path) -> str:
+    from lakecdc.config.base import load_properties
+
+    return load_properties(config_path).get("connector.class", MYSQL_CLASSES[0])
 
 
 def main(argv: list[str] | None = None) -> int:
