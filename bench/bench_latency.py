@@ -34,6 +34,7 @@ import bisect
 import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -273,6 +274,8 @@ def run(args: argparse.Namespace) -> None:
                 baseline.join(30)
             spark.stop()
     report(obs, args, transactions, workload_start_ms, workload_end_ms, caught_up_ms)
+    if args.dir is None:
+        shutil.rmtree(directory, ignore_errors=True)  # a temporary run leaves nothing behind
 
 
 def _wait(condition: Any, timeout: float, failures: list[BaseException], capture: subprocess.Popen[bytes]) -> None:
@@ -370,7 +373,7 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=45.0, help="workload seconds (default 45)")
     parser.add_argument("--rate", type=float, default=10.0, help="source transactions per second (default 10)")
     parser.add_argument("--trigger", default="continuous", help="continuous (default) or every:<n>s")
-    parser.add_argument("--dir", default=None, help="working directory (default: a new temporary one)")
+    parser.add_argument("--dir", default=None, help="working directory, kept afterwards (default: a temporary one, removed)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     run(args)
