@@ -135,7 +135,8 @@ def as_of(table: str = typer.Argument(..., help="schema.table"), fmt: str = FORM
     v = read.version
     where = (f"version {v.version} (committed {v.committed_at.isoformat()}, complete through "
              f"{','.join(map(str, v.source_position)) if v.source_position else 'no recorded position'})") if v else ""
-    print_frame(read.rows, f"{lake} as of {where}", limit)
+    console.print(f"[bold]{lake}[/bold] as of {where}", soft_wrap=True)  # ids stay on one line
+    print_frame(read.rows, "rows", limit)
 
 
 @audit_app.command("history")

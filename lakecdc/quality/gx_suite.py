@@ -40,6 +40,10 @@ def _context() -> Any:
     global _CONTEXT
     if _CONTEXT is None:
         _CONTEXT = _gx().get_context(mode="ephemeral")
+        from great_expectations.data_context.types.base import ProgressBarsConfig
+
+        # per-metric progress bars flood notebooks and logs; results say everything
+        _CONTEXT.variables.progress_bars = ProgressBarsConfig(globally=False)
     return _CONTEXT
 
 

@@ -81,8 +81,11 @@ def source_reconciliation(ctx: CheckContext) -> RuleResult:
     columns = list(ctx.options.get("source_columns") or row_columns(list(silver.columns)))
     source = _source_rows(connection, table, columns)
     keys = list(ctx.keys)
-    lake = {tuple(normalise(r[k]) for k in keys): row_checksum(r, columns) for r in silver.to_dict("records")}
-    origin = {tuple(normalise(r[k]) for k in keys): row_checksum(r, columns) for r in source}
+    lake_rows, source_rows = silver.to_dict("records"), source
+    # keys compared in normal form, reported with the values as the source (or silver) has them
+    shown = {tuple(normalise(r[k]) for k in keys): tuple(r[k] for k in keys) for r in [*lake_rows, *source_rows]}
+    lake = {tuple(normalise(r[k]) for k in keys): row_checksum(r, columns) for r in lake_rows}
+    origin = {tuple(normalise(r[k]) for k in keys): row_checksum(r, columns) for r in source_rows}
     problems = []
     for key in sorted(set(lake) | set(origin)):
         if key not in lake:
@@ -93,7 +96,7 @@ def source_reconciliation(ctx: CheckContext) -> RuleResult:
             problem = "checksum differs"
         else:
             continue
-        problems.append({**dict(zip(keys, key)), "_problem": problem})
+        problems.append({**dict(zip(keys, shown[key])), "_problem": problem})
     failing = pd.DataFrame(problems, columns=[*keys, "_problem"])
     counts = f"{len(silver)} silver rows, {len(source)} source rows"
     if failing.empty:

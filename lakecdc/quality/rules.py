@@ -135,8 +135,8 @@ def no_resurrected_deletes(ctx: CheckContext) -> RuleResult:
         return missing
     latest, truncate = _latest_events(ctx.bronze, ctx.keys)  # type: ignore[arg-type]
     silver = ctx.live_silver()
-    flags = [(lambda e: e is not None and _gone(e, truncate))(latest.get(_key(r, ctx.keys)))
-             for r in silver.to_dict("records")]
+    newest = [latest.get(_key(r, ctx.keys)) for r in silver.to_dict("records")]
+    flags = [event is not None and _gone(event, truncate) for event in newest]
     failing = silver[flags] if len(silver) else silver
     return _result("no_resurrected_deletes", failing, len(silver),
                    "no silver row was deleted or truncated later in bronze",
@@ -180,7 +180,7 @@ def silver_matches_bronze_replay(ctx: CheckContext) -> RuleResult:
     latest, truncate = _latest_events(ctx.bronze, ctx.keys)  # type: ignore[arg-type]
     expected = {k: e for k, e in latest.items() if not _gone(e, truncate)}
     silver = ctx.live_silver()
-    columns = [c for c in row_columns(list(silver.columns))]
+    columns = row_columns(list(silver.columns))
     problems: list[dict[str, Any]] = []
     seen = set()
     for r in silver.to_dict("records"):
