@@ -97,3 +97,22 @@ def test_plots_are_written_as_png(lake: Lake, tmp_path: Path) -> None:
                  plot_lag(versions, tmp_path / "lag.png")):
         data = path.read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_truncate_shows_in_history_and_versions_map_around_it(fmt: str, spark: SparkSession, tmp_path: Path) -> None:
+    from lakecdc.quality import check_table
+    from writer_harness import Ev
+
+    lake = build_lake(fmt, spark, tmp_path, batches=[
+        [Ev("c", 10, {"id": 1, "name": "a"}), Ev("c", 11, {"id": 2, "name": "b"})],
+        [Ev("t", 20), Ev("c", 21, {"id": 3, "name": "c"})],
+    ])
+    history = row_history(lake.bronze, {"id": 1})
+    assert list(history["op"]) == ["c", "t"]  # the truncate removed it
+    assert names(read_as_of(lake.silver, source_position=11)) == {1: "a", 2: "b"}
+    assert names(read_as_of(lake.silver, source_position=21)) == {3: "c"}
+    diff = diff_versions(lake.silver, *lake.silver_versions)
+    assert sorted(diff.removed["id"]) == [1, 2] and list(diff.added["id"]) == [3]
+    report = check_table(lake.silver, lake.bronze, rules=["no_resurrected_deletes", "silver_matches_bronze_replay"])
+    assert report.passed, report.as_dict()
