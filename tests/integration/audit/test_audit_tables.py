@@ -116,3 +116,18 @@ def test_truncate_shows_in_history_and_versions_map_around_it(fmt: str, spark: S
     assert sorted(diff.removed["id"]) == [1, 2] and list(diff.added["id"]) == [3]
     report = check_table(lake.silver, lake.bronze, rules=["no_resurrected_deletes", "silver_matches_bronze_replay"])
     assert report.passed, report.as_dict()
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_soft_deleted_rows_count_as_removed(fmt: str, spark: SparkSession, tmp_path: Path) -> None:
+    from lakecdc.quality import check_table
+
+    lake = build_lake(fmt, spark, tmp_path, delete_mode="soft")
+    v1, _, v3 = lake.silver_versions
+    latest = read_as_of(lake.silver, version=v3)
+    assert bool(latest.set_index("id").loc[2, "_is_deleted"]) is True  # kept, flagged
+    diff = diff_versions(lake.silver, v1, v3)
+    assert list(diff.removed["id"]) == [2] and list(diff.added["id"]) == [4]
+    report = check_table(lake.silver, lake.bronze, rules=["unique_keys", "no_resurrected_deletes",
+                                                           "silver_matches_bronze_replay"])
+    assert report.passed, report.as_dict()
