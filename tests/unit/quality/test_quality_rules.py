@@ -121,3 +121,16 @@ def test_checksums_agree_across_driver_value_forms() -> None:
     assert row_checksum(lake, columns) == row_checksum(source, columns)
     assert row_checksum(lake, columns) != row_checksum({**source, "price": Decimal("12.51")}, columns)
     assert normalise(None) != normalise("") and normalise(5) == normalise(Decimal("5.00"))
+
+
+def test_cli_source_connection_errors_never_show_the_password() -> None:
+    import typer
+
+    from lakecdc.cli.quality import connect_source
+
+    for spec in ("host=127.0.0.1 port=1 user=u password=SeCrEt-pw dbname=x connect_timeout=2",
+                 "mysql://u:SeCrEt-pw@127.0.0.1:1/x"):
+        with pytest.raises(typer.BadParameter) as caught:
+            connect_source(spec)
+        assert "cannot connect to the source database" in str(caught.value)
+        assert "SeCrEt" not in str(caught.value) and caught.value.__cause__ is None
