@@ -235,6 +235,23 @@ class ServicePart(ABC):
         self._proc = None
         self.root_dir = None
 
+    def restart(self, down_for: float = 0.0) -> None:
+        """Stop the server with ``stop_signal`` (PostgreSQL: fast shutdown), stay down for
+        ``down_for`` seconds, and start it again on the same directory and port (data kept)."""
+        if self._proc is None or self.root_dir is None:
+            raise RuntimeError(f"{self.part_name} is not running")
+        if self._finalizer is not None:
+            self._finalizer.detach()  # its cleanup would delete the directory we restart on
+        stop_group(self._proc.pid, self._proc, term_signal=self.stop_signal)
+        time.sleep(down_for)
+        args, user = self._command()
+        self._proc = proc = spawn(args, self.log_path, user=user)
+        self._finalizer = weakref.finalize(self, _cleanup, proc.pid, proc, self.root_dir, self.stop_signal)
+        self._write_owner(os.getpid())
+        if not wait_until(self._ready, self.start_timeout, still_alive=lambda: proc.poll() is None):
+            raise PartStartError(self.part_name, f"restarting: server did not answer on {self.host}:{self.port}",
+                                 self._keep_log())
+
     def _write_owner(self, owner_pid: int | None) -> None:
         assert self.root_dir is not None and self._proc is not None
         (self.root_dir / OWNER_FILE).write_text(json.dumps({

@@ -346,3 +346,19 @@ def test_a_base_dir_the_server_user_cannot_enter_falls_back_to_the_temp_dir(tmp_
             assert conn.execute("SELECT 1").fetchone() == (1,)
     with Broker(base_dir=private) as broker:  # runs as the caller: stays where it was asked to
         assert broker.root_dir is not None and broker.root_dir.parent == private
+
+
+def test_restart_keeps_data_port_and_directory() -> None:
+    with Postgres() as pg:
+        with psycopg.connect(pg.dsn, autocommit=True) as conn:
+            conn.execute("CREATE TABLE kept (id int)")
+            conn.execute("INSERT INTO kept VALUES (42)")
+        before = (pg.port, pg.root_dir, pg.pid)
+        pg.restart()
+        assert (pg.port, pg.root_dir) == before[:2] and pg.pid != before[2]
+        assert before[2] is not None and group_members(before[2]) == []
+        with psycopg.connect(pg.dsn) as conn:
+            assert conn.execute("SELECT id FROM kept").fetchall() == [(42,)]
+        root_dir, pid = pg.root_dir, pg.pid
+    assert pid is not None and root_dir is not None
+    _assert_gone(pid, before[0], root_dir)
