@@ -80,7 +80,7 @@ def parse_key(pairs: list[str]) -> dict[str, Any]:
     return key
 
 
-@audit_app.command("versions")
+@audit_app.command("versions", epilog="[bold]Examples[/bold]\n\n  lakecdc audit versions silver.customers --format delta --warehouse ./lake\n\n  lakecdc audit versions silver.customers -f iceberg -w ./lake --plot versions.png")
 def versions(table: str = typer.Argument(..., help="schema.table, e.g. silver.customers"),
              fmt: str = FORMAT, warehouse: Path = WAREHOUSE, catalog: str = CATALOG,
              plot: Path | None = typer.Option(None, "--plot", help="Also save a PNG of rows and changes per "
@@ -115,7 +115,7 @@ def versions(table: str = typer.Argument(..., help="schema.table, e.g. silver.cu
         console.print(f"plots saved: {first}, {second}")
 
 
-@audit_app.command("as-of")
+@audit_app.command("as-of", epilog="[bold]Examples[/bold]\n\n  lakecdc audit as-of silver.customers -w ./lake --position 0/16B3748")
 def as_of(table: str = typer.Argument(..., help="schema.table"), fmt: str = FORMAT, warehouse: Path = WAREHOUSE,
           catalog: str = CATALOG,
           version: int | None = typer.Option(None, "--version", help="Iceberg snapshot id or Delta version."),
@@ -139,7 +139,7 @@ def as_of(table: str = typer.Argument(..., help="schema.table"), fmt: str = FORM
     print_frame(read.rows, "rows", limit)
 
 
-@audit_app.command("history")
+@audit_app.command("history", epilog="[bold]Examples[/bold]\n\n  lakecdc audit history bronze.customers -w ./lake --key id=1001")
 def history(table: str = typer.Argument(..., help="the BRONZE table, e.g. bronze.customers"),
             key: list[str] = typer.Option(..., "--key", "-k", help="column=value; repeat for compound keys."),
             fmt: str = FORMAT, warehouse: Path = WAREHOUSE, catalog: str = CATALOG, limit: int = LIMIT) -> None:
@@ -155,7 +155,7 @@ def history(table: str = typer.Argument(..., help="the BRONZE table, e.g. bronze
     print_frame(df, f"history of {parse_key(key)} in {lake}", limit)
 
 
-@audit_app.command("diff")
+@audit_app.command("diff", epilog="[bold]Examples[/bold]\n\n  lakecdc audit diff silver.customers -w ./lake 3 7")
 def diff(table: str = typer.Argument(..., help="the SILVER table"),
          v1: int = typer.Argument(..., help="older version"), v2: int = typer.Argument(..., help="newer version"),
          fmt: str = FORMAT, warehouse: Path = WAREHOUSE, catalog: str = CATALOG,

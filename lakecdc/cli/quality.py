@@ -52,7 +52,7 @@ def connect_source(spec: str) -> Any:
         raise typer.BadParameter(f"cannot connect to the source database ({type(error).__name__})") from None
 
 
-@quality_app.command("check")
+@quality_app.command("check", epilog="[bold]Examples[/bold]\n\n  lakecdc quality check silver.customers --bronze bronze.customers -w ./lake\n\n  lakecdc quality check silver.customers -w ./lake --rule unique_keys --rule not_null_keys")
 def check(
     table: str = typer.Argument(..., help="the SILVER table, e.g. silver.customers"),
     bronze: str | None = typer.Option(None, "--bronze", "-b", help="its bronze table (needed by the replay, "
