@@ -19,11 +19,6 @@ shift
 case "$command" in
   demo)
     scripts/bootstrap.sh
-    if ! .venv/bin/python -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("lakecdc.cli.demo") is None)'; then
-      echo "run.sh: the demo command does not exist yet (module lakecdc.cli.demo is missing);" >&2
-      echo "        see 'lakecdc --help' for the commands available now." >&2
-      exit 3
-    fi
     exec .venv/bin/lakecdc demo "$@"
     ;;
   test)
