@@ -51,12 +51,10 @@ import psycopg
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lakecdc.config.base import load_properties  # noqa: E402
 from lakecdc.demo.inventory import InventoryWorkload  # noqa: E402
-from lakecdc.ingest.config import IngestConfig  # noqa: E402
+from lakecdc.demo.runner import DBNAME, capture_config, demo_ingest_config  # noqa: E402
 
-CONF = ROOT / "conf"
-DBNAME = "inventory"
+
 
 
 # ---------------------------------------------------------------------------------------- measuring
@@ -180,24 +178,6 @@ def caught_up(obs: Observations) -> bool:
 
 # ---------------------------------------------------------------------------------------- the run
 
-def capture_config(directory: Path, pg: Any, broker: Any) -> Path:
-    props = load_properties(CONF / "demo-capture.properties", environ={})
-    props.update(pg.connection_properties(DBNAME))
-    props["bootstrap.servers"] = broker.bootstrap_servers
-    props["offset.storage.file.filename"] = str(directory / "capture.offsets.json")
-    path = directory / "capture.properties"
-    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-    path.chmod(0o600)  # holds the database password
-    return path
-
-
-def ingest_config(directory: Path, broker: Any, trigger: str) -> IngestConfig:
-    props = load_properties(CONF / "demo-ingest.yaml", environ={})
-    props.update({"kafka.bootstrap.servers": broker.bootstrap_servers, "warehouse": str(directory / "warehouse"),
-                  "progress.path": str(directory / "ingest-state"), "trigger": trigger})
-    return IngestConfig.from_properties(props)
-
-
 def steady_workload(workload: InventoryWorkload, seconds: float, rate: float) -> int:
     """Source transactions at ``rate`` per second (orders, updates, deletes), paced on a fixed grid so a
     slow step does not lower the rate; returns the number of transactions."""
@@ -229,7 +209,7 @@ def run(args: argparse.Namespace) -> None:
             workload = InventoryWorkload(conn)
             workload.create()
             workload.seed(orders=50)
-            cfg = ingest_config(directory, broker, args.trigger)
+            cfg = demo_ingest_config(directory, directory / "warehouse", broker, args.trigger)
             spark = spark_session(cfg.warehouse, app_name="lakecdc-bench-latency")
             stop = threading.Event()
             failures: list[BaseException] = []

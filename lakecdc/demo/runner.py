@@ -100,8 +100,8 @@ def run_demo(directory: Path, seconds: float = 20.0, say: Any = print, catch_up_
             workload = InventoryWorkload(conn)
             workload.create()
             workload.seed()
-            capture_file = _capture_config(directory, pg, broker)
-            ingest_config = _ingest_config(directory, warehouse, broker)
+            capture_file = capture_config(directory, pg, broker)
+            ingest_config = demo_ingest_config(directory, warehouse, broker)
             say("3. starting capture and ingest (Spark starts in a few seconds)")
             spark = spark_session(warehouse, app_name="lakecdc-demo")
             stop_ingest = threading.Event()
@@ -158,7 +158,8 @@ def _stop_capture(process: subprocess.Popen[bytes]) -> None:
         log.warning("capture exited with code %s (see capture.log)", process.returncode)
 
 
-def _capture_config(directory: Path, pg: Any, broker: Any) -> Path:
+def capture_config(directory: Path, pg: Any, broker: Any) -> Path:
+    """The demo's capture properties for this stack, written to ``directory`` (mode 0600)."""
     props = load_properties(CONF / "demo-capture.properties", environ={})
     props.update(pg.connection_properties(DBNAME))
     props["bootstrap.servers"] = broker.bootstrap_servers
@@ -169,10 +170,13 @@ def _capture_config(directory: Path, pg: Any, broker: Any) -> Path:
     return path
 
 
-def _ingest_config(directory: Path, warehouse: Path, broker: Any) -> IngestConfig:
+def demo_ingest_config(directory: Path, warehouse: Path, broker: Any, trigger: str | None = None) -> IngestConfig:
+    """The demo's ingest configuration for this stack (``trigger`` overrides the file's)."""
     props = load_properties(CONF / "demo-ingest.yaml", environ={})
     props.update({"kafka.bootstrap.servers": broker.bootstrap_servers, "warehouse": str(warehouse),
                   "progress.path": str(directory / "ingest-state")})
+    if trigger is not None:
+        props["trigger"] = trigger
     return IngestConfig.from_properties(props)
 
 
