@@ -26,22 +26,29 @@ log = logging.getLogger(__name__)
 POSTGRES_CLASSES = ("io.debezium.connector.postgresql.PostgresConnector", "postgres", "postgresql")
 
 
-def load_postgres_config(config_path: str | Path, overrides: dict[str, str] | None = None) -> Any:
-    from lakecdc.capture.postgres.config import PostgresConnectorConfig
-
+def load_connector_config(config_path: str | Path, overrides: dict[str, str] | None,
+                          classes: tuple[str, ...], model: Any, kind: str) -> Any:
+    """Read a connector file (``connector.class`` defaults to ``classes[0]``), validate it with
+    ``model`` and register its password with the log redaction before anything can log it."""
     properties = load_properties(config_path)
     properties.update(overrides or {})
-    connector_class = properties.get("connector.class", POSTGRES_CLASSES[0])
-    if connector_class not in POSTGRES_CLASSES:
+    connector_class = properties.get("connector.class", classes[0])
+    if connector_class not in classes:
         raise ConfigError(
-            f"connector.class '{connector_class}' is not handled by this capture; expected "
-            f"{POSTGRES_CLASSES[0]}",
+            f"connector.class '{connector_class}' is not a {kind} connector; expected one of "
+            + ", ".join(classes),
             "connector.class",
         )
-    config = PostgresConnectorConfig.from_properties(properties)
+    config = model.from_properties(properties)
     if config.database_password is not None:
         register_secret(config.database_password.get_secret_value())
     return config
+
+
+def load_postgres_config(config_path: str | Path, overrides: dict[str, str] | None = None) -> Any:
+    from lakecdc.capture.postgres.config import PostgresConnectorConfig
+
+    return load_connector_config(config_path, overrides, POSTGRES_CLASSES, PostgresConnectorConfig, "PostgreSQL")
 
 
 def open_offsets(config: Any, config_path: Path) -> OffsetStore:

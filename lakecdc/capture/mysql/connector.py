@@ -22,8 +22,6 @@ from lakecdc.capture.mysql.schema_history import SchemaHistory, open_history
 from lakecdc.capture.mysql.snapshot import MySqlSnapshotSource, schema_only_snapshot
 from lakecdc.capture.mysql.streaming import EmittedMark, MySqlStreamingSource
 from lakecdc.capture.mysql.types import TypeModes
-from lakecdc.config.base import load_properties
-from lakecdc.errors import ConfigError
 from lakecdc.events.topics import TopicNamer
 
 log = logging.getLogger(__name__)
@@ -32,20 +30,10 @@ CONNECTOR_CLASSES = MYSQL_CLASSES + MARIADB_CLASSES
 
 
 def load_mysql_config(config_path: str | Path, overrides: dict[str, str] | None = None) -> MySqlConnectorConfig:
-    from lakecdc.config.redact import register_secret
+    from lakecdc.capture.runner import load_connector_config
 
-    properties = load_properties(config_path)
-    properties.update(overrides or {})
-    connector_class = properties.get("connector.class", MYSQL_CLASSES[0])
-    if connector_class not in CONNECTOR_CLASSES:
-        raise ConfigError(
-            f"connector.class '{connector_class}' is not a MySQL or MariaDB connector; expected "
-            f"{MYSQL_CLASSES[0]} or {MARIADB_CLASSES[0]}",
-            "connector.class",
-        )
-    config = MySqlConnectorConfig.from_properties(properties)
-    if config.database_password is not None:
-        register_secret(config.database_password.get_secret_value())
+    config: MySqlConnectorConfig = load_connector_config(
+        config_path, overrides, CONNECTOR_CLASSES, MySqlConnectorConfig, "MySQL or MariaDB")
     return config
 
 
