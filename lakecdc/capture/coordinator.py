@@ -68,6 +68,7 @@ class CaptureCoordinator:
         self.stats = CaptureStats()
         self._key = offset_key(connector.name, connector.partition)
         self._stop = threading.Event()
+        self._streaming_started = False
 
     # -- control ----------------------------------------------------------------------------
     def request_stop(self) -> None:
@@ -114,7 +115,9 @@ class CaptureCoordinator:
                 self._run_streaming()
                 return
             except TransientError as exc:
-                attempt += 1
+                # retries count consecutive failures: a connection that streamed, then dropped
+                # (a restart days later), starts a fresh series instead of using up the budget
+                attempt = 1 if self._streaming_started else attempt + 1
                 if attempt > self.settings.max_retries:
                     raise
                 delay = min(
@@ -126,10 +129,12 @@ class CaptureCoordinator:
                     return
 
     def _run_streaming(self) -> None:
+        self._streaming_started = False
         source = self.connector.streaming_source()
         settings = self.settings
         try:
             source.start(self.offsets.load(self._key))
+            self._streaming_started = True
             batch: list[Any] = []
             unflushed = 0
             last_commit = time.monotonic()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from dataclasses import dataclass
 
 import psycopg
@@ -240,8 +241,15 @@ def slot_state(conn: psycopg.Connection, slot_name: str) -> SlotState:
     return SlotState(True, bool(row[0]), _lsn(row[1]), _lsn(row[2]), row[3], row[4])
 
 
-def drop_slot(conn: psycopg.Connection, slot_name: str) -> None:
-    if slot_state(conn, slot_name).exists:
+def drop_slot(conn: psycopg.Connection, slot_name: str, wait_s: float = 10.0) -> None:
+    """Drop the slot once inactive: our walsender ends asynchronously after the replication
+    connection closes, and dropping an active slot fails."""
+    deadline = time.monotonic() + wait_s
+    state = slot_state(conn, slot_name)
+    while state.active and time.monotonic() < deadline:
+        time.sleep(0.05)
+        state = slot_state(conn, slot_name)
+    if state.exists:
         conn.execute("SELECT pg_drop_replication_slot(%s)", (slot_name,))
         log.info("dropped replication slot %s (slot.drop.on.stop=true)", slot_name)
 

@@ -23,7 +23,11 @@ from typing import Final
 import psycopg
 from psycopg import pq
 
-from lakecdc.capture.postgres.errors import ReplicationConnectionLost, raise_for_replication_error
+from lakecdc.capture.postgres.errors import (
+    PublicationMissingError,
+    ReplicationConnectionLost,
+    raise_for_replication_error,
+)
 from lakecdc.capture.postgres.decoder import PG_EPOCH_OFFSET_US
 
 _XLOG_HEAD: Final = struct.Struct(">QQq")
@@ -78,6 +82,8 @@ class ReplicationConnection:
         self._pgconn = pgconn
         self._streaming = False
         self._pending: list[bytes] = []
+        self._skipped_publication: str | None = None
+        pgconn.notice_handler = self._on_notice
 
     @classmethod
     def connect(cls, conninfo: str) -> "ReplicationConnection":
@@ -125,21 +131,40 @@ class ReplicationConnection:
         self._streaming = True
 
     # -- streaming --------------------------------------------------------------------------
+    def _on_notice(self, notice: pq.abc.PGresult) -> None:
+        # PostgreSQL 18's pgoutput only WARNs about a publication missing at a point in the WAL
+        # and then silently skips that WAL's changes (older versions fail with an ERROR).
+        primary = notice.error_field(pq.DiagnosticField.MESSAGE_PRIMARY) or b""
+        if primary.startswith(b"skipped loading publication"):
+            self._skipped_publication = _text(primary).partition('"')[2].rstrip('"')
+
+    def _raise_publication_skipped(self) -> None:
+        name = self._skipped_publication
+        raise PublicationMissingError(
+            f"publication '{name}' was dropped while capture streamed: PostgreSQL skips the changes "
+            f"made while it did not exist (warning 'skipped loading publication \"{name}\"'), so they "
+            "cannot be streamed; nothing after the last acknowledged position was acknowledged. "
+            f"Recreate it (CREATE PUBLICATION \"{name}\" ..., or publication.autocreate.mode=filtered|"
+            "all_tables recreates it at start) and re-snapshot once with snapshot.mode=always"
+        )
+
     def read(self, timeout: float) -> XLogData | Keepalive | None:
         """The next message, waiting at most ``timeout`` seconds; None when nothing arrived."""
         pgconn = self._pgconn
-        nbytes, data = pgconn.get_copy_data(1)
-        if nbytes == 0:
-            ready, _, _ = select.select([pgconn.socket], [], [], timeout)
-            if not ready:
-                return None
-            try:
-                pgconn.consume_input()
-            except psycopg.OperationalError as exc:  # socket closed under us
-                raise ReplicationConnectionLost(str(exc)) from exc
+        try:  # a try block costs (next to) nothing per message
             nbytes, data = pgconn.get_copy_data(1)
             if nbytes == 0:
-                return None
+                ready, _, _ = select.select([pgconn.socket], [], [], timeout)
+                if not ready:
+                    return None
+                pgconn.consume_input()
+                nbytes, data = pgconn.get_copy_data(1)
+                if nbytes == 0:
+                    return None
+        except psycopg.OperationalError as exc:  # socket closed under us, or a broken message
+            raise ReplicationConnectionLost(str(exc)) from exc
+        if self._skipped_publication is not None:  # before handling anything decoded after it
+            self._raise_publication_skipped()
         if nbytes < 0:
             self._raise_copy_end()
         kind = data[0]
@@ -172,7 +197,11 @@ class ReplicationConnection:
         if not message:
             message = _text(self._pgconn.get_error_message())
         self._streaming = False
-        raise_for_replication_error(message or "replication stream ended", during="streaming")
+        if not message.strip() or message.strip() == "no error details available":
+            # The walsender ends COPY without an error only when the server shuts down (a
+            # restart, a switchover): reconnect and resume, like a dropped connection.
+            raise ReplicationConnectionLost("the server ended the replication stream (shutting down or restarting)")
+        raise_for_replication_error(message, during="streaming")
 
     def close(self) -> None:
         if not self._pgconn.status == pq.ConnStatus.BAD:

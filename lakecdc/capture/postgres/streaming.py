@@ -24,7 +24,11 @@ from __future__ import annotations
 import logging
 import struct
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
+
+import psycopg
 
 from lakecdc.capture.offsets import Offset
 from lakecdc.capture.postgres import connection as pgconn
@@ -38,7 +42,7 @@ from lakecdc.capture.postgres.decoder import (
     TruncateMessage,
     decode_message,
 )
-from lakecdc.capture.postgres.errors import SlotMissingError
+from lakecdc.capture.postgres.errors import PostgresUnavailable, SlotMissingError, scrub
 from lakecdc.capture.postgres.offset import flush_lsn, resume_point
 from lakecdc.capture.postgres.replication import Keepalive, ReplicationConnection, XLogData
 from lakecdc.capture.postgres.table_schema import TableSchemas
@@ -58,6 +62,19 @@ log = logging.getLogger(__name__)
 _RELID = struct.Struct(">I").unpack_from
 
 
+@contextmanager
+def _sql_connection_guard(target: str) -> Iterator[None]:
+    """A dropped SQL connection (catalog lookups, heartbeat query) becomes a transient error, so
+    the coordinator reconnects and resumes from the stored offset instead of building schemas
+    without the catalog (no key, wrong optionality) or stopping."""
+    try:
+        yield
+    except psycopg.OperationalError as exc:
+        raise PostgresUnavailable(
+            f"lost the SQL connection to {target} used for catalog lookups: {scrub(str(exc)).strip()}"
+        ) from None
+
+
 class PostgresStreamingSource:
     def __init__(self, config: PostgresConnectorConfig, modes: TypeModes, namer: TopicNamer,
                  headers: list[tuple[str, bytes]] | None = None) -> None:
@@ -65,7 +82,13 @@ class PostgresStreamingSource:
         self.namer = namer
         self.modes = modes
         self._sql = pgconn.connect(config)
-        self._schemas = TableSchemas(self._sql, config, modes, namer)
+        self._target = config.describe_target()
+        try:
+            with _sql_connection_guard(self._target):
+                self._schemas = TableSchemas(self._sql, config, modes, namer)
+        except PostgresUnavailable:
+            self._sql.close()
+            raise
         self._repl: ReplicationConnection | None = None
         self._source = PostgresSourceBuilder(config.topic_prefix, config.database_dbname or "postgres")
         self._skipped = config.skipped_operation_codes
@@ -100,6 +123,10 @@ class PostgresStreamingSource:
 
     # -- lifecycle --------------------------------------------------------------------------
     def start(self, offset: Offset | None) -> None:
+        with _sql_connection_guard(self._target):
+            self._start(offset)
+
+    def _start(self, offset: Offset | None) -> None:
         state = pgconn.slot_state(self._sql, self.config.slot_name)
         if not state.exists:
             if offset is not None:
@@ -118,8 +145,9 @@ class PostgresStreamingSource:
             from lakecdc.capture.postgres.errors import WalRemovedError
 
             raise WalRemovedError(
-                f"replication slot '{self.config.slot_name}' has lost WAL it needs (wal_status=lost); "
-                "re-snapshot with snapshot.mode=when_needed or always"
+                f"replication slot '{self.config.slot_name}' has lost WAL it needs (wal_status=lost): "
+                "PostgreSQL removed it while capture was behind (max_slot_wal_keep_size), so the changes "
+                "since the stored offset are gone; re-snapshot with snapshot.mode=when_needed or always"
             )
         tables = pgconn.captured_tables(self._sql, self.config)
         pgconn.ensure_publication(self._sql, self.config, tables)
@@ -183,6 +211,10 @@ class PostgresStreamingSource:
 
     # -- reading ----------------------------------------------------------------------------
     def poll(self, out: list[Any], max_records: int, timeout: float) -> None:
+        with _sql_connection_guard(self._target):  # per batch, not per event
+            self._poll(out, max_records, timeout)
+
+    def _poll(self, out: list[Any], max_records: int, timeout: float) -> None:
         repl = self._repl
         assert repl is not None, "start() first"
         deadline = time.monotonic() + timeout
@@ -209,6 +241,8 @@ class PostgresStreamingSource:
             record = self._heartbeat.beat()
             if record is not None:
                 out.append(record)
+            if self._sql.closed:  # the action query found the SQL connection gone (logged by beat)
+                raise psycopg.OperationalError("the connection is closed")
         if now - self._last_status >= self._status_interval:
             repl.send_status(max(self._received_lsn, self._acked_lsn), self._acked_lsn)
             self._last_status = now

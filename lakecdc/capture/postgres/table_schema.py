@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
+
 from lakecdc.capture.postgres.config import PostgresConnectorConfig
 from lakecdc.capture.postgres.connection import primary_key_columns
 from lakecdc.capture.postgres.decoder import RelationMessage
@@ -164,6 +166,8 @@ class TableSchemas:
                 c.name: c
                 for c in load_table_columns(self.conn, self.catalog, message.namespace, message.name)
             }
+        except psycopg.OperationalError:  # connection lost: the streaming source reconnects
+            raise
         except Exception:  # table dropped since: the relation message alone describes it
             log.debug("table %s no longer in the catalog; using the relation message only", table)
             catalog_columns = {}
@@ -193,6 +197,8 @@ class TableSchemas:
     def _build(self, table: TableId, columns: Sequence[PgColumn], snapshot: bool = False) -> TableSchema:
         try:
             primary_key = primary_key_columns(self.conn, table)
+        except psycopg.OperationalError:  # connection lost, not "no key": never emit a keyless event
+            raise
         except Exception:
             primary_key = []
         keys = key_columns_for(self.config, table, primary_key)
