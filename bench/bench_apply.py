@@ -188,8 +188,9 @@ def run(formats: list[str], sizes: list[int], table_rows: int, keep: bool) -> No
                 bronze_rate = size / timer.seconds.get("bronze", float("nan"))
                 append_rate = size / append
                 print(f"{fmt:8} {size:>9,} {silver_rate:>10,.0f} {bronze_rate:>10,.0f} {append_rate:>10,.0f} "
-                      f"{100 * silver_rate / append_rate:>8.0f}% {append:>9.2f} {timer.seconds.get('ledger', 0.0):>9.2f} "
-                      f"{timer.seconds.get('merge', float('nan')):>8.2f} {total:>8.1f}", flush=True)
+                      f"{100 * silver_rate / append_rate:>8.0f}% {append:>9.2f} "
+                      f"{timer.seconds.get('ledger', 0.0):>9.2f} {timer.seconds.get('merge', float('nan')):>8.2f} "
+                      f"{total:>8.1f}", flush=True)
                 assert result.bronze_rows == size, f"bronze took {result.bronze_rows} of {size} new events"
     finally:
         spark.stop()
