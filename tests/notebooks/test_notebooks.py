@@ -4,11 +4,14 @@ we know show what they are meant to show."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
+
+from lakecdc.devstack.ports import port_is_open
 
 pytestmark = pytest.mark.integration
 
@@ -22,6 +25,23 @@ EXPECTED_OUTPUT: dict[str, list[str]] = {
         "ops of id 1: r -> u -> u",
         "1 added, 1 removed, 1 changed between versions",
         "plots saved: True True",
+    ],
+    "quickstart.ipynb": [
+        "capture: 0 snapshot rows",  # the second capture resumes from its offsets
+        "silver equals source: True",
+        "product 7 renumbered: [Row(id=1007)]",
+        "bronze.customers ops: c, d, r, u",
+        "silver.customers as of that version equals the source before the changes: True",
+        "silver.customers as of that time equals the source before the changes: True",
+        "equals the source before the changes: True",
+        "customer 1's balance then",
+        "changed by 100.00",
+        "shipped orders then: 0",
+        "is in silver: False",
+        "ops of the short-lived customer: c -> u -> d",
+        "ops of product 7: r -> d",
+        "ops of product 1007: c",
+        "stopped the stack and removed",
     ],
     "data_quality.ipynb": [
         "all rules passed: True",
@@ -58,3 +78,15 @@ def test_notebook_runs_headless(path: Path, tmp_path: Path) -> None:
     text = outputs_text(notebook)
     for expected in EXPECTED_OUTPUT.get(path.name, []):
         assert expected in text, f"{path.name}: output lacks {expected!r}"
+    if path.name == "quickstart.ipynb":
+        assert_nothing_left(text)
+
+
+def assert_nothing_left(text: str) -> None:
+    """The quickstart's last cell stops its servers and removes its directory: nothing may still listen or stay."""
+    match = re.search(r"broker at ([\d.]+):(\d+), PostgreSQL \d+ on port (\d+), working directory (\S+)", text)
+    assert match, "quickstart: output lacks the addresses and directory of the stack it started"
+    host, broker_port, pg_port, work = match.groups()
+    for name, port in (("its broker", broker_port), ("PostgreSQL", pg_port)):
+        assert not port_is_open(int(port), host=host), f"quickstart left {name} listening on {host}:{port}"
+    assert not Path(work).exists(), f"quickstart left {work} behind"
