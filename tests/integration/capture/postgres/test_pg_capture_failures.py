@@ -38,7 +38,7 @@ def private_pg() -> Iterator[Postgres]:
 
 @pytest.fixture
 def logs(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
-    caplog.set_level(logging.INFO)
+    caplog.set_level(logging.DEBUG)  # every line, so the password check covers them all
     return caplog
 
 
@@ -265,4 +265,25 @@ def test_lost_catalog_connection_reconnects_and_keeps_keys(
     fields = {f["field"]: f for f in last["value"]["schema"]["fields"][1]["fields"]}
     assert fields["id"]["optional"] is False and fields["name"]["optional"] is False  # from the catalog
     assert "lost the SQL connection to lakecdc@" in logs.text and "reconnecting in" in logs.text
+    assert_no_secret(pg, logs)
+
+
+def test_lost_connection_of_the_heartbeat_query_reconnects(
+        pg: Any, tmp_path: Path, logs: pytest.LogCaptureFixture) -> None:
+    """Without a DDL only the heartbeat action query uses the SQL connection: its failure must
+    lead to a reconnect, not to a capture whose every later catalog lookup fails."""
+    dsn = items_database(pg, "hbgone")
+    sql(dsn, "CREATE TABLE beat (id int PRIMARY KEY, ts timestamptz)", "INSERT INTO beat VALUES (1, now())")
+    run, out = start_capture(pg, tmp_path, "hbgone", "run", snapshot__mode="never", heartbeat__interval__ms="300",
+                             heartbeat__action__query="UPDATE beat SET ts = now() WHERE id = 1")
+    wait_for(lambda: slot_is_streaming(dsn, "hbgone_slot"), what="streaming")
+    sql(dsn, "INSERT INTO items VALUES (3, 'three', 3)")
+    sql(dsn, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'hbgone' "
+             "AND backend_type = 'client backend' AND pid <> pg_backend_pid()")
+    wait_for(lambda: "lost the SQL connection" in logs.text, timeout=20, what="the failed heartbeat noticed")
+    wait_for(lambda: slot_is_streaming(dsn, "hbgone_slot"), what="reconnection")
+    sql(dsn, "INSERT INTO items VALUES (4, 'four', 4)")
+    run.wait()
+    assert [(op, key) for op, key, _ in changes(load_records(out))] == [("c", 3), ("c", 4)]
+    assert "heartbeat.action.query failed" in logs.text and "reconnecting in" in logs.text
     assert_no_secret(pg, logs)
