@@ -124,12 +124,19 @@ class ChangeBatch:
 
     ``progress`` maps each Kafka ``(topic, partition)`` this batch read to the last offset it covers,
     for example ``{("shop.inventory.customers", 0): 41}``; the writer commits it with the data.
+
+    ``event_offsets`` maps the same partitions to the highest offset of an event in ``df``. It can be
+    above ``progress``: events of a transaction released after a hold sit behind an earlier
+    transaction still held back, and progress stays below that one (``{..: 41}`` progress,
+    ``{..: 57}`` events). The writer treats the batch as a replay only when its stored progress
+    reaches ``event_offsets`` (empty: ``progress`` is used).
     """
 
     table: TableTarget
     columns: list[ColumnSpec]
     df: DataFrame
     progress: dict[tuple[str, int], int] = field(default_factory=dict)
+    event_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
 
     @property
     def column_names(self) -> list[str]:

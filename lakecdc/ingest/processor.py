@@ -9,7 +9,8 @@ step's invariant is what makes a crash at any point safe):
 4. Feed BEGIN/END markers to the transaction buffer; record schema changes and heartbeats.
 5. Release the events whose transactions are complete; hold back the rest (``transactions``).
 6. Per table: union schema versions, sort into source order, and ``TableWriter.apply`` with the
-   Kafka offsets it covers -- never past a held-back event -- in the same table commit.
+   Kafka offsets it covers -- never past a held-back event -- in the same table commit, and the
+   offsets of its events (released events may lie past that progress; they are not replays).
 7. Save the job state (consistency point, control-topic offsets) and report the batch.
 """
 
@@ -178,13 +179,15 @@ class BatchProcessor:
             self._fail(target, str(exc), report)
             return None
         rows = order_rows(rows)
-        progress = _covered_offsets(topic, rows, read_max, held_min)
+        events_through = _max_offsets(pa.table({"topic": rows.column("_topic"), "partition": rows.column("_partition"),
+                                                "offset": rows.column("_offset")}))
+        progress = _covered_offsets(topic, events_through, read_max, held_min)
         from pyspark.sql.types import StructField, StructType
 
         schema = StructType([StructField(c.name, c.data_type, True) for c in columns] + metadata_fields())
         df = arrow_to_spark(self.spark, rows, schema)
         try:
-            result = self.writer(target.format).apply(ChangeBatch(target, columns, df, progress),
+            result = self.writer(target.format).apply(ChangeBatch(target, columns, df, progress, events_through),
                                                       self.state.batch_id)
         except SchemaEvolutionError as exc:
             self._fail(target, str(exc), report)
@@ -285,11 +288,14 @@ def _max_offsets(records: pa.Table) -> Offsets:
                                          grouped.column("offset_max").to_pylist())}
 
 
-def _covered_offsets(topic: str, rows: pa.Table, read_max: Offsets, held_min: Offsets) -> Offsets:
-    """Per partition of ``topic``: the last offset this table commit covers (below any held event)."""
+def _covered_offsets(topic: str, released: Offsets, read_max: Offsets, held_min: Offsets) -> Offsets:
+    """Per partition of ``topic``: the last offset this table commit covers (below any held event).
+
+    ``released`` (the highest offset of the events applied now) may lie above the result: those
+    events are written all the same (``ChangeBatch.event_offsets``), and a replay after a restart
+    finds them again, which bronze's identity anti-join and silver's ``_seq`` guard make harmless.
+    """
     covered: Offsets = {tp: off for tp, off in read_max.items() if tp[0] == topic}
-    released = _max_offsets(pa.table({"topic": rows.column("_topic"), "partition": rows.column("_partition"),
-                                      "offset": rows.column("_offset")}))
     for tp, off in released.items():
         covered[tp] = max(off, covered.get(tp, -1))
     for tp, lowest in held_min.items():

@@ -4,8 +4,10 @@
 
 1. Measure the batch in one Spark job (events, max ``_seq``, source time range, placeholders,
    truncates). An empty batch writes nothing.
-2. Read the progress committed in bronze and silver. A table whose commit already covers every
-   offset of the batch is skipped: replays cost one metadata read and create no commit.
+2. Read the progress committed in bronze and silver. A table whose progress already reaches every
+   event of the batch (``ChangeBatch.event_offsets``) is skipped: replays cost one metadata read and
+   create no commit. The batch's own ``progress`` is not the test: it stays below a held-back
+   transaction, so a batch of events released behind it would look committed.
 3. Evolve schemas (create tables on first sight; add columns, widen types) before writing, or stop
    this table with ``SchemaEvolutionError``.
 4. Append the events bronze does not hold yet, with the progress, in ONE bronze commit.
@@ -24,6 +26,7 @@ import importlib
 import logging
 import time
 from abc import ABC, abstractmethod
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pyspark.sql import functions as F
@@ -159,7 +162,7 @@ class LakeWriter(TableWriter):
         # (and stops a recomputation from re-reading Kafka or re-stamping ingest times).
         persisted = batch.df.persist()
         try:
-            return self._apply(ChangeBatch(batch.table, batch.columns, persisted, batch.progress), batch_id, started)
+            return self._apply(replace(batch, df=persisted), batch_id, started)
         finally:
             persisted.unpersist()
 
@@ -171,11 +174,12 @@ class LakeWriter(TableWriter):
             return ApplyResult(target, batch_id, 0, 0, 0, 0, skipped=True, seconds=time.monotonic() - started)
         bronze_done = self._stored_progress(target.bronze_table)  # step 2
         silver_done = self._stored_progress(target.silver_table) if target.has_key else None
-        bronze_covered = bool(bronze_done and bronze_done.covers(batch.progress))
-        silver_covered = (not target.has_key) or bool(silver_done and silver_done.covers(batch.progress))
+        events_through = batch.event_offsets or batch.progress
+        bronze_covered = bool(bronze_done and bronze_done.covers(events_through))
+        silver_covered = (not target.has_key) or bool(silver_done and silver_done.covers(events_through))
         if bronze_covered and silver_covered:
-            log.info("batch %s for %s already committed (offsets %s): skipped", batch_id, target.source_name,
-                     batch.progress)
+            log.info("batch %s for %s already committed (events through offsets %s): skipped", batch_id,
+                     target.source_name, events_through)
             return ApplyResult(target, batch_id, stats.events, 0, 0, 0, skipped=True, max_seq=stats.max_seq,
                                max_source_ts_ms=stats.max_source_ts_ms, seconds=time.monotonic() - started)
         if not target.has_key and target.bronze_table not in self._warned_keyless:

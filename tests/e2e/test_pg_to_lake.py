@@ -112,11 +112,6 @@ def read_all(consumer: Consumer, topic: str) -> list:
     return records
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "FINDINGS.md #1 (timing-dependent: lost 53 of 270 customers changes in 2 of 3 runs): events of "
-    "held-back transactions released in a later micro-batch are skipped as 'already committed' "
-    "(lakecdc/ingest/processor.py _covered_offsets caps progress below a still-held offset; "
-    "lakecdc/writers/base.py _apply then finds CommitProgress.covers() true): bronze/silver miss changes"))
 def test_transactions_split_across_small_micro_batches(pg, broker, spark, tmp_path: Path) -> None:
     """Micro-batches far smaller than the workload: transactions straddle batch boundaries and
     are held back until complete; when released, their events must still be applied."""

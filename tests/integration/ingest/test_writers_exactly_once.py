@@ -8,6 +8,7 @@ must give exactly the state of a run without the crash.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,41 @@ def test_iceberg_snapshot_summary_carries_progress(spark: SparkSession, tmp_path
         summary = spark.sql(f"SELECT summary FROM {full}.snapshots ORDER BY committed_at DESC LIMIT 1").collect()[0][0]
         assert summary["lakecdc.progress"] == f'{{"{s.topic}":{{"0":2}}}}'
         assert summary["lakecdc.batch-id"] == "5" and summary["lakecdc.max-source-ts-ms"] == str(1_700_000_000_010)
+
+
+def test_events_released_past_the_held_progress_are_not_a_replay(fmt: str, spark: SparkSession,
+                                                                 tmp_path: Path) -> None:
+    """FINDINGS #1: offsets 3-4 are a transaction still held back, 5-6 a later one released. The
+    batch of 5-6 may only commit progress 2 (below the held event), which the table already has:
+    it is a replay only if its events are at or below the stored progress, not its progress."""
+    writer = _writer(fmt, spark, tmp_path)
+    s = Stream(spark, "iceberg" if fmt == "iceberg" else "delta", [("id", LONG), ("name", STR)])
+    writer.apply(s.batch(FIRST), 1)
+    held = [Ev("u", 30, {"id": 1, "name": "held"}, offset=3), Ev("c", 30, {"id": 5, "name": "e"}, offset=4)]
+    released = [Ev("u", 40, {"id": 2, "name": "b2"}, offset=5), Ev("c", 41, {"id": 6, "name": "f"}, offset=6)]
+    s.next_offset = 7
+    late = replace(s.batch(released), progress={(s.topic, 0): 2}, event_offsets={(s.topic, 0): 6})
+
+    result = writer.apply(late, 2)
+    reader = TableReader(writer)
+    assert not result.skipped and result.bronze_rows == 2
+    assert {k: v["name"] for k, v in reader.by_key(s.target.silver_table).items()} == {
+        1: "a", 2: "b2", 3: "c", 6: "f"}
+    assert writer.committed_progress(s.target) == {(s.topic, 0): 2}  # never past the held transaction
+
+    # a restart re-reads 3-6: the released events again change nothing
+    again = replace(s.batch([Ev(e.op, e.seq, e.row, offset=e.offset) for e in released]),
+                    progress={(s.topic, 0): 2}, event_offsets={(s.topic, 0): 6})
+    replayed = writer.apply(again, 3)
+    assert not replayed.skipped and replayed.bronze_rows == 0
+    # the held transaction completes: everything through 6 is now in the tables
+    done = writer.apply(replace(s.batch(held), progress={(s.topic, 0): 6}, event_offsets={(s.topic, 0): 4}), 4)
+    assert not done.skipped and done.bronze_rows == 2
+    assert {k: v["name"] for k, v in reader.by_key(s.target.silver_table).items()} == {
+        1: "held", 2: "b2", 3: "c", 5: "e", 6: "f"}
+    assert sorted(r["_offset"] for r in reader.rows(s.target.bronze_table)) == [0, 1, 2, 3, 4, 5, 6]
+    assert writer.committed_progress(s.target) == {(s.topic, 0): 6}
+    # and now the whole range is a replay
+    final = replace(s.batch([Ev(e.op, e.seq, e.row, offset=e.offset) for e in released]),
+                    progress={(s.topic, 0): 6}, event_offsets={(s.topic, 0): 6})
+    assert writer.apply(final, 5).skipped
