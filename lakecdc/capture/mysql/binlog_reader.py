@@ -7,8 +7,10 @@ from another thread does not work: the library reconnects on its own). Each queu
 with the file the event was read from, or a ``ReaderFailure``. The queue bound
 (``max.queue.size``) holds the reader back when the sink is slower than the server.
 
-The queue is a ``deque`` (appends and pops need no lock in CPython); the consumer is woken through
-an ``Event`` only when it is actually waiting, so a busy stream costs no lock per event.
+The queue is a ``deque`` (appends and pops need no lock in CPython); each side is woken through an
+``Event`` only when it is actually waiting, so a busy stream costs no lock per event. A full queue
+parks the reader until the consumer has drained it to half (not a sleep-and-retry loop: waking every
+millisecond to re-check would take the GIL from the consumer about a thousand times a second).
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from __future__ import annotations
 import collections
 import logging
 import threading
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +43,9 @@ class BinlogReader:
         self._max_items = max(queue_size, 16)
         self._ready = threading.Event()
         self._consumer_waiting = False
+        self._space = threading.Event()
+        self._producer_waiting = False
+        self._low_water = self._max_items // 2
         self._stop = threading.Event()
         kwargs: dict[str, Any] = {}
         use_gtid = is_mariadb and mariadb_gtid_state is not None
@@ -69,10 +73,14 @@ class BinlogReader:
 
     def _put(self, item: Any) -> bool:
         items = self._items
-        while len(items) >= self._max_items:
+        while len(items) >= self._max_items:  # the consumer is behind: hold the server back
             if self._stop.is_set():
                 return False
-            time.sleep(0.001)  # the consumer is behind: hold the server back
+            self._space.clear()
+            self._producer_waiting = True
+            if len(items) >= self._max_items:  # re-checked: the consumer may have drained it meanwhile
+                self._space.wait(0.1)  # bounded, so a stop request is seen
+            self._producer_waiting = False
         items.append(item)
         if self._consumer_waiting:
             self._ready.set()
@@ -82,7 +90,7 @@ class BinlogReader:
         """The next item, waiting at most ``timeout`` seconds; None when there is none."""
         items = self._items
         if items:
-            return items.popleft()
+            return self._pop(items)
         self._consumer_waiting = True
         self._ready.clear()
         try:
@@ -90,11 +98,17 @@ class BinlogReader:
                 self._ready.wait(timeout)
         finally:
             self._consumer_waiting = False
-        return items.popleft() if items else None
+        return self._pop(items) if items else None
 
     def get_nowait(self) -> Any:
         items = self._items
-        return items.popleft() if items else None
+        return self._pop(items) if items else None
+
+    def _pop(self, items: collections.deque[Any]) -> Any:
+        item = items.popleft()
+        if self._producer_waiting and len(items) <= self._low_water:
+            self._space.set()
+        return item
 
     def _run(self) -> None:
         stream = self.stream

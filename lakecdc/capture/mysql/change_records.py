@@ -47,40 +47,66 @@ class RecordFactory:
 
     def insert(self, values: Any, source: dict[str, Any], position: MySqlPosition, ts_ns: int,
                tx: dict[str, Any] | None) -> list[ChangeRecord]:
-        s = self.schema
-        return [self._record(s.key(values), envelope_payload("c", None, s.row(values), source, ts_ns, tx), position)]
+        out: list[ChangeRecord] = []
+        self.insert_into(out, values, source, position, ts_ns, tx)
+        return out
 
     def delete(self, values: Any, source: dict[str, Any], position: MySqlPosition, ts_ns: int,
                tx: dict[str, Any] | None) -> list[ChangeRecord]:
-        s = self.schema
-        key = s.key(values)
-        record = self._record(key, envelope_payload("d", s.row(values), None, source, ts_ns, tx), position)
-        if self.tombstones and key is not None:
-            return [record, record.tombstone()]
-        return [record]
+        out: list[ChangeRecord] = []
+        self.delete_into(out, values, source, position, ts_ns, tx)
+        return out
 
     def update(self, before: Any, after: Any, source: dict[str, Any],
                position: MySqlPosition, ts_ns: int, tx_for: Any) -> list[ChangeRecord]:
-        """``tx_for()`` returns the next transaction block (called once per data event)."""
+        out: list[ChangeRecord] = []
+        self.update_into(out, before, after, source, position, ts_ns, tx_for)
+        return out
+
+    # The ``*_into`` forms append to the caller's batch: the streaming hot path, no list per row.
+
+    def insert_into(self, out: list[ChangeRecord], values: Any, source: dict[str, Any], position: MySqlPosition,
+                    ts_ns: int, tx: dict[str, Any] | None) -> None:
+        s = self.schema
+        out.append(ChangeRecord(s.topic, s.key_schema, s.key(values), s.envelope_schema,
+                                envelope_payload("c", None, s.row(values), source, ts_ns, tx), [], position))
+
+    def delete_into(self, out: list[ChangeRecord], values: Any, source: dict[str, Any], position: MySqlPosition,
+                    ts_ns: int, tx: dict[str, Any] | None) -> None:
+        s = self.schema
+        key = s.key(values)
+        record = ChangeRecord(s.topic, s.key_schema, key, s.envelope_schema,
+                              envelope_payload("d", s.row(values), None, source, ts_ns, tx), [], position)
+        out.append(record)
+        if self.tombstones and key is not None:
+            out.append(record.tombstone())
+
+    def update_into(self, out: list[ChangeRecord], before: Any, after: Any, source: dict[str, Any],
+                    position: MySqlPosition, ts_ns: int, tx_for: Any) -> None:
+        """``tx_for()`` returns the next transaction block (called once per data event); None when
+        transaction metadata is off."""
         s = self.schema
         old_key = s.key(before)
         new_key = s.key(after)
         before_row = s.row(before)
         after_row = s.row(after)
         if old_key == new_key:
-            return [self._record(new_key, envelope_payload("u", before_row, after_row, source, ts_ns, tx_for()),
-                                 position)]
+            out.append(ChangeRecord(s.topic, s.key_schema, new_key, s.envelope_schema,
+                                    envelope_payload("u", before_row, after_row, source, ts_ns,
+                                                     None if tx_for is None else tx_for()), [], position))
+            return
         assert self._header_encoder is not None
         old_bytes = self._header_encoder.encode(old_key) or b""
         new_bytes = self._header_encoder.encode(new_key) or b""
-        delete = self._record(old_key, envelope_payload("d", before_row, None, source, ts_ns, tx_for()), position,
-                              [(HEADER_NEW_KEY, new_bytes)])
-        out = [delete]
+        delete = self._record(old_key, envelope_payload("d", before_row, None, source, ts_ns,
+                                                        None if tx_for is None else tx_for()),
+                              position, [(HEADER_NEW_KEY, new_bytes)])
+        out.append(delete)
         if self.tombstones:
             out.append(delete.tombstone())
-        out.append(self._record(new_key, envelope_payload("c", None, after_row, source, ts_ns, tx_for()), position,
-                                [(HEADER_OLD_KEY, old_bytes)]))
-        return out
+        out.append(self._record(new_key, envelope_payload("c", None, after_row, source, ts_ns,
+                                                          None if tx_for is None else tx_for()),
+                                position, [(HEADER_OLD_KEY, old_bytes)]))
 
     def truncate(self, source: dict[str, Any], position: MySqlPosition, ts_ns: int,
                  tx: dict[str, Any] | None) -> ChangeRecord:

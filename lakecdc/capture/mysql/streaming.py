@@ -337,41 +337,57 @@ class MySqlStreamingSource:
             tx.events_done += 1
             return
         ncols = len(factory.schema.table.columns)
-        ts_ms = ev.timestamp * 1000
+        ts_sec = ev.timestamp
         server_id = ev.packet.server_id
-        query = tx.query if self.include_query else None
-        build = self.source.build
         file, file_index = self.file, self.file_index
-        mark = self.emitted.through
-        resume = self.resume
+        gtid, restart_pos = tx.gtid, tx.start
+        template = self.source.build(db=db, table=table, ts_ms=ts_sec * 1000, server_id=server_id, file=file,
+                                     pos=start, row=0, gtid=gtid, thread=tx.thread,
+                                     query=tx.query if self.include_query else None)
+        # rows to skip (already delivered before a reconnect or restart) can only be in an event at or
+        # before those marks: every other event takes the loop without per-row checks
+        mark, resume = self.emitted.through, self.resume
+        skip_through = resume.skip_through if resume is not None else None
+        may_skip = (file_index, start) <= mark[:2] or (
+            skip_through is not None and (file_index, start) <= skip_through[:2])
         data_collection = factory.schema.data_collection
-        template = build(db=db, table=table, ts_ms=ts_ms, server_id=server_id, file=file, pos=start, row=0,
-                         gtid=tx.gtid, thread=tx.thread, query=query)
-        for i, row in enumerate(ev.rows):
-            if (file_index, start, i) <= mark or (resume is not None and resume.already_emitted(file_index, start, i)):
-                tx.rows_done = i + 1
+        tracker = self.tracker
+        tx_block = self._tx_block
+        rows = ev.rows
+        last_emitted = -1
+        for i, row in enumerate(rows):
+            if may_skip and ((file_index, start, i) <= mark
+                             or (resume is not None and resume.already_emitted(file_index, start, i))):
                 continue
-            position = MySqlPosition(file=file, pos=start, row=i, server_id=server_id, gtid=tx.gtid,
-                                     restart_pos=tx.start, ts_sec=ev.timestamp)
-            source = dict(template)
-            source["row"] = i
+            # positional (file, pos, row, event, restart_pos, server_id, gtid): the hot path
+            position = MySqlPosition(file, start, i, 0, restart_pos, server_id, gtid, None, ts_sec)
+            if i:
+                source = template.copy()
+                source["row"] = i
+            else:
+                source = template
             ts_ns = time.time_ns()
             if is_update:
-                before = _by_position(row["before_values"], factory, ncols)
-                after = _by_position(row["after_values"], factory, ncols)
-                out.extend(factory.update(before, after, source, position, ts_ns,
-                                          lambda: self._tx_block(data_collection, ev.timestamp, position, out)))
-            elif is_write:
-                values = _by_position(row["values"], factory, ncols)
-                txb = self._tx_block(data_collection, ev.timestamp, position, out)
-                out.extend(factory.insert(values, source, position, ts_ns, txb))
+                before, after = row["before_values"], row["after_values"]
+                if len(before) != ncols or len(after) != ncols:
+                    _width_mismatch(factory, before if len(before) != ncols else after, ncols)
+                factory.update_into(out, tuple(before.values()), tuple(after.values()), source, position, ts_ns,
+                                    None if tracker is None else
+                                    (lambda p=position: tx_block(data_collection, ts_sec, p, out)))
             else:
-                values = _by_position(row["values"], factory, ncols)
-                txb = self._tx_block(data_collection, ev.timestamp, position, out)
-                out.extend(factory.delete(values, source, position, ts_ns, txb))
-            tx.rows_done = i + 1
+                values = row["values"]
+                if len(values) != ncols:
+                    _width_mismatch(factory, values, ncols)
+                txb = None if tracker is None else tx_block(data_collection, ts_sec, position, out)
+                if is_write:
+                    factory.insert_into(out, tuple(values.values()), source, position, ts_ns, txb)
+                else:
+                    factory.delete_into(out, tuple(values.values()), source, position, ts_ns, txb)
+            last_emitted = i
+        tx.rows_done = len(rows)
+        if last_emitted >= 0:
             tx.emitted = True
-            self.emitted.through = (file_index, start, i)
+            self.emitted.through = (file_index, start, last_emitted)
         tx.events_done += 1
         self._last_data = time.monotonic()
 
@@ -425,15 +441,14 @@ class MySqlStreamingSource:
             self.reader = None
 
 
-def _by_position(values: dict[str, Any], factory: Any, ncols: int) -> list[Any]:
-    """A binlog row image as values by position: the binlog's own column names may be missing
-    (``binlog_row_metadata=MINIMAL``); the schema history is what names and types them."""
-    if len(values) != ncols:
-        raise UnknownTableError(
-            f"a row of table '{factory.schema.table.id}' has {len(values)} columns but the schema history says "
-            f"{ncols}: the history is out of step with the binlog"
-        )
-    return list(values.values())
+def _width_mismatch(factory: Any, values: dict[str, Any], ncols: int) -> None:
+    """A binlog row image is read by position: the binlog's own column names may be missing
+    (``binlog_row_metadata=MINIMAL``); the schema history is what names and types them, so the
+    widths must agree."""
+    raise UnknownTableError(
+        f"a row of table '{factory.schema.table.id}' has {len(values)} columns but the schema history says "
+        f"{ncols}: the history is out of step with the binlog"
+    )
 
 
 def _text(value: Any) -> str | None:
