@@ -24,11 +24,13 @@ from lakecdc.events.serde import RecordEncoder
 class RecordFactory:
     """Builds the records of one table; one per table structure (holds the header encoder)."""
 
-    __slots__ = ("schema", "tombstones", "_header_encoder")
+    __slots__ = ("schema", "tombstones", "has_set_columns", "_header_encoder")
 
     def __init__(self, schema: TableSchema, tombstones_on_delete: bool) -> None:
         self.schema = schema
         self.tombstones = tombstones_on_delete
+        # the binlog reader reports an empty SET as None: rows of such tables need a look at why
+        self.has_set_columns = any(c.type_name == "SET" for c in schema.table.columns)
         self._header_encoder = (
             RecordEncoder(schema.key_schema, schemas_enable=False) if schema.key_schema is not None else None
         )

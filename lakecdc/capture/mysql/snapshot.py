@@ -204,6 +204,7 @@ class MySqlSnapshotSource:
                 read = factory.read
                 cur = conn.cursor(pymysql.cursors.SSCursor)
                 table_rows = 0
+                progress.table_started(db, table)
                 try:
                     cur.execute(statement)
                     block = cur.fetchmany(BATCH)
@@ -234,9 +235,10 @@ class MySqlSnapshotSource:
 
 
 class _Progress:
-    """A rich progress bar on a terminal (rows read / estimated rows); silent otherwise."""
+    """A rich progress bar on a terminal (table being read, rows read / estimated rows); silent
+    otherwise. ``console`` is where it draws (default: rich's stderr console)."""
 
-    def __init__(self, show: bool | None, conn: Any, captured: list[tuple[str, str]]) -> None:
+    def __init__(self, show: bool | None, conn: Any, captured: list[tuple[str, str]], console: Any = None) -> None:
         import sys
 
         self.bar = None
@@ -253,10 +255,14 @@ class _Progress:
                 estimate += int(row[0] or 0) if row else 0
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        self.bar = Progress(TextColumn("snapshot"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                            transient=True)
-        self.task = self.bar.add_task("rows", total=max(estimate, 1))
+        self.bar = Progress(TextColumn("snapshot {task.fields[table]}"), BarColumn(), MofNCompleteColumn(),
+                            TimeElapsedColumn(), transient=True, console=console)
+        self.task = self.bar.add_task("rows", total=max(estimate, 1), table="")
         self.bar.start()
+
+    def table_started(self, db: str, table: str) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, table=f"{db}.{table}")
 
     def advance(self, n: int) -> None:
         if self.bar is not None:

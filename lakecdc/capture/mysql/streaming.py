@@ -43,6 +43,8 @@ from lakecdc.events.transaction import TransactionTracker, transaction_record
 
 log = logging.getLogger(__name__)
 
+EMPTY_SET = "empty set"  # mysql-replication's NONE_SOURCE.EMPTY_SET
+
 HEADER_LEN = 19
 
 
@@ -354,6 +356,7 @@ class MySqlStreamingSource:
         tracker = self.tracker
         tx_block = self._tx_block
         rows = ev.rows
+        has_sets = factory.has_set_columns
         last_emitted = -1
         for i, row in enumerate(rows):
             if may_skip and ((file_index, start, i) <= mark
@@ -371,18 +374,24 @@ class MySqlStreamingSource:
                 before, after = row["before_values"], row["after_values"]
                 if len(before) != ncols or len(after) != ncols:
                     _width_mismatch(factory, before if len(before) != ncols else after, ncols)
-                factory.update_into(out, tuple(before.values()), tuple(after.values()), source, position, ts_ns,
+                if has_sets:
+                    before_row = _row_values(before, row["before_none_sources"])
+                    after_row = _row_values(after, row["after_none_sources"])
+                else:
+                    before_row, after_row = tuple(before.values()), tuple(after.values())
+                factory.update_into(out, before_row, after_row, source, position, ts_ns,
                                     None if tracker is None else
                                     (lambda p=position: tx_block(data_collection, ts_sec, p, out)))
             else:
                 values = row["values"]
                 if len(values) != ncols:
                     _width_mismatch(factory, values, ncols)
+                image = _row_values(values, row["none_sources"]) if has_sets else tuple(values.values())
                 txb = None if tracker is None else tx_block(data_collection, ts_sec, position, out)
                 if is_write:
-                    factory.insert_into(out, tuple(values.values()), source, position, ts_ns, txb)
+                    factory.insert_into(out, image, source, position, ts_ns, txb)
                 else:
-                    factory.delete_into(out, tuple(values.values()), source, position, ts_ns, txb)
+                    factory.delete_into(out, image, source, position, ts_ns, txb)
             last_emitted = i
         tx.rows_done = len(rows)
         if last_emitted >= 0:
@@ -439,6 +448,15 @@ class MySqlStreamingSource:
         if self.reader is not None:
             self.reader.close()
             self.reader = None
+
+
+def _row_values(values: dict[str, Any], none_sources: dict[str, str]) -> tuple[Any, ...]:
+    """A row image's values by position, with an empty SET as '' as Debezium emits it:
+    mysql-replication reports an empty SET as None and says why in the row's ``none_sources``
+    (``{"tags": "empty set"}``), which tells it apart from NULL."""
+    if not none_sources:
+        return tuple(values.values())
+    return tuple("" if v is None and none_sources.get(k) == EMPTY_SET else v for k, v in values.items())
 
 
 def _width_mismatch(factory: Any, values: dict[str, Any], ncols: int) -> None:
