@@ -5,7 +5,8 @@ from __future__ import annotations
 import copy
 import json
 import re
-from pathlib import Path
+
+from shared_paths import SHARED_ROOT
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 from compare import MaskRules, assert_conformant, compare, compare_by_topic, format_report, mask_record
 from harness import load_capture, split_sql
 
-SHARED = Path("/work/shared/conformance")
+SHARED = SHARED_ROOT / "conformance"
 GOLDEN = SHARED / "postgres" / "workload.jsonl"
 GOLDEN_NORMALIZED = SHARED / "postgres" / "workload.normalized.jsonl"
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from shared_paths import SHARED_ROOT
+
 import pytest
 
 from harness import capture_with_lakecdc, drop_slot
@@ -19,7 +21,7 @@ from lakecdc.errors import ConformanceError
 
 pytestmark = [pytest.mark.conformance, pytest.mark.integration]
 
-SHARED = Path("/work/shared/conformance/postgres")
+SHARED = SHARED_ROOT / "conformance/postgres"
 SETUP = (SHARED / "pg_setup.sql").read_text()
 WORKLOAD = (SHARED / "pg_workload.sql").read_text()
 

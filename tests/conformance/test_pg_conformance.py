@@ -18,6 +18,8 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+
+from shared_paths import SHARED_ROOT
 from typing import Any
 
 import pytest
@@ -28,7 +30,7 @@ from lakecdc.config.base import load_properties
 
 pytestmark = [pytest.mark.conformance, pytest.mark.integration]
 
-GOLDEN_DIR = Path("/work/shared/conformance/postgres")
+GOLDEN_DIR = SHARED_ROOT / "conformance/postgres"
 SETUP_SQL = (GOLDEN_DIR / "pg_setup.sql").read_text() if GOLDEN_DIR.exists() else ""
 WORKLOAD_SQL = (GOLDEN_DIR / "pg_workload.sql").read_text() if GOLDEN_DIR.exists() else ""
 CASES = [

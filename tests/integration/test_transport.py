@@ -6,6 +6,8 @@ import json
 import time
 import uuid
 from pathlib import Path
+
+from shared_paths import SHARED_ROOT
 from typing import Any
 
 import pytest
@@ -20,7 +22,7 @@ from lakecdc.transport.kafka import KafkaSink
 
 pytestmark = pytest.mark.integration
 
-GOLDEN = Path("/work/shared/conformance/postgres/workload.jsonl")
+GOLDEN = SHARED_ROOT / "conformance/postgres/workload.jsonl"
 KEY = struct([("id", INT32)], name="k.Key")
 VALUE = struct([("id", INT32), ("note", OPTIONAL_STRING)], name="k.Value", optional=True)
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
-from pathlib import Path
+
+from shared_paths import SHARED_ROOT
 from typing import Any
 
 import orjson
@@ -13,7 +14,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from lakecdc.devstack.broker import kafka_client_defaults
 
-GOLDEN = Path("/work/shared/conformance/postgres/workload.jsonl")
+GOLDEN = SHARED_ROOT / "conformance/postgres/workload.jsonl"
 
 
 def unique_prefix(label: str) -> str:

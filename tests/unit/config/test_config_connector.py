@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
+
+from shared_paths import SHARED_ROOT
 from typing import ClassVar
 
 import pytest
@@ -11,7 +13,7 @@ from pydantic import Field
 from lakecdc.config import CommonConnectorConfig, load_properties
 from lakecdc.errors import ConfigError
 
-SHARED_PROPERTIES = Path("/work/shared/conformance/postgres/workload.properties")
+SHARED_PROPERTIES = SHARED_ROOT / "conformance/postgres/workload.properties"
 
 
 class PgLike(CommonConnectorConfig):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from shared_paths import SHARED_ROOT
+
 import pytest
 
 from lakecdc.config.sources import (
@@ -15,7 +17,7 @@ from lakecdc.config.sources import (
 )
 from lakecdc.errors import ConfigError
 
-SHARED_PROPERTIES = Path("/work/shared/conformance/postgres/workload.properties")
+SHARED_PROPERTIES = SHARED_ROOT / "conformance/postgres/workload.properties"
 
 
 def test_java_properties_separators_comments_and_blank_lines() -> None:

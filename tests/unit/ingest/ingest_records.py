@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
+
+from shared_paths import SHARED_ROOT
 from typing import Any
 
 import orjson
@@ -11,7 +12,7 @@ import pyarrow as pa
 
 from lakecdc.ingest.reader import KAFKA_ARROW_SCHEMA
 
-GOLDEN = Path("/work/shared/conformance/postgres/workload.jsonl")
+GOLDEN = SHARED_ROOT / "conformance/postgres/workload.jsonl"
 
 
 def golden_records() -> list[dict[str, Any]]:

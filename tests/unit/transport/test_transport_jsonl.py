@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from shared_paths import SHARED_ROOT
+
 import pytest
 
 from lakecdc.errors import SinkDeliveryError
@@ -13,7 +15,7 @@ from lakecdc.events.schema import INT32, OPTIONAL_STRING, struct
 from lakecdc.transport import JsonlSink, RecordSerializer, Sink, read_jsonl
 from lakecdc.transport.jsonl import change_records_from_jsonl, encode_header_value, jsonl_line
 
-GOLDEN = Path("/work/shared/conformance/postgres/workload.jsonl")
+GOLDEN = SHARED_ROOT / "conformance/postgres/workload.jsonl"
 KEY = struct([("id", INT32)], name="shop.public.t.Key")
 VALUE = struct([("id", INT32), ("name", OPTIONAL_STRING)], name="shop.public.t.Value", optional=True)
 

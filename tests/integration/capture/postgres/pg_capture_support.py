@@ -13,6 +13,8 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from shared_paths import SHARED_ROOT
 from typing import Any
 
 import psycopg
@@ -23,7 +25,7 @@ from lakecdc.capture.runner import run_capture
 from lakecdc.transport import read_jsonl
 
 REPO = Path(__file__).resolve().parents[4]
-GOLDEN_DIR = Path("/work/shared/conformance/postgres")
+GOLDEN_DIR = SHARED_ROOT / "conformance/postgres"
 
 
 def fresh_database(pg: Any, name: str) -> str:
@@ -108,7 +110,7 @@ class CaptureThread:
         return self.stats
 
 
-def wait_for(predicate: Callable[[], bool], timeout: float = 60, what: str = "condition") -> None:
+def wait_for(predicate: Callable[[], bool], timeout: float = 180, what: str = "condition") -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
