@@ -164,6 +164,7 @@ def run_debezium(
     connector: str = "postgres",
     headers: bool = True,
     idle_s: float = 3.0,
+    minimum_records: int = 0,
     timeout_s: float = 600.0,
 ) -> list[dict[str, Any]]:
     """Run real Debezium with ``properties`` and return every record it emitted, in order.
@@ -171,6 +172,8 @@ def run_debezium(
     ``properties`` is a Debezium connector configuration; file offset/history stores are pointed
     into ``work_dir`` unless given. ``headers=False`` reproduces captures made with the engine's
     plain ``Json`` format, which drops record headers (the shared golden files were).
+    ``minimum_records`` makes the run wait (up to ``timeout_s``) for that many records before the
+    idle wait, for workloads whose size is known.
     Raises ``ConformanceError`` with the connector's log excerpt when Debezium fails.
     """
     work = Path(work_dir)
@@ -186,6 +189,7 @@ def run_debezium(
     spec = {
         "properties": props, "connector": connector, "workload": split_sql(workload_sql),
         "workload_dsn": workload_dsn, "output": str(output), "idle_s": idle_s, "headers": headers,
+        "minimum_records": minimum_records,
         "run_timeout_s": timeout_s,
     }
     spec_path = work / "debezium-spec.json"

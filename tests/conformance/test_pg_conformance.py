@@ -103,7 +103,7 @@ def debezium_with_retry(properties: dict[str, str], *, minimum: int, **kwargs: A
     reset = kwargs.pop("reset")
     for attempt in (1, 2):
         try:
-            records = run_debezium(properties, setup_sql=setup, **kwargs)
+            records = run_debezium(properties, setup_sql=setup, minimum_records=minimum, timeout_s=240, **kwargs)
         except ConformanceError:
             if attempt == 2:
                 raise
