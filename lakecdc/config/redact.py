@@ -67,6 +67,20 @@ def redact(text: str) -> str:
     return _URL_USERINFO.sub(lambda m: m.group(1) + MASK + m.group(3), text)
 
 
+class ConnectionString(str):
+    """A DSN or URL that drivers read whole but whose ``repr`` hides the password, so tracebacks
+    that print arguments (pytest, debuggers, ``logging.exception``) do not show it.
+
+    >>> ConnectionString("host=db password=s3cr3t dbname=x")
+    'host=db password=****** dbname=x'
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return repr(redact(str.__str__(self)))
+
+
 class SecretRedactingFilter(logging.Filter):
     """Rewrites each record's message (args merged in) and traceback text with secrets masked."""
 

@@ -15,6 +15,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from lakecdc.config.redact import ConnectionString
 from lakecdc.devstack.part import ServicePart
 from lakecdc.devstack.ports import port_is_open
 from lakecdc.devstack.process import give_to_user, run_checked, running_as_root
@@ -94,7 +95,7 @@ class MariaDB(ServicePart):
     @property
     def dsn(self) -> str:
         """URL with the password (for drivers; never print it: use masked_dsn)."""
-        return f"mysql://{self.user}:{self.password}@{self.host}:{self.port}/{self.dbname}"
+        return ConnectionString(f"mysql://{self.user}:{self.password}@{self.host}:{self.port}/{self.dbname}")
 
     @property
     def masked_dsn(self) -> str:

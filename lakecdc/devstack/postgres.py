@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from lakecdc.config.redact import ConnectionString
 from lakecdc.devstack.part import ServicePart
 from lakecdc.devstack.ports import port_is_open
 from lakecdc.devstack.process import executable_by, give_to_user, run_checked
@@ -143,8 +144,8 @@ class Postgres(ServicePart):
         """libpq keyword DSN with the password (for drivers; never print it: use masked_dsn)."""
         from psycopg.conninfo import make_conninfo  # quotes values with spaces or quotes
 
-        return make_conninfo(host=self.host, port=self.port, user=self.user, password=self.password,
-                             dbname=dbname or self.dbname)
+        return ConnectionString(make_conninfo(host=self.host, port=self.port, user=self.user,
+                                              password=self.password, dbname=dbname or self.dbname))
 
     @property
     def dsn(self) -> str:

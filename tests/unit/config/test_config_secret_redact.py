@@ -158,3 +158,15 @@ def test_handlers_added_after_installation_are_covered_too() -> None:
     uninstall_log_redaction()
     logger.warning("after uninstall: %s", "late-handler-secret-1")
     assert stream.getvalue().endswith("after uninstall: late-handler-secret-1\n")
+
+
+def test_connection_string_is_whole_for_drivers_and_masked_in_tracebacks() -> None:
+    from lakecdc.config.redact import ConnectionString
+
+    dsn = ConnectionString("host=db port=5432 user=u password=Zq9-unique-pw dbname=x")
+    url = ConnectionString("mysql://u:Zq9-unique-pw@db:3306/x")
+    assert str(dsn).count("Zq9-unique-pw") == 1 and f"{url}".count("Zq9-unique-pw") == 1
+    assert dsn == "host=db port=5432 user=u password=Zq9-unique-pw dbname=x"
+    assert "Zq9-unique-pw" not in repr(dsn) and "password=******" in repr(dsn)
+    assert "Zq9-unique-pw" not in repr(url) and "u:******@db" in repr(url)
+    assert "Zq9-unique-pw" not in repr({"dsn": dsn})  # containers print members with repr
