@@ -8,7 +8,9 @@ One dead letter row (``DeadLetter.as_row()``), as the writers append it to the d
      "failed_at": datetime(2026, 11, 22, 9, 41, 12, tzinfo=timezone.utc)}
 
 Dead letters are written *before* the table commits that move the tables' Kafka progress past
-them, so a crash in between repeats a dead letter rather than losing it.
+them, so a crash in between cannot lose one; the replay after such a crash decodes the record
+again, and the writers' ``append_dead_letters`` skips positions ``(topic, partition, offset)``
+the dead-letter table already holds, so it is not stored twice.
 """
 
 from __future__ import annotations

@@ -73,6 +73,8 @@ DEAD_LETTER_SCHEMA = StructType([
     StructField("key", BinaryType()), StructField("value", BinaryType()), StructField("reason", StringType()),
     StructField("failed_at", TimestampType()),
 ])
+#: What identifies a dead letter: its Kafka position (a replay of the record has the same one).
+DEAD_LETTER_POSITION = ("topic", "partition", "offset")
 
 
 def row_schema(columns: list[ColumnSpec]) -> StructType:
@@ -282,10 +284,21 @@ class LakeWriter(TableWriter):
             rows = self.spark.createDataFrame([tuple(r.get(n) for n in names) for r in rows], DEAD_LETTER_SCHEMA)
         if self._table_schema(self.dead_letter_table) is None:
             self._create_table(self.dead_letter_table, DEAD_LETTER_SCHEMA, "dead_letters")
-        return self._append_rows(self.dead_letter_table, rows.select(*DEAD_LETTER_SCHEMA.fieldNames()))
+        # Idempotent per Kafka position: dead letters are written before the table commits that move
+        # the progress past them, so a crash in between replays them; what is stored is not added again.
+        rows = rows.select(*DEAD_LETTER_SCHEMA.fieldNames()).dropDuplicates(list(DEAD_LETTER_POSITION))
+        topics = [r[0] for r in rows.select("topic").distinct().collect()]
+        stored = self._stored_positions(self.dead_letter_table, topics)
+        if stored is not None:
+            rows = rows.join(stored, on=list(DEAD_LETTER_POSITION), how="left_anti")
+        return self._append_rows(self.dead_letter_table, rows)
 
     @abstractmethod
     def _append_rows(self, name: str, rows: DataFrame) -> int: ...
+
+    @abstractmethod
+    def _stored_positions(self, name: str, topics: list[str]) -> DataFrame | None:
+        """``(topic, partition, offset)`` of the rows of ``name`` from these topics (None: none stored)."""
 
 
 # -- registry --------------------------------------------------------------------------------

@@ -37,13 +37,14 @@ from pyspark.sql.types import (
 from lakecdc.errors import TerminalError
 from lakecdc.ingest.batch import SEQ_LENGTH, TableTarget
 from lakecdc.ingest.bronze import DELTA_PARTITION_COLUMN, arrow_new_rows, bronze_columns, spark_new_rows
+from lakecdc.ingest.frames import arrow_to_spark as arrow_to_dataframe
 from lakecdc.ingest.merge_plan import (
     DATAFUSION, SOURCE, TARGET, MergeClause, MergePlan, join_condition, merge_clauses,
 )
 from lakecdc.ingest.progress import PROGRESS_KEY
 from lakecdc.ingest.schema_evolution import SchemaChange
 from lakecdc.ingest.silver import BatchStats
-from lakecdc.writers.base import LakeWriter
+from lakecdc.writers.base import DEAD_LETTER_POSITION, DEAD_LETTER_SCHEMA, LakeWriter
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -232,6 +233,17 @@ class DeltaRsWriter(LakeWriter):
             table.update_incremental()
         written = metrics["num_target_rows_inserted"] + metrics["num_target_rows_updated"]
         return written, metrics["num_target_rows_deleted"], table.version()
+
+    def _stored_positions(self, name: str, topics: list[str]) -> DataFrame | None:
+        table = self._open(name)
+        if table is None or not topics:
+            return None
+        stored = table.to_pyarrow_dataset().to_table(columns=list(DEAD_LETTER_POSITION),
+                                                     filter=pc.field("topic").isin(topics))
+        if stored.num_rows == 0:
+            return None
+        schema = StructType([f for f in DEAD_LETTER_SCHEMA.fields if f.name in DEAD_LETTER_POSITION])
+        return arrow_to_dataframe(self.spark, _conform(stored, _arrow_schema(schema)), schema)
 
     def _append_rows(self, name: str, rows: DataFrame) -> int:
         data = _to_arrow(rows)

@@ -19,7 +19,7 @@ from lakecdc.ingest.batch import TableTarget
 from lakecdc.ingest.bronze import bronze_columns, spark_new_rows
 from lakecdc.ingest.merge_plan import MergePlan, render_spark_sql
 from lakecdc.ingest.silver import BatchStats
-from lakecdc.writers.base import LakeWriter
+from lakecdc.writers.base import DEAD_LETTER_POSITION, LakeWriter
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -105,6 +105,10 @@ class SparkSqlWriter(LakeWriter):
             self._run_merge(render_spark_sql(plan, self.resolve(target.silver_table), view), guarded, view)
         version, metrics = self._last_commit(target.silver_table)
         return metrics.get("written", 0), metrics.get("removed", 0), version
+
+    def _stored_positions(self, name: str, topics: list[str]) -> DataFrame | None:
+        stored = self.spark.table(self.resolve(name))
+        return stored.filter(F.col("topic").isin(topics)).select(*DEAD_LETTER_POSITION)
 
     def _append_rows(self, name: str, rows: DataFrame) -> int:
         count = rows.count()

@@ -135,3 +135,59 @@ def test_golden_records_into_delta_exactly_once(broker, spark, tmp_path: Path) -
     versions = silver.version()
     again = run_ingest(cfg, "available-now", spark=spark)
     assert again.events == 0 and DeltaTable(str(warehouse / f"{prefix}_silver" / "customers")).version() == versions
+
+
+class _Crash(RuntimeError):
+    """Stands for the job being killed between the dead-letter write and the table commits."""
+
+
+def test_dead_letter_is_written_once_across_a_crash_before_the_table_commits(
+        broker, spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ingest_tables import MALFORMED
+
+    from lakecdc.ingest import job
+
+    prefix = unique_prefix("jl")
+    records = publish_golden_with_a_malformed_record(broker, prefix)
+    topic = f"{prefix}.public.customers"
+    # the malformed record follows the first half of the records: its offset is their count in its topic
+    malformed_offset = sum(1 for r in records[:len(records) // 2] if r["topic"] == topic)
+    cfg = job_config(broker, spark, prefix, tmp_path)
+    real_factory = job._writer_factory
+
+    def crashing_factory(cfg, session):
+        make = real_factory(cfg, session)
+
+        def writer(table_format: str):
+            w = make(table_format)
+            append, apply = w.append_dead_letters, w.apply
+            written = []
+
+            def append_dead_letters(rows):
+                written.append(append(rows))
+                return written[-1]
+
+            def crash_after_dead_letters(batch, batch_id):
+                if written:  # the batch holding the dead letter: killed before its table commits
+                    raise _Crash("killed before the table commits")
+                return apply(batch, batch_id)
+            w.append_dead_letters, w.apply = append_dead_letters, crash_after_dead_letters
+            return w
+        return writer
+
+    monkeypatch.setattr(job, "_writer_factory", crashing_factory)
+    with pytest.raises(_Crash):
+        run_ingest(cfg, "available-now", spark=spark)
+    monkeypatch.undo()
+    assert len([r for r in table_rows(spark, "lakecdc.dead_letters") if r["topic"] == topic]) == 1
+
+    summary = run_ingest(cfg, "available-now", spark=spark)  # the restart replays everything
+
+    assert summary.dead_letters == 1  # decoded again ...
+    dead = [r for r in table_rows(spark, "lakecdc.dead_letters") if r["topic"] == topic]
+    assert len(dead) == 1, dead  # ... but stored once
+    letter = dead[0]
+    assert (letter["partition"], letter["offset"]) == (0, malformed_offset)
+    assert bytes(letter["value"]) == MALFORMED and bytes(letter["key"]) == b'{"id":999}'
+    assert "JSON" in letter["reason"]
+    assert_final_source_state(spark, prefix)

@@ -275,3 +275,12 @@ def test_dead_letters_are_appended(writer: TableWriter, spark: SparkSession) -> 
     stored = TableReader(writer).rows(name)
     assert [(r["topic"], r["offset"], bytes(r["value"]), r["reason"]) for r in stored] == [
         ("shop.public.orders", 7, b"{not json", "value is not JSON")]
+
+    # A replay (crash after the dead-letter write, before the table commits) adds only new positions.
+    later = {**rows[0], "offset": 8, "value": b"{also not json"}
+    other_partition = {**rows[0], "partition": 1}
+    assert writer.append_dead_letters([rows[0], later, other_partition]) == 2
+    assert writer.append_dead_letters([rows[0], later, other_partition]) == 0
+    stored = TableReader(writer).rows(name)
+    assert sorted((r["partition"], r["offset"], bytes(r["value"])) for r in stored) == [
+        (0, 7, b"{not json"), (0, 8, b"{also not json"), (1, 7, b"{not json")]
