@@ -4,7 +4,7 @@
 
 The configuration is a Debezium connector ``.properties`` file (used unchanged) or YAML; the
 connector is chosen by ``connector.class`` (PostgreSQL when absent; MySQL and MariaDB through
-``CONNECTOR_PLUGINS``).
+``CONNECTOR_PLUGINS``, as is Oracle).
 """
 
 from __future__ import annotations
@@ -105,6 +105,19 @@ def _mysql_parts(path: Path, overrides: dict[str, str] | None, stop_when_idle: f
     return ConnectorParts(config, MySqlConnector(config, show_progress=show_progress), settings)
 
 
+def _oracle_parts(path: Path, overrides: dict[str, str] | None, stop_when_idle: float | None,
+                  show_progress: bool | None) -> ConnectorParts:
+    from lakecdc.capture.oracle.connector import OracleConnector, load_oracle_config
+
+    config = load_oracle_config(path, overrides)
+    settings = CoordinatorSettings(
+        snapshot_mode=config.snapshot_mode_normalized,
+        commit_interval_s=_commit_interval_s(config),
+        stop_when_idle_s=stop_when_idle,
+    )
+    return ConnectorParts(config, OracleConnector(config, show_progress=show_progress), settings)
+
+
 def _commit_interval_s(config: Any) -> float:
     return min(config.offset_flush_interval_ms, 1000) / 1000.0 or 1.0
 
@@ -118,6 +131,7 @@ MYSQL_CLASSES = (
 CONNECTOR_PLUGINS: dict[str, Callable[..., ConnectorParts]] = {
     **{name: _postgres_parts for name in POSTGRES_CLASSES},
     **{name: _mysql_parts for name in MYSQL_CLASSES},
+    **{name: _oracle_parts for name in ("io.debezium.connector.oracle.OracleConnector", "oracle")},
 }
 
 

@@ -338,6 +338,8 @@ class OracleSourceBuilder:
         start_scn: int | None = None,
         start_ts_ms: int | None = None,
         tx_sequence: int | None = None,
+        row_id: str | None = None,
+        redo_sql: str | None = None,
     ) -> dict[str, Any]:
         return {
             "version": self.version,
@@ -359,8 +361,8 @@ class OracleSourceBuilder:
             "ssn": ssn,
             "redo_thread": redo_thread,
             "user_name": user_name,
-            "redo_sql": None,
-            "row_id": None,
+            "redo_sql": redo_sql,
+            "row_id": row_id,
             "commit_ts_ms": commit_ts_ms,
             "start_scn": None if start_scn is None else str(start_scn),
             "start_ts_ms": start_ts_ms,

@@ -1,0 +1,13 @@
+"""Oracle capture through LogMiner, producing Debezium 3.x Oracle connector events.
+
+Modules (the same file names as the PostgreSQL and MySQL connectors): ``config`` properties,
+``connection`` the SQL the connector issues and the prerequisite checks, ``offset`` stored offsets
+and resume points, ``snapshot`` the ``AS OF SCN`` consistent snapshot, ``streaming`` LogMiner rows to
+records, ``source_info`` the source block, ``types`` the type mapping, ``table_schema`` per-table
+event shapes, ``errors``; ``logminer/`` holds the LogMiner session (``session``), the
+``V$LOGMNR_CONTENTS`` query (``query``), the ``SQL_REDO`` parser (``dml_parser``) and the buffer of
+uncommitted transactions (``transactions``); ``connector`` is what the coordinator drives.
+
+The connector has been tested against recorded result sets replayed behind python-oracledb's DB-API
+shape (tests/unit/capture/oracle/replay.py), never against a live Oracle database.
+"""

@@ -1,0 +1,68 @@
+"""The Oracle connector as the capture coordinator drives it (``lakecdc/capture/spi.py``).
+
+``snapshot.mode`` (Debezium 3.x Oracle, the modes lakecdc implements): ``initial`` (default),
+``initial_only``, ``when_needed`` (snapshot again when the redo for the stored SCN is gone),
+``always``, ``no_data`` (= ``schema_only``: stream from the current SCN).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from lakecdc.capture.oracle import connection as oraconn
+from lakecdc.capture.oracle.config import ORACLE_CLASSES, OracleConnectorConfig
+from lakecdc.capture.oracle.logminer.session import resumable
+from lakecdc.capture.oracle.offset import OracleOffset, snapshot_completed
+from lakecdc.capture.oracle.snapshot import OracleSnapshotSource
+from lakecdc.capture.oracle.streaming import OracleStreamingSource
+from lakecdc.capture.oracle.types import TypeModes
+from lakecdc.events.topics import TopicNamer
+
+log = logging.getLogger(__name__)
+
+
+def load_oracle_config(config_path: str | Path, overrides: dict[str, str] | None = None) -> OracleConnectorConfig:
+    from lakecdc.capture.runner import load_connector_config
+
+    config: OracleConnectorConfig = load_connector_config(
+        config_path, overrides, ORACLE_CLASSES, OracleConnectorConfig, "Oracle")
+    return config
+
+
+class OracleConnector:
+    def __init__(self, config: OracleConnectorConfig, show_progress: bool | None = None) -> None:
+        self.config = config
+        self.name = config.connector_name
+        self.partition: dict[str, Any] = {"server": config.topic_prefix}
+        self.modes = TypeModes.from_config(config)
+        self.namer = TopicNamer(
+            config.topic_prefix, "oracle", delimiter=config.topic_delimiter,
+            transaction_suffix=config.topic_transaction, heartbeat_prefix=config.topic_heartbeat_prefix,
+            schema_name_adjustment=config.schema_name_adjustment_mode,
+        )
+        self.show_progress = show_progress
+
+    def snapshot_source(self, stored: dict[str, Any] | None) -> OracleSnapshotSource:
+        with_data = self.config.snapshot_mode_normalized != "no_data"
+        return OracleSnapshotSource(self.config, self.modes, self.namer, with_data=with_data,
+                                    show_progress=self.show_progress)
+
+    def streaming_source(self) -> OracleStreamingSource:
+        return OracleStreamingSource(self.config, self.modes, self.namer)
+
+    def offset_has_completed_snapshot(self, stored: dict[str, Any]) -> bool:
+        return snapshot_completed(stored)
+
+    def can_resume_streaming(self, stored: dict[str, Any]) -> bool:
+        """The redo after the stored SCN must still be in the online or archived logs."""
+        conn = oraconn.connect(self.config)
+        try:
+            conn.use_root()
+            return resumable(conn, OracleOffset.from_offset(stored).scn)
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,41 @@
+"""Errors of the Oracle connector; each names the thing at fault and, where one exists, the SQL
+that fixes it."""
+
+from __future__ import annotations
+
+from lakecdc.errors import SourceTerminalError, SourceTransientError, TerminalError
+
+__all__ = [
+    "DmlParseError",
+    "OracleConnectionLostError",
+    "OraclePrerequisiteError",
+    "OracleTypeError",
+    "UnknownTableError",
+]
+
+
+class OracleTypeError(TerminalError):
+    """A column type cannot be mapped to a Connect schema."""
+
+
+class OraclePrerequisiteError(SourceTerminalError):
+    """The database is not set up for LogMiner capture (ARCHIVELOG, supplemental logging,
+    privileges); the message lists every missing item with the SQL that fixes it."""
+
+    def __init__(self, missing: list[tuple[str, str]]) -> None:
+        self.missing = missing
+        lines = [f"  - {what}\n      fix: {fix}" for what, fix in missing]
+        super().__init__("the Oracle database is not ready for LogMiner capture:\n" + "\n".join(lines))
+
+
+class DmlParseError(TerminalError):
+    """A SQL_REDO statement could not be parsed; the message quotes it (values are the user's data,
+    never credentials)."""
+
+
+class UnknownTableError(SourceTerminalError):
+    """A LogMiner row names a captured table whose structure the connector does not know."""
+
+
+class OracleConnectionLostError(SourceTransientError):
+    """The connection dropped; reconnect and resume from the last committed offset."""

@@ -1,0 +1,289 @@
+"""LogMiner streaming: mining windows -> buffered transactions -> records at COMMIT.
+
+Each ``poll`` mines one window ``(start, end]`` with ``end = min(current SCN, start + batch size)``
+(``log.mining.batch.size.*``; the size grows while the connector is behind and shrinks back when it
+has caught up, sleeping ``log.mining.sleep.time.*`` between empty windows), in the steps of
+``logminer.session``. Rows are handled by OPERATION_CODE:
+
+====  ==========  ===========================================================================
+code  operation   handling
+====  ==========  ===========================================================================
+6     START       opens the transaction in the buffer
+1     INSERT      buffered under the XID (captured tables only; SQL_REDO parsed at commit)
+3     UPDATE      buffered
+2     DELETE      buffered
+5     DDL         ``TRUNCATE TABLE`` of a captured table is buffered (op ``t``); any other DDL
+                  drops the cached table structure, read again from the dictionary at next use
+7     COMMIT      the transaction's changes become records, in redo order, unless the stored
+                  offset says this commit was already emitted (restart)
+36    ROLLBACK    the transaction is dropped
+====  ==========  ===========================================================================
+
+The offset after a window is ``scn`` = the window end, or just before the oldest still-open
+transaction, and ``commit_scn`` = the last emitted commit per redo thread (see ``offset``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from typing import Any
+
+from lakecdc.capture.heartbeat import Heartbeat
+from lakecdc.capture.oracle import connection as oraconn
+from lakecdc.capture.oracle.change_records import RecordFactory
+from lakecdc.capture.oracle.config import OracleConnectorConfig
+from lakecdc.capture.oracle.logminer import query as q
+from lakecdc.capture.oracle.logminer.dml_parser import parse_dml
+from lakecdc.capture.oracle.logminer.session import end_session, start_session
+from lakecdc.capture.oracle.logminer.transactions import Transaction, TransactionBuffer
+from lakecdc.capture.oracle.offset import OracleOffset, ThreadCommit
+from lakecdc.capture.oracle.source_info import source_builder
+from lakecdc.capture.oracle.table_schema import TableSchema, TableSchemas
+from lakecdc.capture.oracle.types import TypeModes
+from lakecdc.events.envelope import ChangeRecord
+from lakecdc.events.positions import OraclePosition
+from lakecdc.events.topics import TopicNamer
+from lakecdc.events.transaction import TransactionTracker, transaction_record
+
+log = logging.getLogger(__name__)
+
+SQL_DB_OFFSET = "SELECT TO_CHAR(SYSTIMESTAMP, 'TZH:TZM') AS TZ FROM DUAL"
+
+
+def tx_id_text(xid: Any) -> str:
+    """Debezium's ``txId``: the XID as lower-case hex (``02000a0037030000``)."""
+    if isinstance(xid, (bytes, bytearray)):
+        return bytes(xid).hex()
+    return str(xid).lower()
+
+
+class OracleStreamingSource:
+    def __init__(self, config: OracleConnectorConfig, modes: TypeModes, namer: TopicNamer,
+                 sleep: Any = time.sleep) -> None:
+        self.config = config
+        self.modes = modes
+        self.namer = namer
+        self.source = source_builder(config.topic_prefix)
+        self.skipped = config.skipped_operation_codes
+        self.buffer = TransactionBuffer()
+        self.tracker = TransactionTracker()
+        self.batch_size = config.log_mining_batch_size_default
+        self.sleep_ms = config.log_mining_sleep_time_default_ms
+        self._sleep = sleep
+        self.conn: oraconn.OracleConnection | None = None
+        self.schemas: TableSchemas | None = None
+        self._factories: dict[int, RecordFactory] = {}
+        self.offset: OracleOffset | None = None
+        self._next_start = 0
+        self._dirty = False
+        self._last_change = time.monotonic()
+        self._db_offset = dt.timedelta(0)
+        self.heartbeat = Heartbeat(config.heartbeat_interval_ms, namer.heartbeat_topic, config.topic_prefix)
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self, offset: dict[str, Any] | None) -> None:
+        self.conn = oraconn.connect(self.config)
+        self.schemas = TableSchemas(self.conn, self.config, self.namer, self.modes)
+        self.conn.use_root()
+        if offset is None:
+            # no snapshot (no_data): start at the current SCN
+            self.offset = OracleOffset(self.conn.current_scn())
+        else:
+            self.offset = OracleOffset.from_offset(offset)
+        self._next_start = self.offset.scn
+        tz = self.conn.scalar(SQL_DB_OFFSET) or "+00:00"
+        sign = -1 if tz.startswith("-") else 1
+        hours, minutes = tz.lstrip("+-").split(":")
+        self._db_offset = sign * dt.timedelta(hours=int(hours), minutes=int(minutes))
+        log.info("LogMiner streaming from SCN %d (commits already emitted: %s)", self.offset.scn,
+                 self.offset.to_offset()["commit_scn"])
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+    def idle_seconds(self) -> float:
+        return time.monotonic() - self._last_change
+
+    def committable_offset(self) -> dict[str, Any] | None:
+        if not self._dirty or self.offset is None:
+            return None
+        self._dirty = False
+        return self.offset.to_offset()
+
+    def acknowledge(self, offset: dict[str, Any]) -> None:
+        """Nothing to tell Oracle: the archived logs are kept by the database's own retention."""
+
+    # -- mining ----------------------------------------------------------------------------
+    def poll(self, out: list[Any], max_records: int, timeout: float) -> None:
+        assert self.conn is not None and self.offset is not None
+        conn = self.conn
+        conn.use_root()
+        current = conn.current_scn()
+        start = self._next_start
+        if current <= start:
+            self._adjust(caught_up=True)
+            self._beat(out)
+            self._sleep(min(timeout, self.sleep_ms / 1000.0))
+            return
+        end = min(current, start + self.batch_size)
+        start_session(conn, start, end, self.config.log_mining_archive_log_only_mode)
+        try:
+            for row in conn.iter_query(q.contents_query(self.config.excluded_schemas),
+                                       {"start_scn": start, "end_scn": end}):
+                self._handle(row, out)
+        finally:
+            end_session(conn)
+        self._next_start = end
+        self.offset.scn = self.buffer.restart_scn(end)
+        self._dirty = True
+        self._adjust(caught_up=end >= current)
+        self._beat(out)
+
+    def _adjust(self, caught_up: bool) -> None:
+        c = self.config
+        if caught_up:
+            self.batch_size = max(c.log_mining_batch_size_min, min(self.batch_size, c.log_mining_batch_size_default))
+            self.sleep_ms = min(c.log_mining_sleep_time_max_ms, self.sleep_ms + c.log_mining_sleep_time_increment_ms)
+        else:
+            self.batch_size = min(c.log_mining_batch_size_max, self.batch_size + c.log_mining_batch_size_increment)
+            self.sleep_ms = max(c.log_mining_sleep_time_min_ms, self.sleep_ms - c.log_mining_sleep_time_increment_ms)
+
+    def _beat(self, out: list[Any]) -> None:
+        if self.heartbeat.due(time.monotonic()):
+            record = self.heartbeat.beat()
+            if record is not None:
+                out.append(record)
+
+    def _handle(self, row: dict[str, Any], out: list[Any]) -> None:
+        code = int(row["OPERATION_CODE"])
+        xid = tx_id_text(row["XID"])
+        if code == q.OP_START:
+            self.buffer.start(row, xid)
+        elif code in (q.OP_INSERT, q.OP_UPDATE, q.OP_DELETE):
+            if self._wanted(row):
+                self.buffer.add(row, xid)
+        elif code == q.OP_DDL:
+            self._ddl(row, xid)
+        elif code == q.OP_COMMIT:
+            tx = self.buffer.commit(xid)
+            self._commit(row, tx, out)
+        elif code == q.OP_ROLLBACK:
+            tx = self.buffer.rollback(xid)
+            if tx is not None and tx.events:
+                log.debug("transaction %s rolled back: %d buffered changes dropped", xid, len(tx.events))
+
+    def _wanted(self, row: dict[str, Any]) -> bool:
+        assert self.schemas is not None
+        owner, table = row["SEG_OWNER"], row["TABLE_NAME"]
+        if not owner or not table or not self.schemas.is_captured(owner, table):
+            return False
+        user = (row.get("USERNAME") or "").upper()
+        c = self.config
+        if c.username_include and not any(_full_match(p, user) for p in c.username_include):
+            return False
+        return not any(_full_match(p, user) for p in c.username_exclude)
+
+    def _ddl(self, row: dict[str, Any], xid: str) -> None:
+        assert self.schemas is not None
+        owner, table = row["SEG_OWNER"], row["TABLE_NAME"]
+        if not owner or not table or not self.schemas.is_captured(owner, table):
+            return
+        text = (row.get("SQL_REDO") or "").strip().lower()
+        if text.startswith("truncate table"):
+            self.buffer.add(row, xid)
+        else:
+            log.info("DDL on %s.%s at SCN %s: its structure is read again at its next change", owner, table,
+                     row["SCN"])
+            self.schemas.invalidate(owner, table)
+
+    # -- commit -> records -------------------------------------------------------------------
+    def _ms(self, value: Any) -> int | None:
+        if value is None:
+            return None
+        utc = value - self._db_offset
+        return int((utc - dt.datetime(1970, 1, 1)).total_seconds() * 1000)
+
+    def _commit(self, row: dict[str, Any], tx: Transaction | None, out: list[Any]) -> None:
+        assert self.offset is not None and self.schemas is not None
+        commit_scn, thread = int(row["SCN"]), int(row.get("THREAD") or 1)
+        commit = ThreadCommit(commit_scn, _rs_id(row), int(row.get("SSN") or 0), thread)
+        if self.offset.already_emitted(thread, commit_scn):
+            if tx is not None and tx.events:
+                log.debug("transaction %s (commit SCN %d) was emitted before the restart; skipped", tx.xid,
+                          commit_scn)
+            return
+        if tx is not None and tx.events:
+            self._emit(tx, row, commit, out)
+            self._last_change = time.monotonic()
+        self.offset.record_commit(commit)
+        self._dirty = True
+
+    def _emit(self, tx: Transaction, commit_row: dict[str, Any], commit: ThreadCommit, out: list[Any]) -> None:
+        assert self.schemas is not None
+        commit_ts_ms = self._ms(commit_row.get("TIMESTAMP"))
+        start_ts_ms = self._ms(tx.start_ts)
+        metadata = self.config.provide_transaction_metadata
+        tracker = self.tracker
+        began = False
+        for seq, ev in enumerate(tx.events, start=1):
+            owner, table = ev["SEG_OWNER"], ev["TABLE_NAME"]
+            schema = self.schemas.get(owner, table)
+            code = int(ev["OPERATION_CODE"])
+            op = {q.OP_INSERT: "c", q.OP_UPDATE: "u", q.OP_DELETE: "d", q.OP_DDL: "t"}[code]
+            if op in self.skipped:
+                continue
+            source = self.source.build(
+                db=self.config.source_db, schema=owner, table=table, ts_ms=self._ms(ev.get("TIMESTAMP")) or 0,
+                scn=int(ev["SCN"]), commit_scn=commit.scn, tx_id=tx.xid, rs_id=commit.rs_id, ssn=commit.ssn,
+                redo_thread=commit.thread, user_name=ev.get("USERNAME"), commit_ts_ms=commit_ts_ms,
+                start_scn=tx.start_scn, start_ts_ms=start_ts_ms, tx_sequence=seq, row_id=ev.get("ROW_ID"),
+                redo_sql=ev.get("SQL_REDO") if self.config.log_mining_include_redo_sql else None)
+            position = OraclePosition(scn=int(ev["SCN"]), commit_scn=commit.scn, rs_id=_rs_id(ev),
+                                      ssn=int(ev.get("SSN") or 0), tx_id=tx.xid)
+            if metadata and not began:
+                out.append(transaction_record(self.namer.transaction_topic,
+                                              tracker.begin(tx.xid, commit_ts_ms or 0), position))
+                began = True
+            tx_for = (lambda s=schema: tracker.event(s.data_collection)) if metadata else None
+            self._records(out, schema, op, ev, source, position, tx_for)
+        if began:
+            out.append(transaction_record(self.namer.transaction_topic, tracker.end(None, commit_ts_ms or 0)))
+
+    def _factory(self, schema: TableSchema) -> RecordFactory:
+        factory = self._factories.get(id(schema))
+        if factory is None or factory.schema is not schema:
+            factory = self._factories[id(schema)] = RecordFactory(schema, self.config.tombstones_on_delete)
+        return factory
+
+    def _records(self, out: list[ChangeRecord], schema: TableSchema, op: str, ev: dict[str, Any],
+                 source: dict[str, Any], position: OraclePosition, tx_for: Any) -> None:
+        factory = self._factory(schema)
+        ts_ns = time.time_ns()
+        if op == "t":
+            out.append(factory.truncate(source, position, ts_ns, tx_for() if tx_for else None))
+            return
+        parsed = parse_dml(ev["SQL_REDO"])
+        if op == "c":
+            factory.insert_into(out, schema.row(parsed.new), source, position, ts_ns, tx_for)
+        elif op == "d":
+            factory.delete_into(out, schema.row(parsed.old), source, position, ts_ns, tx_for)
+        else:
+            factory.update_into(out, schema.row(parsed.old), schema.row(parsed.new), source, position, ts_ns,
+                                tx_for)
+
+
+def _rs_id(row: dict[str, Any]) -> str | None:
+    """RS_ID as Debezium keeps it: trimmed (LogMiner pads it with spaces)."""
+    value = row.get("RS_ID")
+    return value.strip() if isinstance(value, str) else value
+
+
+def _full_match(pattern: str, value: str) -> bool:
+    import re
+
+    return re.fullmatch(pattern, value, re.IGNORECASE) is not None
+

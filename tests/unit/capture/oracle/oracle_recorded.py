@@ -1,0 +1,219 @@
+"""A recorded Oracle database for the replay connection: dictionary rows, snapshot rows and
+V$LOGMNR_CONTENTS rows in the shapes python-oracledb returns them (NUMBER -> int, or Decimal
+through the connector's output type handler; DATE -> datetime; RAW (XID) -> bytes; VARCHAR2 ->
+str), answering every statement the connector issues.
+
+The statements are the connector's own constants (lakecdc.capture.oracle.connection / logminer),
+so a changed statement text is still matched, but a *new* statement fails the replay. The LogMiner
+query is answered the way the database would: rows with ``start_scn < SCN <= end_scn`` of the
+started session, only while a session is started, minus SYS/SYSTEM and excluded schemas.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import oracledb
+
+from lakecdc.capture.oracle import connection as c
+from lakecdc.capture.oracle.logminer import query as q
+from lakecdc.capture.oracle.logminer import session as s
+from lakecdc.capture.oracle.streaming import SQL_DB_OFFSET
+from oracle_replay import Handler, ReplayConnection, ReplayMismatchError, describe
+
+N, V, D, R = oracledb.DB_TYPE_NUMBER, oracledb.DB_TYPE_VARCHAR, oracledb.DB_TYPE_DATE, oracledb.DB_TYPE_RAW
+
+CONTENTS_DESCRIPTION = describe(
+    ("SCN", N), ("SQL_REDO", V), ("OPERATION_CODE", N), ("TIMESTAMP", D), ("XID", R), ("CSF", N),
+    ("TABLE_NAME", V), ("SEG_OWNER", V), ("OPERATION", V), ("USERNAME", V), ("ROW_ID", V), ("ROLLBACK", N),
+    ("RS_ID", V), ("SSN", N), ("THREAD", N), ("START_SCN", N), ("COMMIT_SCN", N), ("START_TIMESTAMP", D),
+    ("COMMIT_TIMESTAMP", D), ("INFO", V), ("STATUS", N))
+OPERATIONS = {1: "INSERT", 2: "DELETE", 3: "UPDATE", 5: "DDL", 6: "START", 7: "COMMIT", 36: "ROLLBACK"}
+
+
+def ts(ms: int) -> dt.datetime:
+    """A LogMiner TIMESTAMP (DATE, database time zone UTC here) from epoch milliseconds."""
+    return dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=ms)
+
+
+def redo(scn: int, code: int, xid: bytes, sql: str | None = None, owner: str | None = None,
+         table: str | None = None, ts_ms: int = 1_700_000_000_000, user: str = "DEBEZIUM",
+         rs_id: str = " 0x000001.00000001.0010 ", ssn: int = 0, thread: int = 1, row_id: str | None = None,
+         rollback: int = 0) -> tuple[Any, ...]:
+    """One V$LOGMNR_CONTENTS row (CONTENTS_DESCRIPTION order)."""
+    return (scn, sql, code, ts(ts_ms), xid, 0, table, owner, OPERATIONS[code], user,
+            row_id or "AAAAAAAAAAAAAAAAAA", rollback, rs_id, ssn, thread, None, scn if code == 7 else None,
+            None, ts(ts_ms) if code == 7 else None, None, 0)
+
+
+@dataclass
+class Table:
+    owner: str
+    name: str
+    #: (name, data type, length, precision, scale, nullable)
+    columns: list[tuple[str, str, int | None, int | None, int | None, bool]]
+    key: list[str]
+    rows: list[tuple[Any, ...]] = field(default_factory=list)  # as of the snapshot SCN
+    supplemental_all: bool = True
+
+
+@dataclass
+class RecordedOracle:
+    tables: list[Table]
+    redo_rows: list[tuple[Any, ...]] = field(default_factory=list)
+    scns: list[int] = field(default_factory=lambda: [1000])  # CURRENT_SCN answers, last one sticky
+    log_mode: str = "ARCHIVELOG"
+    supplemental_min: str = "YES"
+    privileges: tuple[str, ...] = tuple(p for p, _ in c.REQUIRED_PRIVILEGES)
+    roles: tuple[str, ...] = tuple(r for r, _ in c.REQUIRED_ROLES)
+    oldest_log_scn: int = 1
+    connections: list[ReplayConnection] = field(default_factory=list)
+    session: tuple[int, int] | None = None
+    sessions: list[tuple[int, int]] = field(default_factory=list)
+    files_added: list[str] = field(default_factory=list)
+    snapshot_statements: list[str] = field(default_factory=list)
+
+    def table(self, owner: str, name: str) -> Table:
+        for t in self.tables:
+            if (t.owner, t.name) == (owner, name):
+                return t
+        raise ReplayMismatchError(f"no recorded table {owner}.{name}")
+
+    # -- handlers ------------------------------------------------------------------------------
+    def _none(self, binds: dict[str, Any]) -> tuple[None, list[Any]]:
+        return None, []
+
+    def _scn(self, binds: dict[str, Any]) -> Any:
+        value = self.scns.pop(0) if len(self.scns) > 1 else self.scns[0]
+        return describe(("CURRENT_SCN", N)), [(value,)]
+
+    def _columns(self, binds: dict[str, Any]) -> Any:
+        t = self.table(binds["owner"], binds["table_name"])
+        rows = [(name, typ, length, prec, scale, "Y" if nullable else "N", None, i + 1, length)
+                for i, (name, typ, length, prec, scale, nullable) in enumerate(t.columns)]
+        return describe(("COLUMN_NAME", V), ("DATA_TYPE", V), ("DATA_LENGTH", N), ("DATA_PRECISION", N),
+                        ("DATA_SCALE", N), ("NULLABLE", V), ("DATA_DEFAULT", V), ("COLUMN_ID", N),
+                        ("CHAR_LENGTH", N)), rows
+
+    def _keys(self, binds: dict[str, Any]) -> Any:
+        t = self.table(binds["owner"], binds["table_name"])
+        return describe(("CONSTRAINT_TYPE", V), ("CONSTRAINT_NAME", V), ("COLUMN_NAME", V)), \
+            [("P", f"PK_{t.name}", k) for k in t.key]
+
+    def _contents(self, binds: dict[str, Any]) -> Any:
+        if self.session is None:
+            raise ReplayMismatchError("V$LOGMNR_CONTENTS queried without a started LogMiner session (ORA-01306)")
+        lo, hi = binds["start_scn"], binds["end_scn"]
+        if (lo, hi) != self.session:
+            raise ReplayMismatchError(f"query window {(lo, hi)} differs from the session's {self.session}")
+        rows = [r for r in self.redo_rows if lo < r[0] <= hi and (
+            r[2] in (6, 7, 36) or (r[7] not in ("SYS", "SYSTEM") and r[9] not in ("SYS", "SYSTEM")))]
+        return CONTENTS_DESCRIPTION, sorted(rows, key=lambda r: r[0])
+
+    def _start(self, binds: dict[str, Any]) -> Any:
+        if not self.files_added:
+            raise ReplayMismatchError("START_LOGMNR without ADD_LOGFILE (ORA-01292)")
+        self.session = (binds["start_scn"], binds["end_scn"])
+        self.sessions.append(self.session)
+        return None, []
+
+    def _end(self, binds: dict[str, Any]) -> Any:
+        self.session = None
+        self.files_added = []
+        return None, []
+
+    def _add(self, binds: dict[str, Any]) -> Any:
+        self.files_added.append(binds["file_name"])
+        return None, []
+
+    def _snapshot(self, match: re.Match[str]) -> Any:
+        t = self.table(match.group(2), match.group(3))
+        return describe(*[(col[0], N if col[1] == "NUMBER" else V) for col in t.columns]), t.rows
+
+    def connect(self, config: Any = None) -> ReplayConnection:
+        log_cols = describe(("FILE_NAME", V), ("FIRST_CHANGE", N), ("NEXT_CHANGE", N), ("THREAD", N), ("SEQ", N))
+        handlers: dict[str, Handler] = {
+            c.NLS_SETUP: self._none,
+            "ALTER SESSION SET CONTAINER = CDB$ROOT": self._none,
+            "ALTER SESSION SET CONTAINER = ORCLPDB1": self._none,
+            c.SQL_CURRENT_SCN: self._scn,
+            c.SQL_DATABASE: lambda b: (describe(("LOG_MODE", V), ("SUPPLEMENTAL_LOG_DATA_MIN", V),
+                                                ("SUPPLEMENTAL_LOG_DATA_ALL", V)),
+                                       [(self.log_mode, self.supplemental_min, "NO")]),
+            c.SQL_ALL_COLUMN_LOG_GROUPS: lambda b: (describe(("OWNER", V), ("TABLE_NAME", V)),
+                                                    [(t.owner, t.name) for t in self.tables if t.supplemental_all]),
+            c.SQL_SESSION_PRIVS: lambda b: (describe(("PRIVILEGE", V)), [(p,) for p in self.privileges]),
+            c.SQL_SESSION_ROLES: lambda b: (describe(("ROLE", V)), [(r,) for r in self.roles]),
+            c.SQL_TABLES: lambda b: (describe(("OWNER", V), ("TABLE_NAME", V)),
+                                     [(t.owner, t.name) for t in self.tables]),
+            c.SQL_COLUMNS: self._columns,
+            c.SQL_KEYS: self._keys,
+            c.SQL_ROW_ESTIMATE: lambda b: (describe(("NUM_ROWS", N)),
+                                           [(len(self.table(b["owner"], b["table_name"]).rows),)]),
+            SQL_DB_OFFSET: lambda b: (describe(("TZ", V)), [("+00:00",)]),
+            s.SQL_ARCHIVED_LOGS: lambda b: (log_cols, [("/arch/1_7.arc", self.oldest_log_scn, 10**9, 1, 7)]),
+            s.SQL_ONLINE_LOGS: lambda b: (log_cols, [("/redo/redo01.log", 10**9, 2**63 - 1, 1, 8)]),
+            s.SQL_ADD_LOGFILE: self._add,
+            s.SQL_START: self._start,
+            s.SQL_END: self._end,
+        }
+        from lakecdc.capture.oracle.config import ORACLE_SYSTEM_SCHEMAS
+
+        handlers[q.contents_query(ORACLE_SYSTEM_SCHEMAS)] = self._contents
+        snapshot = re.compile(r'SELECT (.+) FROM "([^"]+)"\."([^"]+)" AS OF SCN (\d+)')
+        conn = ReplayConnection(handlers)
+        conn.pattern_handlers = [(snapshot, _SnapshotHandler(self, conn))]
+        self.connections.append(conn)
+        return conn
+
+
+class _SnapshotHandler:
+    """Answers ``SELECT ... FROM "O"."T" AS OF SCN n`` with the table's recorded rows."""
+
+    def __init__(self, db: RecordedOracle, conn: ReplayConnection) -> None:
+        self.db = db
+        self.conn = conn
+
+    def __call__(self, binds: dict[str, Any]) -> Any:
+        statement = self.conn.executed[-1][0]
+        match = re.fullmatch(r'SELECT (.+) FROM "([^"]+)"\."([^"]+)" AS OF SCN (\d+)', statement)
+        assert match is not None
+        self.db.snapshot_statements.append(statement)
+        return self.db._snapshot(match)
+
+
+# ---- the seed's table (S2): DEBEZIUM.CUSTOMERS -------------------------------------------------
+CUSTOMERS_COLUMNS = [
+    ("ID", "NUMBER", 22, 9, 0, False),
+    ("FIRST_NAME", "VARCHAR2", 255, None, None, False),
+    ("LAST_NAME", "VARCHAR2", 255, None, None, False),
+    ("EMAIL", "VARCHAR2", 255, None, None, False),
+]
+
+
+def customers(rows: list[tuple[Any, ...]] | None = None) -> Table:
+    return Table("DEBEZIUM", "CUSTOMERS", CUSTOMERS_COLUMNS, ["ID"], rows or [])
+
+
+def insert_sql(owner: str, table: str, values: dict[str, str | None]) -> str:
+    cols = ",".join(f'"{k}"' for k in values)
+    vals = ",".join("NULL" if v is None else "'" + v.replace("'", "''") + "'" for v in values.values())
+    return f'insert into "{owner}"."{table}"({cols}) values ({vals});'
+
+
+def where(values: dict[str, str | None]) -> str:
+    return " and ".join(f'"{k}" IS NULL' if v is None else f'"{k}" = ' + "'" + v.replace("'", "''") + "'"
+                        for k, v in values.items())
+
+
+def update_sql(owner: str, table: str, changed: dict[str, str | None], old: dict[str, str | None]) -> str:
+    sets = ", ".join(f'"{k}" = ' + ("NULL" if v is None else "'" + v.replace("'", "''") + "'")
+                     for k, v in changed.items())
+    return f'update "{owner}"."{table}" set {sets} where {where(old)};'
+
+
+def delete_sql(owner: str, table: str, old: dict[str, str | None]) -> str:
+    return f'delete from "{owner}"."{table}" where {where(old)};'

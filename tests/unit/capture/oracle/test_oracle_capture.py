@@ -1,0 +1,293 @@
+"""Oracle capture on the replay connection: seed S2 golden events, snapshot, rollback, restart.
+
+No Oracle database runs here: every statement is answered from recorded result sets
+(oracle_recorded.py) behind python-oracledb's DB-API shape (oracle_replay.py).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from lakecdc.capture.coordinator import CaptureCoordinator, CoordinatorSettings
+from lakecdc.capture.offsets import FileOffsetStore
+from lakecdc.capture.oracle import connection as oraconn
+from lakecdc.capture.oracle.config import OracleConnectorConfig
+from lakecdc.capture.oracle.connector import OracleConnector
+from lakecdc.capture.oracle.errors import OraclePrerequisiteError
+from lakecdc.events.serde import RecordEncoder
+from oracle_recorded import RecordedOracle, Table, customers, delete_sql, insert_sql, redo, update_sql
+from oracle_replay import ReplayMismatchError
+from shared_paths import SHARED_ROOT
+
+SEED_XID_6_28_807 = bytes.fromhex("06001c0027030000")  # XIDUSN 6, XIDSLT 28, XIDSQN 807 (little-endian)
+SEED_XID_6_9_809 = bytes.fromhex("0600090029030000")
+BASE = {"topic.prefix": "server1", "database.hostname": "db", "database.dbname": "ORCLCDB",
+        "database.pdb.name": "ORCLPDB1", "database.user": "c##dbzuser", "database.password": "secret-pw",
+        "table.include.list": "DEBEZIUM\\.CUSTOMERS"}
+
+
+class ListSink:
+    def __init__(self) -> None:
+        self.records: list[Any] = []
+        self.flushed = 0
+
+    def send(self, records: list[Any]) -> None:
+        self.records.extend(records)
+
+    def flush(self) -> None:
+        self.flushed = len(self.records)
+
+
+@pytest.fixture
+def install():
+    def _install(db: RecordedOracle) -> RecordedOracle:
+        oraconn.set_connection_factory(db.connect)
+        return db
+    yield _install
+    oraconn.set_connection_factory(None)
+
+
+def config(**extra: str) -> OracleConnectorConfig:
+    return OracleConnectorConfig.from_properties({**BASE, **extra})
+
+
+def run(db: RecordedOracle, tmp_path: Any, sink: ListSink | None = None, **extra: str) -> ListSink:
+    sink = sink or ListSink()
+    cfg = config(**extra)
+    store = FileOffsetStore(tmp_path / "offsets.json")
+    settings = CoordinatorSettings(snapshot_mode=cfg.snapshot_mode_normalized, commit_interval_s=0.0,
+                                   stop_when_idle_s=0.0, poll_timeout_s=0.0)
+    connector = OracleConnector(cfg, show_progress=False)
+    coordinator = CaptureCoordinator(connector, sink, store, settings)
+    coordinator.run()
+    store.close()
+    return sink
+
+
+def stream_once(db: RecordedOracle, start_scn: int, **extra: str) -> list[Any]:
+    """Stream from ``start_scn`` until the recorded redo is consumed (no snapshot)."""
+    from lakecdc.capture.oracle.streaming import OracleStreamingSource
+
+    connector = OracleConnector(config(**extra), show_progress=False)
+    source = OracleStreamingSource(connector.config, connector.modes, connector.namer, sleep=lambda s: None)
+    source.start({"scn": str(start_scn)})
+    out: list[Any] = []
+    for _ in range(5):
+        source.poll(out, 1000, 0)
+    source.close()
+    return out
+
+
+def seed_value(name: str) -> dict[str, Any]:
+    """The payload of a seed S2 example, from the inventory's verbatim JSON (section 2.9)."""
+    text = (SHARED_ROOT / "spec" / "seeds-inventory.md").read_text(encoding="utf-8")
+    start = text.index(f"**Oracle {name} (S2")
+    block = text[text.index("```json", start) + 7:text.index("```", text.index("```json", start) + 7)]
+    payload = block[block.index('"payload"'):]
+    payload = payload[payload.index("{"):payload.rindex("}")]
+    return json.loads(payload[:payload.rindex("}") + 1])
+
+
+# ---- golden: seed S2 examples, field by field ------------------------------------------------------
+SEED_SOURCE_FIELDS = ("name", "ts_ms", "scn", "commit_scn", "ssn", "redo_thread", "user_name")
+
+
+def check_against_seed(record: Any, seed: dict[str, Any]) -> None:
+    value = record.value
+    assert value["op"] == seed["op"]
+    assert value["before"] == seed["before"]
+    assert value["after"] == seed["after"]
+    for name in SEED_SOURCE_FIELDS:
+        assert value["source"][name] == seed["source"][name], name
+    # known, deliberate differences from the 2.1.4 seed (current Debezium's forms):
+    assert value["source"]["rs_id"] == "0x" + seed["source"]["rs_id"]  # RS_ID as LogMiner writes it, trimmed
+    assert value["source"]["snapshot"] == "false"  # Debezium 3.x: the Enum text, as in the seed's truncate
+    assert value["source"]["version"] == "3.6.3.Final"
+    # the seed's txId "6.28.807" is Debezium 1.x's USN.SLT.SQN; 3.x writes the raw XID in hex
+    usn, slt, sqn = (int(p) for p in seed["source"]["txId"].split("."))
+    xid = bytes.fromhex(value["source"]["txId"])
+    assert (int.from_bytes(xid[0:2], "little"), int.from_bytes(xid[2:4], "little"),
+            int.from_bytes(xid[4:8], "little")) == (usn, slt, sqn)
+
+
+def test_seed_create_event(install: Any) -> None:
+    row = {"ID": "1004", "FIRST_NAME": "Anne", "LAST_NAME": "Kretchmar", "EMAIL": "annek@noanswer.org"}
+    db = install(RecordedOracle([customers()], scns=[2122190], redo_rows=[
+        redo(2122185, 1, SEED_XID_6_28_807, insert_sql("DEBEZIUM", "CUSTOMERS", row), "DEBEZIUM", "CUSTOMERS",
+             1520085154000, user="user"),
+        redo(2122185, 7, SEED_XID_6_28_807, ts_ms=1520085154000, user="user", rs_id=" 0x001234.00012345.0124 ", ssn=1),
+    ]))
+    records = stream_once(db, 2122180)
+    assert len(records) == 1
+    record = records[0]
+    check_against_seed(record, seed_value("create event value, full schema"))
+    assert record.topic == "server1.DEBEZIUM.CUSTOMERS"
+    assert record.key == {"ID": 1004}
+    key_json = json.loads(RecordEncoder(record.key_schema, True).encode(record.key))
+    assert key_json["schema"] == {"type": "struct", "fields": [{"type": "int32", "optional": False, "field": "ID"}],
+                                  "optional": False, "name": "server1.DEBEZIUM.CUSTOMERS.Key"}
+    value_schema = json.loads(RecordEncoder(record.value_schema, True).encode(record.value))["schema"]
+    after = next(f for f in value_schema["fields"] if f["field"] == "after")
+    assert after["name"] == "server1.DEBEZIUM.CUSTOMERS.Value"
+    assert [(f["field"], f["type"], f["optional"]) for f in after["fields"]] == [
+        ("ID", "int32", False), ("FIRST_NAME", "string", False), ("LAST_NAME", "string", False),
+        ("EMAIL", "string", False)]
+    src = record.value["source"]
+    assert (src["connector"], src["db"], src["schema"], src["table"]) == ("oracle", "ORCLPDB1", "DEBEZIUM", "CUSTOMERS")
+    assert src["txId"] == "06001c0027030000" and src["lcr_position"] is None
+
+
+def test_seed_update_event(install: Any) -> None:
+    old = {"ID": "1004", "FIRST_NAME": "Anne", "LAST_NAME": "Kretchmar", "EMAIL": "annek@noanswer.org"}
+    db = install(RecordedOracle([customers()], scns=[2125550], redo_rows=[
+        redo(2125544, 3, SEED_XID_6_9_809, update_sql("DEBEZIUM", "CUSTOMERS", {"EMAIL": "anne@example.com"}, old),
+             "DEBEZIUM", "CUSTOMERS", 1520085811000, user="user"),
+        redo(2125544, 7, SEED_XID_6_9_809, ts_ms=1520085811000, user="user", rs_id=" 0x001234.00012345.0124 ", ssn=1),
+    ]))
+    records = stream_once(db, 2125540)
+    assert len(records) == 1
+    check_against_seed(records[0], seed_value("update"))
+
+
+def test_seed_delete_event_and_tombstone(install: Any) -> None:
+    old = {"ID": "1004", "FIRST_NAME": "Anne", "LAST_NAME": "Kretchmar", "EMAIL": "anne@example.com"}
+    db = install(RecordedOracle([customers()], scns=[2122190], redo_rows=[
+        redo(2122184, 2, SEED_XID_6_28_807, delete_sql("DEBEZIUM", "CUSTOMERS", old), "DEBEZIUM", "CUSTOMERS",
+             1520085153000, user="user"),
+        redo(2122184, 7, SEED_XID_6_28_807, ts_ms=1520085153000, user="user", rs_id=" 0x001234.00012345.0124 ", ssn=1),
+    ]))
+    records = stream_once(db, 2122180)
+    assert [r.is_tombstone for r in records] == [False, True]
+    check_against_seed(records[0], seed_value("delete"))
+    assert records[1].key == {"ID": 1004} and records[1].topic == records[0].topic
+    again = install(RecordedOracle([customers()], scns=[2122190], redo_rows=db.redo_rows))
+    assert [r.op for r in stream_once(again, 2122180, **{"tombstones.on.delete": "false"})] == ["d"]
+
+
+def test_seed_truncate_event(install: Any) -> None:
+    xid = bytes.fromhex("02000a0037030000")
+    table = Table("DEBEZIUM", "TEST_TABLE", [("ID", "NUMBER", 22, 9, 0, False)], ["ID"])
+    db = install(RecordedOracle([table], scns=[13271200], redo_rows=[
+        redo(13234397, 5, xid, 'truncate table "DEBEZIUM"."TEST_TABLE";', "DEBEZIUM", "TEST_TABLE", 1638974535000,
+             user="user"),
+        redo(13271102, 7, xid, ts_ms=1638974535000, user="user", rs_id=" 0x001234.00012345.0124 ", ssn=1),
+    ]))
+    records = stream_once(db, 13234390, **{"topic.prefix": "oracle_server", "table.include.list": "DEBEZIUM.TEST_TABLE",
+                                           "skipped.operations": "none"})
+    assert len(records) == 1
+    record, seed = records[0], seed_value("truncate")
+    assert record.key is None and record.value["before"] is None and record.value["after"] is None
+    assert record.value["op"] == "t" and record.value["transaction"] is None
+    for name in ("connector", "name", "ts_ms", "snapshot", "db", "sequence", "schema", "table", "txId", "scn",
+                 "commit_scn", "lcr_position", "ssn", "redo_thread", "user_name"):
+        assert record.value["source"][name] == seed["source"][name], name
+    # with Debezium's default skipped.operations=t the truncate is not emitted
+    db2 = install(RecordedOracle([table], scns=[13271200], redo_rows=db.redo_rows))
+    assert stream_once(db2, 13234390, **{"table.include.list": "DEBEZIUM.TEST_TABLE"}) == []
+
+
+# ---- transactions ------------------------------------------------------------------------------
+def _tx_rows(xid: bytes, first_scn: int, ids: list[int], commit: int | None, rollback: bool = False) -> list[Any]:
+    rows = [redo(first_scn + i, 1, xid, insert_sql("DEBEZIUM", "CUSTOMERS", {
+        "ID": str(i_d), "FIRST_NAME": "F", "LAST_NAME": "L", "EMAIL": f"{i_d}@x"}), "DEBEZIUM", "CUSTOMERS",
+        rs_id=f" 0x000002.{first_scn + i:08x}.0010 ", ssn=i) for i, i_d in enumerate(ids)]
+    if commit is not None:
+        rows.append(redo(commit, 36 if rollback else 7, xid))
+    return rows
+
+
+def test_rolled_back_transaction_is_dropped_and_interleaved_commit_order_kept(install: Any) -> None:
+    a, b, c = bytes.fromhex("0a00000001000000"), bytes.fromhex("0b00000001000000"), bytes.fromhex("0c00000001000000")
+    rows = _tx_rows(a, 110, [1, 2], 150) + _tx_rows(b, 120, [3], 130, rollback=True) + _tx_rows(c, 125, [4], 140)
+    db = install(RecordedOracle([customers()], scns=[200], redo_rows=rows))
+    records = stream_once(db, 100)
+    assert [r.key["ID"] for r in records] == [4, 1, 2]  # commit order; 3 rolled back
+    assert [r.value["source"]["commit_scn"] for r in records] == ["140", "150", "150"]
+    assert [r.value["source"]["txSeq"] for r in records] == [1, 1, 2]
+
+
+def test_transaction_metadata(install: Any) -> None:
+    a = bytes.fromhex("0a00000001000000")
+    db = install(RecordedOracle([customers()], scns=[200], redo_rows=_tx_rows(a, 110, [1, 2], 150)))
+    records = stream_once(db, 100, **{"provide.transaction.metadata": "true"})
+    assert [r.topic for r in records] == ["server1.transaction", "server1.DEBEZIUM.CUSTOMERS",
+                                          "server1.DEBEZIUM.CUSTOMERS", "server1.transaction"]
+    assert records[0].value["status"] == "BEGIN" and records[0].value["id"] == "0a00000001000000"
+    assert records[2].value["transaction"] == {"id": "0a00000001000000", "total_order": 2, "data_collection_order": 2}
+    assert records[3].value["event_count"] == 2
+    assert records[3].value["data_collections"] == [{"data_collection": "ORCLPDB1.DEBEZIUM.CUSTOMERS", "event_count": 2}]
+
+
+def test_primary_key_change_is_delete_tombstone_create(install: Any) -> None:
+    a = bytes.fromhex("0a00000001000000")
+    old = {"ID": "1", "FIRST_NAME": "F", "LAST_NAME": "L", "EMAIL": "e"}
+    db = install(RecordedOracle([customers()], scns=[200], redo_rows=[
+        redo(110, 3, a, update_sql("DEBEZIUM", "CUSTOMERS", {"ID": "2"}, old), "DEBEZIUM", "CUSTOMERS"),
+        redo(111, 7, a)]))
+    records = stream_once(db, 100)
+    assert [(r.op, r.key) for r in records] == [("d", {"ID": 1}), (None, {"ID": 1}), ("c", {"ID": 2})]
+    assert records[0].headers[0][0] == "__debezium.newkey" and records[2].headers[0][0] == "__debezium.oldkey"
+
+
+# ---- snapshot + streaming through the coordinator, restart ----------------------------------------
+def snapshot_db() -> RecordedOracle:
+    a, b = bytes.fromhex("0a00000001000000"), bytes.fromhex("0b00000001000000")
+    rows = [(1001, "Sally", "Thomas", "sally.thomas@acme.com"), (1002, "George", "Bailey", "gbailey@foobar.com"),
+            (1003, "Edward", "Walker", "ed@walker.com")]
+    # tx a starts before the window end and commits in the next window (stays open across a restart)
+    redo_rows = _tx_rows(a, 1010, [2001], 1040) + _tx_rows(b, 1020, [2002, 2003], 1025)
+    return RecordedOracle([customers(rows)], scns=[1000, 1030, 1050], redo_rows=redo_rows)
+
+
+def test_snapshot_then_streaming_with_restart_no_duplicates_no_loss(install: Any, tmp_path: Any) -> None:
+    db = install(snapshot_db())
+    db.scns = [1000, 1030]  # the first run stops after mining up to SCN 1030: tx a is still open
+    sink = run(db, tmp_path, **{"log.mining.sleep.time.default.ms": "0"})
+    snap = [r for r in sink.records if r.op == "r"]
+    assert [r.key["ID"] for r in snap] == [1001, 1002, 1003]
+    assert [r.value["source"]["snapshot"] for r in snap] == ["first", "true", "last"]
+    assert all(r.value["source"]["scn"] == "1000" and r.value["source"]["txId"] is None for r in snap)
+    assert db.snapshot_statements == [
+        'SELECT "ID", "FIRST_NAME", "LAST_NAME", "EMAIL" FROM "DEBEZIUM"."CUSTOMERS" AS OF SCN 1000']
+    streamed = [r.key["ID"] for r in sink.records if r.op == "c"]
+    assert streamed == [2002, 2003]
+    offsets = json.loads((tmp_path / "offsets.json").read_text())
+    stored = next(iter(offsets.values()))
+    assert stored["scn"] == "1009"  # before tx a's first change: a is re-read whole after a restart
+    assert stored["commit_scn"].startswith("1025:")
+    assert db.sessions[0] == (1000, 1030)
+
+    # restart: the redo up to 1030 is mined again; tx b (commit 1025) is not emitted twice, a is
+    db.scns = [1050]
+    sink2 = run(db, tmp_path, **{"log.mining.sleep.time.default.ms": "0"})
+    assert [r.key["ID"] for r in sink2.records] == [2001]
+    assert db.sessions[-1] == (1009, 1050)
+
+
+def test_prerequisites_named_with_fixes(install: Any, tmp_path: Any) -> None:
+    db = snapshot_db()
+    db.log_mode = "NOARCHIVELOG"
+    db.supplemental_min = "NO"
+    db.tables[0].supplemental_all = False
+    db.privileges = ("CREATE SESSION",)
+    db.roles = ()
+    install(db)
+    with pytest.raises(OraclePrerequisiteError) as err:
+        run(db, tmp_path)
+    text = str(err.value)
+    for expected in ("ALTER DATABASE ARCHIVELOG", "ALTER DATABASE ADD SUPPLEMENTAL LOG DATA;",
+                     'ALTER TABLE "DEBEZIUM"."CUSTOMERS" ADD SUPPLEMENTAL LOG DATA (ALL) COLUMNS;',
+                     "GRANT LOGMINING TO C##DBZUSER;", "GRANT SELECT_CATALOG_ROLE TO C##DBZUSER;"):
+        assert expected in text
+    assert "secret-pw" not in text
+    assert len(err.value.missing) == 3 + 4 + 2
+
+
+def test_unrecorded_statement_fails_loudly() -> None:
+    db = RecordedOracle([customers()])
+    cur = db.connect().cursor()
+    with pytest.raises(ReplayMismatchError, match="unrecorded statement: SELECT 1 FROM DUAL"):
+        cur.execute("SELECT 1 FROM DUAL")
