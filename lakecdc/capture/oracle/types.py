@@ -274,7 +274,10 @@ def _interval_converter(kind: str, modes: TypeModes) -> Converter:
                 sign * int(m.group(5)), sign * us)
 
     if modes.interval_handling == "string":
-        return lambda v: lg.interval_text(*parts(v))
+        def text(v: Any) -> str:
+            y, mo, d, h, mi, sec, us = parts(v)
+            return lg.interval_text(y, mo, d, h, mi, Decimal(sec) + Decimal(us).scaleb(-6))
+        return text
     return lambda v: lg.micro_duration(*parts(v))
 
 
@@ -289,12 +292,14 @@ def _to_decimal(v: Any) -> Decimal:
 def _decimal_converter(col: ColumnInfo, modes: TypeModes, variable: bool) -> Converter:
     if modes.decimal_handling == "double":
         return lambda v: float(_to_decimal(v))
-    if modes.decimal_handling == "string":
-        return lambda v: format(_to_decimal(v).normalize() if variable else _to_decimal(v), "f")
-    if variable:
-        return lambda v: lg.variable_decimal_to_connect(_to_decimal(v).normalize() if _to_decimal(v) else Decimal(0))
     scale = col.scale or 0
     quantum = Decimal(1).scaleb(-scale)
+    if modes.decimal_handling == "string":
+        if variable:
+            return lambda v: format(_to_decimal(v).normalize(), "f")
+        return lambda v: format(_to_decimal(v).quantize(quantum), "f")
+    if variable:
+        return lambda v: lg.variable_decimal_to_connect(_to_decimal(v).normalize() if _to_decimal(v) else Decimal(0))
     return lambda v: lg.decimal_to_bytes(_to_decimal(v).quantize(quantum), scale)
 
 
