@@ -55,6 +55,7 @@ SQL_KEYS = (
     "JOIN ALL_CONS_COLUMNS cc ON cc.OWNER = c.OWNER AND cc.CONSTRAINT_NAME = c.CONSTRAINT_NAME "
     "WHERE c.OWNER = :owner AND c.TABLE_NAME = :table_name AND c.CONSTRAINT_TYPE IN ('P', 'U') "
     "AND c.STATUS = 'ENABLED' ORDER BY c.CONSTRAINT_TYPE, c.CONSTRAINT_NAME, cc.POSITION")
+SQL_OPEN_TRANSACTIONS = "SELECT XID, START_SCN FROM V$TRANSACTION"
 SQL_ROW_ESTIMATE = "SELECT NUM_ROWS FROM ALL_TABLES WHERE OWNER = :owner AND TABLE_NAME = :table_name"
 
 #: (privilege as SESSION_PRIVS lists it, the GRANT that gives it); Debezium's documented set for
@@ -213,6 +214,17 @@ class OracleConnection:
     # -- queries ---------------------------------------------------------------------------
     def current_scn(self) -> int:
         return int(self.scalar(SQL_CURRENT_SCN))
+
+    def open_transactions(self, scn: int) -> dict[str, int]:
+        """Transactions open now that started at or before ``scn``: xid (hex) -> start SCN."""
+        self.use_root()
+        out = {}
+        for r in self.query(SQL_OPEN_TRANSACTIONS):
+            start = int(r["START_SCN"])
+            if start <= scn:
+                xid = r["XID"]
+                out[bytes(xid).hex() if isinstance(xid, (bytes, bytearray)) else str(xid).lower()] = start
+        return out
 
     def list_tables(self) -> list[tuple[str, str]]:
         self.use_pdb()

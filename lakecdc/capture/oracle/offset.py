@@ -3,6 +3,9 @@
 Stored offset (Debezium ``OracleOffsetContext`` keys)::
 
     after the snapshot  {"scn": "2122100", "snapshot_scn": "2122100", "commit_scn": null}
+    ... with transactions open at the snapshot SCN
+                        {"scn": "2122089", "snapshot_scn": "2122100",
+                         "snapshot_pending_tx": "0a00000001000000:2122090", "commit_scn": null}
     while streaming     {"scn": "2122180", "commit_scn": "2122185:0x0000a5.00012345.0124:1:1"}
 
 ``scn`` is where mining restarts (exclusive: rows with ``SCN > scn`` are read again): the end of the
@@ -11,6 +14,12 @@ an open transaction is re-read whole. ``commit_scn`` lists, per redo thread, the
 commit already emitted as ``<commit scn>:<rs_id>:<ssn>:<thread>`` (Debezium's ``CommitScn``); a
 restart skips every transaction whose COMMIT is at or before that SCN on its thread, so nothing is
 emitted twice and nothing is lost.
+
+``snapshot_pending_tx`` (Debezium's key) lists the transactions open when the snapshot read its SCN,
+``xid:start scn``: their changes are not in the ``AS OF SCN`` reads, so mining starts before the
+oldest of them, and up to the snapshot SCN only their changes are kept (everything else committed
+before the snapshot SCN is in the snapshot). Both keys are dropped once mining passes the snapshot
+SCN.
 """
 
 from __future__ import annotations
@@ -46,6 +55,18 @@ class OracleOffset:
     scn: int
     commits: dict[int, ThreadCommit] = field(default_factory=dict)
     snapshot_scn: int | None = None
+    #: transactions open at the snapshot SCN: xid -> start SCN
+    pending: dict[str, int] = field(default_factory=dict)
+
+    def before_snapshot(self, scn: int) -> bool:
+        """True while ``scn`` is covered by the snapshot (only pending transactions count there)."""
+        return self.snapshot_scn is not None and scn <= self.snapshot_scn
+
+    def passed_snapshot(self, restart_scn: int) -> None:
+        """Forget the snapshot filter once a restart would no longer mine below the snapshot SCN."""
+        if self.snapshot_scn is not None and restart_scn >= self.snapshot_scn:
+            self.snapshot_scn = None
+            self.pending = {}
 
     def already_emitted(self, thread: int, commit_scn: int) -> bool:
         last = self.commits.get(thread)
@@ -58,6 +79,8 @@ class OracleOffset:
         out: dict[str, Any] = {"scn": str(self.scn)}
         if self.snapshot_scn is not None:
             out["snapshot_scn"] = str(self.snapshot_scn)
+            if self.pending:
+                out["snapshot_pending_tx"] = ",".join(f"{x}:{s}" for x, s in sorted(self.pending.items()))
         out["commit_scn"] = ",".join(self.commits[t].text() for t in sorted(self.commits)) or None
         return out
 
@@ -74,10 +97,18 @@ class OracleOffset:
                 entry = ThreadCommit.parse(part)
                 commits[entry.thread] = entry
         snapshot_scn = offset.get("snapshot_scn")
-        return cls(int(offset["scn"]), commits, int(snapshot_scn) if snapshot_scn is not None else None)
+        pending = {}
+        for part in (offset.get("snapshot_pending_tx") or "").split(","):
+            if part:
+                xid, _, start = part.partition(":")
+                pending[xid] = int(start)
+        return cls(int(offset["scn"]), commits, int(snapshot_scn) if snapshot_scn is not None else None, pending)
 
-    def copy(self) -> OracleOffset:
-        return OracleOffset(self.scn, dict(self.commits), self.snapshot_scn)
+    @classmethod
+    def after_snapshot(cls, snapshot_scn: int, pending: dict[str, int]) -> OracleOffset:
+        """Where streaming starts after a snapshot read at ``snapshot_scn``."""
+        start = min([snapshot_scn, *(s - 1 for s in pending.values())])
+        return cls(start, {}, snapshot_scn, dict(pending))
 
 
 def snapshot_completed(offset: dict[str, Any]) -> bool:

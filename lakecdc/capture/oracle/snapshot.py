@@ -5,17 +5,21 @@
     3. each captured table's structure from the data dictionary
     4. ``SELECT ... FROM "OWNER"."TABLE" AS OF SCN <snapshot SCN>`` per table -> one ``op: "r"``
        event per row; every read sees the database exactly as of that SCN, without locks
-    5. the coordinator stores the offset ``{"scn": <snapshot SCN>, "snapshot_scn": ...}`` once every
-       row is durable: streaming mines from there (``SCN > snapshot SCN``), no gap and no overlap
-       for transactions that committed before or after it
+    5. ``SELECT XID, START_SCN FROM V$TRANSACTION``: transactions still open at the snapshot SCN
+       (``snapshot_pending_tx``); their changes up to the snapshot SCN are not in the reads
+    6. the coordinator stores the offset ``{"scn": ..., "snapshot_scn": ..., "snapshot_pending_tx":
+       ...}`` once every row is durable: streaming mines from before the oldest pending transaction
+       and, up to the snapshot SCN, keeps only the pending transactions' changes: no gap and no
+       overlap
 
 Snapshot rows carry ``snapshot`` true / first / last (and ``*_in_data_collection``), the snapshot
 SCN as ``scn``, and no transaction id (seed S2). Temporal and interval columns are selected with
 ``TO_CHAR`` in the session's NLS formats so that nanoseconds and time zone offsets reach the type
 converters intact (python-oracledb would drop both).
 
-Not done: transactions open at the snapshot SCN that commit later lose the changes they made before
-it (Debezium tracks them as ``snapshot_pending_tx``; lakecdc does not yet).
+Step 5 reads V$TRANSACTION after the SCN (Debezium's "view only" way): a transaction that starts
+before the snapshot SCN and commits in the instant between the two reads is missed; Debezium's
+default also mines the logs for such transactions, lakecdc does not.
 """
 
 from __future__ import annotations
@@ -87,10 +91,12 @@ class OracleSnapshotSource:
             scn = conn.current_scn()                                               # step 2
             tables = [schemas.get(owner, table) for owner, table in captured]      # step 3
             rows = self._scan(conn, emit, tables, scn) if self.with_data else 0    # step 4
-            log.info("snapshot read %d rows from %d tables at SCN %d in %.1f s; streaming starts there",
-                     rows, len(tables), scn, time.monotonic() - started)
-            return SnapshotResult(offset=OracleOffset(scn, snapshot_scn=scn).to_offset(), rows=rows,
-                                  tables=len(tables))
+            pending = conn.open_transactions(scn)                                  # step 5
+            offset = OracleOffset.after_snapshot(scn, pending)
+            log.info("snapshot read %d rows from %d tables at SCN %d in %.1f s; streaming starts at SCN %d "
+                     "(%d transactions open at the snapshot SCN)", rows, len(tables), scn,
+                     time.monotonic() - started, offset.scn, len(pending))
+            return SnapshotResult(offset=offset.to_offset(), rows=rows, tables=len(tables))
         finally:
             conn.close()
 

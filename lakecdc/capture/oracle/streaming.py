@@ -139,6 +139,7 @@ class OracleStreamingSource:
             end_session(conn)
         self._next_start = end
         self.offset.scn = self.buffer.restart_scn(end)
+        self.offset.passed_snapshot(self.offset.scn)
         self._dirty = True
         self._adjust(caught_up=end >= current)
         self._beat(out)
@@ -161,6 +162,9 @@ class OracleStreamingSource:
     def _handle(self, row: dict[str, Any], out: list[Any]) -> None:
         code = int(row["OPERATION_CODE"])
         xid = tx_id_text(row["XID"])
+        assert self.offset is not None
+        if self.offset.before_snapshot(int(row["SCN"])) and xid not in self.offset.pending:
+            return  # committed before the snapshot SCN: in the snapshot already
         if code == q.OP_START:
             self.buffer.start(row, xid)
         elif code in (q.OP_INSERT, q.OP_UPDATE, q.OP_DELETE):

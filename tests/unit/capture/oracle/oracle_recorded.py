@@ -70,6 +70,7 @@ class RecordedOracle:
     privileges: tuple[str, ...] = tuple(p for p, _ in c.REQUIRED_PRIVILEGES)
     roles: tuple[str, ...] = tuple(r for r, _ in c.REQUIRED_ROLES)
     oldest_log_scn: int = 1
+    open_transactions: list[tuple[bytes, int]] = field(default_factory=list)  # V$TRANSACTION (XID, START_SCN)
     connections: list[ReplayConnection] = field(default_factory=list)
     session: tuple[int, int] | None = None
     sessions: list[tuple[int, int]] = field(default_factory=list)
@@ -147,6 +148,7 @@ class RecordedOracle:
                                                     [(t.owner, t.name) for t in self.tables if t.supplemental_all]),
             c.SQL_SESSION_PRIVS: lambda b: (describe(("PRIVILEGE", V)), [(p,) for p in self.privileges]),
             c.SQL_SESSION_ROLES: lambda b: (describe(("ROLE", V)), [(r,) for r in self.roles]),
+            c.SQL_OPEN_TRANSACTIONS: lambda b: (describe(("XID", R), ("START_SCN", N)), self.open_transactions),
             c.SQL_TABLES: lambda b: (describe(("OWNER", V), ("TABLE_NAME", V)),
                                      [(t.owner, t.name) for t in self.tables]),
             c.SQL_COLUMNS: self._columns,

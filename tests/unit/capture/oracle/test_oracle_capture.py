@@ -267,6 +267,21 @@ def test_snapshot_then_streaming_with_restart_no_duplicates_no_loss(install: Any
     assert db.sessions[-1] == (1009, 1050)
 
 
+def test_transaction_open_at_snapshot_scn_is_not_lost(install: Any, tmp_path: Any) -> None:
+    """Tx p inserted 3001 before the snapshot SCN (1000) and commits after it: the AS OF SCN read
+    cannot see 3001, so streaming must mine from p's start; tx q committed before 1000 (its row is
+    in the snapshot) and must not be emitted again."""
+    p, qx = bytes.fromhex("0d00000001000000"), bytes.fromhex("0e00000001000000")
+    redo_rows = _tx_rows(qx, 990, [1001], 995) + _tx_rows(p, 980, [3001], None) + [redo(1005, 7, p)]
+    db = install(RecordedOracle([customers([(1001, "Sally", "Thomas", "s@x")])], scns=[1000, 1010],
+                                redo_rows=redo_rows, open_transactions=[(p, 980)]))
+    sink = run(db, tmp_path, **{"log.mining.sleep.time.default.ms": "0"})
+    assert [(r.op, r.key["ID"]) for r in sink.records] == [("r", 1001), ("c", 3001)]
+    assert db.sessions[0][0] == 979
+    stored = next(iter(json.loads((tmp_path / "offsets.json").read_text()).values()))
+    assert "snapshot_pending_tx" not in stored and stored["scn"] == "1010"
+
+
 def test_prerequisites_named_with_fixes(install: Any, tmp_path: Any) -> None:
     db = snapshot_db()
     db.log_mode = "NOARCHIVELOG"
