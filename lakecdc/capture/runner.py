@@ -4,7 +4,7 @@
 
 The configuration is a Debezium connector ``.properties`` file (used unchanged) or YAML; the
 connector is chosen by ``connector.class`` (PostgreSQL when absent; MySQL and MariaDB through
-``CONNECTOR_PLUGINS``, as is Oracle).
+``CONNECTOR_PLUGINS``, as are Oracle and SQL Server).
 """
 
 from __future__ import annotations
@@ -118,6 +118,21 @@ def _oracle_parts(path: Path, overrides: dict[str, str] | None, stop_when_idle: 
     return ConnectorParts(config, OracleConnector(config, show_progress=show_progress), settings)
 
 
+def _sqlserver_parts(path: Path, overrides: dict[str, str] | None, stop_when_idle: float | None,
+                     show_progress: bool | None) -> ConnectorParts:
+    from lakecdc.capture.sqlserver.connector import SqlServerConnector, load_sqlserver_config
+
+    config = load_sqlserver_config(path, overrides)
+    settings = CoordinatorSettings(
+        snapshot_mode=config.snapshot_mode_normalized,
+        commit_interval_s=_commit_interval_s(config),
+        stop_when_idle_s=stop_when_idle,
+        max_batch_size=max(config.max_batch_size, 2048),
+        retry_backoff_s=min(config.retriable_restart_connector_wait_ms / 1000.0, 2.0),
+    )
+    return ConnectorParts(config, SqlServerConnector(config, show_progress=show_progress), settings)
+
+
 def _commit_interval_s(config: Any) -> float:
     return min(config.offset_flush_interval_ms, 1000) / 1000.0 or 1.0
 
@@ -132,6 +147,7 @@ CONNECTOR_PLUGINS: dict[str, Callable[..., ConnectorParts]] = {
     **{name: _postgres_parts for name in POSTGRES_CLASSES},
     **{name: _mysql_parts for name in MYSQL_CLASSES},
     **{name: _oracle_parts for name in ("io.debezium.connector.oracle.OracleConnector", "oracle")},
+    **{name: _sqlserver_parts for name in ("io.debezium.connector.sqlserver.SqlServerConnector", "sqlserver")},
 }
 
 
