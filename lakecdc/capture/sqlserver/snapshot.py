@@ -51,8 +51,9 @@ def no_max_lsn_error(database: str) -> SqlServerSetupError:
 
 class SqlServerSnapshotSource:
     def __init__(self, config: Any, schema: DatabaseSchema, connect: Callable[[], Any], with_data: bool = True,
-                 show_progress: bool | None = None) -> None:
+                 show_progress: bool | None = None, console: Any = None) -> None:
         self.config = config
+        self.console = console  # where the progress bar draws (default: rich's stderr console)
         self.schema = schema
         self.connect = connect
         self.with_data = with_data
@@ -120,7 +121,7 @@ class SqlServerSnapshotSource:
         """One ``r`` record per row; the first and last rows of the snapshot and of each table
         carry Debezium's markers (first / last / first_in_data_collection / last_in_data_collection)."""
         chosen = [i for i in instances if self._included(i)]
-        progress = _Progress(self.show_progress, conn, chosen) if self.show_progress else None
+        progress = _Progress(conn, chosen, self.console) if self.show_progress else None
         position = SqlServerPosition(commit_lsn=max_lsn, snapshot=True)
         commit_text = sq.lsn_text(max_lsn)
         fetch = self.config.snapshot_fetch_size or DEFAULT_FETCH
@@ -176,7 +177,7 @@ Q_ROW_ESTIMATE = "SELECT SUM(p.rows) FROM sys.partitions p WHERE p.object_id = O
 class _Progress:
     """A rich progress bar (rows read / rows SQL Server estimates) when attached to a terminal."""
 
-    def __init__(self, show: bool, conn: Any, instances: list[Any], console: Any = None) -> None:
+    def __init__(self, conn: Any, instances: list[Any], console: Any = None) -> None:
         estimate = 0
         for inst in instances:
             cur = conn.cursor()
