@@ -35,13 +35,13 @@ has it), so those nanosecond values always end in ``00``.
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
 import decimal
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from lakecdc.capture.mysql.types import _binary_converter
 from lakecdc.capture.sqlserver.connection import ColumnDef
 from lakecdc.capture.sqlserver.errors import SqlServerTypeError
 from lakecdc.events import logical
@@ -218,10 +218,4 @@ def zoned_text(v: dt.datetime) -> str:
 
 
 def _binary(mode: str) -> Converter:
-    if mode == "base64":
-        return lambda v: base64.b64encode(bytes(v)).decode("ascii")
-    if mode == "base64-url-safe":
-        return lambda v: base64.urlsafe_b64encode(bytes(v)).decode("ascii")
-    if mode == "hex":
-        return lambda v: bytes(v).hex()
-    return bytes
+    return _binary_converter(mode, None)  # the MySQL connector's: bytes, base64, base64-url-safe, hex

@@ -1,0 +1,46 @@
+"""``lakecdc capture --config <sqlserver>.properties --sink jsonl:PATH`` end to end, on the replay
+connection named through the documented hook (LAKECDC_SQLSERVER_CONNECTION_FACTORY)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from lakecdc.capture.sqlserver.connection import FACTORY_ENV
+from lakecdc.capture.sqlserver.replay import REPLAY_ENV
+from sqlserver_recordings import base_properties
+from test_sqlserver_seed_golden import seed_server
+
+REPO = Path(__file__).resolve().parents[4]
+
+
+def test_capture_command_runs_a_sqlserver_connector_file(tmp_path: Path) -> None:
+    recording = tmp_path / "recording.json"
+    seed_server().rec.save(recording)
+    props = base_properties(offset__storage__file__filename=str(tmp_path / "offsets.json"))
+    config = tmp_path / "sqlserver.properties"
+    config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    out = tmp_path / "events.jsonl"
+    env = {**os.environ, FACTORY_ENV: "lakecdc.capture.sqlserver.replay:from_env", REPLAY_ENV: str(recording),
+           "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    result = subprocess.run(
+        [sys.executable, "-m", "lakecdc.cli.main", "capture", "--config", str(config), "--sink", f"jsonl:{out}",
+         "--stop-when-idle", "1"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    payloads = [r["value"]["payload"] for r in lines if r["value"] is not None]
+    assert [p["op"] for p in payloads] == ["r", "r", "c", "u", "d"]
+    assert {r["topic"] for r in lines} == {"server1.testDB.dbo.customers"}
+    create = payloads[2]
+    assert create["source"]["commit_lsn"] == "00000027:00000758:0005" and create["source"]["event_serial_no"] == 1
+    assert lines[2]["key"] == {"schema": {"type": "struct", "fields": [{"type": "int32", "optional": False, "field": "id"}],
+                                          "optional": False, "name": "server1.testDB.dbo.customers.Key"},
+                               "payload": {"id": 1005}}
+    assert "Password!" not in result.stdout + result.stderr
+    offsets = json.loads((tmp_path / "offsets.json").read_text())
+    assert list(offsets.values()) == [{"commit_lsn": "00000027:00000db0:0007", "event_serial_no": 0}]
