@@ -45,7 +45,9 @@ Q_USER_TABLES = (
 )
 Q_COLUMNS = (
     "SELECT COLUMN_NAME, DATA_TYPE, CHARACTER_MAXIMUM_LENGTH, NUMERIC_PRECISION, NUMERIC_SCALE, "
-    "DATETIME_PRECISION, IS_NULLABLE, ORDINAL_POSITION FROM INFORMATION_SCHEMA.COLUMNS "
+    "DATETIME_PRECISION, IS_NULLABLE, ORDINAL_POSITION, COLUMN_DEFAULT, "
+    "COLUMNPROPERTY(OBJECT_ID(QUOTENAME(TABLE_SCHEMA) + '.' + QUOTENAME(TABLE_NAME)), COLUMN_NAME, 'IsIdentity') "
+    "FROM INFORMATION_SCHEMA.COLUMNS "
     "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION"
 )
 Q_PRIMARY_KEY = (
@@ -128,6 +130,8 @@ class ColumnDef:
     datetime_precision: int | None
     nullable: bool
     position: int
+    default: str | None = None  # the default's T-SQL text as SQL Server keeps it, e.g. ((0))
+    identity: bool = False
 
 
 @dataclass(frozen=True)
@@ -217,7 +221,8 @@ def table_def(conn: Any, schema: str, table: str) -> TableDef:
     _, rows = _rows(conn, Q_COLUMNS, (schema, table))
     columns = tuple(
         ColumnDef(name=r[0], type_name=str(r[1]).lower(), length=r[2], precision=r[3], scale=r[4],
-                  datetime_precision=r[5], nullable=str(r[6]).upper() == "YES", position=int(r[7]))
+                  datetime_precision=r[5], nullable=str(r[6]).upper() == "YES", position=int(r[7]),
+                  default=r[8], identity=bool(r[9]))
         for r in rows
     )
     _, key_rows = _rows(conn, Q_PRIMARY_KEY, (schema, table))

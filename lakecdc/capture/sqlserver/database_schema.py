@@ -139,6 +139,9 @@ class DatabaseSchema:
         i = instances.index(inst)
         return instances[i + 1].start_lsn if i + 1 < len(instances) else None
 
+    def primary_key(self, inst: CaptureInstance) -> tuple[str, ...]:
+        return self._tables[inst.table_key].primary_key
+
     def schema(self, inst: CaptureInstance) -> InstanceSchema:
         if inst.name not in self._schemas:
             self._schemas[inst.name] = build_instance_schema(

@@ -9,6 +9,7 @@ Steps (``snapshot.isolation.mode=repeatable_read``, the default)::
     3. SELECT sys.fn_cdc_get_max_lsn()                                  streaming starts after it
     4. the structure of each table (its capture instance at that LSN)
     5. ROLLBACK TRANSACTION dbz_schema_snapshot                         locks released
+       a CREATE schema change event per table on <topic.prefix> (include.schema.changes)
     6. SELECT <captured columns> FROM [db].[schema].[table]             one "r" event per row
     7. COMMIT; the coordinator stores the offset: the snapshot is complete
 
@@ -31,6 +32,7 @@ from lakecdc.capture.sqlserver.database_schema import DatabaseSchema
 from lakecdc.capture.sqlserver.errors import SqlServerSetupError
 from lakecdc.capture.sqlserver.offset import snapshot_offset
 from lakecdc.capture.sqlserver.source_info import source_builder
+from lakecdc.capture.sqlserver.table_changes import schema_change_record
 from lakecdc.events.positions import SqlServerPosition
 from lakecdc.events.source import snapshot_marker
 
@@ -74,6 +76,8 @@ class SqlServerSnapshotSource:
             schemas = [self.schema.schema(i) for i in instances]
             if self.mode == "repeatable_read":
                 sq.execute(conn, f"ROLLBACK TRANSACTION {SAVEPOINT}")                # step 5
+            if self.config.include_schema_changes:
+                emit(schema_change_records(self.config, self.schema, instances, max_lsn))
             rows = self._scan(conn, emit, instances, max_lsn) if self.with_data else 0  # step 6
             conn.commit()                                                            # step 7
             log.info("snapshot at LSN %s: %d tables (%s), %d rows", sq.lsn_text(max_lsn), len(schemas),
@@ -169,6 +173,21 @@ class SqlServerSnapshotSource:
             if progress is not None:
                 progress.close()
         return total
+
+
+def schema_change_records(config: Any, schema: DatabaseSchema, instances: list[Any], lsn: int) -> list[Any]:
+    """One CREATE schema change event per captured table, at the snapshot LSN (seed 1.4.7)."""
+    source = source_builder(config.topic_prefix)
+    topic = schema.namer.schema_change_topic
+    position = SqlServerPosition(commit_lsn=lsn, snapshot=True)
+    ts_ms = int(time.time() * 1000)
+    return [
+        schema_change_record(topic, source.build(db=schema.database, schema=inst.source_schema,
+                                                 table=inst.source_table, ts_ms=ts_ms, commit_lsn=sq.lsn_text(lsn),
+                                                 change_lsn=None, event_serial_no=None, snapshot="true"),
+                             schema.schema(inst), "CREATE", schema.primary_key(inst), position)
+        for inst in instances
+    ]
 
 
 Q_ROW_ESTIMATE = "SELECT SUM(p.rows) FROM sys.partitions p WHERE p.object_id = OBJECT_ID(%s) AND p.index_id IN (0, 1)"

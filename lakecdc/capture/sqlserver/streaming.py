@@ -18,7 +18,8 @@ Server writes for a primary-key update. ``source.ts_ms`` is the commit time
 transaction: BEGIN before its first event, END after its last, id = the commit LSN text.
 
 A table's instance is read only for LSNs before the next instance's start LSN, so when a new
-capture instance appears (seed 1.4.14) events switch to its structure exactly where it begins.
+capture instance appears (seed 1.4.14) events switch to its structure exactly where it begins;
+an ALTER schema change event on ``<topic.prefix>`` marks the switch (``include.schema.changes``).
 """
 
 from __future__ import annotations
@@ -37,7 +38,9 @@ from lakecdc.capture.sqlserver.connection import CaptureInstance
 from lakecdc.capture.sqlserver.database_schema import DatabaseSchema
 from lakecdc.capture.sqlserver.errors import SqlServerConnectionLostError
 from lakecdc.capture.sqlserver.offset import ResumePoint, event_offset
+from lakecdc.capture.sqlserver.snapshot import schema_change_records
 from lakecdc.capture.sqlserver.source_info import source_builder
+from lakecdc.capture.sqlserver.table_changes import schema_change_record
 from lakecdc.events.positions import SqlServerPosition
 from lakecdc.events.topics import TopicNamer
 from lakecdc.events.transaction import TransactionTracker, transaction_record
@@ -134,6 +137,10 @@ class SqlServerStreamingSource:
                 current = sq.max_lsn(self.conn)
                 self.resume = ResumePoint(current or 0, None, 0)
                 log.info("no stored offset: streaming changes after LSN %s", sq.lsn_text(current))
+                if self.config.include_schema_changes and current:
+                    instances = [self.schema.instance_at(t, current) for t in self.schema.tables()]
+                    self._pending.append(_Group(schema_change_records(self.config, self.schema, instances, current),
+                                                event_offset(current, None, 0), data=False))
             else:
                 self.resume = ResumePoint.from_offset(offset)
                 log.info("resuming after commit LSN %s change LSN %s serial %d", sq.lsn_text(self.resume.commit_lsn),
@@ -141,8 +148,11 @@ class SqlServerStreamingSource:
             self.conn.commit()
         except Exception as exc:
             raise self._lost(exc) from exc
-        for inst in (i for insts in self.schema.instances.values() for i in insts):
-            self._announced.add(inst.name)
+        # instances that began while the connector was stopped are announced (ALTER) when reached
+        for instances in self.schema.instances.values():
+            for i, inst in enumerate(instances):
+                if i == 0 or (inst.start_lsn or 0) <= self.resume.commit_lsn:
+                    self._announced.add(inst.name)
         self._last_data = time.monotonic()
 
     def poll(self, out: list[Any], max_records: int, timeout: float) -> None:
@@ -225,6 +235,7 @@ class SqlServerStreamingSource:
                     names, cur = sq.change_rows(conn, inst.name, from_lsn, to_lsn)
                     cursors.append(cur)
                     streams.append(instance_changes(inst, names, iter(cur.fetchone, None), stop, self.resume))
+            streams.append(iter(self._switches(to_lsn)))
             groups = self._records(heapq.merge(*streams))
         finally:
             for cur in cursors:
@@ -234,6 +245,14 @@ class SqlServerStreamingSource:
         self._pending.append(_Group([], event_offset(to_lsn, None, 0), data=False))
         self.resume = ResumePoint(to_lsn, None, 0)
         return True
+
+    def _switches(self, to_lsn: int) -> list[Change]:
+        """Markers (operation 0) where streaming moves to a new capture instance, sorted."""
+        assert self.resume is not None
+        marks = [Change(inst.start_lsn or 0, 0, 0, 0, inst)
+                 for instances in self.schema.instances.values() for inst in instances[1:]
+                 if inst.name not in self._announced and self.resume.commit_lsn < (inst.start_lsn or 0) <= to_lsn]
+        return sorted(marks)
 
     def _commit_ms(self, commit_lsn: int) -> int:
         ts = self._times.get(commit_lsn)
@@ -250,6 +269,9 @@ class SqlServerStreamingSource:
         open_tx: tuple[int, int, int, int] | None = None  # (commit, change, serial, ts_ms) of the last event
         db = self.schema.database
         for ch in changes:
+            if ch.operation == 0:
+                groups.extend(self._switch(ch.instance))
+                continue
             ts_ms = self._commit_ms(ch.commit_lsn)
             commit_text = sq.lsn_text(ch.commit_lsn)
             if tx is not None and (open_tx is None or open_tx[0] != ch.commit_lsn):
@@ -295,6 +317,19 @@ class SqlServerStreamingSource:
         payload = self.tx.end(None, ts_ms)
         return _Group([transaction_record(self.namer.transaction_topic, payload)], event_offset(commit, change, serial),
                       data=False)
+
+    def _switch(self, inst: CaptureInstance) -> list[_Group]:
+        """The new instance's structure takes over: an ALTER schema change event (seed 1.4.14)."""
+        self._announce(inst)
+        if not self.config.include_schema_changes:
+            return []
+        start = inst.start_lsn or 0
+        source = self.source.build(db=self.schema.database, schema=inst.source_schema, table=inst.source_table,
+                                   ts_ms=int(time.time() * 1000), commit_lsn=sq.lsn_text(start), change_lsn=None,
+                                   event_serial_no=None)
+        record = schema_change_record(self.namer.schema_change_topic, source, self.schema.schema(inst), "ALTER",
+                                      self.schema.primary_key(inst), SqlServerPosition(commit_lsn=start))
+        return [_Group([record], None, data=False)]
 
     def _announce(self, inst: CaptureInstance) -> None:
         if inst.name not in self._announced:

@@ -24,9 +24,10 @@ HELP_COLUMNS = ["source_schema", "source_table", "capture_instance", "object_id"
                 "filegroup_name", "create_date", "index_column_list", "captured_column_list"]
 CHANGE_META = ["__$start_lsn", "__$seqval", "__$operation", "__$update_mask"]
 
-# (name, DATA_TYPE, CHARACTER_MAXIMUM_LENGTH, NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION, IS_NULLABLE)
+# (name, DATA_TYPE, CHARACTER_MAXIMUM_LENGTH, NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION, IS_NULLABLE
+#  [, COLUMN_DEFAULT, IsIdentity])
 CUSTOMERS = [
-    ("id", "int", None, 10, 0, None, "NO"),
+    ("id", "int", None, 10, 0, None, "NO", None, 1),
     ("first_name", "varchar", 255, None, None, None, "NO"),
     ("last_name", "varchar", 255, None, None, None, "NO"),
     ("email", "varchar", 255, None, None, None, "NO"),
@@ -46,6 +47,17 @@ def utc_ms(ms: int, offset_hours: int = 2) -> dt.datetime:
     """The aware datetime pymssql returns for TODATETIMEOFFSET(...) at epoch ``ms`` (server at +02:00)."""
     zone = dt.timezone(dt.timedelta(hours=offset_hours))
     return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).astimezone(zone)
+
+
+def columns_result(columns: list[tuple[Any, ...]]) -> ResultSet:
+    """INFORMATION_SCHEMA.COLUMNS rows as the connector's query returns them."""
+    rows = []
+    for i, c in enumerate(columns):
+        name, data_type, length, precision, scale, dt_precision, nullable = c[:7]
+        default, identity = (c[7], c[8]) if len(c) > 7 else (None, 0)
+        rows.append((name, data_type, length, precision, scale, dt_precision, nullable, i + 1, default, identity))
+    return ResultSet.of(["COLUMN_NAME", "DATA_TYPE", "CHARACTER_MAXIMUM_LENGTH", "NUMERIC_PRECISION", "NUMERIC_SCALE",
+                         "DATETIME_PRECISION", "IS_NULLABLE", "ORDINAL_POSITION", "COLUMN_DEFAULT", ""], rows)
 
 
 class RecordedServer:
@@ -80,10 +92,7 @@ class RecordedServer:
         return self
 
     def columns(self, schema: str, table: str, columns: list[tuple[Any, ...]], primary_key: list[str]) -> RecordedServer:
-        rows = [(*c, i + 1) for i, c in enumerate(columns)]
-        self.rec.add(sq.Q_COLUMNS, (schema, table), ResultSet.of(
-            ["COLUMN_NAME", "DATA_TYPE", "CHARACTER_MAXIMUM_LENGTH", "NUMERIC_PRECISION", "NUMERIC_SCALE",
-             "DATETIME_PRECISION", "IS_NULLABLE", "ORDINAL_POSITION"], rows))
+        self.rec.add(sq.Q_COLUMNS, (schema, table), columns_result(columns))
         self.rec.add(sq.Q_PRIMARY_KEY, (schema, table), ResultSet.of(["COLUMN_NAME"], [(k,) for k in primary_key]))
         return self
 

@@ -33,6 +33,8 @@ def test_capture_command_runs_a_sqlserver_connector_file(tmp_path: Path) -> None
     )
     assert result.returncode == 0, result.stderr[-3000:]
     lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert lines[0]["topic"] == "server1" and lines[0]["value"]["payload"]["tableChanges"][0]["type"] == "CREATE"
+    lines = lines[1:]
     payloads = [r["value"]["payload"] for r in lines if r["value"] is not None]
     assert [p["op"] for p in payloads] == ["r", "r", "c", "u", "d"]
     assert {r["topic"] for r in lines} == {"server1.testDB.dbo.customers"}

@@ -152,7 +152,7 @@ def test_snapshot_then_seed_create_update_delete(tmp_path: Path) -> None:
 def test_restart_reads_nothing_twice(tmp_path: Path) -> None:
     server = seed_server()
     first, store, _ = run(server, tmp_path)
-    assert len(first.records) == 6
+    assert len(first.records) == 7  # schema change, 2 reads, c, u, d, tombstone
     again, _, _ = run(server, tmp_path)  # same answers, stored offset: streaming resumes after it
     assert again.records == []
     assert server.rec.served("SELECT sys.fn_cdc_get_max_lsn()") >= 5
@@ -162,3 +162,48 @@ def test_tombstones_off_and_skipped_operations(tmp_path: Path) -> None:
     sink, _, _ = run(seed_server(), tmp_path, tombstones__on__delete="false", skipped__operations="u")
     ops = [r.op for r in sink.records if r.topic == "server1.testDB.dbo.customers"]
     assert ops == ["r", "r", "c", "d"]
+
+
+# the seed's schema change message for dbo.customers (S4, section 2.9), Debezium 3 adds the
+# comment / defaultValueExpression / enumValues entries
+SEED_SCHEMA_CHANGE = {"source": {"version": "1.4.2.Final", "connector": "sqlserver", "name": "server1", "ts_ms": 1588252618953,
+                                 "snapshot": "true", "db": "testDB", "schema": "dbo", "table": "customers", "change_lsn": None,
+                                 "commit_lsn": "00000025:00000d98:00a2", "event_serial_no": None},
+                      "databaseName": "testDB", "schemaName": "dbo", "ddl": None,
+                      "tableChanges": [{"type": "CREATE", "id": "\"testDB\".\"dbo\".\"customers\"", "table": {
+                          "defaultCharsetName": None, "primaryKeyColumnNames": ["id"], "columns": [
+                              {"name": "id", "jdbcType": 4, "nativeType": None, "typeName": "int identity",
+                               "typeExpression": "int identity", "charsetName": None, "length": 10, "scale": 0,
+                               "position": 1, "optional": False, "autoIncremented": False, "generated": False},
+                              {"name": "first_name", "jdbcType": 12, "nativeType": None, "typeName": "varchar",
+                               "typeExpression": "varchar", "charsetName": None, "length": 255, "scale": None,
+                               "position": 2, "optional": False, "autoIncremented": False, "generated": False},
+                              {"name": "last_name", "jdbcType": 12, "nativeType": None, "typeName": "varchar",
+                               "typeExpression": "varchar", "charsetName": None, "length": 255, "scale": None,
+                               "position": 3, "optional": False, "autoIncremented": False, "generated": False},
+                              {"name": "email", "jdbcType": 12, "nativeType": None, "typeName": "varchar",
+                               "typeExpression": "varchar", "charsetName": None, "length": 255, "scale": None,
+                               "position": 4, "optional": False, "autoIncremented": False, "generated": False}]}}]}
+
+
+def test_snapshot_schema_change_event_matches_the_seed(tmp_path: Path) -> None:
+    sink, _, _ = run(seed_server(), tmp_path)
+    (record,) = [r for r in sink.records if r.topic == "server1"]
+    assert record.key == {"databaseName": "testDB"}
+    assert record.key_schema.to_json() == {"type": "struct", "fields": [{"type": "string", "optional": False,
+                                                                        "field": "databaseName"}],
+                                           "optional": False, "name": "io.debezium.connector.sqlserver.SchemaChangeKey",
+                                           "version": 1}
+    value, seed = record.value, SEED_SCHEMA_CHANGE
+    for name in ("databaseName", "schemaName", "ddl"):
+        assert value[name] == seed[name]
+    for name in ("connector", "name", "snapshot", "db", "schema", "table", "change_lsn", "commit_lsn", "event_serial_no"):
+        assert value["source"][name] == seed["source"][name], name
+    (change,) = value["tableChanges"]
+    (want,) = seed["tableChanges"]
+    assert (change["type"], change["id"]) == (want["type"], want["id"])
+    assert {k: change["table"][k] for k in ("defaultCharsetName", "primaryKeyColumnNames")} == \
+        {k: want["table"][k] for k in ("defaultCharsetName", "primaryKeyColumnNames")}
+    for got, expected in zip(change["table"]["columns"], want["table"]["columns"], strict=True):
+        assert {k: got[k] for k in expected} == expected
+        assert (got["comment"], got["defaultValueExpression"], got["enumValues"]) == (None, None, None)

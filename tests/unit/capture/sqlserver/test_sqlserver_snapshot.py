@@ -4,6 +4,7 @@ statements run in which order, which events come out, which offset is stored."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,6 +30,11 @@ def server_for(isolation: str = "REPEATABLE READ", savepoint: bool = True, locks
     return server
 
 
+def rows_of(sink: Any) -> list[Any]:
+    """Data records only (the schema change events on "server1" left out)."""
+    return [r for r in sink.records if r.topic == "server1.testDB.dbo.customers"]
+
+
 def statements(server: RecordedServer) -> list[str]:
     return [s for s in server.rec.log if s.startswith(("SET", "SAVE", "ROLLBACK", "SELECT TOP(0)", "SELECT sys.fn",
                                                        "SELECT [id]"))]
@@ -44,16 +50,19 @@ def test_repeatable_read_locks_then_releases_before_reading(tmp_path: Path) -> N
         "SELECT sys.fn_cdc_get_max_lsn()", "ROLLBACK TRANSACTION dbz_schema_snapshot",
         "SELECT [id], [first_name], [last_name], [email] FROM [testDB].[dbo].[customers]",
     ]
-    assert [r.value["source"]["snapshot"] for r in sink.records] == ["first", "true", "last"]
-    assert [r.value["after"]["id"] for r in sink.records] == [1001, 1002, 1003]
-    assert {r.value["op"] for r in sink.records} == {"r"}
+    schema_change, *rows = sink.records
+    assert schema_change.topic == "server1" and schema_change.value["tableChanges"][0]["type"] == "CREATE"
+    assert rows == rows_of(sink)
+    assert [r.value["source"]["snapshot"] for r in rows] == ["first", "true", "last"]
+    assert [r.value["after"]["id"] for r in rows] == [1001, 1002, 1003]
+    assert {r.value["op"] for r in rows} == {"r"}
     stored = store.load(KEY)
     assert stored is not None and stored["commit_lsn"] == SNAPSHOT_LSN
 
 
 def test_exclusive_keeps_the_table_locks_until_the_end(tmp_path: Path) -> None:
     server = server_for(savepoint=False)
-    run(server, tmp_path, snapshot__isolation__mode="exclusive")
+    run(server, tmp_path, snapshot__isolation__mode="exclusive", include__schema__changes="false")
     log = statements(server)
     assert "SELECT TOP(0) * FROM [testDB].[dbo].[customers] WITH (TABLOCKX)" in log
     assert not any(s.startswith(("SAVE", "ROLLBACK")) for s in log)
@@ -67,13 +76,13 @@ def test_lockless_isolation_modes(tmp_path: Path, mode: str, level: str) -> None
     log = statements(server)
     assert f"SET TRANSACTION ISOLATION LEVEL {level}" in log
     assert not any("TABLOCKX" in s for s in log)
-    assert len(sink.records) == 3
+    assert len(rows_of(sink)) == 3
 
 
 def test_initial_only_does_not_stream(tmp_path: Path) -> None:
     server = server_for()
     sink, store, _ = run(server, tmp_path, snapshot__mode="initial_only")
-    assert len(sink.records) == 3
+    assert len(rows_of(sink)) == 3
     assert server.rec.served("SELECT sys.fn_cdc_get_max_lsn()") == 1  # the snapshot's, no poll
     again, _, _ = run(server, tmp_path, snapshot__mode="initial_only")
     assert again.records == []  # completed: nothing to do
@@ -82,7 +91,8 @@ def test_initial_only_does_not_stream(tmp_path: Path) -> None:
 def test_no_data_streams_from_the_current_max_lsn_without_reading_rows(tmp_path: Path) -> None:
     server = RecordedServer().customers().max_lsn(SNAPSHOT_LSN)
     sink, _, _ = run(server, tmp_path, snapshot__mode="schema_only")
-    assert sink.records == []
+    (create,) = sink.records  # the structure only: a CREATE schema change event, no rows
+    assert create.topic == "server1" and create.value["source"]["commit_lsn"] == SNAPSHOT_LSN
     assert not any(s.startswith("SELECT [id]") for s in server.rec.log)
 
 
@@ -90,7 +100,7 @@ def test_always_snapshots_at_every_start(tmp_path: Path) -> None:
     server = server_for()
     first, _, _ = run(server, tmp_path, snapshot__mode="always")
     second, _, _ = run(server, tmp_path, snapshot__mode="always")
-    assert len(first.records) == len(second.records) == 3
+    assert len(rows_of(first)) == len(rows_of(second)) == 3
 
 
 def test_when_needed_snapshots_again_when_cleanup_passed_the_offset(tmp_path: Path) -> None:
@@ -101,7 +111,7 @@ def test_when_needed_snapshots_again_when_cleanup_passed_the_offset(tmp_path: Pa
     stale.snapshot_rows("dbo", "customers", COLS, ROWS[:1])
     stale.max_lsn("00000031:00000001:0001")
     sink, store, _ = run(stale, tmp_path, snapshot__mode="when_needed")
-    assert [r.value["op"] for r in sink.records] == ["r"]
+    assert [r.value["op"] for r in rows_of(sink)] == ["r"]
     assert store.load(KEY)["commit_lsn"] == "00000031:00000001:0001"
 
 

@@ -11,7 +11,7 @@ from lakecdc.capture.sqlserver.config import SqlServerConnectorConfig
 from lakecdc.capture.sqlserver.connector import SqlServerConnector
 from lakecdc.capture.sqlserver.replay import ResultSet
 from lakecdc.events.envelope import HEADER_NEW_KEY, HEADER_OLD_KEY
-from sqlserver_recordings import CUSTOMERS, RecordedServer, base_properties
+from sqlserver_recordings import CUSTOMERS, RecordedServer, base_properties, columns_result
 from test_sqlserver_seed_golden import after, run
 
 COLS = [c[0] for c in CUSTOMERS]
@@ -106,7 +106,10 @@ def test_new_capture_instance_switches_structure_at_its_start_lsn(tmp_path: Path
     server.lsn_time("00000025:00000e00:0005", 1559729468000).lsn_time("00000025:00000f00:0008", 1559729469000)
     streaming_only(server, tmp_path)
     sink, _, _ = run(server, tmp_path)
-    first, second = data(sink.records)
+    first, alter, second = [r for r in sink.records if r.topic in ("server1", "server1.testDB.dbo.customers")]
+    assert alter.topic == "server1" and alter.value["tableChanges"][0]["type"] == "ALTER"
+    assert alter.value["source"]["commit_lsn"] == switch and alter.value["source"]["snapshot"] == "false"
+    assert [c["name"] for c in alter.value["tableChanges"][0]["table"]["columns"]][-1] == "phone_number"
     assert first.value["after"] == {"id": 1006, "first_name": "Ann", "last_name": "Lee", "email": "ann@example.org"}
     assert second.value["after"]["phone_number"] == "+1-555-123456"
     phone_field = second.value_schema.field("after").schema.field("phone_number")
@@ -118,10 +121,7 @@ def test_new_capture_instance_switches_structure_at_its_start_lsn(tmp_path: Path
 def _columns_answer(columns: list[tuple[Any, ...]]) -> tuple[str, Any, ResultSet]:
     from lakecdc.capture.sqlserver import connection as sq
 
-    rows = [(*c, i + 1) for i, c in enumerate(columns)]
-    return sq.Q_COLUMNS, ("dbo", "customers"), ResultSet.of(
-        ["COLUMN_NAME", "DATA_TYPE", "CHARACTER_MAXIMUM_LENGTH", "NUMERIC_PRECISION", "NUMERIC_SCALE",
-         "DATETIME_PRECISION", "IS_NULLABLE", "ORDINAL_POSITION"], rows)
+    return sq.Q_COLUMNS, ("dbo", "customers"), columns_result(columns)
 
 
 def test_restart_inside_a_commit_emits_the_rest_once(tmp_path: Path) -> None:
