@@ -114,7 +114,7 @@ class OracleSnapshotSource:
 
                 def source(marker: str, schema: TableSchema = schema, ts_ms: int = ts_ms) -> dict[str, Any]:
                     return build(db=self.config.source_db, schema=schema.owner, table=schema.table, ts_ms=ts_ms,
-                                 scn=scn, snapshot=marker, ssn=0)
+                                 scn=scn, snapshot=marker, ssn=None)
 
                 middle = source("true")
                 progress.table_started(schema)

@@ -3,7 +3,8 @@
 =====================================  =========================================================
 Oracle type                            Connect schema
 =====================================  =========================================================
-NUMBER(p,s), s <= 0, p - s < 19        int8 / int16 / int32 / int64 by p - s (< 3, < 5, < 10, < 19)
+NUMBER(p,s), s <= 0, p - s < 19        int8 / int16 / int32 / int64 by p - s (< 3, < 5, < 10, < 19);
+                                       for s = 0 only with ``decimal.handling.mode=precise``
 NUMBER(p,s) otherwise, INTEGER         Decimal(scale s, precision p) / double / string
                                        (``decimal.handling.mode`` precise / double / string)
 NUMBER, FLOAT(b)                       VariableScaleDecimal / double / string
@@ -15,7 +16,8 @@ TIMESTAMP(p)                           Timestamp (p <= 3) / MicroTimestamp (p <=
                                        (``adaptive``); ``connect``: Connect Timestamp;
                                        ``microseconds`` / ``nanoseconds``: Micro/NanoTimestamp
 TIMESTAMP(p) WITH TIME ZONE            io.debezium.time.ZonedTimestamp (offset kept)
-TIMESTAMP(p) WITH LOCAL TIME ZONE      io.debezium.time.ZonedTimestamp (UTC)
+TIMESTAMP(p) WITH LOCAL TIME ZONE      io.debezium.time.ZonedTimestamp (offset of the redo literal;
+                                       snapshots read it at UTC)
 INTERVAL YEAR TO MONTH / DAY TO SECOND MicroDuration (``interval.handling.mode=numeric``) /
                                        io.debezium.time.Interval (``string``)
 RAW, BLOB                              bytes (``binary.handling.mode``: bytes/base64/base64-url-safe/hex)
@@ -123,6 +125,12 @@ def timestamp_precision(col: ColumnInfo) -> int:
     return 6 if col.scale is None else col.scale
 
 
+def _as_integer(col: ColumnInfo, modes: TypeModes) -> bool:
+    """Debezium 3.6.3 (checked against OracleValueConverters): a negative scale is always an integer
+    type; scale 0 only with ``decimal.handling.mode=precise`` (double / string modes give those)."""
+    return (col.scale or 0) < 0 or modes.decimal_handling == "precise"
+
+
 def _integer_type(col: ColumnInfo) -> str:
     width = (col.precision if col.precision is not None else 38) - (col.scale or 0)
     return "int8" if width < 3 else "int16" if width < 5 else "int32" if width < 10 else "int64"
@@ -131,9 +139,9 @@ def _integer_type(col: ColumnInfo) -> str:
 def column_schema(col: ColumnInfo, modes: TypeModes) -> ConnectSchema:
     optional = col.nullable
     kind = _kind(col)
-    if kind == "integer":
+    if kind == "integer" and _as_integer(col, modes):
         return primitive(_integer_type(col), optional)
-    if kind in ("decimal", "varnumber"):
+    if kind in ("decimal", "varnumber", "integer"):
         if modes.decimal_handling == "double":
             return primitive("double", optional)
         if modes.decimal_handling == "string":
@@ -224,7 +232,10 @@ def _iso_local(nanos: int) -> str:
     return value.isoformat(timespec="microseconds") + "Z"
 
 
-def _zoned_converter(col: ColumnInfo, local: bool) -> Converter:
+def _zoned_converter(col: ColumnInfo) -> Converter:
+    """ZonedTimestamp text keeping the literal's offset (``Z`` for +00:00), as Debezium writes both
+    TIMESTAMP WITH TIME ZONE and, from the ``TO_TIMESTAMP_TZ`` literal LogMiner writes for it, WITH
+    LOCAL TIME ZONE; snapshots read the latter at UTC."""
     digits = timestamp_precision(col)
 
     def convert(v: Any) -> str:
@@ -233,8 +244,6 @@ def _zoned_converter(col: ColumnInfo, local: bool) -> Converter:
         else:
             stamp, nanos, offset = parse_timestamp(_text(v))
         offset = offset or dt.timedelta(0)
-        if local:  # TIMESTAMP WITH LOCAL TIME ZONE: normalised to UTC
-            stamp, offset = stamp - offset, dt.timedelta(0)
         text = f"{stamp.year:04d}-{stamp.month:02d}-{stamp.day:02d}T{stamp.hour:02d}:{stamp.minute:02d}:{stamp.second:02d}"
         if digits:
             text += "." + f"{nanos:09d}"[:digits]
@@ -346,8 +355,10 @@ def _string(v: Any) -> str:
 def value_converter(col: ColumnInfo, modes: TypeModes) -> Converter:
     """``value -> Connect value`` for one column; None stays None; LOB placeholders handled."""
     kind = _kind(col)
-    if kind == "integer":
+    if kind == "integer" and _as_integer(col, modes):
         base: Converter = lambda v: int(v) if isinstance(v, (int, Decimal)) else int(Decimal(_text(v)))
+    elif kind == "integer":
+        base = _decimal_converter(col, modes, False)
     elif kind in ("decimal", "varnumber"):
         base = _decimal_converter(col, modes, kind == "varnumber")
     elif kind == "BINARY_FLOAT":
@@ -361,7 +372,7 @@ def value_converter(col: ColumnInfo, modes: TypeModes) -> Converter:
     elif kind in ("DATE", "timestamp"):
         base = _timestamp_converter(col, modes, kind == "DATE")
     elif kind in ("timestamp_tz", "timestamp_ltz"):
-        base = _zoned_converter(col, kind == "timestamp_ltz")
+        base = _zoned_converter(col)
     else:
         base = _interval_converter(kind, modes)
     is_lob = col.data_type.upper() in LOB_TYPES

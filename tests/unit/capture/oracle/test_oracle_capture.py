@@ -250,6 +250,8 @@ def test_snapshot_then_streaming_with_restart_no_duplicates_no_loss(install: Any
     assert [r.key["ID"] for r in snap] == [1001, 1002, 1003]
     assert [r.value["source"]["snapshot"] for r in snap] == ["first", "true", "last"]
     assert all(r.value["source"]["scn"] == "1000" and r.value["source"]["txId"] is None for r in snap)
+    # no redo thread in a snapshot: Debezium leaves commit_scn, rs_id, ssn and redo_thread null
+    assert all(r.value["source"][k] is None for r in snap for k in ("commit_scn", "rs_id", "ssn", "redo_thread"))
     assert db.snapshot_statements == [
         'SELECT "ID", "FIRST_NAME", "LAST_NAME", "EMAIL" FROM "DEBEZIUM"."CUSTOMERS" AS OF SCN 1000']
     streamed = [r.key["ID"] for r in sink.records if r.op == "c"]
