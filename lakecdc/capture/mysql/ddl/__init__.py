@@ -1,10 +1,15 @@
 """MySQL/MariaDB DDL parsing and the in-memory schema model.
 
 - ``lexer``: tokens (backtick names, strings, executable comments, charset introducers);
-- ``cursor``: the token cursor and ``DdlParseError``;
+- ``cursor``: the token cursor (and its small grammar vocabulary) and ``DdlParseError``;
 - ``datatypes``: type aliases, JDBC codes Debezium reports;
 - ``model``: ``ColumnDef`` / ``TableDef`` / ``TableId`` (immutable);
-- ``columns``: column definitions, CREATE TABLE bodies, ALTER TABLE specifications;
+- ``options``: CHARACTER SET / COLLATE / COMMENT clauses of databases, tables and columns;
+- ``data_type``: a column's data type (aliases, length/scale, ENUM/SET values, UNSIGNED, ...);
+- ``columns``: column definitions (attributes, DEFAULT values);
+- ``column_list``: edits of a column list and its keys (placement, renames, charsets, PK NOT NULL);
+- ``create_table``: CREATE TABLE bodies and key definitions;
+- ``alter_table``: ALTER TABLE specifications;
 - ``parser``: statements (CREATE/ALTER/DROP/RENAME/TRUNCATE, databases, ignorable ones);
 - ``tables``: the registry of table structures the parser edits.
 """

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from lakecdc.capture.mysql.ddl.lexer import Kind, Token
 from lakecdc.errors import TerminalError
 
 _END = Token(Kind.SYMBOL, "", -1, -1)
+T = TypeVar("T")
 
 
 class DdlParseError(TerminalError):
@@ -71,12 +75,29 @@ class Cursor:
             raise self.error(f"expected {' or '.join(words)} but found '{self.peek().text or 'end of statement'}'")
         return True
 
+    def accept_if_exists(self) -> bool:
+        """``IF EXISTS`` (IF is a reserved word, so it always starts the clause)."""
+        return bool(self.accept_word("IF") and self.expect_word("EXISTS"))
+
+    def accept_if_not_exists(self) -> bool:
+        return bool(self.accept_word("IF") and self.expect_word("NOT") and self.expect_word("EXISTS"))
+
     def identifier(self) -> str:
         tok = self.peek()
         if tok.kind in (Kind.WORD, Kind.QUOTED_ID) or (tok.kind is Kind.STRING):
             self.i += 1
             return tok.text
         raise self.error(f"expected a name but found '{tok.text or 'end of statement'}'")
+
+    def parenthesized_list(self, read_item: Callable[[], T]) -> list[T]:
+        """Read ``( item, item, ... )``; ``read_item`` reads one item at the cursor."""
+        self.expect_symbol("(")
+        items = []
+        while True:
+            items.append(read_item())
+            if not self.accept_symbol(","):
+                self.expect_symbol(")")
+                return items
 
     def skip_parenthesized(self) -> str:
         """Skip a balanced ( ... ) group starting at the cursor; return its inner source text."""

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lakecdc.capture.mysql.ddl.columns import ColumnParser
+from lakecdc.capture.mysql.ddl.alter_table import alter_table
+from lakecdc.capture.mysql.ddl.create_table import create_table_body, index_column_names
 from lakecdc.capture.mysql.ddl.cursor import Cursor, DdlParseError
 from lakecdc.capture.mysql.ddl.lexer import Kind, LexError, Token, tokenize
 from lakecdc.capture.mysql.ddl.model import TableDef, TableId
+from lakecdc.capture.mysql.ddl.options import database_options
 from lakecdc.capture.mysql.ddl.tables import Tables
 
 __all__ = ["DdlParseError", "DdlParser", "ParsedStatement", "TableChange"]
@@ -139,16 +141,16 @@ class DdlParser:
         return ParsedStatement("IGNORED", text, db)
 
     def _create_database(self, cur: Cursor, text: str) -> ParsedStatement:
-        if_not_exists = _if_not_exists(cur)
+        if_not_exists = cur.accept_if_not_exists()
         name = cur.identifier()
-        charset = _database_options(cur)
+        charset = database_options(cur)
         key = name.lower()
         if not (if_not_exists and key in self.tables.database_charsets):
             self.tables.database_charsets[key] = charset
         return ParsedStatement("CREATE_DATABASE", text, name)
 
     def _create_table(self, cur: Cursor, text: str, db: str | None, temporary: bool) -> ParsedStatement:
-        if_not_exists = _if_not_exists(cur)
+        if_not_exists = cur.accept_if_not_exists()
         table_id = self._table_id(cur, db)
         existing = self.tables.get(table_id)
         like: TableId | None = None
@@ -166,7 +168,7 @@ class DdlParser:
             table = source.evolve(id=table_id, temporary=temporary)
         else:
             default_charset = self.tables.charset_for(table_id.database)
-            table = ColumnParser(cur, table_id, default_charset).create_table_body(temporary)
+            table = create_table_body(cur, table_id, default_charset, temporary)
         if if_not_exists and existing is not None:
             return ParsedStatement("IGNORED", text, table_id.database)
         self.tables.put(table)
@@ -175,14 +177,14 @@ class DdlParser:
     def _create_unique_index(self, cur: Cursor, text: str, db: str | None) -> ParsedStatement:
         if not cur.accept_word("INDEX", "KEY"):
             return ParsedStatement("IGNORED", text, db)
-        cur.accept_word("IF") and cur.expect_word("NOT") and cur.expect_word("EXISTS")
+        cur.accept_if_not_exists()
         index_name = cur.identifier()
         if cur.accept_word("USING"):
             cur.next()
         cur.expect_word("ON")
         table_id = self._table_id(cur, db)
         table = self.tables.get(table_id)
-        columns = ColumnParser.index_column_names(cur)
+        columns = index_column_names(cur)
         if table is None:
             return ParsedStatement("IGNORED", text, table_id.database)
         updated = table.evolve(unique_keys=table.unique_keys + ((index_name, columns),))
@@ -198,19 +200,19 @@ class DdlParser:
             name = db
             if cur.peek().kind in (Kind.WORD, Kind.QUOTED_ID) and not _is_db_option_start(cur.peek()):
                 name = cur.identifier()
-            charset = _database_options(cur)
+            charset = database_options(cur)
             if name is not None and charset is not None:
                 self.tables.database_charsets[name.lower()] = charset
             return ParsedStatement("ALTER_DATABASE", text, name)
         if not cur.accept_word("TABLE"):
             return ParsedStatement("IGNORED", text, db)
-        cur.accept_word("IF") and cur.expect_word("EXISTS")
+        cur.accept_if_exists()
         table_id = self._table_id(cur, db)
         table = self.tables.get(table_id)
         if table is None:
             # ALTER of a table created before history began, or filtered out of it
             raise cur.error(f"ALTER TABLE names table '{table_id}', whose structure is not known")
-        updated = ColumnParser(cur, table_id, table.default_charset).alter_table(table)
+        updated = alter_table(cur, table)
         if updated.id != table_id:
             self.tables.remove(table_id)
             self.tables.put(updated)
@@ -224,7 +226,7 @@ class DdlParser:
     def _drop(self, cur: Cursor, text: str, db: str | None) -> ParsedStatement:
         cur.expect_word("DROP")
         if cur.accept_word("DATABASE", "SCHEMA"):
-            cur.accept_word("IF") and cur.expect_word("EXISTS")
+            cur.accept_if_exists()
             name = cur.identifier()
             dropped = self.tables.drop_database(name)
             return ParsedStatement(
@@ -233,18 +235,17 @@ class DdlParser:
         cur.accept_word("TEMPORARY")
         if not cur.accept_word("TABLE", "TABLES"):
             return ParsedStatement("IGNORED", text, db)
-        if_exists = bool(cur.accept_word("IF") and cur.expect_word("EXISTS"))
+        cur.accept_if_exists()
         changes: list[TableChange] = []
         ids = [self._table_id(cur, db)]
         while cur.accept_symbol(","):
             ids.append(self._table_id(cur, db))
         for table_id in ids:
+            # a table we do not know existed outside our history (the server accepted the DROP,
+            # with or without IF EXISTS): there is nothing to update for it
             removed = self.tables.remove(table_id)
             if removed is not None:
                 changes.append(TableChange("DROP", removed))
-            elif not if_exists:
-                # the server accepted it, so the table existed outside our history: nothing to update
-                pass
         return ParsedStatement("DROP_TABLE", text, ids[0].database, changes)
 
     def _rename_tables(self, cur: Cursor, text: str, db: str | None) -> ParsedStatement:
@@ -307,36 +308,5 @@ def _is_compound(tokens: list[Token]) -> bool:
     return False
 
 
-def _if_not_exists(cur: Cursor) -> bool:
-    if cur.accept_word("IF"):
-        cur.expect_word("NOT")
-        cur.expect_word("EXISTS")
-        return True
-    return False
-
-
 def _is_db_option_start(tok: Token) -> bool:
     return tok.is_word("DEFAULT", "CHARACTER", "CHARSET", "COLLATE", "ENCRYPTION", "READ", "COMMENT", "UPGRADE")
-
-
-def _database_options(cur: Cursor) -> str | None:
-    """Read CREATE/ALTER DATABASE options; returns the character set when given."""
-    charset: str | None = None
-    collation: str | None = None
-    while not cur.at_end():
-        cur.accept_word("DEFAULT")
-        if cur.accept_word("CHARACTER"):
-            cur.expect_word("SET")
-            cur.accept_symbol("=")
-            charset = cur.identifier()
-        elif cur.accept_word("CHARSET"):
-            cur.accept_symbol("=")
-            charset = cur.identifier()
-        elif cur.accept_word("COLLATE"):
-            cur.accept_symbol("=")
-            collation = cur.identifier()
-        else:
-            cur.next()
-    if charset is None and collation is not None:
-        charset = collation.split("_", 1)[0]
-    return charset
