@@ -31,6 +31,9 @@ from lakecdc.errors import ConfigError
 
 SQLSERVER_CLASSES = ("io.debezium.connector.sqlserver.SqlServerConnector", "sqlserver")
 
+NOT_APPLIED = ("data.query.mode", "streaming.fetch.size", "incremental.snapshot.allow.schema.changes",
+               "incremental.snapshot.option.recompile", "schema.history.internal.store.only.captured.databases.ddl")
+
 IsolationMode = Literal["read_uncommitted", "read_committed", "repeatable_read", "snapshot", "exclusive"]
 
 
@@ -109,6 +112,12 @@ class SqlServerConnectorConfig(CommonConnectorConfig):
             "login_timeout": max(1, self.connect_timeout_ms // 1000),
             "autocommit": False,
         }
+
+    def ignored_properties(self) -> list[str]:
+        """Also the Debezium SQL Server properties lakecdc accepts and does not apply (it always reads
+        through the fn_cdc_get_all_changes_* functions, and has no incremental snapshots)."""
+        given = self.given_properties()
+        return sorted(set(super().ignored_properties()) | {n for n in NOT_APPLIED if n in given})
 
     def describe_target(self) -> str:
         return f"sqlserver {self.database_user}@{self.database_hostname}:{self.database_port}/{self.database}"

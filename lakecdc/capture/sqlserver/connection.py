@@ -8,6 +8,8 @@ Statements (``%s`` is pymssql's parameter marker; LSNs travel as ``binary(10)`` 
     SELECT ... FROM INFORMATION_SCHEMA.COLUMNS ...                     a table's columns
     SELECT ... FROM INFORMATION_SCHEMA.TABLE_CONSTRAINTS ...           its primary key
     SELECT sys.fn_cdc_get_max_lsn()                                    the newest LSN CDC has
+    SELECT MAX(start_lsn) FROM (SELECT TOP (%s + 1) ... cdc.lsn_time_mapping ...)
+                                                                       where a streaming pass ends
     SELECT TODATETIMEOFFSET(sys.fn_cdc_map_lsn_to_time(%s), ...)       commit time of an LSN
     SELECT * FROM cdc.[fn_cdc_get_all_changes_<instance>](%s, %s, N'all update old') ORDER BY ...
 
@@ -58,6 +60,17 @@ Q_PRIMARY_KEY = (
     "ORDER BY k.ORDINAL_POSITION"
 )
 Q_MAX_LSN = "SELECT sys.fn_cdc_get_max_lsn()"
+# where a streaming pass ends: the commit LSN of the last transaction CDC recorded, or of the
+# max.iteration.transactions-th after the resume position (bounds one pass, as Debezium does)
+Q_MAX_TX_LSN = "SELECT MAX(start_lsn) FROM cdc.lsn_time_mapping WHERE tran_id <> 0x00"
+Q_NTH_TX_LSN_FROM_BEGINNING = (
+    "SELECT MAX(start_lsn) FROM (SELECT TOP (%s) start_lsn FROM cdc.lsn_time_mapping "
+    "WHERE tran_id <> 0x00 ORDER BY start_lsn) AS next_lsns"
+)
+Q_NTH_TX_LSN_FROM_LAST = (
+    "SELECT MAX(start_lsn) FROM (SELECT TOP (%s + 1) start_lsn FROM cdc.lsn_time_mapping "
+    "WHERE start_lsn >= %s AND tran_id <> 0x00 ORDER BY start_lsn) AS next_lsns"
+)
 # the server's local commit time with the server's offset attached, so no time zone is guessed
 Q_LSN_TIME = (
     "SELECT TODATETIMEOFFSET(sys.fn_cdc_map_lsn_to_time(%s), DATEPART(TZOFFSET, SYSDATETIMEOFFSET()))"
@@ -231,6 +244,17 @@ def table_def(conn: Any, schema: str, table: str) -> TableDef:
 
 def max_lsn(conn: Any) -> int | None:
     _, rows = _rows(conn, Q_MAX_LSN)
+    return lsn_int(rows[0][0]) if rows else None
+
+
+def pass_end_lsn(conn: Any, after: int | None, max_transactions: int) -> int | None:
+    """The commit LSN a streaming pass reads up to (None: CDC has recorded no transaction)."""
+    if max_transactions <= 0:
+        _, rows = _rows(conn, Q_MAX_TX_LSN)
+    elif not after:
+        _, rows = _rows(conn, Q_NTH_TX_LSN_FROM_BEGINNING, (max_transactions,))
+    else:
+        _, rows = _rows(conn, Q_NTH_TX_LSN_FROM_LAST, (max_transactions, lsn_bytes(after)))
     return lsn_int(rows[0][0]) if rows else None
 
 

@@ -2,7 +2,8 @@
 
 Each pass::
 
-    to  = SELECT sys.fn_cdc_get_max_lsn()                 nothing new: wait poll.interval.ms
+    to  = commit LSN of the max.iteration.transactions-th transaction after the resume position
+          (cdc.lsn_time_mapping; 0 = the last one)           nothing new: wait poll.interval.ms
     EXEC sys.sp_cdc_help_change_data_capture              new capture instances (schema changes)
     per capture instance, from = max(resume commit LSN, instance start LSN):
         SELECT * FROM cdc.[fn_cdc_get_all_changes_<instance>](from, to, N'all update old')
@@ -209,7 +210,7 @@ class SqlServerStreamingSource:
         """Read everything up to the current max LSN into ``_pending``; False when nothing is new."""
         assert self.resume is not None
         conn = self.conn
-        to_lsn = sq.max_lsn(conn)
+        to_lsn = sq.pass_end_lsn(conn, self.resume.commit_lsn, self.config.max_iteration_transactions)
         if to_lsn is None or to_lsn <= self.resume.commit_lsn and self.resume.change_lsn is None:
             conn.commit()  # a read-only replica shows new CDC rows only to a new transaction
             return False
@@ -321,6 +322,11 @@ class SqlServerStreamingSource:
     def _switch(self, inst: CaptureInstance) -> list[_Group]:
         """The new instance's structure takes over: an ALTER schema change event (seed 1.4.14)."""
         self._announce(inst)
+        instances = self.schema.instances[inst.table_key]
+        previous = instances[instances.index(inst) - 1]
+        if self.schema.schema(previous).columns == self.schema.schema(inst).columns:
+            log.info("Migration skipped, no table schema changes detected.")
+            return []
         if not self.config.include_schema_changes:
             return []
         start = inst.start_lsn or 0

@@ -110,6 +110,15 @@ class RecordedServer:
         self.rec.add(sq.Q_MAX_LSN, None, *[ResultSet([("", 2)], [(None if t is None else lsn_b(t),)]) for t in texts])
         return self
 
+    def passes(self, start: str, *ends: str, max_transactions: int = 500) -> RecordedServer:
+        """Where each streaming pass ends: from ``start`` to the first end, from there to the next...;
+        the last end answers "nothing new" (itself) from then on."""
+        chain = [start, *ends]
+        for i, frm in enumerate(chain):
+            to = chain[min(i + 1, len(chain) - 1)]
+            self.rec.add(sq.Q_NTH_TX_LSN_FROM_LAST, (max_transactions, lsn_b(frm)), ResultSet([("", 2)], [(lsn_b(to),)]))
+        return self
+
     def lsn_time(self, commit: str, ms: int) -> RecordedServer:
         self.rec.add(sq.Q_LSN_TIME, (lsn_b(commit),), ResultSet([("", 4)], [(utc_ms(ms),)]))
         return self

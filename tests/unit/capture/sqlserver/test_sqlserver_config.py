@@ -74,3 +74,20 @@ def test_example_file_loads(monkeypatch: pytest.MonkeyPatch) -> None:
     c = load_sqlserver_config(REPO / "conf" / "sqlserver-connector.properties")
     assert c.database == "testDB" and c.provide_transaction_metadata
     assert c.table_filter.matches("dbo", "orders") and not c.table_filter.matches("dbo", "secrets")
+
+
+def test_properties_accepted_but_not_applied_are_listed() -> None:
+    c = config(data__query__mode="direct", streaming__fetch__size="100")
+    assert c.ignored_properties() == ["data.query.mode", "streaming.fetch.size"]
+    assert config().ignored_properties() == []
+
+
+def test_the_seeds_1_4_example_loads() -> None:
+    """Seed 1.4.12's registration (Debezium 1.x names): database.server.name, database.dbname,
+    database.history.kafka.*."""
+    c = SqlServerConnectorConfig.from_properties({
+        "connector.class": "io.debezium.connector.sqlserver.SqlServerConnector", "database.hostname": "192.168.99.100",
+        "database.port": "1433", "database.user": "sa", "database.password": "Password!", "database.dbname": "testDB",
+        "database.server.name": "fullfillment", "table.include.list": "dbo.customers",
+        "database.history.kafka.bootstrap.servers": "kafka:9092", "database.history.kafka.topic": "dbhistory.fullfillment"})
+    assert (c.topic_prefix, c.database) == ("fullfillment", "testDB")

@@ -11,7 +11,7 @@ from lakecdc.capture.sqlserver.config import SqlServerConnectorConfig
 from lakecdc.capture.sqlserver.connector import SqlServerConnector
 from lakecdc.capture.sqlserver.replay import ResultSet
 from lakecdc.events.envelope import HEADER_NEW_KEY, HEADER_OLD_KEY
-from sqlserver_recordings import CUSTOMERS, RecordedServer, base_properties, columns_result
+from sqlserver_recordings import CUSTOMERS, RecordedServer, base_properties, columns_result, lsn_b
 from test_sqlserver_seed_golden import after, run
 
 COLS = [c[0] for c in CUSTOMERS]
@@ -31,7 +31,7 @@ def data(records: list[Any], topic: str = "server1.testDB.dbo.customers") -> lis
 
 def test_primary_key_update_as_delete_and_insert_rows(tmp_path: Path) -> None:
     commit, seq = "00000027:00000900:0004", "00000027:00000900:0002"
-    server = RecordedServer().customers().max_lsn(commit).lsn_time(commit, 1559729468470)
+    server = RecordedServer().customers().passes(START, commit).lsn_time(commit, 1559729468470)
     server.changes("dbo_customers", after(START), commit, COLS, [
         (commit, seq, 1, 1005, "John", "Doe", "j@example.org"),
         (commit, seq, 2, 2005, "John", "Doe", "j@example.org")])
@@ -45,7 +45,7 @@ def test_primary_key_update_as_delete_and_insert_rows(tmp_path: Path) -> None:
 
 def test_update_changing_the_key_becomes_delete_tombstone_create_with_key_headers(tmp_path: Path) -> None:
     commit, seq = "00000027:00000900:0004", "00000027:00000900:0002"
-    server = RecordedServer().customers().max_lsn(commit).lsn_time(commit, 1559729468470)
+    server = RecordedServer().customers().passes(START, commit).lsn_time(commit, 1559729468470)
     server.changes("dbo_customers", after(START), commit, COLS, [
         (commit, seq, 3, 1005, "John", "Doe", "j@example.org"),
         (commit, seq, 4, 3005, "John", "Doe", "j@example.org")])
@@ -65,7 +65,7 @@ def test_transaction_metadata_matches_the_seed_example(tmp_path: Path) -> None:
                       RecordedServer.instance_row("dbo", "tableb", "dbo_tableb", "00000024:00000001:0001", ["pk", "aa"], ["pk"])])
     server.columns("dbo", "tablea", columns, ["pk"]).columns("dbo", "tableb", columns, ["pk"])
     start = "00000025:00000c00:0001"
-    server.max_lsn(tx).lsn_time(tx, 1580390884335)
+    server.passes(start, tx).lsn_time(tx, 1580390884335)
     server.changes("dbo_tablea", after(start), tx, ["pk", "aa"], [(tx, "00000025:00000d08:0002", 2, 1, 1)])
     server.changes("dbo_tableb", after(start), tx, ["pk", "aa"], [(tx, "00000025:00000d08:0003", 2, 2, 1)])
     streaming_only(server, tmp_path, {"commit_lsn": start, "event_serial_no": 0})
@@ -97,7 +97,7 @@ def test_new_capture_instance_switches_structure_at_its_start_lsn(tmp_path: Path
     phone = ("phone_number", "varchar", 32, None, None, None, "YES")
     server.columns("dbo", "customers", CUSTOMERS, ["id"])
     server.rec.add(*_columns_answer(CUSTOMERS + [phone]))
-    server.max_lsn(to)
+    server.passes(START, to)
     server.changes("dbo_customers", after(START), to, COLS, [
         ("00000025:00000e00:0005", "00000025:00000e00:0002", 2, 1006, "Ann", "Lee", "ann@example.org"),
         ("00000025:00000f00:0008", "00000025:00000f00:0003", 2, 1007, "Bob", "Ray", "bob@example.org")])
@@ -127,7 +127,7 @@ def _columns_answer(columns: list[tuple[Any, ...]]) -> tuple[str, Any, ResultSet
 def test_restart_inside_a_commit_emits_the_rest_once(tmp_path: Path) -> None:
     commit = "00000027:00000900:0009"
     s1, s2 = "00000027:00000900:0002", "00000027:00000900:0005"
-    server = RecordedServer().customers().max_lsn(commit).lsn_time(commit, 1559729468470)
+    server = RecordedServer().customers().passes(START, commit).lsn_time(commit, 1559729468470)
     rows = [(commit, s1, 2, 1, "A", "A", "a@x"), (commit, s2, 2, 2, "B", "B", "b@x")]
     server.changes("dbo_customers", after(START), commit, COLS, rows)
     server.changes("dbo_customers", commit, commit, COLS, rows)  # re-read from the commit after the crash
@@ -154,8 +154,9 @@ def test_lost_connection_reconnects_and_resumes(tmp_path: Path) -> None:
     server = RecordedServer().customers().lsn_time(commit, 1559729468470)
     from lakecdc.capture.sqlserver import connection as sq
 
-    server.rec.add(sq.Q_MAX_LSN, None, ResultSet([("", 2)], [], error="DB-Lib error message 20047: connection dead"))
-    server.max_lsn(commit)
+    server.rec.add(sq.Q_NTH_TX_LSN_FROM_LAST, (500, lsn_b(START)),
+                   ResultSet([("", 2)], [], error="DB-Lib error message 20047: connection dead"))
+    server.passes(START, commit)
     server.changes("dbo_customers", after(START), commit, COLS, [(commit, "00000027:00000900:0002", 2, 1, "A", "A", "a@x")])
     streaming_only(server, tmp_path)
     sink, _, _ = run(server, tmp_path)
@@ -163,8 +164,48 @@ def test_lost_connection_reconnects_and_resumes(tmp_path: Path) -> None:
 
 
 def test_heartbeats_while_idle(tmp_path: Path) -> None:
-    server = RecordedServer().customers().max_lsn(START)
+    server = RecordedServer().customers().passes(START)
     streaming_only(server, tmp_path)
     sink, _, _ = run(server, tmp_path, heartbeat__interval__ms="20")
     beats = [r for r in sink.records if r.topic == "__debezium-heartbeat.server1"]
     assert beats and beats[0].key == {"serverName": "server1"}
+
+
+def test_max_iteration_transactions_bounds_each_pass(tmp_path: Path) -> None:
+    """Two transactions, one per pass with max.iteration.transactions=1; 0 reads to the last one."""
+    t1, t2 = "00000027:00000900:0004", "00000027:00000a00:0004"
+    server = RecordedServer().customers().passes(START, t1, t2, max_transactions=1)
+    server.lsn_time(t1, 1559729468000).lsn_time(t2, 1559729469000)
+    server.changes("dbo_customers", after(START), t1, COLS, [(t1, "00000027:00000900:0002", 2, 1, "A", "A", "a@x")])
+    server.changes("dbo_customers", after(t1), t2, COLS, [(t2, "00000027:00000a00:0002", 2, 2, "B", "B", "b@x")])
+    streaming_only(server, tmp_path)
+    sink, store, _ = run(server, tmp_path, max__iteration__transactions="1")
+    assert [r.value["after"]["id"] for r in data(sink.records)] == [1, 2]
+
+    from lakecdc.capture.sqlserver import connection as sq
+
+    whole = RecordedServer().customers().lsn_time(t2, 1559729469000)
+    whole.rec.add(sq.Q_MAX_TX_LSN, None, ResultSet([("", 2)], [(lsn_b(t2),)]))
+    whole.changes("dbo_customers", after(START), t2, COLS, [
+        (t1, "00000027:00000900:0002", 2, 1, "A", "A", "a@x"), (t2, "00000027:00000a00:0002", 2, 2, "B", "B", "b@x")])
+    whole.lsn_time(t1, 1559729468000)
+    other = tmp_path / "whole"
+    other.mkdir()
+    streaming_only(whole, other)
+    sink, _, _ = run(whole, other, max__iteration__transactions="0")
+    assert [r.value["after"]["id"] for r in data(sink.records)] == [1, 2]
+
+
+def test_new_capture_instance_with_the_same_columns_emits_no_alter(tmp_path: Path) -> None:
+    switch, to = "00000025:00000ef8:0048", "00000025:00000f00:0010"
+    old_row = RecordedServer.instance_row("dbo", "customers", "dbo_customers", "00000024:00000100:0001", COLS)
+    new_row = RecordedServer.instance_row("dbo", "customers", "dbo_customers_v2", switch, COLS)
+    server = RecordedServer().cdc_database().user_tables(("dbo", "customers", True)).instances([old_row], [old_row, new_row])
+    server.columns("dbo", "customers", CUSTOMERS, ["id"]).passes(START, to)
+    server.changes("dbo_customers", after(START), to, COLS, [])
+    server.changes("dbo_customers_v2", switch, to, COLS, [
+        ("00000025:00000f00:0008", "00000025:00000f00:0003", 2, 1007, "Bob", "Ray", "bob@example.org")])
+    server.lsn_time("00000025:00000f00:0008", 1559729469000)
+    streaming_only(server, tmp_path)
+    sink, _, _ = run(server, tmp_path)
+    assert [(r.topic, r.op) for r in sink.records] == [("server1.testDB.dbo.customers", "c")]
