@@ -253,6 +253,8 @@ class MySqlStreamingSource:
         if head.startswith("BEGIN") or head.startswith("XA START"):
             if not self.tx.open:
                 self._begin(start, None)
+            # the only thread id Debezium reports: a BEGIN query's (MySQL). MariaDB starts transactions
+            # with a GTID event instead, which has none, so its events carry thread null as in Debezium
             self.tx.thread = ev.slave_proxy_id
             return
         if head.startswith("COMMIT") or head.startswith("XA COMMIT") or head.startswith("XA END"):
@@ -285,7 +287,7 @@ class MySqlStreamingSource:
                 tables = ",".join(c.table.id.table for c in statement.changes) or None
                 source = self.source.build(db=statement.database or db or "", table=tables, ts_ms=ts_ms,
                                            server_id=ev.packet.server_id, file=self.file, pos=start, row=0,
-                                           gtid=gtid, thread=ev.slave_proxy_id)
+                                           gtid=gtid)  # thread null: Debezium takes none from DDL
                 out.extend(self.schema.schema_change_records(statement, source, position))
             self.emitted.through = (self.file_index, start, 0)
         # a DDL statement commits implicitly: it is a transaction of its own
@@ -300,7 +302,7 @@ class MySqlStreamingSource:
                 continue
             source = self.source.build(db=table_id.database, table=table_id.table, ts_ms=ev.timestamp * 1000,
                                        server_id=ev.packet.server_id, file=self.file, pos=start, row=0,
-                                       gtid=self.tx.gtid, thread=ev.slave_proxy_id,
+                                       gtid=self.tx.gtid,  # thread null, as for DDL
                                        query=_text(ev.query) if self.include_query else None)
             tx = self._tx_block(factory.schema.data_collection, ev.timestamp, position, out)
             out.append(factory.truncate(source, position, time.time_ns(), tx))
