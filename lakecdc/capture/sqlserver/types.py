@@ -35,6 +35,7 @@ has it), so those nanosecond values always end in ``00``.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import decimal
 from collections.abc import Callable
@@ -81,7 +82,13 @@ def _decimal_shape(col: ColumnDef) -> tuple[int, int]:
 
 
 def column_schema(col: ColumnDef, modes: TypeModes) -> ConnectSchema:
-    """The Connect schema of a column (optional when the column is nullable)."""
+    """The Connect schema of a column: optional when nullable, with the column default (seed 2.3)."""
+    schema = _base_schema(col, modes)
+    default = default_value(col, modes)
+    return schema if default is None else dataclasses.replace(schema, default=default)
+
+
+def _base_schema(col: ColumnDef, modes: TypeModes) -> ConnectSchema:
     t, opt = col.type_name, col.nullable
     if t == "bit":
         return primitive("boolean", opt)
@@ -219,3 +226,65 @@ def zoned_text(v: dt.datetime) -> str:
 
 def _binary(mode: str) -> Converter:
     return _binary_converter(mode, None)  # the MySQL connector's: bytes, base64, base64-url-safe, hex
+
+
+# ---- defaults ------------------------------------------------------------------------------------
+_INT_RANGE = {"tinyint": (0, 255), "smallint": (-(2**15), 2**15 - 1), "int": (-(2**31), 2**31 - 1),
+              "bigint": (-(2**63), 2**63 - 1)}
+
+
+def _unwrap(expr: str) -> str:
+    """``((0))`` -> ``0``, ``(N'x')`` -> ``N'x'``: the parentheses SQL Server keeps around defaults."""
+    text = expr.strip()
+    while text.startswith("(") and text.endswith(")"):
+        depth = 0
+        for i, ch in enumerate(text):
+            depth += 1 if ch == "(" else -1 if ch == ")" else 0
+            if depth == 0 and i < len(text) - 1:
+                return text  # "(1)+(2)": the outer parentheses are not one group
+        text = text[1:-1].strip()
+    return text
+
+
+def _literal(col: ColumnDef, text: str) -> Any:
+    t = col.type_name
+    if t in _STRINGS or t == "uniqueidentifier":
+        if text.startswith("N'") and text.endswith("'") and len(text) >= 3:
+            return text[2:-1]
+        if text.startswith("'") and text.endswith("'") and len(text) >= 2:
+            return text[1:-1]  # Debezium keeps doubled quotes ('O''Brien') as they are
+        return None
+    if t == "bit":
+        return int(text) != 0
+    if t in _INTEGERS:
+        value = int(text)
+        low, high = _INT_RANGE[t]
+        return value if low <= value <= high else None
+    if t in ("real", "float"):
+        return float(text)
+    if t in ("decimal", "numeric") or t in _MONEY:
+        return decimal.Decimal(text)
+    if t in ("binary", "varbinary", "image") and text.lower().startswith("0x"):
+        return bytes.fromhex(text[2:])
+    # temporal defaults ('2019-01-01', getdate()) Debezium evaluates on the server; lakecdc does not
+    return None
+
+
+def default_value(col: ColumnDef, modes: TypeModes) -> Any:
+    """The column default as a Connect value, for the literal defaults Debezium's
+    ``SqlServerDefaultValueConverter`` parses without a query; None for none, NULL, functions and
+    expressions (``newid()``, ``NEXT VALUE FOR``, ``(1)+(2)``)."""
+    if col.default is None:
+        return None
+    text = _unwrap(col.default)
+    if text.upper() == "NULL":
+        return None
+    try:
+        value = _literal(col, text)
+    except (ValueError, decimal.InvalidOperation):
+        return None
+    if value is None:
+        return None
+    if isinstance(value, decimal.Decimal) and modes.decimal == "string":
+        return format(value, "f")  # Debezium: the literal as written, not rescaled to the column
+    return value_converter(col, modes)(value)

@@ -139,6 +139,15 @@ class DebeziumSqlServerTypes:
         ts.setNanos(utc_naive.microsecond * 1000)
         return ts
 
+    def as_json(self, converters: Any, column: Any, connect_value: Any) -> Any:
+        """JsonConverter's payload for a value already in Connect form."""
+        J = self.J
+        schema = converters.schemaBuilder(column).optional().build()
+        st = J("org.apache.kafka.connect.data.SchemaBuilder").struct().field("v", schema).build()
+        struct = J("org.apache.kafka.connect.data.Struct")(st)
+        struct.put("v", connect_value)
+        return json.loads(bytes(self.json.fromConnectData("t", st, struct)).decode("utf-8"))["payload"]["v"]
+
     def convert(self, converters: Any, type_name: str, jdbc: int, length: int | None, scale: int | None,
                 value: Any) -> tuple[dict[str, Any], Any]:
         J = self.J
@@ -181,3 +190,45 @@ def test_every_type_matches_debeziums_converters(debezium: DebeziumSqlServerType
             if (got_schema, got_value) != (want_schema, want_value):
                 mismatches.append((type_name, scale, repr(value), got_schema, got_value, want_schema, want_value))
     assert mismatches == []
+
+
+# (type, JDBC type, length, scale, COLUMN_DEFAULT as SQL Server keeps it)
+DEFAULT_CASES: list[tuple[str, int, int | None, int | None, str]] = [
+    ("int", 4, 10, 0, "((0))"), ("int", 4, 10, 0, "((-5))"), ("int", 4, 10, 0, "(NULL)"),
+    ("int", 4, 10, 0, "(NEXT VALUE FOR [dbo].[s])"), ("int", 4, 10, 0, "(((1)+(2)))"),
+    ("bit", -7, 1, None, "((1))"), ("bit", -7, 1, None, "((0))"),
+    ("tinyint", -6, 3, 0, "((3))"), ("smallint", 5, 5, 0, "((7))"), ("bigint", -5, 19, 0, "((9223372036854775807))"),
+    ("varchar", 12, 10, None, "('abc')"), ("varchar", 12, 10, None, "(('abc'))"), ("varchar", 12, 10, None, "('')"),
+    ("varchar", 12, 10, None, "(NULL)"), ("nvarchar", -9, 10, None, "(N'O''Brien')"), ("char", 1, 3, None, "('a')"),
+    ("decimal", 3, 10, 2, "((1.50))"), ("numeric", 2, 5, 0, "((12))"), ("money", 3, 19, 4, "((0))"),
+    ("float", 8, 53, None, "((1.5))"), ("real", 7, 24, None, "((2.5))"),
+    ("uniqueidentifier", 1, 36, None, "(newid())"), ("varbinary", -3, 10, None, "(0x0102)"),
+]
+
+
+def test_literal_defaults_match_debeziums_default_value_converter(debezium: DebeziumSqlServerTypes) -> None:
+    J = debezium.J
+    for modes in MODES:
+        converters = debezium.converters(*modes)
+        ctor = J("io.debezium.connector.sqlserver.SqlServerDefaultValueConverter").class_.getDeclaredConstructors()[0]
+        ctor.setAccessible(True)
+        parser = ctor.newInstance(None, converters)  # literals need no connection
+        mismatches = []
+        for type_name, jdbc, length, scale, expr in DEFAULT_CASES:
+            column = J("io.debezium.relational.Column").editor().name("v").jdbcType(jdbc).type(type_name).optional(True)
+            if length is not None:
+                column = column.length(length)
+            if scale is not None:
+                column = column.scale(J("java.lang.Integer")(scale))
+            column = column.create()
+            parsed = parser.parseDefaultValue(column, expr)
+            col = ColumnDef("v", type_name, length, length if type_name in ("decimal", "numeric") else None,
+                            scale if type_name in ("decimal", "numeric") else None, None, True, 1, default=expr)
+            schema = column_schema(col, TypeModes(*modes))
+            ours = None if schema.default is None else connect_to_json(schema, schema.default)
+            # parseDefaultValue returns the default already converted for the column's schema
+            want = debezium.as_json(converters, column, parsed.get()) if parsed.isPresent() else None
+            if ours != want:
+                mismatches.append((modes, type_name, expr, ours, want))
+        assert mismatches == []
+
