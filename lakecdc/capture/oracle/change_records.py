@@ -22,18 +22,22 @@ TxFor = Callable[[], Any] | None
 class RecordFactory:
     """Builds the records of one table structure."""
 
-    __slots__ = ("schema", "tombstones", "_header_encoder")
+    __slots__ = ("schema", "tombstones", "headers", "_header_encoder")
 
-    def __init__(self, schema: TableSchema, tombstones_on_delete: bool) -> None:
+    def __init__(self, schema: TableSchema, tombstones_on_delete: bool,
+                 headers: list[tuple[str, bytes]] | None = None) -> None:
         self.schema = schema
         self.tombstones = tombstones_on_delete
+        #: context headers of every data record (shared, never mutated); tombstones carry none
+        self.headers = headers or []
         self._header_encoder = (
             RecordEncoder(schema.key_schema, schemas_enable=False) if schema.key_schema is not None else None)
 
     def _record(self, key: Any, value: dict[str, Any], position: OraclePosition,
                 headers: list[tuple[str, bytes]] | None = None) -> ChangeRecord:
         s = self.schema
-        return ChangeRecord(s.topic, s.key_schema, key, s.envelope_schema, value, headers or [], position)
+        all_headers = [*headers, *self.headers] if headers else self.headers
+        return ChangeRecord(s.topic, s.key_schema, key, s.envelope_schema, value, all_headers, position)
 
     def read(self, row: dict[str, Any], source: dict[str, Any], position: OraclePosition, ts_ns: int) -> ChangeRecord:
         return self._record(self.schema.key(row), envelope_payload("r", None, row, source, ts_ns), position)
@@ -71,4 +75,4 @@ class RecordFactory:
                  tx: dict[str, Any] | None) -> ChangeRecord:
         s = self.schema
         return ChangeRecord(s.topic, None, None, s.envelope_schema,
-                            envelope_payload("t", None, None, source, ts_ns, tx), [], position)
+                            envelope_payload("t", None, None, source, ts_ns, tx), self.headers, position)

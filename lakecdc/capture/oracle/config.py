@@ -142,6 +142,15 @@ class OracleConnectorConfig(CommonConnectorConfig):
             "dsn": self.dsn(),
         }
 
+    def data_headers(self, run_id: str | None = None) -> list[tuple[str, bytes]]:
+        """Debezium 3's context headers on every data record (none with extended.headers.enabled=false)."""
+        if not self.extended_headers_enabled:
+            return []
+        from lakecdc.capture.headers import context_headers
+
+        schemas = self.passthrough.get("header.converter.schemas.enable", "true").strip().lower() != "false"
+        return context_headers(self.topic_prefix, "oracle", schemas, run_id=run_id)
+
     def describe_target(self) -> str:
         pdb = f" (PDB {self.database_pdb_name})" if self.database_pdb_name else ""
         return f"oracle {self.database_user}@{self.dsn()}{pdb}"

@@ -23,11 +23,18 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lakecdc.capture.oracle.errors import OracleConnectionLostError, OraclePrerequisiteError
+from lakecdc.capture.oracle.errors import (
+    OracleConnectError,
+    OracleConnectionLostError,
+    OraclePrerequisiteError,
+)
 
 log = logging.getLogger(__name__)
 
 ConnectionFactory = Callable[[Any], Any]
+#: driver / server error codes that mean the session is gone (retry after reconnecting)
+CONNECTION_LOST_CODES = ("DPY-1001", "DPY-4011", "DPY-6005", "ORA-03113", "ORA-03114", "ORA-03135",
+                         "ORA-12170", "ORA-12541", "ORA-01089", "ORA-01033")
 FACTORY_ENV = "LAKECDC_ORACLE_CONNECTION_FACTORY"
 _factory: ConnectionFactory | None = None
 
@@ -106,7 +113,10 @@ def _resolve_factory() -> ConnectionFactory:
             return oracledb.connect(**config.connection_kwargs())
         except oracledb.Error as exc:
             # oracledb messages carry the DSN and user, never the password
-            raise OracleConnectionLostError(f"cannot connect to Oracle at {config.dsn()}: {exc}") from exc
+            translated = _translated(exc)
+            if translated is exc:
+                raise OracleConnectError(f"cannot connect to Oracle at {config.dsn()}: {exc}") from exc
+            raise translated from exc
 
     return real
 
@@ -146,11 +156,14 @@ class OracleConnection:
 
     # -- primitives ------------------------------------------------------------------------
     def execute(self, sql: str, binds: dict[str, Any] | None = None) -> None:
-        cur = self.raw.cursor()
         try:
-            cur.execute(sql, binds or {})
-        finally:
-            cur.close()
+            cur = self.raw.cursor()
+            try:
+                cur.execute(sql, binds or {})
+            finally:
+                cur.close()
+        except Exception as exc:
+            raise _translated(exc) from exc
 
     def query(self, sql: str, binds: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         return list(self.iter_query(sql, binds))
@@ -158,33 +171,31 @@ class OracleConnection:
     def iter_query(self, sql: str, binds: dict[str, Any] | None = None,
                    arraysize: int = 1000) -> Iterator[dict[str, Any]]:
         """Rows as dicts keyed by the (upper-case) column names of ``cursor.description``."""
-        cur = self.raw.cursor()
-        try:
-            cur.arraysize = arraysize
-            cur.execute(sql, binds or {})
-            names = [d[0].upper() for d in cur.description]
-            while True:
-                block = cur.fetchmany(arraysize)
-                if not block:
-                    break
-                for row in block:
-                    yield dict(zip(names, row))
-        finally:
-            cur.close()
+        for names, row in self.iter_tuples(sql, arraysize, binds):
+            yield dict(zip(names, row))
 
-    def iter_tuples(self, sql: str, arraysize: int = 2000) -> Iterator[tuple[list[str], Sequence[Any]]]:
+    def iter_tuples(self, sql: str, arraysize: int = 2000,
+                    binds: dict[str, Any] | None = None) -> Iterator[tuple[list[str], Sequence[Any]]]:
         """Row tuples with the column names (snapshot reads, where dicts would cost too much)."""
-        cur = self.raw.cursor()
         try:
-            cur.arraysize = arraysize
-            cur.execute(sql, {})
-            names = [d[0].upper() for d in cur.description]
-            while True:
+            cur = self.raw.cursor()
+        except Exception as exc:
+            raise _translated(exc) from exc
+        try:
+            try:
+                cur.arraysize = arraysize
+                cur.execute(sql, binds or {})
+                names = [d[0].upper() for d in cur.description]
                 block = cur.fetchmany(arraysize)
-                if not block:
-                    break
+            except Exception as exc:
+                raise _translated(exc) from exc
+            while block:
                 for row in block:
                     yield names, row
+                try:
+                    block = cur.fetchmany(arraysize)
+                except Exception as exc:
+                    raise _translated(exc) from exc
         finally:
             cur.close()
 
@@ -295,6 +306,15 @@ def check_prerequisites(conn: OracleConnection, config: Any, captured: list[tupl
     if missing:
         raise OraclePrerequisiteError(missing)
     log.info("Oracle prerequisites met: ARCHIVELOG, supplemental logging, privileges")
+
+
+def _translated(exc: Exception) -> Exception:
+    """A lost session becomes :class:`OracleConnectionLostError` (the coordinator reconnects and
+    resumes from the stored offset); any other error stays as it is."""
+    text = str(exc)
+    if any(code in text for code in CONNECTION_LOST_CODES):
+        return OracleConnectionLostError(f"the connection to Oracle was lost: {text}")
+    return exc
 
 
 def _opt_int(value: Any) -> int | None:

@@ -43,14 +43,17 @@ class OracleConnector:
             schema_name_adjustment=config.schema_name_adjustment_mode,
         )
         self.show_progress = show_progress
+        self.headers = config.data_headers()  # one runId for the whole run, as Debezium
+        self._first_scn: list[int] = []
 
     def snapshot_source(self, stored: dict[str, Any] | None) -> OracleSnapshotSource:
         with_data = self.config.snapshot_mode_normalized != "no_data"
         return OracleSnapshotSource(self.config, self.modes, self.namer, with_data=with_data,
-                                    show_progress=self.show_progress)
+                                    show_progress=self.show_progress, headers=self.headers)
 
     def streaming_source(self) -> OracleStreamingSource:
-        return OracleStreamingSource(self.config, self.modes, self.namer)
+        return OracleStreamingSource(self.config, self.modes, self.namer, headers=self.headers,
+                                     first_scn=self._first_scn)
 
     def offset_has_completed_snapshot(self, stored: dict[str, Any]) -> bool:
         return snapshot_completed(stored)

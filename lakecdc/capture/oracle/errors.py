@@ -7,6 +7,7 @@ from lakecdc.errors import SourceTerminalError, SourceTransientError, TerminalEr
 
 __all__ = [
     "DmlParseError",
+    "OracleConnectError",
     "OracleConnectionLostError",
     "OraclePrerequisiteError",
     "OracleTypeError",
@@ -39,3 +40,7 @@ class UnknownTableError(SourceTerminalError):
 
 class OracleConnectionLostError(SourceTransientError):
     """The connection dropped; reconnect and resume from the last committed offset."""
+
+
+class OracleConnectError(SourceTerminalError):
+    """Connecting failed for a reason retrying cannot fix (bad credentials, unknown service)."""

@@ -71,7 +71,8 @@ def snapshot_statement(config: OracleConnectorConfig, schema: TableSchema, scn: 
 
 class OracleSnapshotSource:
     def __init__(self, config: OracleConnectorConfig, modes: TypeModes, namer: TopicNamer,
-                 with_data: bool = True, show_progress: bool | None = None, console: Any = None) -> None:
+                 with_data: bool = True, show_progress: bool | None = None, console: Any = None,
+                 headers: list[tuple[str, bytes]] | None = None) -> None:
         self.config = config
         self.modes = modes
         self.namer = namer
@@ -79,6 +80,7 @@ class OracleSnapshotSource:
         self.show_progress = show_progress
         self.console = console
         self.source = source_builder(config.topic_prefix)
+        self.headers = headers if headers is not None else config.data_headers()
 
     def run(self, emit: Emit) -> SnapshotResult:
         conn = oraconn.connect(self.config)
@@ -109,7 +111,7 @@ class OracleSnapshotSource:
         try:
             for t_index, schema in enumerate(tables):
                 last_table = t_index == len(tables) - 1
-                factory = RecordFactory(schema, self.config.tombstones_on_delete)
+                factory = RecordFactory(schema, self.config.tombstones_on_delete, self.headers)
                 ts_ms = int(time.time() * 1000)
 
                 def source(marker: str, schema: TableSchema = schema, ts_ms: int = ts_ms) -> dict[str, Any]:

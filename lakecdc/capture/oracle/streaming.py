@@ -34,6 +34,7 @@ from lakecdc.capture.heartbeat import Heartbeat
 from lakecdc.capture.oracle import connection as oraconn
 from lakecdc.capture.oracle.change_records import RecordFactory
 from lakecdc.capture.oracle.config import OracleConnectorConfig
+from lakecdc.capture.oracle.errors import DmlParseError
 from lakecdc.capture.oracle.logminer import query as q
 from lakecdc.capture.oracle.logminer.dml_parser import parse_dml
 from lakecdc.capture.oracle.logminer.session import end_session, start_session
@@ -61,12 +62,17 @@ def tx_id_text(xid: Any) -> str:
 
 class OracleStreamingSource:
     def __init__(self, config: OracleConnectorConfig, modes: TypeModes, namer: TopicNamer,
-                 sleep: Any = time.sleep) -> None:
+                 sleep: Any = time.sleep, headers: list[tuple[str, bytes]] | None = None,
+                 first_scn: list[int] | None = None) -> None:
         self.config = config
         self.modes = modes
         self.namer = namer
         self.source = source_builder(config.topic_prefix)
         self.skipped = config.skipped_operation_codes
+        # the SCN a start without an offset chose, kept by the connector: a reconnect before the
+        # first commit resumes there instead of at a newer current SCN (which would skip changes)
+        self._first_scn = first_scn if first_scn is not None else []
+        self.headers = headers if headers is not None else config.data_headers()
         self.buffer = TransactionBuffer()
         self.tracker = TransactionTracker()
         self.batch_size = config.log_mining_batch_size_default
@@ -88,8 +94,11 @@ class OracleStreamingSource:
         self.schemas = TableSchemas(self.conn, self.config, self.namer, self.modes)
         self.conn.use_root()
         if offset is None:
-            # no snapshot (no_data): start at the current SCN
-            self.offset = OracleOffset(self.conn.current_scn())
+            # no snapshot (no_data): start at the current SCN, stored at the first commit
+            if not self._first_scn:
+                self._first_scn.append(self.conn.current_scn())
+            self.offset = OracleOffset(self._first_scn[0])
+            self._dirty = True
         else:
             self.offset = OracleOffset.from_offset(offset)
         self._next_start = self.offset.scn
@@ -186,6 +195,8 @@ class OracleStreamingSource:
         if not owner or not table or not self.schemas.is_captured(owner, table):
             return False
         user = (row.get("USERNAME") or "").upper()
+        if user in ("SYS", "SYSTEM"):  # never captured (seed S2), whatever the query returned
+            return False
         c = self.config
         if c.username_include and not any(_full_match(p, user) for p in c.username_include):
             return False
@@ -260,7 +271,8 @@ class OracleStreamingSource:
     def _factory(self, schema: TableSchema) -> RecordFactory:
         factory = self._factories.get(id(schema))
         if factory is None or factory.schema is not schema:
-            factory = self._factories[id(schema)] = RecordFactory(schema, self.config.tombstones_on_delete)
+            factory = RecordFactory(schema, self.config.tombstones_on_delete, self.headers)
+            self._factories[id(schema)] = factory
         return factory
 
     def _records(self, out: list[ChangeRecord], schema: TableSchema, op: str, ev: dict[str, Any],
@@ -270,7 +282,16 @@ class OracleStreamingSource:
         if op == "t":
             out.append(factory.truncate(source, position, ts_ns, tx_for() if tx_for else None))
             return
-        parsed = parse_dml(ev["SQL_REDO"])
+        try:
+            parsed = parse_dml(ev["SQL_REDO"])
+        except DmlParseError as exc:
+            mode = self.config.event_processing_failure_handling_mode
+            where = f"table {schema.owner}.{schema.table}, SCN {ev['SCN']}, transaction {position.tx_id}"
+            if mode == "fail":
+                raise DmlParseError(f"{exc} ({where}; event.processing.failure.handling.mode=fail)") from exc
+            if mode == "warn":
+                log.warning("skipping a change that cannot be parsed (%s): %s", where, exc)
+            return
         if op == "c":
             factory.insert_into(out, schema.row(parsed.new), source, position, ts_ns, tx_for)
         elif op == "d":

@@ -100,11 +100,15 @@ class _Scanner:
             name = text[self.pos + 1:end]
             self.pos = end + 1
             return name
-        start = self.pos
-        while self.pos < len(text) and (text[self.pos].isalnum() or text[self.pos] in "_$#"):
+        return self.token("_$#", "an identifier")
+
+    def token(self, extra: str, what: str) -> str:
+        """A run of letters, digits and ``extra`` characters at the current position."""
+        text, start = self.text, self.pos
+        while self.pos < len(text) and (text[self.pos].isalnum() or text[self.pos] in extra):
             self.pos += 1
         if start == self.pos:
-            raise self.fail("expected an identifier")
+            raise self.fail(f"expected {what}")
         return text[start:self.pos]
 
     def string(self) -> str:
@@ -133,11 +137,7 @@ class _Scanner:
             self.pos += 4
             return None
         start = self.pos
-        while self.pos < len(text) and (text[self.pos].isalnum() or text[self.pos] in "_.+-$#"):
-            self.pos += 1
-        if start == self.pos:
-            raise self.fail("expected a value")
-        token = text[start:self.pos]
+        token = self.token("_.+-$#", "a value")
         if self.peek_char("("):
             self.pos += 1
             args: list[Any] = []

@@ -76,6 +76,11 @@ class RecordedOracle:
     sessions: list[tuple[int, int]] = field(default_factory=list)
     files_added: list[str] = field(default_factory=list)
     snapshot_statements: list[str] = field(default_factory=list)
+    #: V$LOGMNR_CONTENTS queries (1-based) that fail with ORA-03113 as a dropped session would
+    fail_contents_queries: set[int] = field(default_factory=set)
+    contents_queries: int = 0
+    #: False: V$LOGMNR_CONTENTS returns SYS/SYSTEM rows too (to test the connector's own filter)
+    apply_username_filter: bool = True
 
     def table(self, owner: str, name: str) -> Table:
         for t in self.tables:
@@ -107,11 +112,15 @@ class RecordedOracle:
     def _contents(self, binds: dict[str, Any]) -> Any:
         if self.session is None:
             raise ReplayMismatchError("V$LOGMNR_CONTENTS queried without a started LogMiner session (ORA-01306)")
+        self.contents_queries += 1
+        if self.contents_queries in self.fail_contents_queries:
+            raise oracledb.DatabaseError("ORA-03113: end-of-file on communication channel")
         lo, hi = binds["start_scn"], binds["end_scn"]
         if (lo, hi) != self.session:
             raise ReplayMismatchError(f"query window {(lo, hi)} differs from the session's {self.session}")
         rows = [r for r in self.redo_rows if lo < r[0] <= hi and (
-            r[2] in (6, 7, 36) or (r[7] not in ("SYS", "SYSTEM") and r[9] not in ("SYS", "SYSTEM")))]
+            r[2] in (6, 7, 36) or (r[7] not in ("SYS", "SYSTEM") and (
+                not self.apply_username_filter or r[9] not in ("SYS", "SYSTEM"))))]
         return CONTENTS_DESCRIPTION, sorted(rows, key=lambda r: r[0])
 
     def _start(self, binds: dict[str, Any]) -> Any:

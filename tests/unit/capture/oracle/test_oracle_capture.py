@@ -7,9 +7,12 @@ No Oracle database runs here: every statement is answered from recorded result s
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
+
+pytest.importorskip("oracledb", reason="the replay connection has python-oracledb's shape: pip install 'lakecdc[oracle]'")
 
 from lakecdc.capture.coordinator import CaptureCoordinator, CoordinatorSettings
 from lakecdc.capture.offsets import FileOffsetStore
@@ -67,8 +70,9 @@ def run(db: RecordedOracle, tmp_path: Any, sink: ListSink | None = None, **extra
     return sink
 
 
-def stream_once(db: RecordedOracle, start_scn: int, **extra: str) -> list[Any]:
-    """Stream from ``start_scn`` until the recorded redo is consumed (no snapshot)."""
+def stream_once(db: RecordedOracle, start_scn: int, pause: float = 0.0, **extra: str) -> list[Any]:
+    """Stream from ``start_scn`` until the recorded redo is consumed (no snapshot); ``pause``
+    seconds between polls."""
     from lakecdc.capture.oracle.streaming import OracleStreamingSource
 
     connector = OracleConnector(config(**extra), show_progress=False)
@@ -77,6 +81,7 @@ def stream_once(db: RecordedOracle, start_scn: int, **extra: str) -> list[Any]:
     out: list[Any] = []
     for _ in range(5):
         source.poll(out, 1000, 0)
+        time.sleep(pause)
     source.close()
     return out
 
@@ -308,3 +313,103 @@ def test_unrecorded_statement_fails_loudly() -> None:
     cur = db.connect().cursor()
     with pytest.raises(ReplayMismatchError, match="unrecorded statement: SELECT 1 FROM DUAL"):
         cur.execute("SELECT 1 FROM DUAL")
+
+
+# ---- more streaming behaviour ---------------------------------------------------------------------
+def test_partial_rollback_removes_the_undone_change(install: Any) -> None:
+    a = bytes.fromhex("0a00000001000000")
+    one = insert_sql("DEBEZIUM", "CUSTOMERS", {"ID": "1", "FIRST_NAME": "F", "LAST_NAME": "L", "EMAIL": "e"})
+    two = insert_sql("DEBEZIUM", "CUSTOMERS", {"ID": "2", "FIRST_NAME": "F", "LAST_NAME": "L", "EMAIL": "e"})
+    undo = delete_sql("DEBEZIUM", "CUSTOMERS", {"ID": "2", "FIRST_NAME": "F", "LAST_NAME": "L", "EMAIL": "e"})
+    db = install(RecordedOracle([customers()], scns=[200], redo_rows=[
+        redo(110, 1, a, one, "DEBEZIUM", "CUSTOMERS", row_id="AAAROW1"),
+        redo(111, 1, a, two, "DEBEZIUM", "CUSTOMERS", row_id="AAAROW2"),
+        # "rollback to savepoint": LogMiner writes the undo with ROLLBACK = 1
+        redo(112, 2, a, undo, "DEBEZIUM", "CUSTOMERS", row_id="AAAROW2", rollback=1),
+        redo(113, 7, a)]))
+    assert [(r.op, r.key["ID"]) for r in stream_once(db, 100)] == [("c", 1)]
+
+
+def test_commits_are_tracked_per_redo_thread(install: Any, tmp_path: Any) -> None:
+    """RAC: thread 2's commit at SCN 1015 is below thread 1's stored commit (1025) yet not emitted
+    before; a restart must emit it (Debezium's per-thread commit_scn)."""
+    a, b = bytes.fromhex("0a00000001000000"), bytes.fromhex("0b00000001000000")
+    rows = _tx_rows(a, 1010, [1], 1025)
+    rows_b = [r[:14] + (2,) + r[15:] for r in _tx_rows(b, 1012, [2], 1015)]
+    db = install(RecordedOracle([customers()], scns=[1000, 1020], redo_rows=rows))
+    run(db, tmp_path, **{"log.mining.sleep.time.default.ms": "0", "snapshot.mode": "no_data"})
+    db.redo_rows = rows + rows_b  # thread 2's redo arrives late (its log was not yet available)
+    db.scns = [1030]
+    sink = run(db, tmp_path, **{"log.mining.sleep.time.default.ms": "0", "snapshot.mode": "no_data"})
+    assert [(r.key["ID"], r.value["source"]["redo_thread"]) for r in sink.records] == [(2, 2), (1, 1)]
+    stored = next(iter(json.loads((tmp_path / "offsets.json").read_text()).values()))
+    assert [e.split(":")[0] + "@" + e.split(":")[3] for e in stored["commit_scn"].split(",")] == ["1025@1", "1015@2"]
+
+
+def test_lost_connection_reconnects_without_loss_or_duplicates(install: Any, tmp_path: Any) -> None:
+    a, b = bytes.fromhex("0a00000001000000"), bytes.fromhex("0b00000001000000")
+    db = install(RecordedOracle([customers()], scns=[1000, 1020, 1040],
+                                redo_rows=_tx_rows(a, 1010, [1], 1015) + _tx_rows(b, 1025, [2], 1030)))
+    db.fail_contents_queries = {1, 3}  # before anything was committed, and after the first commit
+    sink = ListSink()
+    cfg = config(**{"snapshot.mode": "no_data", "log.mining.sleep.time.default.ms": "0",
+                    "log.mining.batch.size.min": "10", "log.mining.batch.size.default": "20",
+                    "log.mining.batch.size.increment": "1"})
+    store = FileOffsetStore(tmp_path / "offsets.json")
+    settings = CoordinatorSettings(snapshot_mode="no_data", commit_interval_s=0.0, stop_when_idle_s=0.5,
+                                   poll_timeout_s=0.0, retry_backoff_s=0.01)
+    CaptureCoordinator(OracleConnector(cfg, show_progress=False), sink, store, settings).run()
+    assert [r.key["ID"] for r in sink.records] == [1, 2]
+    assert db.contents_queries >= 4 and len(db.connections) >= 3
+    assert db.sessions[0][0] == 1000 and db.sessions[1][0] == 1000  # the reconnect kept the first SCN
+
+
+def test_sys_changes_are_never_captured(install: Any) -> None:
+    a = bytes.fromhex("0a00000001000000")
+    rows = _tx_rows(a, 110, [1], 120)
+    rows = [r[:9] + ("SYS",) + r[10:] for r in rows]
+    db = install(RecordedOracle([customers()], scns=[200], redo_rows=rows))
+    db.apply_username_filter = False
+    assert stream_once(db, 100) == []
+
+
+@pytest.mark.parametrize("mode", ["fail", "warn", "skip"])
+def test_unparseable_redo_follows_failure_handling_mode(install: Any, mode: str) -> None:
+    from lakecdc.capture.oracle.errors import DmlParseError
+
+    a = bytes.fromhex("0a00000001000000")
+    rows = [redo(110, 1, a, "Unsupported", "DEBEZIUM", "CUSTOMERS")] + _tx_rows(a, 111, [2], 120)
+    db = install(RecordedOracle([customers()], scns=[200], redo_rows=rows))
+    extra = {"event.processing.failure.handling.mode": mode}
+    if mode == "fail":
+        with pytest.raises(DmlParseError, match="DEBEZIUM.CUSTOMERS, SCN 110"):
+            stream_once(db, 100, **extra)
+    else:
+        assert [r.key["ID"] for r in stream_once(db, 100, **extra)] == [2]
+
+
+def test_heartbeats_and_context_headers(install: Any) -> None:
+    a = bytes.fromhex("0a00000001000000")
+    db = install(RecordedOracle([customers()], scns=[200], redo_rows=_tx_rows(a, 110, [1], 120)))
+    records = stream_once(db, 100, pause=0.02, **{"heartbeat.interval.ms": "1"})  # each poll waits 20x the interval
+    beats = [r for r in records if r.topic == "__debezium-heartbeat.server1"]
+    assert beats and beats[0].key == {"serverName": "server1"}
+    data = next(r for r in records if r.topic == "server1.DEBEZIUM.CUSTOMERS")
+    names = [h[0] for h in data.headers]
+    assert names == ["__debezium.context.connectorLogicalName", "__debezium.context.taskId",
+                     "__debezium.context.connectorName", "__debezium.context.runId"]
+    assert dict(data.headers)["__debezium.context.connectorName"].endswith(b'"oracle"}')
+    assert stream_once(install(RecordedOracle([customers()], scns=[200], redo_rows=db.redo_rows)), 100,
+                       **{"extended.headers.enabled": "false"})[0].headers == []
+
+
+def test_when_needed_snapshots_again_when_the_logs_are_gone(install: Any, tmp_path: Any) -> None:
+    db = install(snapshot_db())
+    db.scns = [1000, 1030]
+    run(db, tmp_path, **{"log.mining.sleep.time.default.ms": "0"})
+    db.oldest_log_scn = 5000  # archived logs after the stored SCN were deleted
+    db.scns = [6000]
+    db.redo_rows = []
+    sink = run(db, tmp_path, **{"snapshot.mode": "when_needed", "log.mining.sleep.time.default.ms": "0"})
+    assert [r.op for r in sink.records] == ["r", "r", "r"]
+    assert db.snapshot_statements[-1].endswith("AS OF SCN 6000")
