@@ -37,6 +37,7 @@ from lakecdc.capture.oracle.source_info import source_builder
 from lakecdc.capture.oracle.table_schema import TableSchema, TableSchemas
 from lakecdc.capture.oracle.types import TypeModes, needs_text_select
 from lakecdc.capture.spi import Emit, SnapshotResult
+from lakecdc.config.filters import compile_regex_list
 from lakecdc.events.positions import OraclePosition
 from lakecdc.events.source import snapshot_marker
 from lakecdc.events.topics import TopicNamer
@@ -91,7 +92,8 @@ class OracleSnapshotSource:
             oraconn.check_prerequisites(conn, self.config, captured)              # step 1
             conn.use_root()
             scn = conn.current_scn()                                               # step 2
-            tables = [schemas.get(owner, table) for owner, table in captured]      # step 3
+            tables = [schemas.get(owner, table) for owner, table in captured
+                      if self._included(owner, table)]                                # step 3
             rows = self._scan(conn, emit, tables, scn) if self.with_data else 0    # step 4
             pending = conn.open_transactions(scn)                                  # step 5
             offset = OracleOffset.after_snapshot(scn, pending)
@@ -101,6 +103,15 @@ class OracleSnapshotSource:
             return SnapshotResult(offset=offset.to_offset(), rows=rows, tables=len(tables))
         finally:
             conn.close()
+
+    def _included(self, owner: str, table: str) -> bool:
+        """``snapshot.include.collection.list``: the captured tables whose data the snapshot reads."""
+        wanted = self.config.snapshot_include_collection_list
+        if not wanted:
+            return True
+        patterns = compile_regex_list(wanted, "snapshot.include.collection.list")
+        names = (f"{self.config.source_db}.{owner}.{table}", f"{owner}.{table}")
+        return any(p.fullmatch(n) for p in patterns for n in names)
 
     def _scan(self, conn: oraconn.OracleConnection, emit: Emit, tables: list[TableSchema], scn: int) -> int:
         progress = _Progress(self.show_progress, conn, tables, self.console)

@@ -81,6 +81,8 @@ class OracleStreamingSource:
         self.conn: oraconn.OracleConnection | None = None
         self.schemas: TableSchemas | None = None
         self._factories: dict[int, RecordFactory] = {}
+        #: SQL_REDO longer than 4000 bytes comes in rows with CSF = 1 followed by the last piece
+        self._continued: dict[str, str] = {}
         self.offset: OracleOffset | None = None
         self._next_start = 0
         self._dirty = False
@@ -174,6 +176,11 @@ class OracleStreamingSource:
         assert self.offset is not None
         if self.offset.before_snapshot(int(row["SCN"])) and xid not in self.offset.pending:
             return  # committed before the snapshot SCN: in the snapshot already
+        if row.get("CSF") in (1, "1"):
+            self._continued[xid] = self._continued.get(xid, "") + (row.get("SQL_REDO") or "")
+            return
+        if xid in self._continued:
+            row = {**row, "SQL_REDO": self._continued.pop(xid) + (row.get("SQL_REDO") or "")}
         if code == q.OP_START:
             self.buffer.start(row, xid)
         elif code in (q.OP_INSERT, q.OP_UPDATE, q.OP_DELETE):

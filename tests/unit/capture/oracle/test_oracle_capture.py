@@ -413,3 +413,34 @@ def test_when_needed_snapshots_again_when_the_logs_are_gone(install: Any, tmp_pa
     sink = run(db, tmp_path, **{"snapshot.mode": "when_needed", "log.mining.sleep.time.default.ms": "0"})
     assert [r.op for r in sink.records] == ["r", "r", "r"]
     assert db.snapshot_statements[-1].endswith("AS OF SCN 6000")
+
+
+def test_continued_sql_redo_rows_are_joined(install: Any) -> None:
+    """A statement longer than 4000 bytes spans rows with CSF = 1 (Oracle splits anywhere)."""
+    a = bytes.fromhex("0a00000001000000")
+    email = "x" * 5000 + "@example.com"
+    sql = insert_sql("DEBEZIUM", "CUSTOMERS", {"ID": "7", "FIRST_NAME": "F", "LAST_NAME": "L", "EMAIL": email})
+    pieces = [sql[i:i + 4000] for i in range(0, len(sql), 4000)]
+    rows = []
+    for n, piece in enumerate(pieces):
+        row = list(redo(110, 1, a, piece, "DEBEZIUM", "CUSTOMERS"))
+        row[5] = 1 if n < len(pieces) - 1 else 0  # CSF
+        rows.append(tuple(row))
+    db = install(RecordedOracle([customers()], scns=[200], redo_rows=rows + [redo(111, 7, a)]))
+    records = stream_once(db, 100)
+    assert len(pieces) == 2 and [r.value["after"]["EMAIL"] for r in records] == [email]
+
+
+def test_username_filters_and_snapshot_include_list(install: Any, tmp_path: Any) -> None:
+    a, b = bytes.fromhex("0a00000001000000"), bytes.fromhex("0b00000001000000")
+    rows = _tx_rows(a, 110, [1], 120) + [r[:9] + ("ETL",) + r[10:] for r in _tx_rows(b, 130, [2], 140)]
+    db = install(RecordedOracle([customers()], scns=[200], redo_rows=rows))
+    assert [r.key["ID"] for r in stream_once(db, 100, **{"log.mining.username.exclude.list": "etl"})] == [1]
+    db = install(RecordedOracle([customers()], scns=[200], redo_rows=rows))
+    assert [r.key["ID"] for r in stream_once(db, 100, **{"log.mining.username.include.list": "ETL"})] == [2]
+    db = install(snapshot_db())
+    db.scns = [1000]
+    db.redo_rows = []
+    sink = run(db, tmp_path, **{"snapshot.include.collection.list": "ORCLPDB1.DEBEZIUM.NOTHING",
+                                "snapshot.mode": "initial_only"})
+    assert sink.records == [] and db.snapshot_statements == []
