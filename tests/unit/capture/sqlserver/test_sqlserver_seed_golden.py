@@ -93,8 +93,10 @@ def run(server: RecordedServer, tmp_path: Path, **props: str) -> tuple[ListSink,
     connector = SqlServerConnector(config, show_progress=False, connection_factory=server.connect)
     sink = ListSink()
     store = FileOffsetStore(tmp_path / "offsets.json")
+    # stop once the recorded answers say "nothing new" for a second: generous on a loaded machine,
+    # where a pass follows the previous one within milliseconds
     settings = CoordinatorSettings(snapshot_mode=config.snapshot_mode_normalized, commit_interval_s=0.0,
-                                   poll_timeout_s=0.01, stop_when_idle_s=0.3)
+                                   poll_timeout_s=0.01, stop_when_idle_s=1.0)
     CaptureCoordinator(connector, sink, store, settings).run()
     return sink, store, connector
 
