@@ -119,6 +119,15 @@ class SqlServerConnectorConfig(CommonConnectorConfig):
         given = self.given_properties()
         return sorted(set(super().ignored_properties()) | {n for n in NOT_APPLIED if n in given})
 
+    def data_headers(self, run_id: str | None = None) -> list[tuple[str, bytes]]:
+        """Debezium 3's context headers on every data record (none with extended.headers.enabled=false)."""
+        if not self.extended_headers_enabled:
+            return []
+        from lakecdc.capture.headers import context_headers
+
+        schemas = self.passthrough.get("header.converter.schemas.enable", "true").strip().lower() != "false"
+        return context_headers(self.topic_prefix, "sqlserver", schemas, run_id=run_id)
+
     def describe_target(self) -> str:
         return f"sqlserver {self.database_user}@{self.database_hostname}:{self.database_port}/{self.database}"
 

@@ -50,6 +50,7 @@ class SqlServerConnector:
         self.show_progress = show_progress
         self.connection_factory = connection_factory
         self.schema = DatabaseSchema(config, self.modes, self.namer)
+        self.headers = config.data_headers()  # one runId for the whole run, as Debezium
 
     def connect(self) -> Any:
         return sq.connect(self.config, self.connection_factory)
@@ -57,10 +58,10 @@ class SqlServerConnector:
     def snapshot_source(self, stored: dict[str, Any] | None) -> SqlServerSnapshotSource:
         with_data = self.config.snapshot_mode_normalized != "no_data"
         return SqlServerSnapshotSource(self.config, self.schema, self.connect, with_data=with_data,
-                                       show_progress=self.show_progress)
+                                       show_progress=self.show_progress, headers=self.headers)
 
     def streaming_source(self) -> SqlServerStreamingSource:
-        return SqlServerStreamingSource(self.config, self.schema, self.namer, self.connect)
+        return SqlServerStreamingSource(self.config, self.schema, self.namer, self.connect, headers=self.headers)
 
     def offset_has_completed_snapshot(self, stored: dict[str, Any]) -> bool:
         return snapshot_completed(stored)

@@ -33,6 +33,7 @@ from lakecdc.capture.sqlserver.errors import SqlServerSetupError
 from lakecdc.capture.sqlserver.offset import snapshot_offset
 from lakecdc.capture.sqlserver.source_info import source_builder
 from lakecdc.capture.sqlserver.table_changes import schema_change_record
+from lakecdc.capture.sqlserver.table_schema import with_headers
 from lakecdc.events.positions import SqlServerPosition
 from lakecdc.events.source import snapshot_marker
 
@@ -53,8 +54,10 @@ def no_max_lsn_error(database: str) -> SqlServerSetupError:
 
 class SqlServerSnapshotSource:
     def __init__(self, config: Any, schema: DatabaseSchema, connect: Callable[[], Any], with_data: bool = True,
-                 show_progress: bool | None = None, console: Any = None) -> None:
+                 show_progress: bool | None = None, console: Any = None,
+                 headers: list[tuple[str, bytes]] | None = None) -> None:
         self.config = config
+        self.headers = config.data_headers() if headers is None else headers
         self.console = console  # where the progress bar draws (default: rich's stderr console)
         self.schema = schema
         self.connect = connect
@@ -159,7 +162,7 @@ class SqlServerSnapshotSource:
                         if not following and (len(block) > 1 or table_rows > 0):
                             marker = snapshot_marker(True, last=last_table, last_in_table=True)
                             pending[-1] = factory.read(block[-1], source(marker), position, ts_ns)
-                        emit(pending)
+                        emit(with_headers(pending, self.headers))
                         table_rows += len(block)
                         total += len(block)
                         if progress is not None:

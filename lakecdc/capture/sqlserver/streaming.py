@@ -42,6 +42,7 @@ from lakecdc.capture.sqlserver.offset import ResumePoint, event_offset
 from lakecdc.capture.sqlserver.snapshot import schema_change_records
 from lakecdc.capture.sqlserver.source_info import source_builder
 from lakecdc.capture.sqlserver.table_changes import schema_change_record
+from lakecdc.capture.sqlserver.table_schema import with_headers
 from lakecdc.events.positions import SqlServerPosition
 from lakecdc.events.topics import TopicNamer
 from lakecdc.events.transaction import TransactionTracker, transaction_record
@@ -111,8 +112,10 @@ class _Group:
 
 
 class SqlServerStreamingSource:
-    def __init__(self, config: Any, schema: DatabaseSchema, namer: TopicNamer, connect: Callable[[], Any]) -> None:
+    def __init__(self, config: Any, schema: DatabaseSchema, namer: TopicNamer, connect: Callable[[], Any],
+                 headers: list[tuple[str, bytes]] | None = None) -> None:
         self.config = config
+        self.headers = config.data_headers() if headers is None else headers
         self.schema = schema
         self.namer = namer
         self.connect = connect
@@ -307,7 +310,7 @@ class SqlServerStreamingSource:
             else:
                 factory.update_into(records, ch.before, ch.after, source, position, ts_ns,
                                     None if tx is None else block)
-            groups.append(_Group(records, offset))
+            groups.append(_Group(with_headers(records, self.headers), offset))
         if tx is not None and open_tx is not None:
             groups.append(self._end(open_tx))
         return groups

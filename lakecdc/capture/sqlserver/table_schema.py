@@ -14,6 +14,7 @@ columns; change rows are the same after their ``__$`` metadata columns). Example
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +26,7 @@ from lakecdc.capture.sqlserver.connection import CaptureInstance, ColumnDef, Tab
 from lakecdc.capture.sqlserver.errors import SqlServerTypeError
 from lakecdc.capture.sqlserver.types import TypeModes, column_schema, value_converter
 from lakecdc.config.filters import ColumnFilter, KeyColumns
-from lakecdc.events.envelope import envelope_schema
+from lakecdc.events.envelope import ChangeRecord, envelope_schema
 from lakecdc.events.schema import ConnectSchema, struct
 from lakecdc.events.source import source_schema
 from lakecdc.events.topics import TableId, TopicNamer
@@ -134,3 +135,15 @@ def build_instance_schema(
 
 def record_factory(schema: InstanceSchema, tombstones_on_delete: bool) -> RecordFactory:
     return RecordFactory(schema, tombstones_on_delete)  # type: ignore[arg-type]
+
+
+def with_headers(records: list[ChangeRecord], headers: list[tuple[str, bytes]]) -> list[ChangeRecord]:
+    """Data records with the context headers after their own (key-change) headers; a tombstone
+    carries the headers of the delete it follows, as Debezium 3 writes them."""
+    out: list[ChangeRecord] = []
+    for r in records:
+        if r.value is None and out and out[-1].key == r.key:
+            out.append(r if r.headers == out[-1].headers else dataclasses.replace(r, headers=out[-1].headers))
+        else:
+            out.append(dataclasses.replace(r, headers=[*r.headers, *headers]) if headers else r)
+    return out

@@ -209,3 +209,45 @@ def test_new_capture_instance_with_the_same_columns_emits_no_alter(tmp_path: Pat
     streaming_only(server, tmp_path)
     sink, _, _ = run(server, tmp_path)
     assert [(r.topic, r.op) for r in sink.records] == [("server1.testDB.dbo.customers", "c")]
+
+
+CONTEXT = ["__debezium.context.connectorLogicalName", "__debezium.context.taskId",
+           "__debezium.context.connectorName", "__debezium.context.runId"]
+
+
+def test_context_headers_on_data_records_and_tombstones_only(tmp_path: Path) -> None:
+    from test_sqlserver_seed_golden import seed_server
+
+    sink, _, _ = run(seed_server(), tmp_path, provide__transaction__metadata="true")
+    for record in sink.records:
+        names = [name for name, _ in record.headers]
+        if record.topic == "server1.testDB.dbo.customers":
+            assert names == CONTEXT, record
+            assert dict(record.headers)["__debezium.context.connectorName"] == \
+                b'{"schema":{"type":"string","optional":false},"payload":"sqlserver"}'
+        else:  # transaction, schema change records
+            assert names == []
+    run_ids = {dict(r.headers)["__debezium.context.runId"] for r in sink.records if r.headers}
+    assert len(run_ids) == 1  # one run id for the whole run
+    off, _, _ = run(seed_server(), tmp_path / "off", extended__headers__enabled="false")
+    assert all(r.headers == [] for r in off.records)
+
+
+def test_key_change_headers_come_before_the_context_headers(tmp_path: Path) -> None:
+    commit, seq = "00000027:00000900:0004", "00000027:00000900:0002"
+    server = RecordedServer().customers().passes(START, commit).lsn_time(commit, 1559729468470)
+    server.changes("dbo_customers", after(START), commit, COLS, [
+        (commit, seq, 3, 1005, "John", "Doe", "j@example.org"),
+        (commit, seq, 4, 3005, "John", "Doe", "j@example.org")])
+    streaming_only(server, tmp_path)
+    sink, _, _ = run(server, tmp_path)
+    delete, tombstone, create = data(sink.records)
+    assert [n for n, _ in delete.headers] == [HEADER_NEW_KEY, *CONTEXT]
+    assert [n for n, _ in tombstone.headers] == [HEADER_NEW_KEY, *CONTEXT]
+    assert [n for n, _ in create.headers] == [HEADER_OLD_KEY, *CONTEXT]
+
+    (tmp_path / "off").mkdir()
+    streaming_only(server, tmp_path / "off")
+    off, _, _ = run(server, tmp_path / "off", extended__headers__enabled="false")
+    delete, tombstone, create = data(off.records)
+    assert [n for n, _ in delete.headers] == [n for n, _ in tombstone.headers] == [HEADER_NEW_KEY]
