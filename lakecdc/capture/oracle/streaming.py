@@ -9,6 +9,7 @@ has caught up, sleeping ``log.mining.sleep.time.*`` between empty windows), in t
 code  operation   handling
 ====  ==========  ===========================================================================
 6     START       opens the transaction in the buffer
+9/10  LOB         SELECT_LOB_LOCATOR / LOB_WRITE (``lob.enabled``): buffered, merged at commit
 1     INSERT      buffered under the XID (captured tables only; SQL_REDO parsed at commit)
 3     UPDATE      buffered
 2     DELETE      buffered
@@ -34,9 +35,8 @@ from lakecdc.capture.heartbeat import Heartbeat
 from lakecdc.capture.oracle import connection as oraconn
 from lakecdc.capture.oracle.change_records import RecordFactory
 from lakecdc.capture.oracle.config import OracleConnectorConfig
-from lakecdc.capture.oracle.errors import DmlParseError
 from lakecdc.capture.oracle.logminer import query as q
-from lakecdc.capture.oracle.logminer.dml_parser import parse_dml
+from lakecdc.capture.oracle.logminer.changes import Change, transaction_changes
 from lakecdc.capture.oracle.logminer.session import end_session, start_session
 from lakecdc.capture.oracle.logminer.transactions import Transaction, TransactionBuffer
 from lakecdc.capture.oracle.offset import OracleOffset, ThreadCommit
@@ -143,7 +143,7 @@ class OracleStreamingSource:
         end = min(current, start + self.batch_size)
         start_session(conn, start, end, self.config.log_mining_archive_log_only_mode)
         try:
-            for row in conn.iter_query(q.contents_query(self.config.excluded_schemas),
+            for row in conn.iter_query(q.contents_query(self.config.excluded_schemas, self.config.lob_enabled),
                                        {"start_scn": start, "end_scn": end}):
                 self._handle(row, out)
         finally:
@@ -183,7 +183,8 @@ class OracleStreamingSource:
             row = {**row, "SQL_REDO": self._continued.pop(xid) + (row.get("SQL_REDO") or "")}
         if code == q.OP_START:
             self.buffer.start(row, xid)
-        elif code in (q.OP_INSERT, q.OP_UPDATE, q.OP_DELETE):
+        elif code in (q.OP_INSERT, q.OP_UPDATE, q.OP_DELETE) or (
+                code in (q.OP_SELECT_LOB_LOCATOR, q.OP_LOB_WRITE) and self.config.lob_enabled):
             if self._wanted(row):
                 self.buffer.add(row, xid)
         elif code == q.OP_DDL:
@@ -251,13 +252,13 @@ class OracleStreamingSource:
         metadata = self.config.provide_transaction_metadata
         tracker = self.tracker
         began = False
-        for seq, ev in enumerate(tx.events, start=1):
+        changes = transaction_changes(tx.xid, tx.events, self.config.event_processing_failure_handling_mode)
+        for seq, change in enumerate(changes, start=1):
+            ev, op = change.row, change.op
             owner, table = ev["SEG_OWNER"], ev["TABLE_NAME"]
-            schema = self.schemas.get(owner, table)
-            code = int(ev["OPERATION_CODE"])
-            op = {q.OP_INSERT: "c", q.OP_UPDATE: "u", q.OP_DELETE: "d", q.OP_DDL: "t"}[code]
             if op in self.skipped:
                 continue
+            schema = self.schemas.get(owner, table)
             source = self.source.build(
                 db=self.config.source_db, schema=owner, table=table, ts_ms=self._ms(ev.get("TIMESTAMP")) or 0,
                 scn=int(ev["SCN"]), commit_scn=commit.scn, tx_id=tx.xid, rs_id=commit.rs_id, ssn=commit.ssn,
@@ -271,7 +272,7 @@ class OracleStreamingSource:
                                               tracker.begin(tx.xid, commit_ts_ms or 0), position))
                 began = True
             tx_for = (lambda s=schema: tracker.event(s.data_collection)) if metadata else None
-            self._records(out, schema, op, ev, source, position, tx_for)
+            self._records(out, schema, change, source, position, tx_for)
         if began:
             out.append(transaction_record(self.namer.transaction_topic, tracker.end(None, commit_ts_ms or 0)))
 
@@ -282,29 +283,18 @@ class OracleStreamingSource:
             self._factories[id(schema)] = factory
         return factory
 
-    def _records(self, out: list[ChangeRecord], schema: TableSchema, op: str, ev: dict[str, Any],
-                 source: dict[str, Any], position: OraclePosition, tx_for: Any) -> None:
+    def _records(self, out: list[ChangeRecord], schema: TableSchema, change: Change, source: dict[str, Any],
+                 position: OraclePosition, tx_for: Any) -> None:
         factory = self._factory(schema)
         ts_ns = time.time_ns()
-        if op == "t":
+        if change.op == "t":
             out.append(factory.truncate(source, position, ts_ns, tx_for() if tx_for else None))
-            return
-        try:
-            parsed = parse_dml(ev["SQL_REDO"])
-        except DmlParseError as exc:
-            mode = self.config.event_processing_failure_handling_mode
-            where = f"table {schema.owner}.{schema.table}, SCN {ev['SCN']}, transaction {position.tx_id}"
-            if mode == "fail":
-                raise DmlParseError(f"{exc} ({where}; event.processing.failure.handling.mode=fail)") from exc
-            if mode == "warn":
-                log.warning("skipping a change that cannot be parsed (%s): %s", where, exc)
-            return
-        if op == "c":
-            factory.insert_into(out, schema.row(parsed.new), source, position, ts_ns, tx_for)
-        elif op == "d":
-            factory.delete_into(out, schema.row(parsed.old), source, position, ts_ns, tx_for)
+        elif change.op == "c":
+            factory.insert_into(out, schema.row(change.new), source, position, ts_ns, tx_for)
+        elif change.op == "d":
+            factory.delete_into(out, schema.row(change.old), source, position, ts_ns, tx_for)
         else:
-            factory.update_into(out, schema.row(parsed.old), schema.row(parsed.new), source, position, ts_ns,
+            factory.update_into(out, schema.row(change.old), schema.row(change.new), source, position, ts_ns,
                                 tx_for)
 
 

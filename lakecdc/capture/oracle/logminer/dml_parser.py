@@ -163,8 +163,9 @@ def _conditions(scanner: _Scanner, into: dict[str, RedoValue]) -> None:
     """``"C" = v and "D" IS NULL and ROWID = '...'`` up to the end of the statement."""
     while True:
         scanner.ws()
-        if scanner.peek_char("(") :
+        if scanner.peek_char("("):
             raise scanner.fail("parenthesised conditions are not written by LogMiner")
+        quoted = scanner.peek_char('"')
         column = scanner.identifier()
         if scanner.peek_word("IS"):
             scanner.word("IS")
@@ -173,7 +174,7 @@ def _conditions(scanner: _Scanner, into: dict[str, RedoValue]) -> None:
         else:
             scanner.char("=")
             value = scanner.value()
-        if column.upper() != "ROWID" or scanner.text[scanner.pos - 1:scanner.pos] == '"':
+        if quoted or column.upper() != "ROWID":  # the pseudo-column LogMiner adds is not data
             into[column] = value
         if not scanner.peek_word("and"):
             return

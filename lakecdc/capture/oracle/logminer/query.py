@@ -15,6 +15,8 @@ OP_DELETE = 2
 OP_UPDATE = 3
 OP_DDL = 5
 OP_START = 6
+OP_SELECT_LOB_LOCATOR = 9
+OP_LOB_WRITE = 10
 OP_COMMIT = 7
 OP_ROLLBACK = 36
 
@@ -25,12 +27,14 @@ COLUMNS = (
 )
 
 
-def contents_query(excluded_schemas: frozenset[str]) -> str:
-    """The query, with binds ``:start_scn`` and ``:end_scn``; rows come in SCN order."""
+def contents_query(excluded_schemas: frozenset[str], lob_enabled: bool = False) -> str:
+    """The query, with binds ``:start_scn`` and ``:end_scn``; rows come in SCN order. With
+    ``lob.enabled`` the LOB locator and LOB write rows (9, 10) are read too."""
     excluded = ", ".join(f"'{s}'" for s in sorted(excluded_schemas))
+    lob = f", {OP_SELECT_LOB_LOCATOR}, {OP_LOB_WRITE}" if lob_enabled else ""
     return (
         f"SELECT {COLUMNS} FROM V$LOGMNR_CONTENTS WHERE SCN > :start_scn AND SCN <= :end_scn AND "
         f"(OPERATION_CODE IN ({OP_START}, {OP_COMMIT}, {OP_ROLLBACK}) OR "
-        f"(OPERATION_CODE IN ({OP_INSERT}, {OP_DELETE}, {OP_UPDATE}, {OP_DDL}) AND "
+        f"(OPERATION_CODE IN ({OP_INSERT}, {OP_DELETE}, {OP_UPDATE}, {OP_DDL}{lob}) AND "
         f"SEG_OWNER NOT IN ({excluded}) AND USERNAME NOT IN ('SYS', 'SYSTEM')))"
     )

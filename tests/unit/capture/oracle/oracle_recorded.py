@@ -31,7 +31,8 @@ CONTENTS_DESCRIPTION = describe(
     ("TABLE_NAME", V), ("SEG_OWNER", V), ("OPERATION", V), ("USERNAME", V), ("ROW_ID", V), ("ROLLBACK", N),
     ("RS_ID", V), ("SSN", N), ("THREAD", N), ("START_SCN", N), ("COMMIT_SCN", N), ("START_TIMESTAMP", D),
     ("COMMIT_TIMESTAMP", D), ("INFO", V), ("STATUS", N))
-OPERATIONS = {1: "INSERT", 2: "DELETE", 3: "UPDATE", 5: "DDL", 6: "START", 7: "COMMIT", 36: "ROLLBACK"}
+OPERATIONS = {1: "INSERT", 2: "DELETE", 3: "UPDATE", 5: "DDL", 6: "START", 7: "COMMIT", 9: "SELECT_LOB_LOCATOR",
+              10: "LOB_WRITE", 36: "ROLLBACK"}
 
 
 def ts(ms: int) -> dt.datetime:
@@ -109,7 +110,7 @@ class RecordedOracle:
         return describe(("CONSTRAINT_TYPE", V), ("CONSTRAINT_NAME", V), ("COLUMN_NAME", V)), \
             [("P", f"PK_{t.name}", k) for k in t.key]
 
-    def _contents(self, binds: dict[str, Any]) -> Any:
+    def _contents(self, binds: dict[str, Any], lob: bool) -> Any:
         if self.session is None:
             raise ReplayMismatchError("V$LOGMNR_CONTENTS queried without a started LogMiner session (ORA-01306)")
         self.contents_queries += 1
@@ -118,7 +119,7 @@ class RecordedOracle:
         lo, hi = binds["start_scn"], binds["end_scn"]
         if (lo, hi) != self.session:
             raise ReplayMismatchError(f"query window {(lo, hi)} differs from the session's {self.session}")
-        rows = [r for r in self.redo_rows if lo < r[0] <= hi and (
+        rows = [r for r in self.redo_rows if lo < r[0] <= hi and (lob or r[2] not in (9, 10)) and (
             r[2] in (6, 7, 36) or (r[7] not in ("SYS", "SYSTEM") and (
                 not self.apply_username_filter or r[9] not in ("SYS", "SYSTEM"))))]
         return CONTENTS_DESCRIPTION, sorted(rows, key=lambda r: r[0])
@@ -173,7 +174,8 @@ class RecordedOracle:
         }
         from lakecdc.capture.oracle.config import ORACLE_SYSTEM_SCHEMAS
 
-        handlers[q.contents_query(ORACLE_SYSTEM_SCHEMAS)] = self._contents
+        handlers[q.contents_query(ORACLE_SYSTEM_SCHEMAS)] = lambda b: self._contents(b, lob=False)
+        handlers[q.contents_query(ORACLE_SYSTEM_SCHEMAS, lob_enabled=True)] = lambda b: self._contents(b, lob=True)
         snapshot = re.compile(r'SELECT (.+) FROM "([^"]+)"\."([^"]+)" AS OF SCN (\d+)')
         conn = ReplayConnection(handlers)
         conn.pattern_handlers = [(snapshot, _SnapshotHandler(self, conn))]

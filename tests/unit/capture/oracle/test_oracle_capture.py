@@ -444,3 +444,44 @@ def test_username_filters_and_snapshot_include_list(install: Any, tmp_path: Any)
     sink = run(db, tmp_path, **{"snapshot.include.collection.list": "ORCLPDB1.DEBEZIUM.NOTHING",
                                 "snapshot.mode": "initial_only"})
     assert sink.records == [] and db.snapshot_statements == []
+
+
+def test_lob_writes_are_merged_into_their_row(install: Any) -> None:
+    """lob.enabled: an INSERT with EMPTY_CLOB() followed by the locator and two LOB_WRITE chunks
+    gives one create with the whole CLOB; a LOB written alone later becomes an update; an update
+    that does not touch the LOB carries the unavailable placeholder."""
+    table = Table("APP", "DOCS", [("ID", "NUMBER", 22, 9, 0, False), ("BODY", "CLOB", 4000, None, None, True),
+                                  ("PIC", "BLOB", 4000, None, None, True), ("TITLE", "VARCHAR2", 50, None, None, True)],
+                  ["ID"])
+    a, b = bytes.fromhex("0a00000001000000"), bytes.fromhex("0b00000001000000")
+    locator = ('DECLARE \n loc_c CLOB; \n buf_c VARCHAR2(6156); \n loc_b BLOB; \n buf_b RAW(6156); \nBEGIN\n'
+               ' select "{col}" into loc_{k} from "APP"."DOCS" where "ID" = \'1\' and "TITLE" = \'t\' for update;')
+    first, rest = "x" * 3000 + "it''s", "y" * 10
+    db = install(RecordedOracle([table], scns=[200], redo_rows=[
+        redo(110, 1, a, 'insert into "APP"."DOCS"("ID","BODY","PIC","TITLE") values '
+             "('1',EMPTY_CLOB(),EMPTY_BLOB(),'t');", "APP", "DOCS", row_id="AAAR1"),
+        redo(111, 9, a, locator.format(col="BODY", k="c"), "APP", "DOCS", row_id="AAAR1"),
+        redo(112, 10, a, f" buf_c := '{first}';\n  dbms_lob.write(loc_c, 3004, 1, buf_c);", "APP", "DOCS",
+             row_id="AAAR1"),
+        redo(113, 10, a, f" buf_c := '{rest}';\n  dbms_lob.write(loc_c, 10, 3005, buf_c);\nEND;", "APP", "DOCS",
+             row_id="AAAR1"),
+        redo(114, 7, a),
+        redo(120, 9, b, locator.format(col="PIC", k="b"), "APP", "DOCS", row_id="AAAR1"),
+        redo(121, 10, b, " buf_b := HEXTORAW('0a0b');\n  dbms_lob.write(loc_b, 2, 1, buf_b);\nEND;", "APP", "DOCS",
+             row_id="AAAR1"),
+        redo(122, 3, b, 'update "APP"."DOCS" set "TITLE" = \'u\' where "ID" = \'1\' and "TITLE" = \'t\';',
+             "APP", "DOCS", row_id="AAAR1"),
+        redo(123, 7, b),
+    ]))
+    records = stream_once(db, 100, **{"lob.enabled": "true", "table.include.list": "APP.DOCS"})
+    assert [r.op for r in records] == ["c", "u", "u"]
+    assert records[0].value["after"]["BODY"] == "x" * 3000 + "it's" + "y" * 10
+    assert records[0].value["after"]["PIC"] == b"__debezium_unavailable_value"  # EMPTY_BLOB(), never written
+    assert records[1].value["after"]["PIC"] == b"\x0a\x0b" and records[1].value["before"]["PIC"] == \
+        b"__debezium_unavailable_value"
+    assert records[2].value["after"]["TITLE"] == "u"
+    assert records[2].value["after"]["BODY"] == "__debezium_unavailable_value"
+    # lob.enabled=false (the default): LOB columns are null, the LOB rows are not even queried
+    db2 = install(RecordedOracle([table], scns=[200], redo_rows=db.redo_rows))
+    plain = stream_once(db2, 100, **{"table.include.list": "APP.DOCS"})
+    assert [r.op for r in plain] == ["c", "u"] and plain[0].value["after"]["BODY"] is None
