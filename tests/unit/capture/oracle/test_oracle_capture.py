@@ -485,3 +485,29 @@ def test_lob_writes_are_merged_into_their_row(install: Any) -> None:
     db2 = install(RecordedOracle([table], scns=[200], redo_rows=db.redo_rows))
     plain = stream_once(db2, 100, **{"table.include.list": "APP.DOCS"})
     assert [r.op for r in plain] == ["c", "u"] and plain[0].value["after"]["BODY"] is None
+
+
+def test_ddl_makes_the_structure_be_read_again(install: Any) -> None:
+    """Online catalog: after ALTER TABLE ... ADD the dictionary has the new column; the DDL row
+    drops the cached structure so the next change carries it."""
+    from lakecdc.capture.oracle.streaming import OracleStreamingSource
+
+    a, b = bytes.fromhex("0a00000001000000"), bytes.fromhex("0b00000001000000")
+    ddl = bytes.fromhex("0c00000001000000")
+    row2 = {"ID": "2", "FIRST_NAME": "F", "LAST_NAME": "L", "EMAIL": "e", "PHONE": "555"}
+    db = install(RecordedOracle([customers()], scns=[120, 200], redo_rows=_tx_rows(a, 110, [1], 115) + [
+        redo(130, 5, ddl, 'ALTER TABLE "DEBEZIUM"."CUSTOMERS" ADD ("PHONE" VARCHAR2(20));', "DEBEZIUM", "CUSTOMERS"),
+        redo(131, 7, ddl),
+        redo(140, 1, b, insert_sql("DEBEZIUM", "CUSTOMERS", row2), "DEBEZIUM", "CUSTOMERS"),
+        redo(141, 7, b)]))
+    connector = OracleConnector(config(), show_progress=False)
+    source = OracleStreamingSource(connector.config, connector.modes, connector.namer, sleep=lambda s: None)
+    source.start({"scn": "100"})
+    out: list[Any] = []
+    source.poll(out, 1000, 0)
+    db.tables[0].columns = [*db.tables[0].columns, ("PHONE", "VARCHAR2", 20, None, None, True)]
+    source.poll(out, 1000, 0)
+    source.close()
+    assert [sorted(r.value["after"]) for r in out] == [
+        ["EMAIL", "FIRST_NAME", "ID", "LAST_NAME"], ["EMAIL", "FIRST_NAME", "ID", "LAST_NAME", "PHONE"]]
+    assert out[1].value["after"]["PHONE"] == "555"

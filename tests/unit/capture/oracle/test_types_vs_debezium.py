@@ -93,3 +93,19 @@ def test_same_schema_and_value_as_debezium(debezium: DebeziumOracleTypes, case: 
     raw = parse_dml(f'insert into "A"."T"("C") values ({literal});').new["C"]
     theirs = debezium.convert(type_name, jdbc, length, scale, None if raw is None else str(raw), **modes)
     assert ours(ours_col, literal, modes) == theirs
+
+
+def test_source_block_schema_is_debeziums(debezium: DebeziumOracleTypes) -> None:
+    """io.debezium.connector.oracle.Source, field for field, as OracleSourceInfoStructMaker builds it."""
+    from lakecdc.events.source import source_schema
+
+    J = debezium.J
+    conf = J("io.debezium.config.Configuration").create().with_("topic.prefix", "server1") \
+        .with_("database.hostname", "db").with_("database.dbname", "ORCLCDB").build()
+    maker = J("io.debezium.connector.oracle.OracleSourceInfoStructMaker")()
+    maker.init("oracle", "3.6.3.Final", J("io.debezium.connector.oracle.OracleConnectorConfig")(conf))
+    theirs = json.loads(str(debezium._json.asJsonSchema(maker.schema()).toString()))
+    schema = source_schema("oracle")
+    sample = {f.name: None for f in schema.fields} | {
+        "version": "v", "connector": "oracle", "name": "n", "ts_ms": 1, "db": "d", "schema": "s", "table": "t"}
+    assert json.loads(RecordEncoder(schema, True).encode(sample))["schema"] == theirs
