@@ -101,6 +101,7 @@ def change_rows(spark: SparkSession, size: int, table_rows: int, round_no: int, 
         F.current_timestamp().alias("_ingest_ts"),
         F.array().cast("array<string>").alias("_unavailable"),
         F.concat(F.lit('{"id":'), key.cast("string"), F.lit("}")).alias("_key_json"),
+        F.lit(None).cast("string").alias("_old_key_json"),
     )
 
 

@@ -22,6 +22,8 @@ Row layout of ``ChangeBatch.df`` (one row per change event, tombstones already d
     _unavailable      array<string>   columns holding a placeholder (unchanged TOAST, LOB,
                                       minimal row image): their stored value must be kept
     _key_json         string          the raw Kafka key as JSON ('{"id":1}'), null for truncates
+    _old_key_json     string          the create of a primary-key change: the old key, from header
+                                      ``__debezium.oldkey``, in ``_key_json``'s form; else null
 
 Example row (PostgreSQL update of ``inventory.customers`` with an unchanged TOAST column)::
 
@@ -29,7 +31,7 @@ Example row (PostgreSQL update of ``inventory.customers`` with an unchanged TOAS
      "_op": "u", "_seq": [24023128, 24023200, 0, 0], "_source_ts_ms": 1700000000123,
      "_tx_id": "571:24023128", "_tx_total_order": 2, "_topic": "shop.inventory.customers",
      "_partition": 0, "_offset": 42, "_ingest_ts": "2026-11-22T09:41:12Z",
-     "_unavailable": ["notes"], "_key_json": "{\\"id\\":1001}"}
+     "_unavailable": ["notes"], "_key_json": "{\\"id\\":1001}", "_old_key_json": null}
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ METADATA_COLUMNS: tuple[tuple[str, str], ...] = (
     ("_ingest_ts", "timestamp"),
     ("_unavailable", "array<string>"),
     ("_key_json", "string"),
+    ("_old_key_json", "string"),
 )
 METADATA_NAMES: frozenset[str] = frozenset(name for name, _ in METADATA_COLUMNS)
 

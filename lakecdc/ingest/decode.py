@@ -37,8 +37,10 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lakecdc.errors import LakecdcError
+from lakecdc.events.envelope import HEADER_OLD_KEY
 from lakecdc.events.positions import position_from_source
 from lakecdc.events.schema import ConnectSchema
 from lakecdc.ingest.batch import METADATA_COLUMNS, ColumnSpec
@@ -162,6 +164,7 @@ class Decoder:
         offsets = records.column("offset").to_pylist()
         keys = records.column("key").to_pylist()
         values = records.column("value").to_pylist()
+        old_keys = _header_values(records, HEADER_OLD_KEY)
         # (topic, schema bytes) -> record indexes and their payloads (bytes, or a parsed tree)
         groups: dict[tuple[str, bytes], tuple[list[int], list[Any]]] = {}
 
@@ -199,8 +202,8 @@ class Decoder:
                 for i in indexes:
                     dead(i, f"topic '{topic}': {exc}")
                 continue
-            segment = self._segment(topic, layout, indexes, payloads, partitions, offsets, keys, ingest_ts,
-                                    dead, out)
+            segment = self._segment(topic, layout, indexes, payloads, partitions, offsets, keys, old_keys,
+                                    ingest_ts, dead, out)
             if segment is not None:
                 out.segments.append(segment)
         return out
@@ -269,8 +272,9 @@ class Decoder:
     # ------------------------------------------------------------------ data rows
 
     def _segment(self, topic: str, layout: _ValueLayout, indexes: list[int], payloads: list[Any],
-                 partitions: list[int], offsets: list[int], keys: list[bytes | None], ingest_ts: datetime,
-                 dead: Any, out: DecodedBatch) -> DecodedSegment | None:
+                 partitions: list[int], offsets: list[int], keys: list[bytes | None],
+                 old_keys: dict[int, bytes], ingest_ts: datetime, dead: Any,
+                 out: DecodedBatch) -> DecodedSegment | None:
         kept: list[int] = []
         images: list[dict[str, Any] | None] = []
         ops: list[str] = []
@@ -279,6 +283,7 @@ class Decoder:
         tx_ids: list[str | None] = []
         tx_orders: list[int | None] = []
         key_json: list[str | None] = []
+        old_key_json: list[str | None] = []
         source_table: SourceTable | None = None
         key_names: tuple[str, ...] = ()
         for i, payload in zip(indexes, payloads):
@@ -311,6 +316,7 @@ class Decoder:
             tx_ids.append(tx.get("id"))
             tx_orders.append(tx.get("total_order"))
             key_json.append(key_text)
+            old_key_json.append(_key_text(old_keys[i]) if i in old_keys else None)
         while kept:
             try:
                 rows = self._rows(layout, images)
@@ -318,7 +324,7 @@ class Decoder:
             except _BadRows as bad:
                 for j in sorted(bad.reasons, reverse=True):
                     dead(kept[j], f"topic '{topic}': {bad.reasons[j]}")
-                    for column in (kept, images, ops, seqs, source_ts, tx_ids, tx_orders, key_json):
+                    for column in (kept, images, ops, seqs, source_ts, tx_ids, tx_orders, key_json, old_key_json):
                         del column[j]
         if not kept or source_table is None:
             return None
@@ -335,6 +341,7 @@ class Decoder:
             "_ingest_ts": pa.repeat(pa.scalar(ingest_ts, METADATA_ARROW["_ingest_ts"]), n),
             "_unavailable": rows.unavailable,
             "_key_json": pa.array(key_json, pa.string()),
+            "_old_key_json": pa.array(old_key_json, pa.string()),
         }
         arrays = rows.arrays + [meta[name] for name, _ in METADATA_COLUMNS]
         names = list(layout.names) + [name for name, _ in METADATA_COLUMNS]
@@ -379,6 +386,38 @@ def _failing_rows(name: str, ctype: ColumnType, values: Iterable[Any]) -> dict[i
         except ValueConversionError as exc:
             reasons[j] = str(exc)
     return reasons
+
+
+def _header_values(records: pa.Table, name: str) -> dict[int, bytes]:
+    """Record index -> value of header ``name``, for the records that have it (found in Arrow:
+    every record carries a few context headers, and only key changes carry this one)."""
+    if "headers" not in records.column_names or records.num_rows == 0:
+        return {}
+    headers = records.column("headers").combine_chunks()
+    entries = pc.list_flatten(headers)
+    if len(entries) == 0:
+        return {}
+    wanted = pc.fill_null(pc.equal(entries.field("key"), name), False)
+    rows = pc.list_parent_indices(headers).filter(wanted).to_pylist()
+    return dict(zip(rows, entries.field("value").filter(wanted).to_pylist()))
+
+
+def _key_text(raw: bytes | None) -> str | None:
+    """A key as ``_key_json`` spells it (the payload of converter output) from a key header, which
+    the header converter writes with or without a schema; None when it is not a JSON key."""
+    if raw is None:
+        return None
+    parts = split_envelope(raw)
+    if parts is not None:
+        return parts[1].decode("utf-8")
+    try:
+        tree = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        log.debug("key header %r is not JSON: ignored", raw[:100])
+        return None
+    if isinstance(tree, dict) and "payload" in tree and "schema" in tree:
+        tree = tree["payload"]
+    return orjson.dumps(tree).decode("utf-8")
 
 
 def _parse_payload(data: bytes) -> Any:

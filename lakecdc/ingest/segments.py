@@ -30,6 +30,7 @@ METADATA_ARROW: dict[str, pa.DataType] = {
     "_ingest_ts": pa.timestamp("us", tz="UTC"),
     "_unavailable": pa.list_(pa.string()),
     "_key_json": pa.string(),
+    "_old_key_json": pa.string(),
 }
 assert [n for n, _ in METADATA_COLUMNS] == list(METADATA_ARROW), "metadata columns out of sync"
 

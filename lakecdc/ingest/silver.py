@@ -6,6 +6,7 @@ Runs before any engine-specific code, so Iceberg and Delta get the same rows:
    (the truncate removed what they describe);
 2. placeholders (``_unavailable``) are filled from the newest earlier event of the same key in this
    batch that carried the real value; what is still unavailable keeps the stored value in the MERGE;
+   the create of a primary-key change first takes them from the OLD key (``lakecdc.ingest.key_moves``);
 3. the newest event per key by ``_seq`` wins (Spark's MERGE would otherwise fail with
    MERGE_CARDINALITY_VIOLATION on two source rows for one key).
 
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from lakecdc.ingest.key_moves import StoredRows, fill_moved_placeholders, is_moved_placeholder
 from lakecdc.ingest.merge_plan import SILVER_META_COLUMNS
 
 
@@ -35,6 +37,7 @@ class BatchStats:
     truncate_seq: tuple[int, ...] | None
     truncate_ts_ms: int | None
     removals: int = 0  # deletes + truncates
+    moved_placeholders: bool = False  # a key change's create holds placeholders (``key_moves``)
 
     @property
     def has_truncate(self) -> bool:
@@ -51,6 +54,7 @@ def batch_stats(df: DataFrame) -> BatchStats:
         F.max(F.when(F.size(F.coalesce("_unavailable", F.array())) > 0, 1).otherwise(0)).alias("placeholders"),
         F.max(F.when(is_truncate, F.struct("_seq", "_source_ts_ms"))).alias("truncate"),
         F.sum(F.when(F.col("_op").isin("d", "t"), 1).otherwise(0)).alias("removals"),
+        F.max(F.when(is_moved_placeholder(), 1).otherwise(0)).alias("moved"),
     ).collect()[0]
     truncate = row["truncate"]
     return BatchStats(
@@ -62,6 +66,7 @@ def batch_stats(df: DataFrame) -> BatchStats:
         truncate_seq=tuple(truncate["_seq"]) if truncate is not None else None,
         truncate_ts_ms=truncate["_source_ts_ms"] if truncate is not None else None,
         removals=int(row["removals"] or 0),
+        moved_placeholders=bool(row["moved"]),
     )
 
 
@@ -70,8 +75,12 @@ def _seq_not_older_than(seq: tuple[int, ...]) -> F.Column:
     return F.col("_seq") >= F.array(*[F.lit(int(v)).cast("bigint") for v in seq])
 
 
-def silver_source(df: DataFrame, keys: tuple[str, ...], columns: list[str], stats: BatchStats) -> DataFrame:
+def silver_source(df: DataFrame, keys: tuple[str, ...], columns: list[str], stats: BatchStats,
+                  stored_rows: StoredRows | None = None) -> DataFrame:
     """One row per key: the newest event, placeholders filled from earlier events in the batch.
+
+    ``stored_rows`` reads the stored silver rows of given keys (a DataFrame of key columns); it
+    is called only when a key change's create holds placeholders (``key_moves``).
 
     Output columns: ``columns`` (row columns, keys included) + ``_seq``, ``_op``,
     ``_source_ts_ms``, ``_tx_id``, ``_unavailable``.
@@ -79,6 +88,8 @@ def silver_source(df: DataFrame, keys: tuple[str, ...], columns: list[str], stat
     rows = df.filter(F.col("_op") != "t")
     if stats.truncate_seq is not None:
         rows = rows.filter(_seq_not_older_than(stats.truncate_seq))
+    if stats.moved_placeholders:
+        rows = fill_moved_placeholders(rows, keys, columns, stored_rows)
     order = [F.col("_seq").desc(), F.col("_offset").desc()]
     by_key = Window.partitionBy(*keys)
     if stats.has_placeholders:

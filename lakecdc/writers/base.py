@@ -55,6 +55,7 @@ BATCH_META = StructType([
     StructField("_topic", StringType()), StructField("_partition", IntegerType()),
     StructField("_offset", LongType()), StructField("_ingest_ts", TimestampType()),
     StructField("_unavailable", ArrayType(StringType())), StructField("_key_json", StringType()),
+    StructField("_old_key_json", StringType()),
 ])
 #: Bronze stores them under the same names except ``_partition`` -> ``_kafka_partition``
 #: (Iceberg reserves ``_partition`` for its partition metadata column).
@@ -148,6 +149,10 @@ class LakeWriter(TableWriter):
         """Append removals to the delete ledger (append-only: the newest per key is what counts)."""
 
     @abstractmethod
+    def _stored_silver(self, target: TableTarget, keys: DataFrame) -> DataFrame | None:
+        """The stored silver rows of these keys (``keys``: a few rows of key columns), or None."""
+
+    @abstractmethod
     def _merge_silver(self, target: TableTarget, source: DataFrame, plan: MergePlan,
                       props: dict[str, str], batch_id: int) -> tuple[int, int, int | None]:
         """MERGE; returns (rows inserted or updated, rows deleted, version)."""
@@ -235,7 +240,7 @@ class LakeWriter(TableWriter):
                          truncate_seq=stats.truncate_seq, truncate_ts_ms=stats.truncate_ts_ms,
                          truncated_through=progress.truncated_through, placeholders=stats.has_placeholders)
         props = progress.to_properties()
-        source = silver_source(df, keys, row_names, stats)
+        source = silver_source(df, keys, row_names, stats, lambda old_keys: self._stored_silver(target, old_keys))
         upserts, deletes, version = self._merge_silver(target, source, plan, props, batch_id)  # 5b
         log.info("silver %s: %d rows inserted or updated, %d deleted (batch %s)", target.silver_table, upserts,
                  deletes, batch_id)

@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, Field, Transaction, write_deltalake
+from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     ArrayType, BinaryType, BooleanType, ByteType, DataType, DateType, DecimalType, DoubleType, FloatType,
@@ -215,6 +216,23 @@ class DeltaRsWriter(LakeWriter):
         assert table is not None
         rows = table.to_pyarrow_dataset().to_table(columns=[*target.key_columns, "_seq", "_op"])
         return rows.filter(pc.equal(rows["_op"].cast(pa.string()), op)).drop_columns(["_op"])
+
+    def _stored_silver(self, target: TableTarget, keys: DataFrame) -> DataFrame | None:
+        table = self._open(target.silver_table)
+        schema = self._table_schema(target.silver_table)
+        wanted = _to_arrow(keys)
+        if table is None or schema is None or wanted.num_rows == 0:
+            return None
+        # parquet statistics prune on each key column's values; the exact match is the semi join
+        where = None
+        for key in target.key_columns:
+            condition = pc.field(key).isin(pc.drop_null(wanted[key]))
+            where = condition if where is None else where & condition
+        stored = table.to_pyarrow_dataset().to_table(filter=where)
+        if stored.num_rows == 0:
+            return None
+        rows = arrow_to_dataframe(self.spark, _conform(stored, _arrow_schema(schema)), schema)
+        return rows.join(F.broadcast(keys), on=list(target.key_columns), how="left_semi")
 
     def _merge_silver(self, target: TableTarget, source: DataFrame, plan: MergePlan,
                       props: dict[str, str], batch_id: int) -> tuple[int, int, int | None]:

@@ -95,6 +95,10 @@ class SparkSqlWriter(LakeWriter):
     def _append_ledger(self, target: TableTarget, rows: DataFrame) -> None:
         rows.writeTo(self.resolve(target.ledger_table)).append()
 
+    def _stored_silver(self, target: TableTarget, keys: DataFrame) -> DataFrame | None:
+        stored = self.spark.table(self.resolve(target.silver_table))
+        return stored.join(F.broadcast(keys), on=list(target.key_columns), how="left_semi")
+
     def _merge_silver(self, target: TableTarget, source: DataFrame, plan: MergePlan,
                       props: dict[str, str], batch_id: int) -> tuple[int, int, int | None]:
         ledger = (self.spark.table(self.resolve(target.ledger_table)).filter(F.col("_op") == "d")

@@ -32,6 +32,7 @@ class Ev:
     ts_ms: int | None = None
     offset: int | None = None
     partition: int = 0
+    old_key: dict[str, Any] | None = None  # the create of a key change: header __debezium.oldkey
 
     def seq4(self) -> list[int]:
         if isinstance(self.seq, int):
@@ -67,7 +68,8 @@ class Stream:
             values = [e.row.get(c.name) for c in columns]
             rows.append((*values, e.op, e.seq4(), e.ts_ms if e.ts_ms is not None else 1_700_000_000_000 + e.seq4()[0],
                          f"{e.seq4()[0]}:{e.seq4()[0]}", None, self.topic, e.partition, e.offset, INGEST_TS,
-                         list(e.unavailable), None if e.op == "t" else _json(key)))
+                         list(e.unavailable), None if e.op == "t" else _json(key),
+                         None if e.old_key is None else _json(e.old_key)))
             tp = (self.topic, e.partition)
             progress[tp] = max(progress.get(tp, -1), e.offset)
         schema = StructType([StructField(c.name, c.data_type, True) for c in columns] + list(BATCH_META.fields))

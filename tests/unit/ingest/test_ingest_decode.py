@@ -242,3 +242,25 @@ def test_heartbeat_and_schema_change_topics_are_not_tables() -> None:
     assert batch.segments == [] and batch.dead_letters == []
     assert batch.heartbeats == 1 and batch.last_heartbeat_ts_ms == 1795336045999
     assert [c.ddl for c in batch.schema_changes] == ["ALTER TABLE t ADD c int"]
+
+
+def test_old_key_header_of_a_key_change_becomes_old_key_json() -> None:
+    """Debezium's key change 2 -> 100 (delete + create at one LSN): the create's header
+    __debezium.oldkey, with or without a schema, becomes ``_old_key_json`` in ``_key_json``'s form."""
+    records = golden_records()
+    context = {"key": "__debezium.context.connectorName", "value": b'{"schema":{"type":"string"},"payload":"dbz"}'}
+    for header in (b'{"schema":{"type":"struct","fields":[{"type":"int32","optional":false,"field":"id"}],'
+                   b'"optional":false,"name":"dbz.public.customers.Key"},"payload":{"id":2}}', b'{"id":2}'):
+        table = golden_table()
+        headers = [[context] for _ in records]
+        headers[13] = [{"key": "__debezium.oldkey", "value": header}, context]
+        headers[11] = [context, {"key": "__debezium.newkey", "value": b'{"id":100}'}]
+        table = table.set_column(table.schema.get_field_index("headers"), "headers",
+                                 pa.array(headers, table.schema.field("headers").type))
+        rows = decoded_rows(table, "dbz.public.customers")
+        moved = [r for r in rows if r["_old_key_json"] is not None]
+        assert [(r["id"], r["_op"], r["_old_key_json"], r["_key_json"]) for r in moved] == [
+            (100, "c", '{"id":2}', '{"id":100}')]
+        deleted = next(r for r in rows if r["_op"] == "d" and r["id"] == 2)
+        assert deleted["_key_json"] == moved[0]["_old_key_json"]
+    assert all(r["_old_key_json"] is None for r in decoded_rows(golden_table(), "dbz.public.customers"))
