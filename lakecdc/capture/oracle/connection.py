@@ -150,6 +150,8 @@ class OracleConnection:
         raw = _resolve_factory()(config)
         # NUMBER columns as Decimal (the driver's default, float, would round NUMBER(20,4) values)
         raw.outputtypehandler = decimal_numbers
+        # database.query.timeout.ms: oracledb's per-round-trip limit (0 = none)
+        raw.call_timeout = config.database_query_timeout_ms
         conn = cls(raw, config.database_pdb_name)
         conn.execute(NLS_SETUP)
         return conn

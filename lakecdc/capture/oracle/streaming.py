@@ -141,13 +141,24 @@ class OracleStreamingSource:
             self._sleep(min(timeout, self.sleep_ms / 1000.0))
             return
         end = min(current, start + self.batch_size)
-        start_session(conn, start, end, self.config.log_mining_archive_log_only_mode)
+        end = start_session(conn, start, end, self.config.log_mining_archive_log_only_mode)
+        if end <= start:  # archive-log-only mode, nothing newer archived yet
+            self._sleep(min(timeout, self.sleep_ms / 1000.0))
+            return
+        last_ts = None
         try:
             for row in conn.iter_query(q.contents_query(self.config.excluded_schemas, self.config.lob_enabled),
                                        {"start_scn": start, "end_scn": end}):
                 self._handle(row, out)
+                last_ts = row.get("TIMESTAMP") or last_ts
         finally:
             end_session(conn)
+        retention = self.config.log_mining_transaction_retention_ms
+        if retention and last_ts is not None:
+            for tx in self.buffer.abandon_started_before(last_ts - dt.timedelta(milliseconds=retention)):
+                log.warning("transaction %s (started at SCN %d) has been open longer than "
+                            "log.mining.transaction.retention.ms=%d; its %d buffered changes are dropped",
+                            tx.xid, tx.start_scn, retention, len(tx.events))
         self._next_start = end
         self.offset.scn = self.buffer.restart_scn(end)
         self.offset.passed_snapshot(self.offset.scn)

@@ -83,11 +83,20 @@ def resumable(conn: OracleConnection, start_scn: int) -> bool:
     return True
 
 
-def start_session(conn: OracleConnection, start_scn: int, end_scn: int, archive_only: bool = False) -> None:
+def start_session(conn: OracleConnection, start_scn: int, end_scn: int, archive_only: bool = False) -> int:
+    """Start mining ``(start_scn, end_scn]``; returns the window end actually used: with
+    ``log.mining.archive.log.only.mode`` it stops where the newest archived log ends (the online
+    logs are not read), which may be ``start_scn`` itself (nothing archived yet: no session)."""
     conn.use_root()
-    for f in logs_for(conn, start_scn, archive_only):
+    files = logs_for(conn, start_scn, archive_only)
+    if archive_only:
+        end_scn = min(end_scn, max(f.next_change for f in files) - 1)
+        if end_scn <= start_scn:
+            return start_scn
+    for f in files:
         conn.execute(SQL_ADD_LOGFILE, {"file_name": f.name})
     conn.execute(SQL_START, {"start_scn": start_scn, "end_scn": end_scn})
+    return end_scn
 
 
 def end_session(conn: OracleConnection) -> None:

@@ -65,5 +65,14 @@ class TransactionBuffer:
             return window_end
         return min(window_end, min(tx.start_scn for tx in self._open.values()) - 1)
 
+    def abandon_started_before(self, cutoff: Any) -> list[Transaction]:
+        """Drop the transactions whose first change is older than ``cutoff`` (a LogMiner TIMESTAMP):
+        ``log.mining.transaction.retention.ms``, so one forgotten session cannot hold the restart SCN
+        back forever. Their changes are lost if they commit later (Debezium's trade-off too)."""
+        old = [tx for tx in self._open.values() if tx.start_ts is not None and tx.start_ts < cutoff]
+        for tx in old:
+            del self._open[tx.xid]
+        return old
+
     def clear(self) -> None:
         self._open.clear()

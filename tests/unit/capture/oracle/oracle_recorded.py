@@ -71,6 +71,8 @@ class RecordedOracle:
     privileges: tuple[str, ...] = tuple(p for p, _ in c.REQUIRED_PRIVILEGES)
     roles: tuple[str, ...] = tuple(r for r, _ in c.REQUIRED_ROLES)
     oldest_log_scn: int = 1
+    archived_next_change: int = 10**9
+    files_log: list[str] = field(default_factory=list)  # every ADD_LOGFILE, across sessions
     open_transactions: list[tuple[bytes, int]] = field(default_factory=list)  # V$TRANSACTION (XID, START_SCN)
     connections: list[ReplayConnection] = field(default_factory=list)
     session: tuple[int, int] | None = None
@@ -127,7 +129,13 @@ class RecordedOracle:
     def _start(self, binds: dict[str, Any]) -> Any:
         if not self.files_added:
             raise ReplayMismatchError("START_LOGMNR without ADD_LOGFILE (ORA-01292)")
-        self.session = (binds["start_scn"], binds["end_scn"])
+        ranges = {"/arch/1_7.arc": (self.oldest_log_scn, self.archived_next_change),
+                  "/redo/redo01.log": (self.archived_next_change, 2**63 - 1)}
+        covered = sorted(ranges[f] for f in self.files_added)
+        lo, hi = binds["start_scn"], binds["end_scn"]
+        if not covered or covered[0][0] > lo + 1 or max(r[1] for r in covered) <= hi:
+            raise oracledb.DatabaseError(f"ORA-01291: missing logfile for SCNs {lo}..{hi} (added {self.files_added})")
+        self.session = (lo, hi)
         self.sessions.append(self.session)
         return None, []
 
@@ -138,6 +146,7 @@ class RecordedOracle:
 
     def _add(self, binds: dict[str, Any]) -> Any:
         self.files_added.append(binds["file_name"])
+        self.files_log.append(binds["file_name"])
         return None, []
 
     def _snapshot(self, match: re.Match[str]) -> Any:
@@ -166,8 +175,9 @@ class RecordedOracle:
             c.SQL_ROW_ESTIMATE: lambda b: (describe(("NUM_ROWS", N)),
                                            [(len(self.table(b["owner"], b["table_name"]).rows),)]),
             SQL_DB_OFFSET: lambda b: (describe(("TZ", V)), [("+00:00",)]),
-            s.SQL_ARCHIVED_LOGS: lambda b: (log_cols, [("/arch/1_7.arc", self.oldest_log_scn, 10**9, 1, 7)]),
-            s.SQL_ONLINE_LOGS: lambda b: (log_cols, [("/redo/redo01.log", 10**9, 2**63 - 1, 1, 8)]),
+            s.SQL_ARCHIVED_LOGS: lambda b: (log_cols, [("/arch/1_7.arc", self.oldest_log_scn,
+                                                        self.archived_next_change, 1, 7)]),
+            s.SQL_ONLINE_LOGS: lambda b: (log_cols, [("/redo/redo01.log", self.archived_next_change, 2**63 - 1, 1, 8)]),
             s.SQL_ADD_LOGFILE: self._add,
             s.SQL_START: self._start,
             s.SQL_END: self._end,

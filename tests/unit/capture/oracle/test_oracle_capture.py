@@ -6,6 +6,7 @@ No Oracle database runs here: every statement is answered from recorded result s
 
 from __future__ import annotations
 
+import datetime
 import json
 import time
 from typing import Any
@@ -511,3 +512,30 @@ def test_ddl_makes_the_structure_be_read_again(install: Any) -> None:
     assert [sorted(r.value["after"]) for r in out] == [
         ["EMAIL", "FIRST_NAME", "ID", "LAST_NAME"], ["EMAIL", "FIRST_NAME", "ID", "LAST_NAME", "PHONE"]]
     assert out[1].value["after"]["PHONE"] == "555"
+
+
+def test_transaction_retention_abandons_old_open_transactions(install: Any) -> None:
+    a, b = bytes.fromhex("0a00000001000000"), bytes.fromhex("0b00000001000000")
+    old = [redo(110, 1, a, insert_sql("DEBEZIUM", "CUSTOMERS", {
+        "ID": "1", "FIRST_NAME": "F", "LAST_NAME": "L", "EMAIL": "e"}), "DEBEZIUM", "CUSTOMERS", ts_ms=1_000_000)]
+    later = [r[:3] + (r[3] + datetime.timedelta(hours=2),) + r[4:] for r in _tx_rows(b, 120, [2], 130)]
+    rows = old + later + [redo(140, 7, a, ts_ms=1_000_000 + 3 * 3_600_000)]
+    db = install(RecordedOracle([customers()], scns=[200], redo_rows=rows))
+    kept = stream_once(db, 100)
+    assert [r.key["ID"] for r in kept] == [2, 1]
+    db = install(RecordedOracle([customers()], scns=[200], redo_rows=rows))
+    windows = {"log.mining.batch.size.min": "10", "log.mining.batch.size.default": "20"}  # (100,120], (120,140]
+    assert [r.key["ID"] for r in stream_once(db, 100, **windows)] == [2, 1]
+    db = install(RecordedOracle([customers()], scns=[200], redo_rows=rows))
+    # after the first window tx a has been open for 2 h > 1 h: dropped, its later commit emits nothing
+    assert [r.key["ID"] for r in stream_once(db, 100, **windows, **{"log.mining.transaction.retention.ms": "3600000"})] == [2]
+
+
+def test_archive_log_only_mode_mines_up_to_the_newest_archived_log(install: Any) -> None:
+    a, b = bytes.fromhex("0a00000001000000"), bytes.fromhex("0b00000001000000")
+    db = install(RecordedOracle([customers()], scns=[200], redo_rows=_tx_rows(a, 110, [1], 120) +
+                                _tx_rows(b, 150, [2], 160)))
+    db.archived_next_change = 141  # archived logs hold SCNs below 141; 150.. are only in the online log
+    records = stream_once(db, 100, **{"log.mining.archive.log.only.mode": "true"})
+    assert [r.key["ID"] for r in records] == [1]
+    assert db.sessions == [(100, 140)] and all(f.startswith("/arch/") for f in db.files_log)
