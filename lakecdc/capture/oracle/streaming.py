@@ -79,6 +79,9 @@ class OracleStreamingSource:
         self.sleep_ms = config.log_mining_sleep_time_default_ms
         self._sleep = sleep
         self.conn: oraconn.OracleConnection | None = None
+        # dictionary lookups run on their own connection (in the PDB): the mining connection stays in
+        # CDB$ROOT with its LogMiner session and open V$LOGMNR_CONTENTS cursor
+        self.meta_conn: oraconn.OracleConnection | None = None
         self.schemas: TableSchemas | None = None
         self._factories: dict[int, RecordFactory] = {}
         #: SQL_REDO longer than 4000 bytes comes in rows with CSF = 1 followed by the last piece
@@ -93,7 +96,8 @@ class OracleStreamingSource:
     # -- lifecycle -------------------------------------------------------------------------
     def start(self, offset: dict[str, Any] | None) -> None:
         self.conn = oraconn.connect(self.config)
-        self.schemas = TableSchemas(self.conn, self.config, self.namer, self.modes)
+        self.meta_conn = oraconn.connect(self.config)
+        self.schemas = TableSchemas(self.meta_conn, self.config, self.namer, self.modes)
         self.conn.use_root()
         if offset is None:
             # no snapshot (no_data): start at the current SCN, stored at the first commit
@@ -112,9 +116,10 @@ class OracleStreamingSource:
                  self.offset.to_offset()["commit_scn"])
 
     def close(self) -> None:
-        if self.conn is not None:
-            self.conn.close()
-            self.conn = None
+        for conn in (self.conn, self.meta_conn):
+            if conn is not None:
+                conn.close()
+        self.conn = self.meta_conn = None
 
     def idle_seconds(self) -> float:
         return time.monotonic() - self._last_change

@@ -361,7 +361,7 @@ def test_lost_connection_reconnects_without_loss_or_duplicates(install: Any, tmp
                                    poll_timeout_s=0.0, retry_backoff_s=0.01)
     CaptureCoordinator(OracleConnector(cfg, show_progress=False), sink, store, settings).run()
     assert [r.key["ID"] for r in sink.records] == [1, 2]
-    assert db.contents_queries >= 4 and len(db.connections) >= 3
+    assert db.contents_queries >= 4 and len(db.connections) >= 6  # two per streaming start
     assert db.sessions[0][0] == 1000 and db.sessions[1][0] == 1000  # the reconnect kept the first SCN
 
 
@@ -539,3 +539,15 @@ def test_archive_log_only_mode_mines_up_to_the_newest_archived_log(install: Any)
     records = stream_once(db, 100, **{"log.mining.archive.log.only.mode": "true"})
     assert [r.key["ID"] for r in records] == [1]
     assert db.sessions == [(100, 140)] and all(f.startswith("/arch/") for f in db.files_log)
+
+
+def test_mining_connection_never_leaves_the_cdb_root(install: Any) -> None:
+    """LogMiner runs in CDB$ROOT; dictionary reads (in the PDB) use a second connection, so no
+    ALTER SESSION SET CONTAINER reaches the session that mines."""
+    a = bytes.fromhex("0a00000001000000")
+    db = install(RecordedOracle([customers()], scns=[200], redo_rows=_tx_rows(a, 110, [1], 120)))
+    assert len(stream_once(db, 100)) == 1
+    mining = [c for c in db.connections if any("V$LOGMNR_CONTENTS" in sql for sql, _ in c.executed)]
+    assert len(mining) == 1
+    assert not any(sql.endswith("= ORCLPDB1") for sql, _ in mining[0].executed)
+    assert any(sql.endswith("= ORCLPDB1") for c in db.connections for sql, _ in c.executed)
