@@ -551,3 +551,26 @@ def test_mining_connection_never_leaves_the_cdb_root(install: Any) -> None:
     assert len(mining) == 1
     assert not any(sql.endswith("= ORCLPDB1") for sql, _ in mining[0].executed)
     assert any(sql.endswith("= ORCLPDB1") for c in db.connections for sql, _ in c.executed)
+
+
+def test_snapshot_progress_bar_draws_table_and_row_counts(install: Any) -> None:
+    import io
+
+    from rich.console import Console
+
+    from lakecdc.capture.oracle.snapshot import OracleSnapshotSource
+
+    db = install(snapshot_db())
+    buffer = io.StringIO()
+    connector = OracleConnector(config(), show_progress=True)
+    source = OracleSnapshotSource(connector.config, connector.modes, connector.namer, show_progress=True,
+                                  console=Console(file=buffer, force_terminal=True, width=120))
+    emitted: list[Any] = []
+    result = source.run(emitted.extend)
+    assert result.rows == 3 and len(emitted) == 3
+    text = buffer.getvalue()
+    assert "snapshot DEBEZIUM.CUSTOMERS" in text and "3/3" in text  # NUM_ROWS estimate 3, 3 read
+    quiet = io.StringIO()
+    OracleSnapshotSource(connector.config, connector.modes, connector.namer, show_progress=False,
+                         console=Console(file=quiet, force_terminal=True)).run(lambda records: None)
+    assert quiet.getvalue() == ""
