@@ -95,6 +95,10 @@ def _print_capture(console: Console, report: dict[str, Any]) -> None:
     if binlog:
         table.add_row("server binlog position", f"{binlog.get('current_file')}:{binlog.get('current_pos')}")
         table.add_row("binlog behind", _bytes(binlog.get("lag_bytes")))
+    redo = report.get("redo")
+    if redo:
+        table.add_row("database current SCN", str(redo.get("current_scn")))
+        table.add_row("SCNs behind", str(redo.get("scn_lag", "-")))
     if report.get("error"):
         table.add_row("[red]source[/red]", report["error"])
     console.print(table)

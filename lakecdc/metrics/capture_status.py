@@ -14,7 +14,8 @@ acknowledged. The result as ``lakecdc status --json`` prints it (PostgreSQL)::
      "error": null}
 
 MySQL/MariaDB report ``binlog`` instead of ``slot``: the server's current file and position and
-the bytes of binlog written after the stored position. Nothing here holds credentials: errors are
+the bytes of binlog written after the stored position. Oracle reports ``redo``: the current SCN and
+how many SCNs the stored restart SCN is behind it. Nothing here holds credentials: errors are
 scrubbed by the connectors' own connect helpers, and only the masked target is named.
 """
 
@@ -30,6 +31,7 @@ from lakecdc.config.base import load_properties
 from lakecdc.errors import LakecdcError
 
 POSTGRES_CLASSES = ("io.debezium.connector.postgresql.PostgresConnector", "postgres", "postgresql")
+ORACLE_CLASSES = ("io.debezium.connector.oracle.OracleConnector", "oracle")
 
 
 @dataclass
@@ -46,6 +48,7 @@ class CaptureStatus:
     stored_at: str | None = None
     slot: dict[str, Any] | None = None
     binlog: dict[str, Any] | None = None
+    redo: dict[str, Any] | None = None
     error: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
@@ -77,6 +80,11 @@ def capture_status(config_path: str | Path) -> CaptureStatus:
 
         config = load_postgres_config(path)
         connector = "postgres"
+    elif connector_class in ORACLE_CLASSES:
+        from lakecdc.capture.oracle.connector import load_oracle_config
+
+        config = load_oracle_config(path)
+        connector = "oracle"
     else:
         from lakecdc.capture.mysql.connector import load_mysql_config
 
@@ -91,6 +99,8 @@ def capture_status(config_path: str | Path) -> CaptureStatus:
     try:
         if connector == "postgres":
             _postgres_position(config, status)
+        elif connector == "oracle":
+            _oracle_position(config, status)
         else:
             _mysql_position(config, status)
     except LakecdcError as exc:
@@ -163,6 +173,26 @@ def _mysql_position(config: Any, status: CaptureStatus) -> None:
     if offset and files:
         info["lag_bytes"] = binlog_bytes_behind(files, str(offset.get("file")), int(offset.get("pos", 0)))
     status.binlog = info
+
+
+def _oracle_position(config: Any, status: CaptureStatus) -> None:
+    from lakecdc.capture.oracle import connection as oraconn
+
+    offset = status.offset
+    if offset:
+        status.position = f"SCN {offset.get('scn')}" + \
+            (f" (commits {offset['commit_scn']})" if offset.get("commit_scn") else "") + \
+            (" (snapshot)" if offset.get("snapshot_scn") else "")
+    conn = oraconn.connect(config)
+    try:
+        conn.use_root()
+        current = conn.current_scn()
+    finally:
+        conn.close()
+    info: dict[str, Any] = {"current_scn": current}
+    if offset and offset.get("scn") is not None:
+        info["scn_lag"] = max(0, current - int(offset["scn"]))
+    status.redo = info
 
 
 def binlog_bytes_behind(files: list[tuple[str, int]], file: str, pos: int) -> int | None:

@@ -69,3 +69,25 @@ def test_cli_capture_on_replay_connection(tmp_path: Path) -> None:
     assert created["source"]["commit_scn"] == "1020"
     stored = json.loads((tmp_path / "offsets.json").read_text())
     assert next(iter(stored.values()))["commit_scn"].startswith("1020:")
+
+
+def test_status_reports_the_stored_scn_and_the_lag(tmp_path: Path) -> None:
+    from lakecdc.capture.oracle import connection as oraconn
+    from lakecdc.metrics.capture_status import capture_status
+    from oracle_recorded import RecordedOracle, customers
+
+    conf = tmp_path / "oracle.properties"
+    offsets = tmp_path / "offsets.json"
+    conf.write_text("\n".join([
+        "connector.class=io.debezium.connector.oracle.OracleConnector", "topic.prefix=server1",
+        "database.hostname=db", "database.dbname=ORCLCDB", "database.user=u", "database.password=pw",
+        f"offset.storage.file.filename={offsets}"]) + "\n")
+    offsets.write_text(json.dumps({'["server1",{"server":"server1"}]': {"scn": "1009", "commit_scn": "1025::0:1"}}))
+    oraconn.set_connection_factory(RecordedOracle([customers()], scns=[1500]).connect)
+    try:
+        status = capture_status(conf)
+    finally:
+        oraconn.set_connection_factory(None)
+    assert status.error is None, status.error
+    assert status.connector == "oracle" and status.position == "SCN 1009 (commits 1025::0:1)"
+    assert status.redo == {"current_scn": 1500, "scn_lag": 491}
