@@ -50,6 +50,7 @@ from lakecdc.events.transaction import TransactionTracker, transaction_record
 log = logging.getLogger(__name__)
 
 OP_DELETE, OP_INSERT, OP_UPDATE_BEFORE, OP_UPDATE_AFTER = 1, 2, 3, 4
+_OPS = {OP_DELETE: "d", OP_INSERT: "c", OP_UPDATE_BEFORE: "u"}  # an update is keyed by its before row
 
 
 @dataclass(order=True)
@@ -272,12 +273,14 @@ class SqlServerStreamingSource:
         tx = self.tx
         open_tx: tuple[int, int, int, int] | None = None  # (commit, change, serial, ts_ms) of the last event
         db = self.schema.database
+        last_commit, commit_text, ts_ms = -1, None, 0
         for ch in changes:
             if ch.operation == 0:
                 groups.extend(self._switch(ch.instance))
                 continue
-            ts_ms = self._commit_ms(ch.commit_lsn)
-            commit_text = sq.lsn_text(ch.commit_lsn)
+            if ch.commit_lsn != last_commit:  # LSN text and commit time once per transaction
+                last_commit, commit_text, ts_ms = ch.commit_lsn, sq.lsn_text(ch.commit_lsn), self._commit_ms(ch.commit_lsn)
+            change_text = sq.lsn_text(ch.change_lsn)
             if tx is not None and (open_tx is None or open_tx[0] != ch.commit_lsn):
                 if open_tx is not None:
                     groups.append(self._end(open_tx))
@@ -288,13 +291,14 @@ class SqlServerStreamingSource:
             schema = self.schema.schema(ch.instance)
             factory = self.schema.factory(ch.instance)
             position = SqlServerPosition(commit_lsn=ch.commit_lsn, change_lsn=ch.change_lsn, event_serial_no=ch.serial)
-            offset = None if tx is not None else event_offset(ch.commit_lsn, ch.change_lsn, ch.serial)
-            op = {OP_DELETE: "d", OP_INSERT: "c", OP_UPDATE_BEFORE: "u"}[ch.operation]
+            offset = None if tx is not None else {"commit_lsn": commit_text, "change_lsn": change_text,
+                                                  "event_serial_no": ch.serial}  # event_offset's shape
+            op = _OPS[ch.operation]
             if op in self.skipped:
                 groups.append(_Group([], offset, data=False))
                 continue
             source = self.source.build(db=db, schema=ch.instance.source_schema, table=ch.instance.source_table,
-                                       ts_ms=ts_ms, commit_lsn=commit_text, change_lsn=sq.lsn_text(ch.change_lsn),
+                                       ts_ms=ts_ms, commit_lsn=commit_text, change_lsn=change_text,
                                        event_serial_no=ch.serial)
             ts_ns = time.time_ns()
             records: list[Any] = []
