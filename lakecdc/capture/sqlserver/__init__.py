@@ -6,5 +6,6 @@ DB-API connection that answers from recorded result sets (how this connector is 
 Server runs here), ``types`` the type mapping, ``table_schema`` per capture instance event shapes,
 ``source_info`` the source block, ``offset`` stored offsets and resume points, ``snapshot`` the
 locked snapshot, ``streaming`` the change-table poll loop, ``errors``, and ``connector`` (what the
-coordinator calls).
+coordinator calls); plus ``database_schema`` (captured tables, capture instances, CDC checks) and
+``table_changes`` (schema change events).
 """

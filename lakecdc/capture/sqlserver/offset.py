@@ -12,7 +12,9 @@ Stored offset (Debezium ``SqlServerOffsetContext`` keys), source partition
 Without ``change_lsn`` every change committed at or before ``commit_lsn`` is durable; with it,
 the changes of that commit up to (``change_lsn``, ``event_serial_no``) are. A restart reads the
 change tables from ``commit_lsn`` again and skips what the offset covers, so nothing is emitted
-twice and nothing is lost.
+twice and nothing is lost. With ``provide.transaction.metadata`` offsets are stored only after a
+transaction's END record (BEGIN/END and the per-event ``total_order`` cannot be resumed halfway), so
+a crash inside a transaction sends that transaction again (at-least-once, as Debezium says).
 """
 
 from __future__ import annotations
