@@ -37,7 +37,7 @@ from lakecdc.capture.heartbeat import Heartbeat
 from lakecdc.capture.sqlserver import connection as sq
 from lakecdc.capture.sqlserver.connection import CaptureInstance
 from lakecdc.capture.sqlserver.database_schema import DatabaseSchema
-from lakecdc.capture.sqlserver.errors import SqlServerConnectionLostError
+from lakecdc.capture.sqlserver.errors import SqlServerConnectionLostError, SqlServerTypeError
 from lakecdc.capture.sqlserver.offset import ResumePoint, event_offset
 from lakecdc.capture.sqlserver.snapshot import schema_change_records
 from lakecdc.capture.sqlserver.source_info import source_builder
@@ -307,17 +307,34 @@ class SqlServerStreamingSource:
             def block() -> dict[str, Any] | None:
                 return None if tx is None else tx.event(collection)
 
-            if op == "c":
-                factory.insert_into(records, ch.after, source, position, ts_ns, block())
-            elif op == "d":
-                factory.delete_into(records, ch.before, source, position, ts_ns, block())
-            else:
-                factory.update_into(records, ch.before, ch.after, source, position, ts_ns,
-                                    None if tx is None else block)
+            try:
+                if op == "c":
+                    factory.insert_into(records, ch.after, source, position, ts_ns, block())
+                elif op == "d":
+                    factory.delete_into(records, ch.before, source, position, ts_ns, block())
+                else:
+                    factory.update_into(records, ch.before, ch.after, source, position, ts_ns,
+                                        None if tx is None else block)
+            except Exception as exc:  # a value the type mapping cannot convert
+                self._failed(exc, ch, change_text)
+                groups.append(_Group([], offset, data=False))
+                continue
             groups.append(_Group(with_headers(records, self.headers), offset))
         if tx is not None and open_tx is not None:
             groups.append(self._end(open_tx))
         return groups
+
+    def _failed(self, exc: Exception, ch: Change, change_text: str | None) -> None:
+        """``event.processing.failure.handling.mode``: fail (stop, naming the position), warn (log
+        and skip the event), skip / ignore (skip it silently)."""
+        where = (f"table {ch.instance.source_schema}.{ch.instance.source_table} at commit LSN "
+                 f"{sq.lsn_text(ch.commit_lsn)} change LSN {change_text} (event_serial_no {ch.serial})")
+        mode = self.config.event_processing_failure_handling_mode
+        if mode == "fail":
+            raise SqlServerTypeError(f"cannot convert the change of {where}: {exc}; set "
+                                     "event.processing.failure.handling.mode=warn to skip such events") from exc
+        if mode == "warn":
+            log.warning("skipping the change of %s: %s", where, exc)
 
     def _end(self, last: tuple[int, int, int, int]) -> _Group:
         assert self.tx is not None

@@ -3,6 +3,7 @@ a new capture instance (seed 1.4.14), restart inside a commit, reconnects and he
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 from typing import Any
@@ -251,3 +252,37 @@ def test_key_change_headers_come_before_the_context_headers(tmp_path: Path) -> N
     off, _, _ = run(server, tmp_path / "off", extended__headers__enabled="false")
     delete, tombstone, create = data(off.records)
     assert [n for n, _ in delete.headers] == [n for n, _ in tombstone.headers] == [HEADER_NEW_KEY]
+
+
+def _bad_value_server() -> RecordedServer:
+    """dbo.events(pk int, at date): pymssql would give a date; a corrupt answer gives text."""
+    commit = "00000027:00000900:0009"
+    columns = [("pk", "int", None, 10, 0, None, "NO"), ("at", "date", None, None, None, None, "YES")]
+    server = RecordedServer().cdc_database().user_tables(("dbo", "events", True))
+    server.instances([RecordedServer.instance_row("dbo", "events", "dbo_events", "00000024:00000001:0001", ["pk", "at"], ["pk"])])
+    server.columns("dbo", "events", columns, ["pk"]).passes(START, commit).lsn_time(commit, 1559729468470)
+    server.changes("dbo_events", after(START), commit, ["pk", "at"], [
+        (commit, "00000027:00000900:0002", 2, 1, "2019-13-45"),
+        (commit, "00000027:00000900:0003", 2, 2, dt.date(2019, 6, 5))])
+    return server
+
+
+def test_unconvertible_value_fails_naming_the_position(tmp_path: Path) -> None:
+    import pytest
+
+    from lakecdc.capture.sqlserver.errors import SqlServerTypeError
+
+    server = _bad_value_server()
+    streaming_only(server, tmp_path)
+    with pytest.raises(SqlServerTypeError, match=r"dbo\.events at commit LSN 00000027:00000900:0009 change LSN "
+                                                 r"00000027:00000900:0002.*event\.processing\.failure\.handling\.mode"):
+        run(server, tmp_path, table__include__list="dbo.events")
+
+
+def test_unconvertible_value_is_skipped_with_warn(tmp_path: Path, caplog: Any) -> None:
+    server = _bad_value_server()
+    streaming_only(server, tmp_path)
+    sink, _, _ = run(server, tmp_path, event__processing__failure__handling__mode="warn",
+                     table__include__list="dbo.events")
+    assert [r.value["after"] for r in data(sink.records, "server1.testDB.dbo.events")] == [{"pk": 2, "at": 18052}]
+    assert "skipping the change of table dbo.events" in caplog.text
