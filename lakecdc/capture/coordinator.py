@@ -35,8 +35,13 @@ class CoordinatorSettings:
     #: how often streamed records are made durable and the offset stored (Debezium's
     #: ``offset.flush.interval.ms``, default 60 s; lakecdc defaults lower so the slot advances)
     commit_interval_s: float = 1.0
-    #: records per ``poll``; also a flush is forced once this many records are unflushed
+    #: records per ``poll``
     max_batch_size: int = 20_000
+    #: a commit is forced once this many records are unflushed, before ``commit_interval_s``:
+    #: it bounds what a crash re-sends, not correctness. Commits are otherwise time-based, as
+    #: Debezium's ``offset.flush.interval.ms``, not one per poll batch (MySQL polls 2048 records:
+    #: an fsync of the sink and of the offset file every 2048 records).
+    max_unflushed_records: int = 50_000
     poll_timeout_s: float = 0.2
     #: stop once streaming has produced nothing for this many seconds (None: run until stopped)
     stop_when_idle_s: float | None = None
@@ -148,7 +153,7 @@ class CaptureCoordinator:
                     self.stats.streamed_records += len(batch)
                     batch = []
                 now = time.monotonic()
-                if unflushed >= settings.max_batch_size or now - last_commit >= settings.commit_interval_s:
+                if unflushed >= settings.max_unflushed_records or now - last_commit >= settings.commit_interval_s:
                     offset = source.committable_offset()
                     if offset is not None:
                         self._commit(offset, acknowledge=source)
