@@ -259,7 +259,7 @@ class RecordEncoder:
     b'{"schema":{"type":"struct","fields":[{"type":"int32","optional":false,"field":"id"}],"optional":false,"name":"dbz.public.t.Key"},"payload":{"id":1}}'
     """
 
-    __slots__ = ("schema", "schemas_enable", "schema_json", "_payload_text", "_prefix")
+    __slots__ = ("schema", "schemas_enable", "schema_json", "head", "_payload_text", "_prefix")
 
     def __init__(
         self, schema: ConnectSchema, schemas_enable: bool = True, replace_null_with_default: bool = True
@@ -269,13 +269,27 @@ class RecordEncoder:
         self.schema_json: bytes = jackson_dumps(schema.to_json()).encode("utf-8")
         self._payload_text = compile_value_encoder(schema, replace_null_with_default)
         self._prefix = '{"schema":' + self.schema_json.decode("utf-8") + ',"payload":'
+        #: what precedes the payload bytes with schemas enabled (a ``"}"`` follows it); empty without
+        self.head: bytes = self._prefix.encode("utf-8") if schemas_enable else b""
 
     def encode(self, payload: Any) -> bytes | None:
         """Bytes for one payload; None (Kafka null) for a None payload, as JsonConverter does."""
         if payload is None:
             return None
+        if self.schemas_enable:
+            # one copy of the (often kilobytes long) schema text, not one per concatenation
+            return f"{self._prefix}{self._text(payload)}}}".encode("utf-8")
+        return self._text(payload).encode("utf-8")
+
+    def encode_body(self, payload: Any) -> bytes:
+        """The payload's bytes alone: ``encode`` is ``head + encode_body + b"}"`` with schemas
+        enabled, and ``encode_body`` without. For writers that can hand the shared ``head`` to the
+        OS as is (``os.writev``) instead of copying it into every record."""
+        return self._text(payload).encode("utf-8")
+
+    def _text(self, payload: Any) -> str:
         try:
-            body = self._payload_text(payload)
+            return self._payload_text(payload)  # type: ignore[no-any-return]
         except KeyError as exc:
             raise ValueError(
                 f"payload for schema {self.schema.name or self.schema.type!r} lacks field {exc.args[0]!r}"
@@ -285,9 +299,6 @@ class RecordEncoder:
             raise ValueError(
                 f"payload does not fit schema {self.schema.name or self.schema.type!r}: {exc}"
             ) from None
-        if self.schemas_enable:
-            return (self._prefix + body + "}").encode("utf-8")
-        return body.encode("utf-8")
 
     def encode_text(self, payload: Any) -> str:
         """The payload's compact JSON text alone (no schema wrapper)."""

@@ -103,20 +103,23 @@ class JsonlSink:
     def send(self, records: list[ChangeRecord]) -> None:
         if self._file.closed:
             raise SinkTransientError(f"JSON-lines sink '{self.path}' is closed")
-        key_bytes, value_bytes = self._serializer.key_bytes, self._serializer.value_bytes
+        key_pieces, value_pieces = self._serializer.key_pieces, self._serializer.value_pieces
         prefixes = self._prefixes
-        # One flat list of pieces and a single join: ~3x faster than joining each line first.
-        parts: list[bytes] = []
-        extend = parts.extend
+        # Pieces handed to the OS as they are (os.writev): a record's schema text is its encoder's
+        # shared bytes, so it is copied once, into the file, instead of into a line and a batch.
+        pieces: list[bytes] = []
+        append, extend = pieces.append, pieces.extend
         for r in records:
             prefix = prefixes.get(r.topic)
             if prefix is None:
                 prefix = prefixes[r.topic] = topic_prefix(r.topic)
-            key, value = key_bytes(r), value_bytes(r)
-            extend((prefix, b"null" if key is None else key, b',"value":', b"null" if value is None else value,
-                    b',"headers":[' + _headers_json(r.headers) + b"]}\n" if r.headers else _NO_HEADERS_END))
+            append(prefix)
+            extend(key_pieces(r))
+            append(b',"value":')
+            extend(value_pieces(r))
+            append(b',"headers":[' + _headers_json(r.headers) + b"]}\n" if r.headers else _NO_HEADERS_END)
         try:
-            self._file.write(b"".join(parts))
+            _write_all(self._file.fileno(), pieces)
         except OSError as exc:
             raise SinkTransientError(f"cannot write JSON-lines sink '{self.path}': {exc.strerror}") from exc
         self._records += len(records)
@@ -148,6 +151,21 @@ class JsonlSink:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_IOV_MAX = (os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 0) or 1024
+
+
+def _write_all(fd: int, pieces: list[bytes]) -> None:
+    """Append ``pieces`` to ``fd`` (opened for appending) in order, completely."""
+    for start in range(0, len(pieces), _IOV_MAX):
+        chunk = pieces[start:start + _IOV_MAX]
+        written = os.writev(fd, chunk)
+        total = sum(map(len, chunk))
+        if written < total:  # a short write (disk nearly full, a signal): finish the rest plainly
+            rest = memoryview(b"".join(chunk))[written:]
+            while rest:
+                rest = rest[os.write(fd, rest):]
 
 
 def _drop_partial_last_line(path: Path) -> None:

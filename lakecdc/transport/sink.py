@@ -77,19 +77,51 @@ class RecordSerializer:
     def value_bytes(self, record: ChangeRecord) -> bytes | None:
         return self._encode(record, record.value_schema, record.value, self.value_schemas_enable, "value")
 
+    def key_pieces(self, record: ChangeRecord) -> tuple[bytes, ...]:
+        """``key_bytes`` as pieces to be written one after the other (``b"null"`` for no key);
+        the schema part is the encoder's shared ``head``, not a copy of it."""
+        return self._pieces(record, record.key_schema, record.key, self.key_schemas_enable, "key")
+
+    def value_pieces(self, record: ChangeRecord) -> tuple[bytes, ...]:
+        return self._pieces(record, record.value_schema, record.value, self.value_schemas_enable, "value")
+
     def _encode(self, record: ChangeRecord, schema: ConnectSchema | None, payload: Any,
                 schemas_enable: bool, part: str) -> bytes | None:
         if payload is None:
             return None
         if isinstance(payload, bytes):
             return payload
+        try:
+            return self._encoder_for(record, schema, schemas_enable, part).encode(payload)
+        except ValueError as exc:
+            raise _undeliverable(record, part, exc) from None
+
+    def _pieces(self, record: ChangeRecord, schema: ConnectSchema | None, payload: Any,
+                schemas_enable: bool, part: str) -> tuple[bytes, ...]:
+        if payload is None:
+            return _NULL
+        if isinstance(payload, bytes):
+            return (payload,)
+        encoder = self._encoder_for(record, schema, schemas_enable, part)
+        try:
+            body = encoder.encode_body(payload)
+        except ValueError as exc:
+            raise _undeliverable(record, part, exc) from None
+        return (encoder.head, body, b"}") if schemas_enable else (body,)
+
+    def _encoder_for(self, record: ChangeRecord, schema: ConnectSchema | None, schemas_enable: bool,
+                     part: str) -> RecordEncoder:
         if schema is None:
             raise SinkDeliveryError(
                 f"record for topic '{record.topic}' has a {part} but no {part} schema", [(record.topic, f"no {part} schema")]
             )
-        try:
-            return self.encoder(schema, schemas_enable).encode(payload)
-        except ValueError as exc:
-            raise SinkDeliveryError(
-                f"cannot encode the {part} of a record for topic '{record.topic}': {exc}", [(record.topic, str(exc))]
-            ) from None
+        return self.encoder(schema, schemas_enable)
+
+
+_NULL = (b"null",)
+
+
+def _undeliverable(record: ChangeRecord, part: str, exc: ValueError) -> SinkDeliveryError:
+    return SinkDeliveryError(
+        f"cannot encode the {part} of a record for topic '{record.topic}': {exc}", [(record.topic, str(exc))]
+    )
