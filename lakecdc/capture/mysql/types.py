@@ -318,7 +318,8 @@ def _decimal_converter(scale: int, mode: str) -> Converter:
         return lambda v: format(to_decimal(v), "f")
 
     def precise(v: Any) -> bytes:
-        if isinstance(v, Decimal) and v.as_tuple().exponent == -scale:
+        # same_quantum: the exponent is -scale (as_tuple() would build a named tuple per value)
+        if isinstance(v, Decimal) and v.same_quantum(quantum):
             unscaled = int(v * factor)  # exact: the value already has the column's scale
         else:
             unscaled = int(to_decimal(v).scaleb(scale).to_integral_value())
@@ -417,10 +418,13 @@ def _micros_since_epoch(v: Any) -> int:
 
 def _format_zoned(v: dt.datetime, fsp: int) -> str:
     """ISO-8601 UTC with exactly the column's fractional digits (Debezium 3.x ZonedTimestamp)."""
-    text = f"{v.year:04d}-{v.month:02d}-{v.day:02d}T{v.hour:02d}:{v.minute:02d}:{v.second:02d}"
+    # datetime.isoformat (C) of a naive value is "YYYY-MM-DDTHH:MM:SS.ffffff": 20 characters up to
+    # the fraction, which is cut to the column's digits
+    if v.tzinfo is not None:  # callers pass UTC values (_as_datetime): only the fields count
+        v = v.replace(tzinfo=None)
     if fsp > 0:
-        return f"{text}.{v.microsecond:06d}"[: len(text) + 1 + fsp] + "Z"
-    return text + "Z"
+        return v.isoformat(timespec="microseconds")[: 20 + fsp] + "Z"
+    return v.isoformat(timespec="seconds") + "Z"
 
 
 def _split_geometry(v: Any) -> tuple[bytes, int | None]:
