@@ -16,7 +16,8 @@ or the table truncated (from the delete ledger), or null. Semantics rendered her
 2. A delete removes the row (hard) or marks it ``_is_deleted`` (soft; Iceberg reserves ``_deleted``), keeping its ``_seq``.
 3. An insert of an unknown key happens only if the key was not removed at a newer ``_seq``, so a
    late event cannot resurrect a deleted or truncated row.
-4. Columns named in ``_unavailable`` keep the stored value (null on insert).
+4. Columns named in ``_unavailable`` keep the stored value (null on insert). The create of a
+   primary-key change has them filled beforehand from the old key's row (``key_moves``).
 5. A truncate in the batch removes (or soft-deletes) every stored row older than it.
 """
 
