@@ -140,3 +140,28 @@ def test_progress_bar_uses_sql_servers_row_estimate() -> None:
     assert result.rows == 3
     assert server.rec.served(Q_ROW_ESTIMATE, ("[dbo].[customers]",)) == 1
     assert "3/3" in out.getvalue()
+
+
+def test_select_statement_override_and_included_collections(tmp_path: Path) -> None:
+    server = RecordedServer().customers()
+    server.snapshot_locks([("dbo", "customers")])
+    from lakecdc.capture.sqlserver.replay import ResultSet
+
+    override = "SELECT [id], [first_name], [last_name], [email] FROM [testDB].[dbo].[customers] WHERE id > 1001"
+    server.rec.add(override, None, ResultSet.of(COLS, ROWS[1:]))
+    server.max_lsn(SNAPSHOT_LSN).passes(SNAPSHOT_LSN)
+    sink, _, _ = run(server, tmp_path, snapshot__select__statement__overrides="dbo.customers",
+                     **{"snapshot__select__statement__overrides__dbo__customers": override})
+    assert [r.value["after"]["id"] for r in rows_of(sink)] == [1002, 1003]
+    skipped = server_for()
+    sink, _, _ = run(skipped, tmp_path / "none", snapshot__include__collection__list="dbo.orders")
+    assert rows_of(sink) == [] and [r.topic for r in sink.records] == ["server1"]  # structure, no rows
+
+
+def test_column_filter_and_message_key_columns(tmp_path: Path) -> None:
+    sink, _, _ = run(server_for(), tmp_path, column__exclude__list="dbo.customers.email",
+                     message__key__columns="dbo.customers:first_name,last_name")
+    first = rows_of(sink)[0]
+    assert first.value["after"] == {"id": 1001, "first_name": "Sally", "last_name": "Thomas"}
+    assert first.key == {"first_name": "Sally", "last_name": "Thomas"}
+    assert [f.name for f in first.key_schema.fields] == ["first_name", "last_name"]
