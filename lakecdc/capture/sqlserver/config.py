@@ -15,7 +15,9 @@ A Debezium SQL Server connector ``.properties`` file is accepted unchanged::
 lakecdc reads each capture instance's structure from the database at every start (the change
 tables do not change shape), so the ``schema.history.internal.*`` properties are accepted and not
 needed. One connector captures one database: ``database.names`` (or the 1.x ``database.dbname``)
-names exactly one.
+names exactly one. ``database.applicationIntent=ReadOnly`` (an Always On readable secondary)
+selects ``snapshot`` isolation and a commit per poll as Debezium does; pymssql has no
+application-intent option, so reaching the secondary is up to ``database.hostname``.
 """
 
 from __future__ import annotations

@@ -169,7 +169,9 @@ def connect(config: Any, factory: ConnectionFactory | None = None) -> Any:
     except pymssql.OperationalError as exc:
         where = f"{config.database_hostname}:{config.database_port}/{config.database}"
         # pymssql's message may quote the login; keep only its first line, which does not
-        message = str(exc.args[0][1] if exc.args and isinstance(exc.args[0], tuple) else exc).splitlines()[0]
+        raw = exc.args[0][-1] if exc.args and isinstance(exc.args[0], tuple) and exc.args[0] else exc
+        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+        message = (text.splitlines() or [""])[0]
         raise SqlServerConnectionLostError(f"cannot connect to SQL Server {where}: {message}") from None
 
 

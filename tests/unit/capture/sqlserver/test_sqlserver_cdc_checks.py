@@ -79,3 +79,20 @@ def test_unrecorded_statement_fails_loudly() -> None:
 def test_bracketed_column_lists() -> None:
     assert sq.parse_column_list("[id], [first name], [odd]]name]") == ("id", "first name", "odd]name")
     assert sq.quote("a]b") == "[a]]b]"
+
+
+def test_refused_login_is_reported_without_the_password(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pymssql
+
+    from lakecdc.capture.sqlserver.errors import SqlServerConnectionLostError
+
+    def refuse(**kwargs: object) -> None:
+        raise pymssql.OperationalError((18456, b"Login failed for user 'sa'.\nDB-Lib error message 20018, severity 14"))
+
+    monkeypatch.setattr(pymssql, "connect", refuse)  # the driver's entry point, not lakecdc's
+    monkeypatch.delenv(sq.FACTORY_ENV, raising=False)
+    config = SqlServerConnectorConfig.from_properties(base_properties())
+    with pytest.raises(SqlServerConnectionLostError) as err:
+        sq.connect(config)
+    assert str(err.value) == "cannot connect to SQL Server 192.168.99.100:1433/testDB: Login failed for user 'sa'."
+    assert "Password!" not in str(err.value)
