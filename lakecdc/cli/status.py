@@ -1,7 +1,7 @@
 """``lakecdc status --config FILE [--config FILE ...] [--json]``: where capture and ingest stand.
 
 A capture configuration (it has ``connector.class`` or ``database.hostname``) shows the stored
-offset and the source log not yet acknowledged (PostgreSQL slot lag, MySQL binlog bytes); an ingest
+offset and the source log not yet acknowledged (PostgreSQL slot lag, MySQL binlog bytes, Oracle SCNs, SQL Server CDC max LSN); an ingest
 configuration (``kafka.bootstrap.servers`` + ``topic.prefix``) shows per table the last committed
 batch, Kafka offsets, source position and time, lag and row counts. Credentials are never shown.
 """
@@ -95,6 +95,10 @@ def _print_capture(console: Console, report: dict[str, Any]) -> None:
     if binlog:
         table.add_row("server binlog position", f"{binlog.get('current_file')}:{binlog.get('current_pos')}")
         table.add_row("binlog behind", _bytes(binlog.get("lag_bytes")))
+    change_tables = report.get("change_tables")
+    if change_tables:
+        table.add_row("CDC max LSN", str(change_tables.get("max_lsn")))
+        table.add_row("caught up", {True: "yes", False: "no"}.get(change_tables.get("caught_up"), "-"))
     redo = report.get("redo")
     if redo:
         table.add_row("database current SCN", str(redo.get("current_scn")))

@@ -15,7 +15,8 @@ acknowledged. The result as ``lakecdc status --json`` prints it (PostgreSQL)::
 
 MySQL/MariaDB report ``binlog`` instead of ``slot``: the server's current file and position and
 the bytes of binlog written after the stored position. Oracle reports ``redo``: the current SCN and
-how many SCNs the stored restart SCN is behind it. Nothing here holds credentials: errors are
+how many SCNs the stored restart SCN is behind it. SQL Server reports ``change_tables``: the
+highest LSN CDC has recorded and whether the stored commit LSN has reached it. Nothing here holds credentials: errors are
 scrubbed by the connectors' own connect helpers, and only the masked target is named.
 """
 
@@ -29,9 +30,11 @@ from typing import Any
 from lakecdc.capture.offsets import FileOffsetStore, KafkaOffsetStore, OffsetStore, offset_key
 from lakecdc.config.base import load_properties
 from lakecdc.errors import LakecdcError
+from lakecdc.events.position_text import sqlserver_lsn_from_text
 
 POSTGRES_CLASSES = ("io.debezium.connector.postgresql.PostgresConnector", "postgres", "postgresql")
 ORACLE_CLASSES = ("io.debezium.connector.oracle.OracleConnector", "oracle")
+SQLSERVER_CLASSES = ("io.debezium.connector.sqlserver.SqlServerConnector", "sqlserver")
 
 
 @dataclass
@@ -49,6 +52,7 @@ class CaptureStatus:
     slot: dict[str, Any] | None = None
     binlog: dict[str, Any] | None = None
     redo: dict[str, Any] | None = None
+    change_tables: dict[str, Any] | None = None
     error: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
@@ -85,6 +89,11 @@ def capture_status(config_path: str | Path) -> CaptureStatus:
 
         config = load_oracle_config(path)
         connector = "oracle"
+    elif connector_class in SQLSERVER_CLASSES:
+        from lakecdc.capture.sqlserver.connector import load_sqlserver_config
+
+        config = load_sqlserver_config(path)
+        connector = "sqlserver"
     else:
         from lakecdc.capture.mysql.connector import load_mysql_config
 
@@ -93,7 +102,10 @@ def capture_status(config_path: str | Path) -> CaptureStatus:
     store, storage_text, stored_at = _open_store(config, path)
     status = CaptureStatus("capture", connector, config.connector_name, storage_text, stored_at=stored_at)
     try:
-        status.offset = store.load(offset_key(config.connector_name, {"server": config.topic_prefix}))
+        partition: dict[str, Any] = {"server": config.topic_prefix}
+        if connector == "sqlserver":  # Debezium 2+: one source partition per captured database
+            partition["database"] = config.database
+        status.offset = store.load(offset_key(config.connector_name, partition))
     finally:
         store.close()
     try:
@@ -101,6 +113,8 @@ def capture_status(config_path: str | Path) -> CaptureStatus:
             _postgres_position(config, status)
         elif connector == "oracle":
             _oracle_position(config, status)
+        elif connector == "sqlserver":
+            _sqlserver_position(config, status)
         else:
             _mysql_position(config, status)
     except LakecdcError as exc:
@@ -193,6 +207,27 @@ def _oracle_position(config: Any, status: CaptureStatus) -> None:
     if offset and offset.get("scn") is not None:
         info["scn_lag"] = max(0, current - int(offset["scn"]))
     status.redo = info
+
+
+def _sqlserver_position(config: Any, status: CaptureStatus) -> None:
+    from lakecdc.capture.sqlserver import connection as sqconn
+
+    offset = status.offset
+    stored = None
+    if offset and offset.get("commit_lsn"):
+        stored = str(offset["commit_lsn"])
+        status.position = f"commit LSN {stored}" + \
+            (f" change LSN {offset['change_lsn']}" if offset.get("change_lsn") else "") + \
+            (" (snapshot)" if offset.get("snapshot") else "")
+    conn = sqconn.connect(config)
+    try:
+        current = sqconn.max_lsn(conn)
+    finally:
+        conn.close()
+    info: dict[str, Any] = {"max_lsn": sqconn.lsn_text(current)}
+    if stored is not None and current is not None:
+        info["caught_up"] = sqlserver_lsn_from_text(stored) >= current
+    status.change_tables = info
 
 
 def binlog_bytes_behind(files: list[tuple[str, int]], file: str, pos: int) -> int | None:

@@ -46,3 +46,26 @@ def test_capture_command_runs_a_sqlserver_connector_file(tmp_path: Path) -> None
     assert "Password!" not in result.stdout + result.stderr
     offsets = json.loads((tmp_path / "offsets.json").read_text())
     assert list(offsets.values()) == [{"commit_lsn": "00000027:00000db0:0007", "event_serial_no": 0}]
+
+
+def test_status_command_reports_the_stored_lsn_against_cdcs_max_lsn(tmp_path: Path) -> None:
+    recording = tmp_path / "recording.json"
+    seed_server().rec.save(recording)
+    offsets = tmp_path / "offsets.json"
+    props = base_properties(offset__storage__file__filename=str(offsets))
+    config = tmp_path / "sqlserver.properties"
+    config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    offsets.write_text(json.dumps({'["server1",{"server":"server1","database":"testDB"}]':
+                                   {"commit_lsn": "00000024:00000010:0001", "snapshot": True}}))
+    env = {**os.environ, FACTORY_ENV: "lakecdc.capture.sqlserver.replay:from_env", REPLAY_ENV: str(recording),
+           "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    result = subprocess.run([sys.executable, "-m", "lakecdc.cli.main", "status", "--config", str(config), "--json"],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout)
+    status = report[0] if isinstance(report, list) else report
+    assert status["connector"] == "sqlserver" and status["error"] is None, status
+    assert status["position"] == "commit LSN 00000024:00000010:0001 (snapshot)"
+    # the recording's sys.fn_cdc_get_max_lsn() answer, newer than the stored position
+    assert status["change_tables"] == {"max_lsn": "00000025:00000d98:00a2", "caught_up": False}
+    assert "Password!" not in result.stdout + result.stderr
