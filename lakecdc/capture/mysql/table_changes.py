@@ -25,13 +25,16 @@ from typing import Any
 from lakecdc.capture.mysql.ddl.datatypes import jdbc_type_of_expression
 from lakecdc.capture.mysql.ddl.model import CHARACTER_TYPES, ColumnDef, DefaultKind, TableDef, TableId
 from lakecdc.capture.mysql.ddl.parser import TableChange
-from lakecdc.events.schema_change import (  # noqa: F401 - re-exported for the connectors that import them here
+from lakecdc.events.schema_change import (
     CHANGE_SCHEMA,
     COLUMN_SCHEMA,
     TABLE_SCHEMA,
     schema_change_key_schema,
     schema_change_value_schema,
 )
+
+__all__ = ["CHANGE_SCHEMA", "COLUMN_SCHEMA", "TABLE_SCHEMA", "change_id", "column_json", "default_value_expression",
+           "schema_change_key_schema", "schema_change_value_schema", "table_change_json", "table_json"]
 
 def change_id(table_id: TableId, previous: TableId | None = None) -> str:
     """``"db"."table"``; a rename is ``<old>,<new>`` as the seed describes."""

@@ -45,6 +45,7 @@ class OracleConnectorConfig(CommonConnectorConfig):
         "initial", "initial_only", "when_needed", "always", "no_data", "schema_only",
     )
     excluded_schemas: ClassVar[frozenset[str]] = ORACLE_SYSTEM_SCHEMAS
+    uses_schema_history: ClassVar[bool] = True
 
     connector_class: str = Field(ORACLE_CLASSES[0], alias="connector.class")
     database_hostname: str | None = Field(None, alias="database.hostname")

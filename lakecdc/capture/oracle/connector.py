@@ -15,6 +15,7 @@ from lakecdc.capture.oracle import connection as oraconn
 from lakecdc.capture.oracle.config import ORACLE_CLASSES, OracleConnectorConfig
 from lakecdc.capture.oracle.logminer.session import resumable
 from lakecdc.capture.oracle.offset import OracleOffset, snapshot_completed
+from lakecdc.capture.oracle.schema_history import OracleSchemaHistory, open_history
 from lakecdc.capture.oracle.snapshot import OracleSnapshotSource
 from lakecdc.capture.oracle.streaming import OracleStreamingSource
 from lakecdc.capture.oracle.types import TypeModes
@@ -45,15 +46,24 @@ class OracleConnector:
         self.show_progress = show_progress
         self.headers = config.data_headers()  # one runId for the whole run, as Debezium
         self._first_scn: list[int] = []
+        self._history: OracleSchemaHistory | None = None
+
+    @property
+    def history(self) -> OracleSchemaHistory:
+        """The schema history, opened once per run (snapshot and streaming share it)."""
+        if self._history is None:
+            self._history = open_history(self.config)
+        return self._history
 
     def snapshot_source(self, stored: dict[str, Any] | None) -> OracleSnapshotSource:
         with_data = self.config.snapshot_mode_normalized != "no_data"
         return OracleSnapshotSource(self.config, self.modes, self.namer, with_data=with_data,
-                                    show_progress=self.show_progress, headers=self.headers)
+                                    show_progress=self.show_progress, headers=self.headers,
+                                    history=self.history)
 
     def streaming_source(self) -> OracleStreamingSource:
         return OracleStreamingSource(self.config, self.modes, self.namer, headers=self.headers,
-                                     first_scn=self._first_scn)
+                                     first_scn=self._first_scn, history=self.history)
 
     def offset_has_completed_snapshot(self, stored: dict[str, Any]) -> bool:
         return snapshot_completed(stored)
@@ -68,4 +78,6 @@ class OracleConnector:
             conn.close()
 
     def close(self) -> None:
-        pass
+        if self._history is not None:
+            self._history.close()
+            self._history = None

@@ -9,6 +9,7 @@ __all__ = [
     "DmlParseError",
     "OracleConnectError",
     "OracleConnectionLostError",
+    "OracleDdlParseError",
     "OraclePrerequisiteError",
     "OracleTypeError",
     "UnknownTableError",
@@ -44,3 +45,18 @@ class OracleConnectionLostError(SourceTransientError):
 
 class OracleConnectError(SourceTerminalError):
     """Connecting failed for a reason retrying cannot fix (bad credentials, unknown service)."""
+
+
+class OracleDdlParseError(TerminalError):
+    """A DDL statement mined by LogMiner could not be parsed; names the statement and its SCN
+    (``schema.history.internal.skip.unparseable.ddl=true`` skips it instead)."""
+
+    def __init__(self, reason: str, statement: str, scn: int | None = None) -> None:
+        self.reason = reason
+        self.statement = statement
+        self.scn = scn
+        where = f" at SCN {scn}" if scn is not None else ""
+        super().__init__(f"cannot parse Oracle DDL{where}: {reason}; statement: {statement}")
+
+    def at(self, scn: int) -> OracleDdlParseError:
+        return OracleDdlParseError(self.reason, self.statement, scn)

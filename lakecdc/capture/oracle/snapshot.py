@@ -2,7 +2,8 @@
 
     1. prerequisites (``connection.check_prerequisites``): ARCHIVELOG, supplemental logging, privileges
     2. ``SELECT CURRENT_SCN FROM V$DATABASE``: the snapshot SCN
-    3. each captured table's structure from the data dictionary
+    3. each captured table's structure from the data dictionary, written to the schema history as
+       a CREATE TABLE statement (and to the schema change topic with ``include.schema.changes``)
     4. ``SELECT ... FROM "OWNER"."TABLE" AS OF SCN <snapshot SCN>`` per table -> one ``op: "r"``
        event per row; every read sees the database exactly as of that SCN, without locks
     5. ``SELECT XID, START_SCN FROM V$TRANSACTION``: transactions still open at the snapshot SCN
@@ -34,7 +35,10 @@ from lakecdc.capture.oracle.change_records import RecordFactory
 from lakecdc.capture.oracle.config import OracleConnectorConfig
 from lakecdc.capture.oracle.offset import OracleOffset
 from lakecdc.capture.oracle.source_info import source_builder
-from lakecdc.capture.oracle.table_schema import TableSchema, TableSchemas
+from lakecdc.capture.oracle.database_schema import OracleDatabaseSchema
+from lakecdc.capture.oracle.schema_history import OracleSchemaHistory
+from lakecdc.capture.oracle.table_changes import create_table_ddl, schema_change_record
+from lakecdc.capture.oracle.table_schema import TableSchema
 from lakecdc.capture.oracle.types import TypeModes, needs_text_select
 from lakecdc.capture.spi import Emit, SnapshotResult
 from lakecdc.config.filters import compile_regex_list
@@ -73,8 +77,10 @@ def snapshot_statement(config: OracleConnectorConfig, schema: TableSchema, scn: 
 class OracleSnapshotSource:
     def __init__(self, config: OracleConnectorConfig, modes: TypeModes, namer: TopicNamer,
                  with_data: bool = True, show_progress: bool | None = None, console: Any = None,
-                 headers: list[tuple[str, bytes]] | None = None) -> None:
+                 headers: list[tuple[str, bytes]] | None = None,
+                 history: OracleSchemaHistory | None = None) -> None:
         self.config = config
+        self.history = history
         self.modes = modes
         self.namer = namer
         self.with_data = with_data
@@ -87,13 +93,14 @@ class OracleSnapshotSource:
         conn = oraconn.connect(self.config)
         started = time.monotonic()
         try:
-            schemas = TableSchemas(conn, self.config, self.namer, self.modes)
+            schemas = OracleDatabaseSchema(conn, self.config, self.namer, self.modes, self.history)
             captured = [t for t in conn.list_tables() if schemas.is_captured(*t)]
             oraconn.check_prerequisites(conn, self.config, captured)              # step 1
             conn.use_root()
             scn = conn.current_scn()                                               # step 2
+            self._schema(schemas, emit, captured, scn)                             # step 3
             tables = [schemas.get(owner, table) for owner, table in captured
-                      if self._included(owner, table)]                                # step 3
+                      if self._included(owner, table)]
             rows = self._scan(conn, emit, tables, scn) if self.with_data else 0    # step 4
             pending = conn.open_transactions(scn)                                  # step 5
             offset = OracleOffset.after_snapshot(scn, pending)
@@ -103,6 +110,24 @@ class OracleSnapshotSource:
             return SnapshotResult(offset=offset.to_offset(), rows=rows, tables=len(tables))
         finally:
             conn.close()
+
+    def _schema(self, schemas: OracleDatabaseSchema, emit: Emit, captured: list[tuple[str, str]], scn: int) -> None:
+        """Every captured table's structure: into the schema history (a CREATE TABLE each, the first
+        one superseding older records) and, with ``include.schema.changes``, onto the schema change
+        topic, before any row."""
+        records = []
+        position = OraclePosition(scn=scn, snapshot=True)
+        for i, (owner, table) in enumerate(captured):
+            change = schemas.snapshot_table(owner, table, scn, first=i == 0)
+            if self.config.include_schema_changes:
+                last = i == len(captured) - 1
+                source = self.source.build(db=self.config.source_db, schema=owner, table=table,
+                                           ts_ms=int(time.time() * 1000), scn=scn, ssn=None,
+                                           snapshot="last" if last else "true")
+                records.append(schema_change_record(self.namer.schema_change_topic, source, self.config.source_db,
+                                                    owner, create_table_ddl(change.table), [change], position))
+        if records:
+            emit(records)
 
     def _included(self, owner: str, table: str) -> bool:
         """``snapshot.include.collection.list``: the captured tables whose data the snapshot reads."""

@@ -14,7 +14,8 @@ code  operation   handling
 3     UPDATE      buffered
 2     DELETE      buffered
 5     DDL         ``TRUNCATE TABLE`` of a captured table is buffered (op ``t``); any other DDL
-                  drops the cached table structure, read again from the dictionary at next use
+                  is parsed into the table model, recorded in the schema history and announced
+                  on the schema change topic (``database_schema``)
 7     COMMIT      the transaction's changes become records, in redo order, unless the stored
                   offset says this commit was already emitted (restart)
 36    ROLLBACK    the transaction is dropped
@@ -41,7 +42,10 @@ from lakecdc.capture.oracle.logminer.session import end_session, start_session
 from lakecdc.capture.oracle.logminer.transactions import Transaction, TransactionBuffer
 from lakecdc.capture.oracle.offset import OracleOffset, ThreadCommit
 from lakecdc.capture.oracle.source_info import source_builder
-from lakecdc.capture.oracle.table_schema import TableSchema, TableSchemas
+from lakecdc.capture.oracle.database_schema import OracleDatabaseSchema
+from lakecdc.capture.oracle.schema_history import OracleSchemaHistory
+from lakecdc.capture.oracle.table_changes import schema_change_record
+from lakecdc.capture.oracle.table_schema import TableSchema
 from lakecdc.capture.oracle.types import TypeModes
 from lakecdc.events.envelope import ChangeRecord
 from lakecdc.events.positions import OraclePosition
@@ -63,7 +67,7 @@ def tx_id_text(xid: Any) -> str:
 class OracleStreamingSource:
     def __init__(self, config: OracleConnectorConfig, modes: TypeModes, namer: TopicNamer,
                  sleep: Any = time.sleep, headers: list[tuple[str, bytes]] | None = None,
-                 first_scn: list[int] | None = None) -> None:
+                 first_scn: list[int] | None = None, history: OracleSchemaHistory | None = None) -> None:
         self.config = config
         self.modes = modes
         self.namer = namer
@@ -82,7 +86,8 @@ class OracleStreamingSource:
         # dictionary lookups run on their own connection (in the PDB): the mining connection stays in
         # CDB$ROOT with its LogMiner session and open V$LOGMNR_CONTENTS cursor
         self.meta_conn: oraconn.OracleConnection | None = None
-        self.schemas: TableSchemas | None = None
+        self.history = history
+        self.schemas: OracleDatabaseSchema | None = None
         self._factories: dict[int, RecordFactory] = {}
         #: SQL_REDO longer than 4000 bytes comes in rows with CSF = 1 followed by the last piece
         self._continued: dict[str, str] = {}
@@ -97,7 +102,7 @@ class OracleStreamingSource:
     def start(self, offset: dict[str, Any] | None) -> None:
         self.conn = oraconn.connect(self.config)
         self.meta_conn = oraconn.connect(self.config)
-        self.schemas = TableSchemas(self.meta_conn, self.config, self.namer, self.modes)
+        self.schemas = OracleDatabaseSchema(self.meta_conn, self.config, self.namer, self.modes, self.history)
         self.conn.use_root()
         if offset is None:
             # no snapshot (no_data): start at the current SCN, stored at the first commit
@@ -108,6 +113,7 @@ class OracleStreamingSource:
         else:
             self.offset = OracleOffset.from_offset(offset)
         self._next_start = self.offset.scn
+        self.schemas.recover(self.offset.scn)
         tz = self.conn.scalar(SQL_DB_OFFSET) or "+00:00"
         sign = -1 if tz.startswith("-") else 1
         hours, minutes = tz.lstrip("+-").split(":")
@@ -204,7 +210,7 @@ class OracleStreamingSource:
             if self._wanted(row):
                 self.buffer.add(row, xid)
         elif code == q.OP_DDL:
-            self._ddl(row, xid)
+            self._ddl(row, xid, out)
         elif code == q.OP_COMMIT:
             tx = self.buffer.commit(xid)
             self._commit(row, tx, out)
@@ -226,18 +232,30 @@ class OracleStreamingSource:
             return False
         return not any(_full_match(p, user) for p in c.username_exclude)
 
-    def _ddl(self, row: dict[str, Any], xid: str) -> None:
+    def _ddl(self, row: dict[str, Any], xid: str, out: list[Any]) -> None:
         assert self.schemas is not None
         owner, table = row["SEG_OWNER"], row["TABLE_NAME"]
-        if not owner or not table or not self.schemas.is_captured(owner, table):
+        if not owner or not table:
             return
-        text = (row.get("SQL_REDO") or "").strip().lower()
-        if text.startswith("truncate table"):
-            self.buffer.add(row, xid)
-        else:
-            log.info("DDL on %s.%s at SCN %s: its structure is read again at its next change", owner, table,
-                     row["SCN"])
-            self.schemas.invalidate(owner, table)
+        sql = (row.get("SQL_REDO") or "").strip()
+        if sql[:14].lower() == "truncate table":
+            if self.schemas.is_captured(owner, table):
+                self.buffer.add(row, xid)
+            return
+        scn = int(row["SCN"])
+        changes = self.schemas.apply_ddl(sql, owner, table, scn)
+        if not changes or not self.config.include_schema_changes:
+            return
+        source = self.source.build(
+            db=self.config.source_db, schema=owner, table=table, ts_ms=self._ms(row.get("TIMESTAMP")) or 0, scn=scn,
+            commit_scn=int(row.get("COMMIT_SCN") or scn), tx_id=xid, rs_id=_rs_id(row),
+            ssn=int(row.get("SSN") or 0), redo_thread=int(row.get("THREAD") or 1), user_name=row.get("USERNAME"),
+            row_id=row.get("ROW_ID"))
+        position = OraclePosition(scn=scn, commit_scn=int(row.get("COMMIT_SCN") or scn), rs_id=_rs_id(row),
+                                  ssn=int(row.get("SSN") or 0), tx_id=xid)
+        out.append(schema_change_record(self.namer.schema_change_topic, source, self.config.source_db, owner,
+                                        sql.rstrip().rstrip(";"), changes, position))
+        self._last_change = time.monotonic()
 
     # -- commit -> records -------------------------------------------------------------------
     def _ms(self, value: Any) -> int | None:
@@ -274,6 +292,7 @@ class OracleStreamingSource:
             owner, table = ev["SEG_OWNER"], ev["TABLE_NAME"]
             if op in self.skipped:
                 continue
+            self.schemas.scn = int(ev["SCN"])
             schema = self.schemas.get(owner, table)
             source = self.source.build(
                 db=self.config.source_db, schema=owner, table=table, ts_ms=self._ms(ev.get("TIMESTAMP")) or 0,

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lakecdc.capture.oracle.connection import ColumnInfo
+from lakecdc.capture.oracle.ddl.model import OracleTable, OracleTables
 from lakecdc.capture.oracle.errors import UnknownTableError
 from lakecdc.capture.oracle.types import LOB_TYPES, UNAVAILABLE, TypeModes, column_schema, value_converter
 from lakecdc.config.filters import ColumnFilter, KeyColumns
@@ -117,32 +118,44 @@ def build_table_schema(
 
 
 class TableSchemas:
-    """The captured tables' structures, read from the data dictionary on first use and read again
-    after a DDL names the table (the online catalog always describes the current structure)."""
+    """The captured tables' event structures, built from the table model (``tables``: the snapshot's
+    and the schema history's structures, changed by each DDL); a table the model does not know is
+    read from the data dictionary on first use and kept in the model."""
 
     def __init__(self, conn: Any, config: Any, namer: TopicNamer, modes: TypeModes) -> None:
         self.conn = conn
         self.config = config
         self.namer = namer
         self.modes = modes
-        self._cache: dict[tuple[str, str], Any] = {}
+        self.tables = OracleTables()
+        self._cache: dict[tuple[str, str], tuple[OracleTable, TableSchema]] = {}
 
     def is_captured(self, owner: str, table: str) -> bool:
         return self.config.table_filter.matches(owner, table)
 
     def get(self, owner: str, table: str) -> TableSchema:
-        key = (owner, table)
-        schema = self._cache.get(key)
-        if schema is None:
-            columns = self.conn.columns(owner, table)
-            if not columns:
-                raise UnknownTableError(f"table '{owner}.{table}' is not in ALL_TAB_COLUMNS (dropped, or no "
-                                        "SELECT privilege on it)")
-            schema = build_table_schema(owner, table, columns, self.conn.key_columns(owner, table), self.namer,
-                                        self.modes, self.config.source_db, self.config.column_filter,
-                                        self.config.key_columns)
-            self._cache[key] = schema
+        structure = self.tables.get(owner, table)
+        if structure is None:
+            structure = self.read_dictionary(owner, table)
+            self.tables.put(structure)
+            self.discovered(structure)
+        cached = self._cache.get((owner, table))
+        if cached is not None and cached[0] is structure:
+            return cached[1]
+        schema = build_table_schema(owner, table, list(structure.columns), list(structure.key_columns), self.namer,
+                                    self.modes, self.config.source_db, self.config.column_filter,
+                                    self.config.key_columns)
+        self._cache[(owner, table)] = (structure, schema)
         return schema
 
-    def invalidate(self, owner: str, table: str) -> None:
-        self._cache.pop((owner, table), None)
+    def read_dictionary(self, owner: str, table: str) -> OracleTable:
+        """The table as ALL_TAB_COLUMNS / ALL_CONSTRAINTS describe it now."""
+        columns = self.conn.columns(owner, table)
+        if not columns:
+            raise UnknownTableError(f"table '{owner}.{table}' is not in ALL_TAB_COLUMNS (dropped, or no "
+                                    "SELECT privilege on it)")
+        keys = tuple(self.conn.key_columns(owner, table))
+        return OracleTable(owner, table, tuple(columns), primary_key=keys)
+
+    def discovered(self, table: OracleTable) -> None:
+        """A table read from the dictionary outside a snapshot (the schema history records it)."""

@@ -1,0 +1,1 @@
+"""Oracle DDL parsing for the schema history: lexer, table model, statements (CREATE/ALTER/DROP TABLE)."""
