@@ -56,6 +56,8 @@ from lakecdc.events.source import PostgresSourceBuilder
 from lakecdc.events.topics import TopicNamer
 from lakecdc.events.transaction import TransactionTracker, transaction_record
 from lakecdc.capture.postgres.messages import MessageRecords, message_data_collection
+from lakecdc.capture.postgres.incremental import CLOSE, OPEN, IncrementalSnapshot
+from lakecdc.capture.signals import SignalProcessor, signal_from_row
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +105,17 @@ class PostgresStreamingSource:
         self._tx_topic = namer.transaction_topic
         self._tx = TransactionTracker() if config.provide_transaction_metadata else None
         self._messages = MessageRecords(config, namer, self._source)
+        self._incremental: IncrementalSnapshot | None = None
+        self._signals: SignalProcessor | None = None
+        self._signal_table = config.signal_table if "source" in config.signal_channels else None
+        if config.signal_table is not None:
+            self._signals = SignalProcessor(offset=lambda: self._committed.to_offset() if self._committed else None)
+            self._incremental = IncrementalSnapshot(self._sql, self._schemas, config, self._source, self._headers,
+                                                    config.signal_table)
+            self._signals.register("execute-snapshot", self._incremental.execute)
+            self._signals.register("stop-snapshot", self._incremental.stop)
+            self._signals.register("pause-snapshot", self._incremental.pause)
+            self._signals.register("resume-snapshot", self._incremental.resume)
         self._heartbeat = Heartbeat(config.heartbeat_interval_ms, namer.heartbeat_topic, config.topic_prefix,
                                     config.heartbeat_action_query, self._sql)
         # transaction state
@@ -168,6 +181,9 @@ class PostgresStreamingSource:
         self._repl.start(self.config.slot_name, point.start_lsn, options)
         log.info("streaming from slot %s at LSN %s", self.config.slot_name, point.start_lsn)
         self._last_data = time.monotonic()
+        if self._incremental is not None:
+            self._incremental.restore(offset)
+            self._incremental.start()
 
     def close(self) -> None:
         if self._repl is not None:
@@ -195,10 +211,11 @@ class PostgresStreamingSource:
                 tx_id=self._xid, ts_usec=self._commit_ts_us,
             ).to_offset()
             offset["in_tx"] = True
-            return offset
+            return self._incremental.store(offset) if self._incremental is not None else offset
         if self._committed is None:
             return None
-        return self._committed.to_offset()
+        offset = self._committed.to_offset()
+        return self._incremental.store(offset) if self._incremental is not None else offset
 
     def acknowledge(self, offset: Offset) -> None:
         lsn = flush_lsn(offset)
@@ -330,6 +347,23 @@ class PostgresStreamingSource:
         out.append(self._messages.record(message, lsn, self._xid if transactional else None, self._commit_ts_us,
                                          self._last_commit_lsn, block))
 
+    def _on_signal_row(self, row: dict[str, Any], position: PostgresPosition, out: list[Any]) -> None:
+        """A signal-table insert, processed before its own event is emitted (as Debezium)."""
+        signal = signal_from_row(row)
+        if signal is None or self._signals is None or self._incremental is None:
+            return
+        if signal.type in (OPEN, CLOSE):
+            self._incremental.on_watermark(signal.type, signal.id, position, out)
+            return
+        self._signals.process(signal)
+
+    def _dedupe(self, schema: Any, *keys: Any) -> None:
+        """Streamed changes of the chunk's table win over its buffered rows (window open)."""
+        incremental = self._incremental
+        if incremental is not None and incremental.window_open:
+            for key in keys:
+                incremental.seen(schema.table_id, key)
+
     def _skip(self, lsn: int) -> bool:
         return self._skip_xid is not None and self._skip_xid == self._xid and lsn <= self._skip_upto
 
@@ -366,8 +400,14 @@ class PostgresStreamingSource:
         }
         if self._skip_xid is not None and self._skip(lsn):
             return
-        out.append(ChangeRecord(schema.topic, schema.key_schema, schema.key(values), schema.envelope, value, self._headers,
-                                PostgresPosition(lsn=lsn, commit_lsn=commit_lsn, tx_id=xid, ts_usec=ts_us)))
+        key = schema.key(values)
+        position = PostgresPosition(lsn=lsn, commit_lsn=commit_lsn, tx_id=xid, ts_usec=ts_us)
+        if self._incremental is not None:
+            if self._incremental.window_open:
+                self._incremental.seen(schema.table_id, key)
+            if self._signal_table is not None and schema.table_id == self._signal_table:
+                self._on_signal_row(value["after"], position, out)
+        out.append(ChangeRecord(schema.topic, schema.key_schema, key, schema.envelope, value, self._headers, position))
 
     def _on_row_change(self, lsn: int, message: Any, out: list[Any]) -> None:
         schema = self._schemas.by_relation_id(message.relation_id)
@@ -392,6 +432,9 @@ class PostgresStreamingSource:
             value = _payload("c", None, schema.row(after_values), source, now,
                               tx.event(schema.data_collection, f"{xid}:{lsn}") if tx else None)
             if not suppressed:
+                self._dedupe(schema, key)
+                if self._signal_table is not None and schema.table_id == self._signal_table:
+                    self._on_signal_row(value["after"], position, out)
                 out.append(ChangeRecord(schema.topic, schema.key_schema, key, schema.envelope, value, self._headers,
                                         position))
             return
@@ -401,6 +444,7 @@ class PostgresStreamingSource:
             value = _payload("d", schema.row(old_values), None, source, now,
                               tx.event(schema.data_collection, f"{xid}:{lsn}") if tx else None)
             if not suppressed:
+                self._dedupe(schema, key)
                 out.append(ChangeRecord(schema.topic, schema.key_schema, key, schema.envelope, value, self._headers,
                                         position))
                 if self._tombstones:
@@ -420,6 +464,7 @@ class PostgresStreamingSource:
             c_value = _payload("c", None, after, source, now,
                                 tx.event(schema.data_collection, f"{xid}:{lsn}") if tx else None)
             if not suppressed:
+                self._dedupe(schema, old_key, new_key)
                 encode_key = self._header_encoder(schema)
                 delete_headers = [(HEADER_NEW_KEY, encode_key(new_key)), *self._headers]
                 out.append(ChangeRecord(schema.topic, schema.key_schema, old_key, schema.envelope, d_value,
@@ -435,6 +480,7 @@ class PostgresStreamingSource:
         value = _payload("u", before, after, source, now,
                           tx.event(schema.data_collection, f"{xid}:{lsn}") if tx else None)
         if not suppressed:
+            self._dedupe(schema, new_key)
             out.append(ChangeRecord(schema.topic, schema.key_schema, new_key, schema.envelope, value, self._headers,
                                     position))
 

@@ -1,0 +1,194 @@
+"""Signals and incremental snapshots on a real PostgreSQL (18): the source signaling channel,
+``log``/unknown actions, ``execute-snapshot`` (chunks, additional conditions, concurrent changes),
+``stop-snapshot``, ``pause-snapshot`` and resuming from the offset after a restart."""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from pg_capture_support import CaptureThread, fresh_database, load_records, slot_is_streaming, wait_for, write_properties
+
+pytestmark = pytest.mark.integration
+
+DB = "signals"
+SIGNAL_TABLE = "CREATE TABLE debezium_signal (id varchar(64) PRIMARY KEY, type varchar(32) NOT NULL, data varchar(2048))"
+
+
+def execute(dsn: str, *statements: str) -> None:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for statement in statements:
+            conn.execute(statement)
+
+
+def setup_db(pg: Any, rows: int) -> str:
+    dsn = fresh_database(pg, DB)
+    execute(dsn, SIGNAL_TABLE, "CREATE TABLE items (id int PRIMARY KEY, label text, color text)",
+            f"INSERT INTO items SELECT g, 'item' || g, CASE WHEN g % 2 = 0 THEN 'blue' ELSE 'red' END "
+            f"FROM generate_series(1, {rows}) g")
+    return dsn
+
+
+def props(tmp_path: Path, pg: Any, chunk: int, **extra: str) -> Path:
+    return write_properties(tmp_path / "c.properties", pg, DB, {
+        "table.include.list": "public.items", "snapshot.mode": "no_data",
+        "signal.data.collection": "public.debezium_signal", "incremental.snapshot.chunk.size": str(chunk),
+        **extra})
+
+
+def signal(signal_id: str, kind: str, data: dict[str, Any] | None) -> str:
+    text = "NULL" if data is None else "'" + json.dumps(data).replace("'", "''") + "'"
+    return f"INSERT INTO debezium_signal VALUES ('{signal_id}', '{kind}', {text})"
+
+
+def start(config: Path, out: Path, dsn: str, idle: float = 4.0) -> CaptureThread:
+    capture = CaptureThread(config, out, stop_when_idle=idle).start()
+    wait_for(lambda: slot_is_streaming(dsn, f"{DB}_slot"), what="streaming")
+    return capture
+
+
+def replay(records: list[dict[str, Any]], topic: str = "dbz.public.items") -> dict[int, dict[str, Any]]:
+    """The table as the events in order rebuild it (what a sink's MERGE would hold)."""
+    state: dict[int, dict[str, Any]] = {}
+    for record in records:
+        if record["topic"] != topic or record["value"] is None:
+            continue
+        payload = record["value"]["payload"]
+        key = record["key"]["payload"]["id"]
+        if payload["op"] == "d":
+            state.pop(key, None)
+        else:
+            state[key] = payload["after"]
+    return state
+
+
+def table_state(dsn: str) -> dict[int, dict[str, Any]]:
+    with psycopg.connect(dsn) as conn:
+        return {r[0]: {"id": r[0], "label": r[1], "color": r[2]}
+                for r in conn.execute("SELECT id, label, color FROM items").fetchall()}
+
+
+def reads(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r["value"]["payload"] for r in records if r["topic"] == "dbz.public.items" and r["value"]
+            and r["value"]["payload"]["op"] == "r"]
+
+
+def test_signals_and_incremental_snapshot(pg: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    dsn = setup_db(pg, 12)
+    out = tmp_path / "out.jsonl"
+    capture = start(props(tmp_path, pg, 5), out, dsn)
+    execute(dsn, signal("s-log", "log", {"message": "hello from signal at {}"}),
+            signal("s-bogus", "no-such-action", {}),
+            signal("ad-hoc-1", "execute-snapshot", {"data-collections": ["public.items"], "type": "incremental"}),
+            "UPDATE items SET label = 'changed' WHERE id = 3")
+    capture.wait(180)
+    records = load_records(out)
+    snapshot = reads(records)
+    assert sorted(p["after"]["id"] for p in snapshot) == list(range(1, 13))
+    assert {p["source"]["snapshot"] for p in snapshot} == {"incremental"}
+    assert all(p["source"]["lsn"] is None and p["source"]["txId"] is None for p in snapshot)
+    assert replay(records) == table_state(dsn)
+    # the signal table is captured and emitted (Debezium does so), watermarks included: 12 rows
+    # in chunks of 5 -> windows [1-5], [6-10], [11-12], [] (the empty chunk ends the table)
+    signals = [r["value"]["payload"]["after"] for r in records if r["topic"] == "dbz.public.debezium_signal"]
+    assert [s["type"] for s in signals[:3]] == ["log", "no-such-action", "execute-snapshot"]
+    assert [s["type"] for s in signals[3:]] == ["snapshot-window-open", "snapshot-window-close"] * 4
+    assert all(s["id"].endswith("-open" if s["type"].endswith("open") else "-close") for s in signals[3:])
+    # each chunk's rows are emitted just before its close watermark's event
+    topics = [(r["topic"].rsplit(".", 1)[1], (r["value"]["payload"]["after"] or {}).get("type")) for r in records
+              if r["value"] and r["value"]["payload"]["op"] in ("r", "c")]
+    first_close = topics.index(("debezium_signal", "snapshot-window-close"))
+    assert topics[first_close - 5:first_close] == [("items", None)] * 5
+    text = caplog.text
+    assert "hello from signal at {" in text
+    assert "Signal 's-bogus' has been received but the type 'no-such-action' is not recognized" in text
+    assert "incremental snapshot completed" in text
+    offsets = json.loads((tmp_path / "c.offsets.json").read_text())
+    assert not any("incremental_snapshot" in json.dumps(v) for v in offsets.values())
+
+
+def test_incremental_snapshot_with_concurrent_changes(pg: Any, tmp_path: Path) -> None:
+    """Updates, deletes and inserts race the chunk reads: replaying the events in order gives the
+    table's final content (a streamed change inside a window wins over the chunk's row)."""
+    dsn = setup_db(pg, 3000)
+    out = tmp_path / "out.jsonl"
+    capture = start(props(tmp_path, pg, 100), out, dsn, idle=5.0)
+    stop = threading.Event()
+
+    def churn() -> None:
+        rng = random.Random(7)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            n = 3000
+            while not stop.is_set():
+                key = rng.randint(1, n)
+                choice = rng.random()
+                if choice < 0.6:
+                    conn.execute("UPDATE items SET label = label || '+' WHERE id = %s", (key,))
+                elif choice < 0.8:
+                    conn.execute("DELETE FROM items WHERE id = %s", (key,))
+                else:
+                    n += 1
+                    conn.execute("INSERT INTO items VALUES (%s, 'new', 'green')", (n,))
+
+    worker = threading.Thread(target=churn, daemon=True)
+    worker.start()
+    try:
+        execute(dsn, signal("ad-hoc", "execute-snapshot", {"data-collections": ["public\\.it.*"]}))
+        wait_for(lambda: out.exists() and out.read_text().count("snapshot-window-close") >= 10, timeout=240,
+                 what="ten snapshot windows")
+    finally:
+        stop.set()
+        worker.join(30)
+    capture.wait(300)
+    records = load_records(out)
+    assert replay(records) == table_state(dsn)
+    snapshot = reads(records)
+    assert len(snapshot) > 2000
+    assert len({p["after"]["id"] for p in snapshot}) == len(snapshot), "a row was read twice"
+
+
+def test_conditions_stop_pause_and_resume_after_restart(pg: Any, tmp_path: Path,
+                                                         caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    dsn = setup_db(pg, 30)
+    config = props(tmp_path, pg, 4)
+    out = tmp_path / "out.jsonl"
+    # 1. additional condition (Debezium 3's per-collection form), then a stop in the same transaction
+    capture = start(config, out, dsn)
+    execute(dsn, signal("cond", "execute-snapshot", {
+        "data-collections": ["public.items"], "type": "INCREMENTAL",
+        "additional-conditions": [{"data-collection": "public.items", "filter": "color = 'blue' AND id <= 10"}]}))
+    wait_for(lambda: "incremental snapshot completed" in caplog.text, what="conditional snapshot")
+    execute(dsn, "BEGIN", signal("go", "execute-snapshot", {"data-collections": ["public.items"]}),
+            signal("halt", "stop-snapshot", {"type": "incremental"}), "COMMIT")
+    capture.wait(180)
+    records = load_records(out)
+    assert sorted(p["after"]["id"] for p in reads(records)) == [2, 4, 6, 8, 10]
+    assert "stopping the incremental snapshot (signal 'halt')" in caplog.text
+    # 2. execute + pause: only the first chunk is emitted; the offset keeps the progress
+    before = len(records)
+    capture = start(config, out, dsn)
+    execute(dsn, "BEGIN", signal("again", "execute-snapshot", {"data-collections": ["public.items"]}),
+            signal("wait", "pause-snapshot", None), "COMMIT")
+    capture.wait(180)
+    records = load_records(out)
+    assert [p["after"]["id"] for p in reads(records[before:])] == [1, 2, 3, 4]
+    offset = next(iter(json.loads((tmp_path / "c.offsets.json").read_text()).values()))
+    assert json.loads(offset["incremental_snapshot_primary_key"]) == ["4"]
+    assert json.loads(offset["incremental_snapshot_maximum_key"]) == ["30"]
+    assert json.loads(offset["incremental_snapshot_collections"])[0]["incremental_snapshot_collections_id"] == \
+        "public.items"
+    # 3. a restart goes on from the stored key (pause is not kept, as it is not in Debezium's offset)
+    before = len(records)
+    start(config, out, dsn).wait(180)
+    records = load_records(out)
+    assert [p["after"]["id"] for p in reads(records[before:])] == list(range(5, 31))
+    offset = next(iter(json.loads((tmp_path / "c.offsets.json").read_text()).values()))
+    assert "incremental_snapshot_collections" not in offset

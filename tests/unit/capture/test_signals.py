@@ -1,0 +1,65 @@
+"""Signal parsing and dispatch (lakecdc/capture/signals.py); the PostgreSQL channel and the
+incremental snapshot are tested on a real server in tests/integration/capture/postgres."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from lakecdc.capture.postgres.config import PostgresConnectorConfig
+from lakecdc.capture.signals import Signal, SignalProcessor, parse_channels, parse_table_id, signal_from_row
+from lakecdc.errors import ConfigError
+from lakecdc.events.topics import TableId
+
+
+def test_table_ids_with_quotes_and_default_schema() -> None:
+    assert parse_table_id("public.debezium_signal") == TableId(None, "public", "debezium_signal")
+    assert parse_table_id('"public"."My.Table"') == TableId(None, "public", "My.Table")
+    assert parse_table_id("signals") == TableId(None, "public", "signals")
+    with pytest.raises(ConfigError):
+        parse_table_id('"public.x')
+
+
+def test_rows_become_signals_by_position() -> None:
+    row = {"id": "a", "type": "log", "data": '{"message": "hi"}'}
+    assert signal_from_row(row) == Signal("a", "log", {"message": "hi"})
+    assert signal_from_row({"k": "b", "t": "pause-snapshot", "d": None}) == Signal("b", "pause-snapshot", {})
+    assert signal_from_row({"id": "c", "type": "log", "data": "{not json"}) is None
+    assert signal_from_row({"id": "c", "type": "log"}) is None
+
+
+def test_dispatch_logs_and_warns_on_unknown(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    seen: list[Signal] = []
+    processor = SignalProcessor(offset=lambda: {"lsn": 42})
+    processor.register("execute-snapshot", seen.append)
+    processor.process(Signal("1", "log", {"message": "at offset {}"}))
+    processor.process(Signal("2", "nope", {}))
+    processor.process(Signal("3", "execute-snapshot", {"data-collections": ["public.t"]}))
+    processor.process(Signal("4", "log", {}))
+    assert "at offset {'lsn': 42}" in caplog.text
+    assert "Signal '2' has been received but the type 'nope' is not recognized" in caplog.text
+    assert "field 'message' is missing" in caplog.text
+    assert [s.id for s in seen] == ["3"]
+
+
+def test_channel_property_is_validated() -> None:
+    assert parse_channels("source, kafka") == ("source", "kafka")
+    with pytest.raises(ConfigError, match="did you mean 'source'"):
+        parse_channels("sorce")
+    base = {"topic.prefix": "x"}
+    with pytest.raises(ValueError, match="set signal.kafka.topic"):
+        PostgresConnectorConfig.model_validate({**base, "signal.enabled.channels": "source,kafka"})
+    with pytest.raises(ValueError, match="did you mean 'signal.kafka.topic'"):
+        PostgresConnectorConfig.model_validate({**base, "signal.kafka.topc": "s"})
+
+
+def test_signal_table_is_captured_even_outside_the_include_list() -> None:
+    config = PostgresConnectorConfig.model_validate({
+        "topic.prefix": "x", "table.include.list": "public.items", "signal.data.collection": "ops.signals"})
+    assert config.table_filter.matches("ops", "signals")
+    assert config.table_filter.matches("public", "items")
+    assert not config.table_filter.matches("public", "other")
+    plain = PostgresConnectorConfig.model_validate({"topic.prefix": "x", "table.include.list": "public.items"})
+    assert not plain.table_filter.matches("ops", "signals")
