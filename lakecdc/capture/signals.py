@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 
 #: signal.enabled.channels values Debezium 3 defines, and those lakecdc builds
 CHANNELS = ("source", "kafka", "jmx", "file", "in-process")
-BUILT_CHANNELS = ("source",)
+BUILT_CHANNELS = ("source", "kafka")
 
 
 @dataclass(frozen=True)

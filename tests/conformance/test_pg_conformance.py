@@ -52,7 +52,7 @@ def fresh_database(pg: Any, name: str) -> str:
 
 
 def capture_with_lakecdc(config: Path, *, setup_sql: str, workload_sql: str, workload_dsn: str,
-                         work_dir: Path) -> list[dict[str, Any]]:
+                         work_dir: Path, stop_when_idle: float = 3.0) -> list[dict[str, Any]]:
     """Like the harness's runner, but the workload starts once the snapshot is committed (the
     offsets file exists) and the slot streams. The harness's own runner waits only for the slot to
     be active, which it also is for a moment while the snapshot creates it, so its workload can
@@ -71,7 +71,7 @@ def capture_with_lakecdc(config: Path, *, setup_sql: str, workload_sql: str, wor
 
     def run() -> None:
         try:
-            run_capture(config, f"jsonl:{out}", stop_when_idle=3.0, show_progress=False)
+            run_capture(config, f"jsonl:{out}", stop_when_idle=stop_when_idle, show_progress=False)
         except BaseException as exc:  # re-raised below
             errors.append(exc)
 

@@ -101,6 +101,10 @@ class PostgresConnectorConfig(CommonConnectorConfig):
                     name, ", ".join(BUILT_CHANNELS))
         if "kafka" in channels and not (self.signal_kafka_topic or "").strip():
             raise ConfigError("signal.enabled.channels includes kafka: set signal.kafka.topic", "signal.kafka.topic")
+        if "kafka" in channels and not (self.signal_data_collection or "").strip():
+            # incremental snapshots write their window watermarks to the signal table, as Debezium's
+            raise ConfigError("signal.enabled.channels includes kafka: set signal.data.collection too (the table "
+                              "incremental snapshots write their watermarks to)", "signal.data.collection")
         _ = self.signal_table
         return self
 

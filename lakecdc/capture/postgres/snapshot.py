@@ -66,6 +66,8 @@ class PostgresSnapshotSource:
                                     creates_publication=not pgconn.publication_exists(sql_conn, config.publication_name)
                                     and config.publication_autocreate_mode != "disabled")
             pgconn.ensure_publication(sql_conn, config, tables)
+            # the signal table is streamed (its rows are signals) but, as in Debezium, not snapshotted
+            tables = [t for t in tables if t != config.signal_table]
             state = pgconn.slot_state(sql_conn, config.slot_name)
             if state.exists:
                 if state.active:

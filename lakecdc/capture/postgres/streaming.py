@@ -57,6 +57,7 @@ from lakecdc.events.topics import TopicNamer
 from lakecdc.events.transaction import TransactionTracker, transaction_record
 from lakecdc.capture.postgres.messages import MessageRecords, message_data_collection
 from lakecdc.capture.postgres.incremental import CLOSE, OPEN, IncrementalSnapshot
+from lakecdc.capture.signal_kafka import KafkaSignalChannel
 from lakecdc.capture.signals import SignalProcessor, signal_from_row
 
 log = logging.getLogger(__name__)
@@ -116,6 +117,9 @@ class PostgresStreamingSource:
             self._signals.register("stop-snapshot", self._incremental.stop)
             self._signals.register("pause-snapshot", self._incremental.pause)
             self._signals.register("resume-snapshot", self._incremental.resume)
+        self._kafka_signals: KafkaSignalChannel | None = None
+        if self._signals is not None and "kafka" in config.signal_channels:
+            self._kafka_signals = KafkaSignalChannel.from_config(config)
         self._heartbeat = Heartbeat(config.heartbeat_interval_ms, namer.heartbeat_topic, config.topic_prefix,
                                     config.heartbeat_action_query, self._sql)
         # transaction state
@@ -164,6 +168,13 @@ class PostgresStreamingSource:
             )
         tables = pgconn.captured_tables(self._sql, self.config)
         pgconn.ensure_publication(self._sql, self.config, tables)
+        signal_table = self._signal_table
+        if signal_table is not None and not self._sql.execute(
+                "SELECT 1 FROM pg_publication_tables WHERE pubname = %s AND schemaname = %s AND tablename = %s",
+                (self.config.publication_name, signal_table.schema, signal_table.table)).fetchone():
+            log.warning("signal table %s is not in publication %s: signals inserted there will not be seen "
+                        "(ALTER PUBLICATION ... ADD TABLE, or publication.autocreate.mode=filtered)",
+                        signal_table, self.config.publication_name)
         point = resume_point(offset)
         self._last_commit_lsn = point.last_commit_lsn
         self._skip_xid, self._skip_upto = point.skip_xid, point.skip_upto_lsn
@@ -186,6 +197,9 @@ class PostgresStreamingSource:
             self._incremental.start()
 
     def close(self) -> None:
+        if self._kafka_signals is not None:
+            self._kafka_signals.close()
+            self._kafka_signals = None
         if self._repl is not None:
             self._repl.close()
             self._repl = None
@@ -254,6 +268,9 @@ class PostgresStreamingSource:
         now = time.monotonic()
         if received:
             self._last_data = now
+        if self._kafka_signals is not None and self._signals is not None:
+            for signal in self._kafka_signals.poll():
+                self._signals.process(signal)
         if self._heartbeat.due(now):
             record = self._heartbeat.beat()
             if record is not None:

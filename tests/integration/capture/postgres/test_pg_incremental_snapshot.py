@@ -192,3 +192,36 @@ def test_conditions_stop_pause_and_resume_after_restart(pg: Any, tmp_path: Path,
     assert [p["after"]["id"] for p in reads(records[before:])] == list(range(5, 31))
     offset = next(iter(json.loads((tmp_path / "c.offsets.json").read_text()).values()))
     assert "incremental_snapshot_collections" not in offset
+
+
+def test_kafka_signal_channel(pg: Any, broker: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A message keyed with topic.prefix on signal.kafka.topic starts an incremental snapshot;
+    one keyed otherwise is skipped."""
+    from confluent_kafka import Producer
+
+    from lakecdc.devstack.broker import kafka_client_defaults
+
+    caplog.set_level(logging.INFO)
+    dsn = setup_db(pg, 7)
+    topic = f"signals-{tmp_path.name}"[:200]
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, **kafka_client_defaults("producer")})
+
+    def send(key: str, value: dict[str, Any]) -> None:
+        producer.produce(topic, key=key.encode(), value=json.dumps(value).encode(), partition=0)
+        assert producer.flush(30) == 0
+
+    send("other-connector", {"type": "execute-snapshot", "data": {"data-collections": ["public.items"]}})
+    config = props(tmp_path, pg, 3, **{"signal.enabled.channels": "source,kafka", "signal.kafka.topic": topic,
+                                       "signal.kafka.bootstrap.servers": broker.bootstrap_servers,
+                                       "signal.kafka.groupId": f"g-{tmp_path.name}"})
+    out = tmp_path / "out.jsonl"
+    capture = start(config, out, dsn, idle=5.0)
+    send("dbz", {"type": "execute-snapshot",
+                 "data": {"data-collections": ["public.items"], "type": "INCREMENTAL",
+                          "additional-condition": "color = 'red'"}})
+    wait_for(lambda: "incremental snapshot completed" in caplog.text, timeout=120, what="the snapshot")
+    capture.wait(180)
+    records = load_records(out)
+    assert sorted(p["after"]["id"] for p in reads(records)) == [1, 3, 5, 7]
+    assert "has key 'other-connector', not this connector's topic.prefix 'dbz': skipped" in caplog.text
+    assert "from the kafka channel" in caplog.text
