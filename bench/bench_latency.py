@@ -83,15 +83,16 @@ class Observations:
 
 
 class _StepLog(logging.Handler):
-    """Collects the times of the writers' "bronze ..." lines during the apply in progress."""
+    """Collects the times of the writers' "bronze ..." lines, per thread (tables are applied on
+    several threads at once: each apply reads the line its own thread logged)."""
 
     def __init__(self) -> None:
         super().__init__(logging.INFO)
-        self.bronze_at: float | None = None
+        self.bronze_at: dict[int | None, float] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
         if record.getMessage().startswith("bronze "):
-            self.bronze_at = record.created * 1000
+            self.bronze_at[record.thread] = record.created * 1000
 
 
 def install_timing(obs: Observations) -> None:
@@ -118,13 +119,14 @@ def install_timing(obs: Observations) -> None:
             return getattr(self._inner, name)
 
         def apply(self, batch: Any, batch_id: int) -> Any:
-            steps.bronze_at = None
+            steps.bronze_at.pop(threading.get_ident(), None)
             started = time.time() * 1000
             result = self._inner.apply(batch, batch_id)
             finished = time.time() * 1000
             with obs.lock:
                 obs.commits.append(TableCommit(batch.table.topic, batch.table.format, dict(batch.progress), started,
-                                               steps.bronze_at, finished, result.events))
+                                               steps.bronze_at.pop(threading.get_ident(), None), finished,
+                                               result.events))
             return result
 
     def timed_create_writer(table_format: str, spark: Any, **options: Any) -> Any:
@@ -210,6 +212,9 @@ def run(args: argparse.Namespace) -> None:
             workload.create()
             workload.seed(orders=50)
             cfg = demo_ingest_config(directory, directory / "warehouse", broker, args.trigger)
+            if args.parallelism is not None:
+                cfg = cfg.model_copy(update={"apply_parallelism": args.parallelism})
+            args.parallelism = cfg.apply_parallelism  # for the report
             spark = spark_session(cfg.warehouse, app_name="lakecdc-bench-latency")
             stop = threading.Event()
             failures: list[BaseException] = []
@@ -318,6 +323,7 @@ def report(obs: Observations, args: argparse.Namespace, transactions: int, start
     print()
     print(f"machine load average (1 min) at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores "
           "(figures scale with it)")
+    print(f"apply.parallelism {args.parallelism} (tables of one batch applied at a time)")
     print(f"workload: {transactions} source transactions in {seconds:.1f} s ({transactions / seconds:.1f}/s), "
           f"{changes} changes ({changes / seconds:.1f} changes/s); trigger {args.trigger}; "
           f"silver caught up {(caught_up_ms - end_ms) / 1000:.1f} s after the workload ended")
@@ -353,6 +359,8 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=45.0, help="workload seconds (default 45)")
     parser.add_argument("--rate", type=float, default=10.0, help="source transactions per second (default 10)")
     parser.add_argument("--trigger", default="continuous", help="continuous (default) or every:<n>s")
+    parser.add_argument("--parallelism", type=int, default=None,
+                        help="tables of one batch applied at once (default: the demo config's apply.parallelism)")
     parser.add_argument("--dir", default=None, help="working directory, kept afterwards (default: a temporary one, removed)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

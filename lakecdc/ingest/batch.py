@@ -43,6 +43,8 @@ if TYPE_CHECKING:  # Spark is only needed where a batch is actually built or wri
     from pyspark.sql import DataFrame
     from pyspark.sql.types import DataType
 
+    from lakecdc.ingest.silver import BatchStats
+
 TableFormat = Literal["iceberg", "delta"]
 DeleteMode = Literal["hard", "soft"]
 
@@ -133,6 +135,10 @@ class ChangeBatch:
     transaction still held back, and progress stays below that one (``{..: 41}`` progress,
     ``{..: 57}`` events). The writer treats the batch as a replay only when its stored progress
     reaches ``event_offsets`` (empty: ``progress`` is used).
+
+    ``stats`` (optional) are ``df``'s figures when the builder has them already
+    (``lakecdc.ingest.silver.arrow_batch_stats`` of the rows ``df`` was made from); without them
+    the writer computes them with a Spark job.
     """
 
     table: TableTarget
@@ -140,6 +146,7 @@ class ChangeBatch:
     df: DataFrame
     progress: dict[tuple[str, int], int] = field(default_factory=dict)
     event_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+    stats: BatchStats | None = None
 
     @property
     def column_names(self) -> list[str]:

@@ -84,6 +84,8 @@ class IngestConfig(PropertiesModel):
     max_batch_records: int = Field(100_000, alias="batch.max.records", gt=0)
     max_batch_wait_ms: int = Field(1000, alias="batch.max.wait.ms", ge=0)
     trigger_interval: str = Field("available-now", alias="trigger")
+    #: how many tables of one micro-batch are applied at the same time (1: one after another)
+    apply_parallelism: int = Field(4, alias="apply.parallelism", ge=1, le=64)
     topic_refresh_ms: int = Field(2000, alias="topic.refresh.interval.ms", gt=0)
     progress_path: str | None = Field(None, alias="progress.path")
     checkpoint_path: str | None = Field(None, alias="spark.checkpoint.location")

@@ -125,10 +125,13 @@ def run_ingest(config: str | Path | IngestConfig, trigger: str | None = None, *,
              cfg.subscribe_pattern, cfg.table_format, cfg.warehouse,
              "available now" if chosen.available_now else f"every {chosen.interval:g}s")
     with _stop_on_signals(stop_event) as signalled:
-        if _use_spark_source(cfg, session):
-            _run_spark_source(cfg, session, processor, chosen, stop_event, handle)
-        else:
-            _run_python_reader(cfg, session, processor, chosen, stop_event, handle)
+        try:
+            if _use_spark_source(cfg, session):
+                _run_spark_source(cfg, session, processor, chosen, stop_event, handle)
+            else:
+                _run_python_reader(cfg, session, processor, chosen, stop_event, handle)
+        finally:
+            processor.close()
         summary.stopped_by_signal = signalled()
     summary.seconds = time.monotonic() - started
     metrics.finish(summary)

@@ -11,7 +11,11 @@ step's invariant is what makes a crash at any point safe):
 6. Per table: union schema versions, sort into source order, and ``TableWriter.apply`` with the
    Kafka offsets it covers -- never past a held-back event -- in the same table commit, and the
    offsets of its events (released events may lie past that progress; they are not replays).
-7. Save the job state (consistency point, control-topic offsets) and report the batch.
+   Tables are applied side by side (``apply.parallelism`` threads, ``lakecdc.ingest.parallel``);
+   what they did is merged into the processor's state in topic order once all have finished.
+7. Save the job state (consistency point, control-topic offsets) and report the batch. If a table
+   failed with anything but a schema-evolution error, the others' commits are kept (and their
+   offsets recorded) and the error is raised; the state is not saved, as a crash would leave it.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from lakecdc.ingest.frames import arrow_to_spark, metadata_fields
 from lakecdc.ingest.job_state import JobState, append_schema_changes, save_state
 from lakecdc.ingest.naming import TableNamer
 from lakecdc.ingest.ordering import max_seq, order_rows
+from lakecdc.ingest.parallel import TableApplyPool
 from lakecdc.ingest.reader import KafkaMicroBatch
 from lakecdc.ingest.segments import DecodedSegment, union_segments
 from lakecdc.ingest.transactions import TransactionBuffer
@@ -68,6 +73,19 @@ class BatchReport:
     latency_ms: list[pa.Array] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class _TableOutcome:
+    """What applying one table's events did; merged into the processor's state by the batch's thread."""
+
+    target: TableTarget
+    failure: str | None = None  # a schema-evolution error: this table stops
+    progress: Offsets = field(default_factory=dict)
+    events: int = 0
+    latency_ms: pa.Array | None = None
+    max_source_ts_ms: int | None = None
+    max_seq: tuple[int, ...] | None = None
+
+
 class BatchProcessor:
     """Applies micro-batches to the tables; one per running job (keeps decoder and buffers)."""
 
@@ -84,6 +102,7 @@ class BatchProcessor:
         self._targets: dict[str, TableTarget] = {}
         self._committed: Offsets = {}
         self._failed: dict[str, str] = {}
+        self._pool = TableApplyPool(config.apply_parallelism)
         self._control_topics = {config.transaction_topic_name, config.heartbeat_topic_name,
                                 config.schema_change_topic_name}
         self._dead_letters = DeadLetterSink(
@@ -158,52 +177,83 @@ class BatchProcessor:
         for segment in ready:
             if segment.num_rows:
                 by_topic[segment.topic].append(segment)
-        applied_seqs = []
-        for topic, segments in by_topic.items():  # step 6
-            seq = self._apply_topic(topic, segments, read_max, held_min, report)
-            if seq is not None:
-                applied_seqs.append(seq)
+        applied_seqs = self._apply_tables(by_topic, read_max, held_min, report)  # step 6
         report.held_events = self._tx.held_events
         self._save_state(read_max, applied_seqs, report)  # step 7
         report.seconds = time.monotonic() - started
         return report
 
-    def _apply_topic(self, topic: str, segments: list[DecodedSegment], read_max: Offsets,
-                     held_min: Offsets, report: BatchReport) -> tuple[int, ...] | None:
-        if topic in self._failed:
-            return None
-        target = self._target(segments[-1])
+    def _apply_tables(self, by_topic: dict[str, list[DecodedSegment]], read_max: Offsets, held_min: Offsets,
+                      report: BatchReport) -> list[tuple[int, ...]]:
+        """Step 6: every table's events, side by side; returns the max ``_seq`` of each applied table."""
+        work = []
+        for topic, segments in by_topic.items():
+            if topic in self._failed:
+                continue
+            # Targets and writers are resolved here, in the batch's thread: the tasks only read them.
+            target = self._target(segments[-1])
+            writer = self.writer(target.format)
+            work.append((target, writer, segments))
+        batch_id = self.state.batch_id
+        outcomes = self._pool.run([
+            lambda t=target, w=writer, s=segments: self._apply_topic(t, w, s, read_max, held_min, batch_id)
+            for target, writer, segments in work])
+        applied_seqs = []
+        error: BaseException | None = None
+        for (target, _, _), outcome in zip(work, outcomes):  # topic order, whatever finished first
+            if outcome.error is not None:
+                error = error or outcome.error
+                continue
+            applied = outcome.value
+            assert applied is not None
+            if applied.failure is not None:
+                self._fail(target, applied.failure, report)
+                continue
+            for tp, offset in applied.progress.items():
+                self._committed[tp] = max(offset, self._committed.get(tp, -1))
+            if applied.latency_ms is not None:
+                report.latency_ms.append(applied.latency_ms)
+            report.events += applied.events
+            report.tables[target.source_name or target.topic] = applied.events
+            if applied.max_source_ts_ms is not None:
+                report.max_source_ts_ms = max(applied.max_source_ts_ms,
+                                              report.max_source_ts_ms or applied.max_source_ts_ms)
+            if applied.max_seq is not None:
+                applied_seqs.append(applied.max_seq)
+        if error is not None:
+            raise error
+        return applied_seqs
+
+    def _apply_topic(self, target: TableTarget, writer: TableWriter, segments: list[DecodedSegment],
+                     read_max: Offsets, held_min: Offsets, batch_id: int) -> _TableOutcome:
+        """One table's events of the batch, written; runs on an apply thread (shared state: read only)."""
+        topic = target.topic
         try:
             columns, rows = union_segments(segments)
         except SchemaEvolutionError as exc:
-            self._fail(target, str(exc), report)
-            return None
+            return _TableOutcome(target, failure=str(exc))
         rows = order_rows(rows)
         events_through = _max_offsets(pa.table({"topic": rows.column("_topic"), "partition": rows.column("_partition"),
                                                 "offset": rows.column("_offset")}))
         progress = _covered_offsets(topic, events_through, read_max, held_min)
         from pyspark.sql.types import StructField, StructType
 
+        from lakecdc.ingest.silver import arrow_batch_stats
+
         schema = StructType([StructField(c.name, c.data_type, True) for c in columns] + metadata_fields())
         df = arrow_to_spark(self.spark, rows, schema)
         try:
-            result = self.writer(target.format).apply(ChangeBatch(target, columns, df, progress, events_through),
-                                                      self.state.batch_id)
+            # The figures of the batch come from its Arrow rows here: a Spark job less per table.
+            result = writer.apply(ChangeBatch(target, columns, df, progress, events_through, arrow_batch_stats(rows)),
+                                  batch_id)
         except SchemaEvolutionError as exc:
-            self._fail(target, str(exc), report)
-            return None
-        for tp, offset in progress.items():
-            self._committed[tp] = max(offset, self._committed.get(tp, -1))
+            return _TableOutcome(target, failure=str(exc))
         streamed = rows.filter(pc.not_equal(rows.column("_op"), "r")).column("_source_ts_ms")
-        report.latency_ms.append(pc.subtract(pa.scalar(int(time.time() * 1000), pa.int64()), streamed))
-        report.events += rows.num_rows
-        report.tables[target.source_name or topic] = rows.num_rows
-        ts = pc.max(rows.column("_source_ts_ms")).as_py()
-        if ts is not None:
-            report.max_source_ts_ms = max(ts, report.max_source_ts_ms or ts)
+        latency = pc.subtract(pa.scalar(int(time.time() * 1000), pa.int64()), streamed)
         for warning in result.warnings:
             log.debug("writer warning for %s: %s", target.source_name, warning)
-        return max_seq(rows)
+        return _TableOutcome(target, progress=progress, events=rows.num_rows, latency_ms=latency,
+                             max_source_ts_ms=pc.max(rows.column("_source_ts_ms")).as_py(), max_seq=max_seq(rows))
 
     def _fail(self, target: TableTarget, reason: str, report: BatchReport) -> None:
         self._failed[target.topic] = reason
@@ -270,6 +320,10 @@ class BatchProcessor:
         state.open_transactions = self._tx.open_transactions
         state.updated_at = datetime.now(timezone.utc).isoformat()
         save_state(self.config.progress_dir, state)
+
+    def close(self) -> None:
+        """Stop the apply threads (the job calls this when it ends)."""
+        self._pool.close()
 
     @property
     def held_events(self) -> int:

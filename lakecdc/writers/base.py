@@ -3,7 +3,8 @@
 ``LakeWriter.apply`` is the commit sequence (the same for every format; each step is logged):
 
 1. Measure the batch in one Spark job (events, max ``_seq``, source time range, placeholders,
-   truncates). An empty batch writes nothing.
+   truncates), unless the batch brings these figures (the processor computes them in Arrow). An
+   empty batch writes nothing.
 2. Read the progress committed in bronze and silver. A table whose progress already reaches every
    event of the batch (``ChangeBatch.event_offsets``) is skipped: replays cost one metadata read and
    create no commit. The batch's own ``progress`` is not the test: it stays below a held-back
@@ -24,8 +25,10 @@ from __future__ import annotations
 
 import importlib
 import logging
+import threading
 import time
 from abc import ABC, abstractmethod
+from contextlib import nullcontext
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -119,6 +122,13 @@ class LakeWriter(TableWriter):
         self.spark = spark
         self.dead_letter_table = dead_letter_table
         self._warned_keyless: set[str] = set()
+        # Tables of one batch are applied on several threads (``lakecdc.ingest.parallel``); creating
+        # tables is serialised: two first batches would otherwise race to create their shared
+        # namespace ("bronze"), which IF NOT EXISTS does not make atomic.
+        self._create_lock = threading.Lock()
+        #: set by a format whose catalog cannot take commits of several tables at once: its
+        #: applies then run one at a time (other formats' tables still run beside them)
+        self._apply_lock: threading.Lock | None = None
 
     # -- storage primitives ------------------------------------------------------------------
     @abstractmethod
@@ -165,18 +175,19 @@ class LakeWriter(TableWriter):
 
     def apply(self, batch: ChangeBatch, batch_id: int) -> ApplyResult:
         started = time.monotonic()
-        # The batch is read by several steps; persisting it keeps them on one copy of the events
-        # (and stops a recomputation from re-reading Kafka or re-stamping ingest times).
-        persisted = batch.df.persist()
-        try:
-            return self._apply(replace(batch, df=persisted), batch_id, started)
-        finally:
-            persisted.unpersist()
+        with self._apply_lock or nullcontext():
+            # The batch is read by several steps; persisting it keeps them on one copy of the events
+            # (and stops a recomputation from re-reading Kafka or re-stamping ingest times).
+            persisted = batch.df.persist()
+            try:
+                return self._apply(replace(batch, df=persisted), batch_id, started)
+            finally:
+                persisted.unpersist()
 
     def _apply(self, batch: ChangeBatch, batch_id: int, started: float) -> ApplyResult:
         target = batch.table
         warnings: list[str] = []
-        stats = batch_stats(batch.df)  # step 1
+        stats = batch.stats if batch.stats is not None else batch_stats(batch.df)  # step 1
         if stats.events == 0:
             return ApplyResult(target, batch_id, 0, 0, 0, 0, skipped=True, seconds=time.monotonic() - started)
         bronze_done = self._stored_progress(target.bronze_table)  # step 2
@@ -251,7 +262,8 @@ class LakeWriter(TableWriter):
         full = StructType([*schema.fields, *(meta.fields if meta else [])])
         stored = self._table_schema(name)
         if stored is None:
-            self._create_table(name, full, kind)
+            with self._create_lock:
+                self._create_table(name, full, kind)
             return ()
         meta_names = {f.name for f in full.fields if f.name.startswith("_")} - {c.name for c in columns}
         stored_rows = StructType([f for f in stored.fields if f.name not in meta_names])
