@@ -1,5 +1,5 @@
-"""Signals and an incremental snapshot through real Debezium 3.6.3 and through lakecdc, compared
-record by record: the same signal-table workload on the same PostgreSQL 18 database.
+"""Signals, an incremental and a blocking snapshot through real Debezium 3.6.3 and through lakecdc,
+compared record by record: the same signal-table workloads on the same PostgreSQL 18 database.
 
 The workload pauses the incremental snapshot after its first chunk, changes rows (one already
 read, rows of later chunks, a delete, an insert past the maximum key) and resumes it: the later
@@ -7,6 +7,8 @@ chunks must show the changed rows, the deleted one must not come back. ``pg_slee
 connector time to write and stream the first window before the changes, so both runs emit the
 events in the same order. What differs by nature is masked: the watermark rows' generated ids
 (``<uuid>-open``/``-close``) and their timestamps, besides the harness's positions and times.
+The blocking snapshot's workload also sleeps after the signal: Debezium reads on another thread,
+so a change right after the signal could come before or after its rows.
 """
 
 from __future__ import annotations
@@ -45,6 +47,12 @@ INSERT INTO items VALUES (13, 'late', 'red');
 INSERT INTO debezium_signal VALUES ('go-on', 'resume-snapshot', NULL);
 """
 
+BLOCKING_WORKLOAD = """
+INSERT INTO debezium_signal VALUES ('b-1', 'execute-snapshot', '{"data-collections": ["public.items"], "type": "blocking"}');
+SELECT pg_sleep(6);
+UPDATE items SET label = 'after' WHERE id = 3;
+"""
+
 WATERMARK = re.compile(r"^[0-9a-f-]{36}-(open|close)$")
 
 
@@ -64,26 +72,29 @@ def mask_watermarks(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def test_incremental_snapshot_with_changes_equals_live_debezium(pg: Any, tmp_path: Path) -> None:
-    base = {
-        "name": "sig-connector", "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
-        "topic.prefix": "sig", "plugin.name": "pgoutput", "slot.name": "sig_slot", "publication.name": "sig_pub",
-        "publication.autocreate.mode": "filtered", "snapshot.mode": "initial",
-        "table.include.list": "public.items", "signal.data.collection": "public.debezium_signal",
-        "incremental.snapshot.chunk.size": "5",
-    }
+BASE = {
+    "name": "sig-connector", "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+    "topic.prefix": "sig", "plugin.name": "pgoutput", "slot.name": "sig_slot", "publication.name": "sig_pub",
+    "publication.autocreate.mode": "filtered", "snapshot.mode": "initial",
+    "table.include.list": "public.items", "signal.data.collection": "public.debezium_signal",
+    "incremental.snapshot.chunk.size": "5",
+}
+
+
+def both(pg: Any, tmp_path: Path, workload: str, minimum: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(Debezium's records, lakecdc's records) for SETUP + ``workload`` on fresh copies of one database."""
     dbz_dir, our_dir = tmp_path / "debezium", tmp_path / "lakecdc"
     dbz_dir.mkdir()
     our_dir.mkdir()
     dsn = fresh_database(pg, "sigdb")
-    dbz_props = {**base, **pg.connection_properties("sigdb")}
+    dbz_props = {**BASE, **pg.connection_properties("sigdb")}
 
     def reset() -> None:
         fresh_database(pg, "sigdb")
         for leftover in dbz_dir.glob("debezium-offsets*"):
             leftover.unlink()
 
-    expected = debezium_with_retry(dbz_props, minimum=40, setup_sql=SETUP, workload_sql=WORKLOAD,
+    expected = debezium_with_retry(dbz_props, minimum=minimum, setup_sql=SETUP, workload_sql=workload,
                                    workload_dsn=dsn, work_dir=dbz_dir, headers=True, reset=reset)
     drop_slot(dsn, "sig_slot", "sig_pub")
     dsn = fresh_database(pg, "sigdb")
@@ -91,9 +102,21 @@ def test_incremental_snapshot_with_changes_equals_live_debezium(pg: Any, tmp_pat
     props = {**dbz_props, "offset.storage.file.filename": str(our_dir / "offsets.json")}
     config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
     # idle longer than the workload's pg_sleep, or lakecdc would stop during it
-    actual = capture_with_lakecdc(config, setup_sql=SETUP, workload_sql=WORKLOAD, workload_dsn=dsn,
+    actual = capture_with_lakecdc(config, setup_sql=SETUP, workload_sql=workload, workload_dsn=dsn,
                                   work_dir=our_dir, stop_when_idle=12.0)
+    return expected, actual
+
+
+def test_incremental_snapshot_with_changes_equals_live_debezium(pg: Any, tmp_path: Path) -> None:
+    expected, actual = both(pg, tmp_path, WORKLOAD, 40)
     incremental = [r for r in expected if r["value"] and r["value"]["payload"]["source"]["snapshot"] == "incremental"]
     # the oracle really ran the paused and resumed snapshot: 12 rows, 9 deleted before its chunk
     assert sorted(r["key"]["payload"]["id"] for r in incremental) == [1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12]
     assert_conformant(mask_watermarks(expected), mask_watermarks(actual), MaskRules.for_connector("postgres"))
+
+
+def test_blocking_snapshot_equals_live_debezium(pg: Any, tmp_path: Path) -> None:
+    expected, actual = both(pg, tmp_path, BLOCKING_WORKLOAD, 26)
+    # initial snapshot (12), the signal, the blocking snapshot (12), the update
+    assert [r["value"]["payload"]["op"] for r in expected[12:]] == ["c"] + ["r"] * 12 + ["u"]
+    assert_conformant(expected, actual, MaskRules.for_connector("postgres"))

@@ -108,30 +108,18 @@ class IncrementalSnapshot:
     # -- actions ----------------------------------------------------------------------------
     def execute(self, signal: Signal) -> None:
         data = signal.data
-        kind = str(data.get("type") or "incremental").lower()
-        if kind != "incremental":
-            log.warning("signal '%s': execute-snapshot of type '%s' is not built in lakecdc (only incremental); "
-                        "ignored", signal.id, kind)
-            return
         requested = data.get("data-collections")
         if not isinstance(requested, list) or not requested:
             log.warning("signal '%s': execute-snapshot without data-collections; nothing to snapshot", signal.id)
             return
         conditions = self._conditions(data)
         surrogate = data.get("surrogate-key") or None
-        captured = [t for t in pgconn.captured_tables(self._conn, self._config) if t != self._signal_table]
         added: list[Collection] = []
-        for pattern in requested:
-            regex = _compile(str(pattern))
-            matched = [str(t) for t in captured if regex.fullmatch(str(t))]
-            if not matched:
-                log.warning("signal '%s': no captured table matches '%s'; known tables %s", signal.id, pattern,
-                            [str(t) for t in captured])
-            for table in matched:
-                if any(c.id == table for c in self.collections + added):
-                    continue
-                condition = next((c for p, c in conditions if p.fullmatch(table)), None)
-                added.append(Collection(table, condition, surrogate))
+        for table in self.expand(signal):
+            if any(c.id == table for c in self.collections + added):
+                continue
+            condition = next((c for p, c in conditions if p.fullmatch(table)), None)
+            added.append(Collection(table, condition, surrogate))
         log.info("Requested 'INCREMENTAL' snapshot of data collections %s with additional conditions %s and "
                  "surrogate key '%s' (signal '%s')", [c.id for c in added],
                  {c.id: c.condition for c in added if c.condition}, surrogate or "PK of table will be used", signal.id)
@@ -142,6 +130,19 @@ class IncrementalSnapshot:
         if not was_running:
             self.correlation_id = signal.id
             self.read_chunk()
+
+    def expand(self, signal: Signal) -> list[str]:
+        """The captured tables (``schema.table``) that ``data-collections`` regexes name, in order."""
+        captured = [t for t in pgconn.captured_tables(self._conn, self._config) if t != self._signal_table]
+        out: list[str] = []
+        for pattern in signal.data.get("data-collections") or []:
+            regex = _compile(str(pattern))
+            matched = [str(t) for t in captured if regex.fullmatch(str(t))]
+            if not matched:
+                log.warning("signal '%s': no captured table matches '%s'; known tables %s", signal.id, pattern,
+                            [str(t) for t in captured])
+            out.extend(t for t in matched if t not in out)
+        return out
 
     @staticmethod
     def _conditions(data: dict[str, Any]) -> list[tuple[re.Pattern[str], str]]:

@@ -94,7 +94,7 @@ class PostgresSnapshotSource:
             schemas = TableSchemas(sql_conn, config, self.modes, self.namer)
             rows = 0
             if self.with_data:
-                rows = self._read_tables(sql_conn, schemas, tables, emit, created.consistent_point, tx_id, ts_us)
+                rows = self.read_tables(sql_conn, schemas, tables, emit, created.consistent_point, tx_id, ts_us)
             sql_conn.execute("COMMIT")
             sql_conn.autocommit = True
             log.info("snapshot step 3: committed; %d rows", rows)
@@ -115,8 +115,10 @@ class PostgresSnapshotSource:
         conn.execute(sql.SQL("LOCK TABLE {} IN ACCESS SHARE MODE").format(
             sql.SQL(", ").join(pgconn.quoted(t) for t in tables)))
 
-    def _read_tables(self, conn: Any, schemas: TableSchemas, tables: list[TableId], emit: Emit, lsn: int,
-                     tx_id: int, ts_us: int) -> int:
+    def read_tables(self, conn: Any, schemas: TableSchemas, tables: list[TableId], emit: Emit, lsn: int,
+                    tx_id: int, ts_us: int) -> int:
+        """Emit every row of ``tables`` as ``r`` records (the caller holds the snapshot transaction);
+        also used by a blocking snapshot while streaming."""
         source_builder = PostgresSourceBuilder(self.config.topic_prefix, self.config.database_dbname or "postgres")
         position = PostgresPosition(lsn=lsn, tx_id=tx_id, ts_usec=ts_us, snapshot=True)
         progress = _Progress(self.show_progress)

@@ -58,7 +58,8 @@ from lakecdc.events.transaction import TransactionTracker, transaction_record
 from lakecdc.capture.postgres.messages import MessageRecords, message_data_collection
 from lakecdc.capture.postgres.incremental import CLOSE, OPEN, IncrementalSnapshot
 from lakecdc.capture.signal_kafka import KafkaSignalChannel
-from lakecdc.capture.signals import SignalProcessor, signal_from_row
+from lakecdc.capture.postgres.blocking import blocking_snapshot
+from lakecdc.capture.signals import Signal, SignalProcessor, signal_from_row
 
 log = logging.getLogger(__name__)
 
@@ -113,10 +114,13 @@ class PostgresStreamingSource:
             self._signals = SignalProcessor(offset=lambda: self._committed.to_offset() if self._committed else None)
             self._incremental = IncrementalSnapshot(self._sql, self._schemas, config, self._source, self._headers,
                                                     config.signal_table)
-            self._signals.register("execute-snapshot", self._incremental.execute)
+            self._signals.register("execute-snapshot", self._execute_snapshot)
             self._signals.register("stop-snapshot", self._incremental.stop)
             self._signals.register("pause-snapshot", self._incremental.pause)
             self._signals.register("resume-snapshot", self._incremental.resume)
+        #: records a signal's action produced (blocking snapshot), emitted after the signal's own event
+        self._signal_records: list[Any] = []
+        self._signal_position: PostgresPosition | None = None
         self._kafka_signals: KafkaSignalChannel | None = None
         if self._signals is not None and "kafka" in config.signal_channels:
             self._kafka_signals = KafkaSignalChannel.from_config(config)
@@ -270,7 +274,10 @@ class PostgresStreamingSource:
             self._last_data = now
         if self._kafka_signals is not None and self._signals is not None:
             for signal in self._kafka_signals.poll():
+                self._signal_position = self._committed
                 self._signals.process(signal)
+            out.extend(self._signal_records)
+            self._signal_records.clear()
         if self._heartbeat.due(now):
             record = self._heartbeat.beat()
             if record is not None:
@@ -372,7 +379,22 @@ class PostgresStreamingSource:
         if signal.type in (OPEN, CLOSE):
             self._incremental.on_watermark(signal.type, signal.id, position, out)
             return
+        self._signal_position = position
         self._signals.process(signal)
+
+    def _execute_snapshot(self, signal: Signal) -> None:
+        assert self._incremental is not None
+        kind = str(signal.data.get("type") or "incremental").lower()
+        if kind == "incremental":
+            self._incremental.execute(signal)
+            return
+        if kind != "blocking":
+            log.warning("signal '%s': unknown snapshot type '%s' (incremental or blocking); ignored", signal.id, kind)
+            return
+        position = self._signal_position
+        self._signal_records.extend(blocking_snapshot(
+            self._sql, self.config, self.modes, self.namer, self._schemas, self._headers, signal,
+            self._incremental.expand(signal), position.lsn if position else 0, position.tx_id if position else None))
 
     def _dedupe(self, schema: Any, *keys: Any) -> None:
         """Streamed changes of the chunk's table win over its buffered rows (window open)."""
@@ -424,6 +446,11 @@ class PostgresStreamingSource:
                 self._incremental.seen(schema.table_id, key)
             if self._signal_table is not None and schema.table_id == self._signal_table:
                 self._on_signal_row(value["after"], position, out)
+                out.append(ChangeRecord(schema.topic, schema.key_schema, key, schema.envelope, value, self._headers,
+                                        position))
+                out.extend(self._signal_records)  # a blocking snapshot's rows follow the signal's event
+                self._signal_records.clear()
+                return
         out.append(ChangeRecord(schema.topic, schema.key_schema, key, schema.envelope, value, self._headers, position))
 
     def _on_row_change(self, lsn: int, message: Any, out: list[Any]) -> None:
@@ -454,6 +481,8 @@ class PostgresStreamingSource:
                     self._on_signal_row(value["after"], position, out)
                 out.append(ChangeRecord(schema.topic, schema.key_schema, key, schema.envelope, value, self._headers,
                                         position))
+                out.extend(self._signal_records)
+                self._signal_records.clear()
             return
         if op == "d":
             old_values = message.old

@@ -225,3 +225,24 @@ def test_kafka_signal_channel(pg: Any, broker: Any, tmp_path: Path, caplog: pyte
     assert sorted(p["after"]["id"] for p in reads(records)) == [1, 3, 5, 7]
     assert "has key 'other-connector', not this connector's topic.prefix 'dbz': skipped" in caplog.text
     assert "from the kafka channel" in caplog.text
+
+
+def test_blocking_snapshot(pg: Any, tmp_path: Path) -> None:
+    """``"type": "blocking"``: the tables are read whole right after the signal's event, with the
+    initial snapshot's markers, and streaming goes on afterwards."""
+    dsn = setup_db(pg, 6)
+    out = tmp_path / "out.jsonl"
+    capture = start(props(tmp_path, pg, 2), out, dsn)
+    execute(dsn, signal("b-1", "execute-snapshot", {"data-collections": ["public.items"], "type": "blocking"}),
+            "UPDATE items SET label = 'after' WHERE id = 6")
+    capture.wait(180)
+    records = [r for r in load_records(out) if r["value"]]
+    ops = [(r["topic"].rsplit(".", 1)[1], r["value"]["payload"]["op"]) for r in records]
+    start_at = ops.index(("debezium_signal", "c"))
+    assert ops[start_at + 1:start_at + 7] == [("items", "r")] * 6
+    snapshot = [r["value"]["payload"] for r in records[start_at + 1:start_at + 7]]
+    assert [p["source"]["snapshot"] for p in snapshot] == ["first", "true", "true", "true", "true", "last"]
+    assert ops[-1] == ("items", "u")
+    assert replay(records) == table_state(dsn)
+    # no watermark: a blocking snapshot does not use the signal table
+    assert not any("snapshot-window" in json.dumps(r["value"]) for r in records)
