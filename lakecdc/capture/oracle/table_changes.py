@@ -90,7 +90,7 @@ def create_table_ddl(table: OracleTable) -> str:
         parts.append(f"{name}PRIMARY KEY ({', '.join(quote(n) for n in table.primary_key)})")
     elif table.unique_key:
         parts.append(f"UNIQUE ({', '.join(quote(n) for n in table.unique_key)})")
-    return f"CREATE TABLE {quote(table.owner)}.{quote(table.name)} ({', '.join(parts)});"
+    return f"CREATE TABLE {quote(table.owner)}.{quote(table.name)} ({', '.join(parts)})"
 
 
 def schema_change_record(topic: str, source: dict[str, Any], db: str, owner: str, ddl: str,

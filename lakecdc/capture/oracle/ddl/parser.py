@@ -122,13 +122,15 @@ class _Statement:
             if cur.peek().upper in _TABLE_CONSTRAINT_START:
                 table = self._table_constraint(table)
             else:
-                columns.append(self._column(len(columns) + 1))
-                table = self._column_keys(table, columns[-1].name)
+                col = self._column(len(columns) + 1)
+                if not self._virtual:  # virtual columns are not in the redo (Debezium leaves them out)
+                    columns.append(col)
+                    table = self._column_keys(table, col.name)
             if not cur.accept_symbol(","):
                 cur.expect_symbol(")")
                 break
         # storage, partitioning, LOB and tablespace clauses follow: no structure in them
-        table = table.with_columns(columns)
+        table = _key_not_null(table.with_columns(columns))
         self.tables.put(table)
         return [TableChange("CREATE", table)]
 
@@ -145,7 +147,7 @@ class _Statement:
             col = typ
         if col is None:
             raise cur.error(f"column {name} has no data type")
-        self._pk = self._unique = False
+        self._pk = self._unique = self._virtual = False
         self._constraint_name: str | None = None
         nullable, default = col.nullable, col.default
         while not cur.at_end() and not cur.peek_symbol(",") and not cur.peek_symbol(")"):
@@ -171,6 +173,8 @@ class _Statement:
                 self._constraint_name = cur.identifier()
             elif tok.is_word("REFERENCES"):
                 self._table_name()
+            elif tok.is_word("AS") and cur.peek_symbol("("):
+                self._virtual = True  # [GENERATED ALWAYS] AS (expr) [VIRTUAL]
         return replace(col, nullable=nullable, default=default)
 
     def _column_keys(self, table: OracleTable, name: str) -> OracleTable:
@@ -315,13 +319,14 @@ class _Statement:
                 col = self._column(len(columns) + 1)
                 if table.column(col.name) is not None or any(c.name == col.name for c in columns):
                     raise cur.error(f"column {col.name} already exists in {table.owner}.{table.name}")
-                columns.append(col)
-                table = self._column_keys(table, col.name)
+                if not self._virtual:
+                    columns.append(col)
+                    table = self._column_keys(table, col.name)
             if not (parenthesized and cur.accept_symbol(",")):
                 break
         if parenthesized:
             cur.expect_symbol(")")
-        return table.with_columns(columns)
+        return _key_not_null(table.with_columns(columns))
 
     def _modify(self, table: OracleTable) -> OracleTable:
         cur = self.cur
@@ -412,3 +417,13 @@ class _Statement:
     def _skip_words(self, *words: str) -> None:
         while self.cur.accept_word(*words) or (self.cur.peek().kind is Kind.NUMBER and self.cur.next()):
             pass
+
+
+def _key_not_null(table: OracleTable) -> OracleTable:
+    """Primary key columns are NOT NULL (Oracle adds the constraint; Debezium's parser marks them
+    so, and keeps them so when the key is dropped later)."""
+    if not table.primary_key:
+        return table
+    key = set(table.primary_key)
+    return replace(table, columns=tuple(replace(c, nullable=False) if c.name in key and c.nullable else c
+                                        for c in table.columns))
