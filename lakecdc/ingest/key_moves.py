@@ -15,6 +15,11 @@ columns are filled with the old key's values just before the change, taken from 
 
 Columns still unknown after this stay in ``_unavailable`` (the MERGE then keeps what the new
 key holds, as before). Runs only for batches that have such creates (``BatchStats.moved_placeholders``).
+
+The old row must still be readable when the create is applied: the delete and the create share a
+transaction, which the job applies whole when transaction metadata is on
+(``provide.transaction.metadata``). Without it, a batch boundary that falls between them after the
+delete (or a delete in another partition read ahead of the create) leaves the column unknown.
 """
 
 from __future__ import annotations
