@@ -13,9 +13,11 @@ A Debezium Oracle connector ``.properties`` file is accepted unchanged::
     table.include.list=DEBEZIUM.CUSTOMERS
     offset.storage.file.filename=/var/lib/lakecdc/oracle.offsets.json
 
-Only ``log.mining.strategy=online_catalog`` is implemented (Debezium 3.x's default): the mining
-session reads table structures from the data dictionary, so a DDL change takes effect for rows
-mined after it. ``redo_log_catalog`` and ``hybrid`` are refused with that explanation.
+Only ``log.mining.strategy=online_catalog`` is implemented (Debezium 3.x's default): LogMiner
+reads the data dictionary, and the connector decodes SQL_REDO with the table structures its DDL
+parser and schema history hold (``schema.history.internal.*``), so a DDL change takes effect for
+the changes mined after it, also after a restart. ``redo_log_catalog`` and ``hybrid`` are refused
+with that explanation.
 """
 
 from __future__ import annotations
