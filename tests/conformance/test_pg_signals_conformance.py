@@ -3,12 +3,12 @@ compared record by record: the same signal-table workloads on the same PostgreSQ
 
 The workload pauses the incremental snapshot after its first chunk, changes rows (one already
 read, rows of later chunks, a delete, an insert past the maximum key) and resumes it: the later
-chunks must show the changed rows, the deleted one must not come back. ``pg_sleep`` gives the
-connector time to write and stream the first window before the changes, so both runs emit the
+chunks must show the changed rows, the deleted one must not come back. The changes wait until the
+first window's close watermark is committed, so they follow it in the WAL and both runs emit the
 events in the same order. What differs by nature is masked: the watermark rows' generated ids
 (``<uuid>-open``/``-close``) and their timestamps, besides the harness's positions and times.
-The blocking snapshot's workload also sleeps after the signal: Debezium reads on another thread,
-so a change right after the signal could come before or after its rows.
+The blocking snapshot's workload sleeps after the signal: Debezium reads on another thread, so a
+change right after the signal could come before or after its rows.
 """
 
 from __future__ import annotations
@@ -39,7 +39,12 @@ BEGIN;
 INSERT INTO debezium_signal VALUES ('ad-hoc-1', 'execute-snapshot', '{"data-collections": ["public.items"], "type": "incremental"}');
 INSERT INTO debezium_signal VALUES ('hold', 'pause-snapshot', NULL);
 COMMIT;
-SELECT pg_sleep(6);
+DO $$ BEGIN
+  FOR i IN 1..1200 LOOP
+    EXIT WHEN EXISTS (SELECT 1 FROM debezium_signal WHERE type = 'snapshot-window-close');
+    PERFORM pg_sleep(0.1);
+  END LOOP;
+END $$;
 UPDATE items SET label = 'changed' WHERE id = 8;
 DELETE FROM items WHERE id = 9;
 UPDATE items SET color = 'green' WHERE id = 2;
@@ -49,7 +54,7 @@ INSERT INTO debezium_signal VALUES ('go-on', 'resume-snapshot', NULL);
 
 BLOCKING_WORKLOAD = """
 INSERT INTO debezium_signal VALUES ('b-1', 'execute-snapshot', '{"data-collections": ["public.items"], "type": "blocking"}');
-SELECT pg_sleep(6);
+SELECT pg_sleep(10);
 UPDATE items SET label = 'after' WHERE id = 3;
 """
 
@@ -81,7 +86,8 @@ BASE = {
 }
 
 
-def both(pg: Any, tmp_path: Path, workload: str, minimum: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def both(pg: Any, tmp_path: Path, workload: str, minimum: int,
+         idle: float = 12.0) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(Debezium's records, lakecdc's records) for SETUP + ``workload`` on fresh copies of one database."""
     dbz_dir, our_dir = tmp_path / "debezium", tmp_path / "lakecdc"
     dbz_dir.mkdir()
@@ -101,9 +107,9 @@ def both(pg: Any, tmp_path: Path, workload: str, minimum: int) -> tuple[list[dic
     config = our_dir / "connector.properties"
     props = {**dbz_props, "offset.storage.file.filename": str(our_dir / "offsets.json")}
     config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-    # idle longer than the workload's pg_sleep, or lakecdc would stop during it
+    # idle longer than the workload's waits, or lakecdc would stop during them
     actual = capture_with_lakecdc(config, setup_sql=SETUP, workload_sql=workload, workload_dsn=dsn,
-                                  work_dir=our_dir, stop_when_idle=12.0)
+                                  work_dir=our_dir, stop_when_idle=idle)
     return expected, actual
 
 
@@ -116,7 +122,7 @@ def test_incremental_snapshot_with_changes_equals_live_debezium(pg: Any, tmp_pat
 
 
 def test_blocking_snapshot_equals_live_debezium(pg: Any, tmp_path: Path) -> None:
-    expected, actual = both(pg, tmp_path, BLOCKING_WORKLOAD, 26)
+    expected, actual = both(pg, tmp_path, BLOCKING_WORKLOAD, 26, idle=15.0)
     # initial snapshot (12), the signal, the blocking snapshot (12), the update
     assert [r["value"]["payload"]["op"] for r in expected[12:]] == ["c"] + ["r"] * 12 + ["u"]
     assert_conformant(expected, actual, MaskRules.for_connector("postgres"))
