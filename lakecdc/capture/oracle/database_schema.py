@@ -76,6 +76,12 @@ class OracleDatabaseSchema(TableSchemas):
                 changes = self.parser.parse(text, owner)
             except OracleDdlParseError as exc:
                 located = exc.at(scn)
+                if captured and _leading_words(text, 2) == ["CREATE", "TABLE"] and " AS " in f" {text.upper()} ":
+                    # CREATE TABLE ... AS SELECT names no columns: the dictionary has them
+                    structure = self.read_dictionary(owner, table)
+                    self.tables.put(structure)
+                    changes, record_ddl = [TableChange("CREATE", structure)], create_table_ddl(structure)
+                    return self._recorded(changes, record_ddl, owner, table, scn)
                 if not captured:
                     # structures of tables that are not captured are kept on a best-effort basis
                     log.info("%s; skipped: %s.%s is not captured", located, owner, table)
@@ -84,6 +90,10 @@ class OracleDatabaseSchema(TableSchemas):
                     log.warning("%s; skipped because schema.history.internal.skip.unparseable.ddl is set", located)
                     return []
                 raise located from None
+        return self._recorded(changes, record_ddl, owner, table, scn)
+
+    def _recorded(self, changes: list[TableChange], record_ddl: str, owner: str, table: str,
+                  scn: int) -> list[TableChange]:
         if not changes:
             return []
         if self.history is not None:
@@ -94,5 +104,9 @@ class OracleDatabaseSchema(TableSchemas):
                 or (c.previous is not None and self.is_captured(*c.previous))]
 
 
+def _leading_words(text: str, n: int) -> list[str]:
+    return text[:40].upper().split()[:n]
+
+
 def _is_alter(text: str) -> bool:
-    return text[:20].upper().split()[:2] == ["ALTER", "TABLE"]
+    return _leading_words(text, 2) == ["ALTER", "TABLE"]

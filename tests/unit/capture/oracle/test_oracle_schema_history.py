@@ -211,3 +211,19 @@ def test_create_table_mid_stream_then_dml(install: Any) -> None:
     assert [r.topic for r in out] == ["server1", "server1.DEBEZIUM.NEW_T"]
     assert out[0].value["tableChanges"][0]["type"] == "CREATE"
     assert out[1].key == {"K": 7} and out[1].value["after"] == {"K": 7, "V": "x"}
+
+
+def test_create_table_as_select_takes_the_dictionary_structure(install: Any, tmp_path: Any) -> None:
+    history = tmp_path / "history.jsonl"
+    copy = Table("DEBEZIUM", "CUST_COPY", [("ID", "NUMBER", 22, 9, 0, False), ("EMAIL", "VARCHAR2", 255, None, None,
+                                                                                 True)], [])
+    db = install(RecordedOracle([customers(), copy], scns=[300], redo_rows=[
+        *ddl(130, "CREATE TABLE CUST_COPY AS SELECT ID, EMAIL FROM CUSTOMERS", table="CUST_COPY"),
+        *insert(140, B, {"ID": "7", "EMAIL": "x"}, table="CUST_COPY")]))
+    out = stream(db, 100, **{"table.include.list": "DEBEZIUM\\..*",
+                             "schema.history.internal.file.filename": str(history)})
+    assert [r.topic for r in out] == ["server1", "server1.DEBEZIUM.CUST_COPY"]
+    assert out[0].value["ddl"] == "CREATE TABLE CUST_COPY AS SELECT ID, EMAIL FROM CUSTOMERS"
+    assert out[1].value["after"] == {"ID": 7, "EMAIL": "x"}
+    [record] = [json.loads(line) for line in history.read_text().splitlines()]
+    assert record["ddl"] == 'CREATE TABLE "DEBEZIUM"."CUST_COPY" ("ID" NUMBER(9,0) NOT NULL, "EMAIL" VARCHAR2(255 CHAR))'
