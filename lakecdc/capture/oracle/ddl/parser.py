@@ -35,9 +35,10 @@ _OTHER_OBJECTS = frozenset({
     "MATERIALIZED", "USER", "ROLE", "PROFILE", "TABLESPACE", "DIRECTORY", "DATABASE", "SESSION", "SYSTEM",
     "CLUSTER", "CONTEXT", "EDITION", "JAVA", "LIBRARY", "AUDIT", "OPERATOR", "DIMENSION", "OUTLINE",
 })
+#: FLASHBACK TABLE ... TO BEFORE DROP: the table is read from the dictionary at its next change
 _IGNORED_STATEMENTS = frozenset({"COMMENT", "GRANT", "REVOKE", "ANALYZE", "AUDIT", "NOAUDIT", "ASSOCIATE",
                                  "DISASSOCIATE", "LOCK", "PURGE", "TRUNCATE", "SET", "CALL", "DECLARE",
-                                 "BEGIN"})
+                                 "BEGIN", "FLASHBACK"})
 _TABLE_KINDS = frozenset({"GLOBAL", "PRIVATE", "TEMPORARY", "SHARDED", "DUPLICATED", "IMMUTABLE", "BLOCKCHAIN"})
 
 
@@ -173,6 +174,18 @@ class _Statement:
                 self._constraint_name = cur.identifier()
             elif tok.is_word("REFERENCES"):
                 self._table_name()
+            elif tok.is_word("GENERATED"):
+                if not cur.accept_word("ALWAYS") and cur.accept_word("BY"):
+                    cur.expect_word("DEFAULT")
+                    if cur.accept_word("ON"):
+                        cur.expect_word("NULL")
+                cur.expect_word("AS")
+                if cur.accept_word("IDENTITY"):
+                    # the dictionary says NOT NULL; Debezium's parser leaves the column optional, as here
+                    if cur.peek_symbol("("):
+                        cur.skip_parenthesized()
+                else:
+                    self._virtual = True
             elif tok.is_word("AS") and cur.peek_symbol("("):
                 self._virtual = True  # [GENERATED ALWAYS] AS (expr) [VIRTUAL]
         return replace(col, nullable=nullable, default=default)
@@ -240,25 +253,25 @@ class _Statement:
         return cur.parenthesized_list(one)
 
     def _expression(self) -> str:
-        """Source text of an expression up to the next column clause, ',' or ')' (depth 0)."""
+        """An expression up to the next column clause, ',' or ')' (depth 0), as its tokens' source
+        text without the whitespace between them (Debezium's parse-tree text: ``'a'||'b'``)."""
         cur = self.cur
-        start = cur.peek().start
-        end = start
+        parts: list[str] = []
         depth = 0
         while not cur.at_end():
             tok = cur.peek()
             if depth == 0 and (tok.is_symbol(",") or tok.is_symbol(")") or
-                               (tok.kind is Kind.WORD and tok.upper in _CONSTRAINT_WORDS and end > start)):
+                               (tok.kind is Kind.WORD and tok.upper in _CONSTRAINT_WORDS and parts)):
                 break
             if tok.is_symbol("("):
                 depth += 1
             elif tok.is_symbol(")"):
                 depth -= 1
-            end = tok.end
+            parts.append(cur.source[tok.start:tok.end])
             cur.next()
-        if end <= start:
+        if not parts:
             raise cur.error("DEFAULT without an expression")
-        return cur.source[start:end]
+        return "".join(parts)
 
     # -- constraints -----------------------------------------------------------------------------------
     def _table_constraint(self, table: OracleTable) -> OracleTable:
@@ -307,7 +320,7 @@ class _Statement:
 
     def _add(self, table: OracleTable) -> OracleTable:
         cur = self.cur
-        if cur.peek().is_word("SUPPLEMENTAL"):
+        if cur.peek().upper in ("SUPPLEMENTAL", "PARTITION", "SUBPARTITION", "OVERFLOW"):
             cur.i = len(cur.tokens)
             return table
         parenthesized = cur.accept_symbol("(")
