@@ -309,7 +309,8 @@ class PostgresStreamingSource:
         tag = data[0]
         if tag == 0x49:  # Insert, the hottest path: decoded inline, no message object
             schema = self._schemas.by_relation_id(_RELID(data, 1)[0])
-            if schema is None or self._skip_creates:
+            # signals are acted on even when creates are skipped (Debezium checks them first)
+            if schema is None or (self._skip_creates and schema.table_id != self._signal_table):
                 return
             self._on_insert(lsn, schema, decode_tuple(data, 6)[0], out)
             return
@@ -446,8 +447,9 @@ class PostgresStreamingSource:
                 self._incremental.seen(schema.table_id, key)
             if self._signal_table is not None and schema.table_id == self._signal_table:
                 self._on_signal_row(value["after"], position, out)
-                out.append(ChangeRecord(schema.topic, schema.key_schema, key, schema.envelope, value, self._headers,
-                                        position))
+                if not self._skip_creates:
+                    out.append(ChangeRecord(schema.topic, schema.key_schema, key, schema.envelope, value,
+                                            self._headers, position))
                 out.extend(self._signal_records)  # a blocking snapshot's rows follow the signal's event
                 self._signal_records.clear()
                 return
@@ -479,8 +481,9 @@ class PostgresStreamingSource:
                 self._dedupe(schema, key)
                 if self._signal_table is not None and schema.table_id == self._signal_table:
                     self._on_signal_row(value["after"], position, out)
-                out.append(ChangeRecord(schema.topic, schema.key_schema, key, schema.envelope, value, self._headers,
-                                        position))
+                if not self._skip_creates:
+                    out.append(ChangeRecord(schema.topic, schema.key_schema, key, schema.envelope, value,
+                                            self._headers, position))
                 out.extend(self._signal_records)
                 self._signal_records.clear()
             return
