@@ -266,3 +266,27 @@ def test_signals_work_when_creates_are_skipped(pg: Any, tmp_path: Path) -> None:
     assert sorted(p["after"]["id"] for p in reads(records)) in ([1, 2, 3], [1, 2, 3, 50])
     assert not any(r["topic"] == "dbz.public.debezium_signal" for r in records)
     assert not any(r["value"] and r["value"]["payload"]["op"] == "c" for r in records)
+
+
+def test_stop_one_table_and_surrogate_key(pg: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """stop-snapshot naming one table drops only it; surrogate-key orders the chunks by that column."""
+    caplog.set_level(logging.INFO)
+    dsn = setup_db(pg, 4)
+    execute(dsn, "CREATE TABLE others (id int PRIMARY KEY, code int UNIQUE NOT NULL, v text)",
+            "INSERT INTO others SELECT g, 100 - g, 'v' || g FROM generate_series(1, 5) g")
+    out = tmp_path / "out.jsonl"
+    config = props(tmp_path, pg, 2, **{"table.include.list": "public.items,public.others"})
+    capture = start(config, out, dsn)
+    execute(dsn, "BEGIN", signal("both", "execute-snapshot", {"data-collections": ["public.items", "public.others"]}),
+            signal("not-items", "stop-snapshot", {"data-collections": ["public.items"], "type": "incremental"}),
+            "COMMIT")
+    wait_for(lambda: "incremental snapshot completed" in caplog.text, what="the first snapshot")
+    execute(dsn, signal("by-code", "execute-snapshot", {"data-collections": ["public.others"],
+                                                        "surrogate-key": "code"}))
+    capture.wait(180)
+    records = load_records(out)
+    others = [r["value"]["payload"]["after"]["id"] for r in records if r["topic"] == "dbz.public.others"
+              and r["value"]["payload"]["op"] == "r"]
+    assert others == [1, 2, 3, 4, 5] + [5, 4, 3, 2, 1]  # by id, then by code (100 - id)
+    assert not reads(records)
+    assert "removing ['public.items'] from the incremental snapshot (signal 'not-items')" in caplog.text
