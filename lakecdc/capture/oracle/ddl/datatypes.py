@@ -1,7 +1,7 @@
 """Oracle column types in three forms: as DDL writes them, as ALL_TAB_COLUMNS describes them (the
 ``ColumnInfo`` the type mapping reads), and as Debezium's Oracle DDL parser describes them in
 ``tableChanges`` (checked against Debezium 3.6.3's ``OracleDdlParser`` in
-tests/unit/capture/oracle/test_ddl_vs_debezium.py)::
+tests/unit/capture/oracle/test_oracle_ddl_vs_debezium.py)::
 
     DDL                              DATA_TYPE (precision, scale)        tableChanges typeName / jdbcType / length, scale
     NUMBER(9)                        NUMBER (9, 0)                       NUMBER / 2 / 9, 0

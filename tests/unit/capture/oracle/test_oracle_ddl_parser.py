@@ -1,5 +1,5 @@
 """lakecdc's Oracle DDL parser on its own: statements that change no structure leave the model as
-it was, errors name the statement (Debezium's parser is the reference in test_ddl_vs_debezium.py)."""
+it was, errors name the statement (Debezium's parser is the reference in test_oracle_ddl_vs_debezium.py)."""
 
 from __future__ import annotations
 
