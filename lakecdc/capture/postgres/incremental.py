@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+import psycopg
 from psycopg import sql
 
 from lakecdc.capture.postgres import connection as pgconn
@@ -222,10 +223,20 @@ class IncrementalSnapshot:
         self._open_ts = _instant()
         self._watermark(f"{self._chunk_id}-open", OPEN, {"openWindowTimestamp": self._open_ts})
         while self.running:
-            if self._schema is None and not self._start_table():
+            try:
+                # the table's shape is read again per chunk: a column dropped meanwhile must not
+                # break the chunk query (schema changes during a snapshot are unsupported, as in Debezium)
+                if not self._start_table():
+                    self._next_table()
+                    continue
+                rows = self._read_rows()
+            except psycopg.OperationalError:
+                raise  # connection lost: streaming reconnects and resumes from the offset
+            except psycopg.Error as exc:  # e.g. an additional condition that is not valid SQL
+                log.error("incremental snapshot of table '%s' failed and is skipped: %s", self.collections[0].id,
+                          str(exc).strip())
                 self._next_table()
                 continue
-            rows = self._read_rows()
             if rows:
                 self._fill_buffer(rows)
                 break

@@ -290,3 +290,18 @@ def test_stop_one_table_and_surrogate_key(pg: Any, tmp_path: Path, caplog: pytes
     assert others == [1, 2, 3, 4, 5] + [5, 4, 3, 2, 1]  # by id, then by code (100 - id)
     assert not reads(records)
     assert "removing ['public.items'] from the incremental snapshot (signal 'not-items')" in caplog.text
+
+
+def test_invalid_condition_skips_the_table_and_streaming_goes_on(pg: Any, tmp_path: Path,
+                                                                caplog: pytest.LogCaptureFixture) -> None:
+    dsn = setup_db(pg, 3)
+    out = tmp_path / "out.jsonl"
+    capture = start(props(tmp_path, pg, 2), out, dsn)
+    execute(dsn, signal("bad", "execute-snapshot", {"data-collections": ["public.items"],
+                                                    "additional-condition": "no_such_column = 1"}),
+            "INSERT INTO items VALUES (60, 'after', 'red')")
+    capture.wait(180)
+    records = load_records(out)
+    assert not reads(records)
+    assert [r["key"]["payload"]["id"] for r in records if r["topic"] == "dbz.public.items"] == [60]
+    assert "incremental snapshot of table 'public.items' failed and is skipped" in caplog.text
