@@ -15,17 +15,11 @@ from dataclasses import replace
 
 from lakecdc.capture.mysql.ddl.cursor import Cursor, DdlParseError
 from lakecdc.capture.oracle.connection import ColumnInfo
-from lakecdc.capture.oracle.ddl.datatypes import column_info
+from lakecdc.capture.oracle.ddl.columns import read_column, read_table_name
 from lakecdc.capture.oracle.ddl.lexer import Kind, LexError, tokenize
 from lakecdc.capture.oracle.ddl.model import OracleTable, OracleTables, TableChange
 from lakecdc.capture.oracle.errors import OracleDdlParseError
 
-#: words that end a DEFAULT expression or a data type: the column constraints that may follow
-_CONSTRAINT_WORDS = frozenset({
-    "NOT", "NULL", "CONSTRAINT", "PRIMARY", "UNIQUE", "CHECK", "REFERENCES", "ENABLE", "DISABLE",
-    "VISIBLE", "INVISIBLE", "ENCRYPT", "DECRYPT", "GENERATED", "COLLATE", "SORT", "DEFAULT", "USING",
-    "VALIDATE", "NOVALIDATE", "RELY", "NORELY", "DEFERRABLE", "INITIALLY", "AS", "VIRTUAL", "ANNOTATIONS",
-})
 _TABLE_CONSTRAINT_START = frozenset({"CONSTRAINT", "PRIMARY", "UNIQUE", "FOREIGN", "CHECK", "SUPPLEMENTAL",
                                      "PERIOD", "SCOPE", "REF"})
 #: CREATE/ALTER/DROP of these objects never changes a table's structure
@@ -97,15 +91,7 @@ class _Statement:
 
     # -- names ----------------------------------------------------------------------------------
     def _table_name(self) -> tuple[str, str]:
-        cur = self.cur
-        if cur.peek().is_word("IF"):
-            cur.next()
-            cur.accept_word("NOT")
-            cur.expect_word("EXISTS")
-        first = cur.identifier()
-        if cur.accept_symbol("."):
-            return first, cur.identifier()
-        return self.owner, first
+        return read_table_name(self.cur, self.owner)
 
     def _names(self) -> list[str]:
         return self.cur.parenthesized_list(self.cur.identifier)
@@ -123,10 +109,10 @@ class _Statement:
             if cur.peek().upper in _TABLE_CONSTRAINT_START:
                 table = self._table_constraint(table)
             else:
-                col = self._column(len(columns) + 1)
-                if not self._virtual:  # virtual columns are not in the redo (Debezium leaves them out)
+                col, clauses = read_column(self.cur, len(columns) + 1)
+                if not clauses.virtual:
                     columns.append(col)
-                    table = self._column_keys(table, col.name)
+                    table = clauses.keys(table, col.name)
             if not cur.accept_symbol(","):
                 cur.expect_symbol(")")
                 break
@@ -134,144 +120,6 @@ class _Statement:
         table = _key_not_null(table.with_columns(columns))
         self.tables.put(table)
         return [TableChange("CREATE", table)]
-
-    # -- columns ------------------------------------------------------------------------------------
-    def _column(self, position: int, existing: ColumnInfo | None = None) -> ColumnInfo:
-        """A column definition (or, with ``existing``, a MODIFY of it: type and clauses optional)."""
-        cur = self.cur
-        name = existing.name if existing is not None else cur.identifier()
-        col = existing
-        typ = self._data_type(name, position)
-        if typ is not None:
-            if existing is not None:
-                typ = replace(typ, nullable=existing.nullable, default=existing.default)
-            col = typ
-        if col is None:
-            raise cur.error(f"column {name} has no data type")
-        self._pk = self._unique = self._virtual = False
-        self._constraint_name: str | None = None
-        nullable, default = col.nullable, col.default
-        while not cur.at_end() and not cur.peek_symbol(",") and not cur.peek_symbol(")"):
-            tok = cur.next()
-            if tok.is_symbol("("):
-                cur.i -= 1
-                cur.skip_parenthesized()
-            elif tok.is_word("NOT"):
-                if cur.accept_word("NULL"):
-                    nullable = False
-            elif tok.is_word("NULL"):
-                nullable = True
-            elif tok.is_word("DEFAULT"):
-                if cur.accept_word("ON"):
-                    cur.expect_word("NULL")
-                default = self._expression()
-            elif tok.is_word("PRIMARY"):
-                cur.expect_word("KEY")
-                self._pk, nullable = True, False
-            elif tok.is_word("UNIQUE"):
-                self._unique = True
-            elif tok.is_word("CONSTRAINT"):
-                self._constraint_name = cur.identifier()
-            elif tok.is_word("REFERENCES"):
-                self._table_name()
-            elif tok.is_word("GENERATED"):
-                if not cur.accept_word("ALWAYS") and cur.accept_word("BY"):
-                    cur.expect_word("DEFAULT")
-                    if cur.accept_word("ON"):
-                        cur.expect_word("NULL")
-                cur.expect_word("AS")
-                if cur.accept_word("IDENTITY"):
-                    # the dictionary says NOT NULL; Debezium's parser leaves the column optional, as here
-                    if cur.peek_symbol("("):
-                        cur.skip_parenthesized()
-                else:
-                    self._virtual = True
-            elif tok.is_word("AS") and cur.peek_symbol("("):
-                self._virtual = True  # [GENERATED ALWAYS] AS (expr) [VIRTUAL]
-        return replace(col, nullable=nullable, default=default)
-
-    def _column_keys(self, table: OracleTable, name: str) -> OracleTable:
-        if self._pk:
-            return replace(table, primary_key=(name,), primary_key_name=self._constraint_name)
-        if self._unique and not table.unique_key:
-            return replace(table, unique_key=(name,))
-        return table
-
-    def _data_type(self, name: str, position: int) -> ColumnInfo | None:
-        cur = self.cur
-        tok = cur.peek()
-        if tok.kind is not Kind.WORD or tok.upper in _CONSTRAINT_WORDS:
-            return None
-        base = cur.next().upper
-        if cur.accept_symbol("."):  # SYS.XMLTYPE, MDSYS.SDO_GEOMETRY
-            base = cur.identifier().upper()
-        if base == "DOUBLE":
-            cur.expect_word("PRECISION")
-            base = "DOUBLE PRECISION"
-        elif base == "LONG" and cur.accept_word("RAW"):
-            base = "LONG RAW"
-        elif base in ("CHARACTER", "CHAR", "NATIONAL") and cur.accept_word("VARYING"):
-            base = "VARCHAR2"
-        args: list[int | None] = []
-        suffix = ""
-        if base == "INTERVAL":
-            unit = cur.next().upper
-            if unit not in ("YEAR", "DAY"):
-                raise cur.error(f"INTERVAL {unit} is not an Oracle interval type")
-            base = f"INTERVAL {unit}"
-            args.append(self._size()[0] if cur.peek_symbol("(") else None)
-            cur.expect_word("TO")
-            cur.expect_word("MONTH" if unit == "YEAR" else "SECOND")
-            if cur.peek_symbol("("):
-                args.append(self._size()[0])
-        else:
-            if cur.peek_symbol("("):
-                args = self._size()
-            if base == "TIMESTAMP" and cur.accept_word("WITH"):
-                local = cur.accept_word("LOCAL")
-                cur.expect_word("TIME")
-                cur.expect_word("ZONE")
-                suffix = " WITH LOCAL TIME ZONE" if local else " WITH TIME ZONE"
-        return column_info(name, base, args, suffix, position)
-
-    def _size(self) -> list[int | None]:
-        """``(n [BYTE|CHAR] [, s])``; ``*`` (NUMBER(*, 2)) is no precision."""
-        cur = self.cur
-
-        def one() -> int | None:
-            tok = cur.next()
-            sign = -1 if tok.is_symbol("-") else 1
-            if sign < 0:
-                tok = cur.next()
-            if tok.is_symbol("*"):
-                return None
-            if tok.kind is not Kind.NUMBER:
-                raise cur.error(f"expected a size but found '{tok.text}'")
-            cur.accept_word("BYTE", "CHAR")
-            return sign * int(tok.text)
-
-        return cur.parenthesized_list(one)
-
-    def _expression(self) -> str:
-        """An expression up to the next column clause, ',' or ')' (depth 0), as its tokens' source
-        text without the whitespace between them (Debezium's parse-tree text: ``'a'||'b'``)."""
-        cur = self.cur
-        parts: list[str] = []
-        depth = 0
-        while not cur.at_end():
-            tok = cur.peek()
-            if depth == 0 and (tok.is_symbol(",") or tok.is_symbol(")") or
-                               (tok.kind is Kind.WORD and tok.upper in _CONSTRAINT_WORDS and parts)):
-                break
-            if tok.is_symbol("("):
-                depth += 1
-            elif tok.is_symbol(")"):
-                depth -= 1
-            parts.append(cur.source[tok.start:tok.end])
-            cur.next()
-        if not parts:
-            raise cur.error("DEFAULT without an expression")
-        return "".join(parts)
 
     # -- constraints -----------------------------------------------------------------------------------
     def _table_constraint(self, table: OracleTable) -> OracleTable:
@@ -329,12 +177,12 @@ class _Statement:
             if cur.peek().upper in _TABLE_CONSTRAINT_START:
                 table = self._table_constraint(table)
             else:
-                col = self._column(len(columns) + 1)
+                col, clauses = read_column(cur, len(columns) + 1)
                 if table.column(col.name) is not None or any(c.name == col.name for c in columns):
                     raise cur.error(f"column {col.name} already exists in {table.owner}.{table.name}")
-                if not self._virtual:
+                if not clauses.virtual:
                     columns.append(col)
-                    table = self._column_keys(table, col.name)
+                    table = clauses.keys(table, col.name)
             if not (parenthesized and cur.accept_symbol(",")):
                 break
         if parenthesized:
@@ -354,8 +202,8 @@ class _Statement:
             index = next((i for i, c in enumerate(columns) if c.name == name), None)
             if index is None:
                 raise cur.error(f"MODIFY of column {name}, which {table.owner}.{table.name} does not have")
-            columns[index] = self._column(index + 1, existing=columns[index])
-            table = self._column_keys(table, name)
+            columns[index], clauses = read_column(cur, index + 1, existing=columns[index])
+            table = clauses.keys(table, name)
             if not (parenthesized and cur.accept_symbol(",")):
                 break
         if parenthesized:

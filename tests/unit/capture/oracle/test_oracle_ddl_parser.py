@@ -36,6 +36,7 @@ def parser() -> OracleDdlParser:
     "CREATE OR REPLACE VIEW TV AS SELECT * FROM T",
     "FLASHBACK TABLE OTHER TO BEFORE DROP",
     "TRUNCATE TABLE T",
+    "ALTER TABLE T ADD (C AS (ID + 1) VIRTUAL)",
 ])
 def test_statements_that_change_no_structure(parser: OracleDdlParser, sql: str) -> None:
     before = parser.tables.get("DEBEZIUM", "T")
@@ -50,6 +51,7 @@ def test_statements_that_change_no_structure(parser: OracleDdlParser, sql: str) 
     ("ALTER TABLE UNKNOWN ADD (X NUMBER)", "not known"),
     ("CREATE TABLE C AS SELECT * FROM T", "without a column list"),
     ("MERGE INTO T USING X ON (1=1)", "not understood"),
+    ("ALTER TABLE T ADD (X NOT NULL)", "has no data type"),
 ])
 def test_unparseable_statements_name_the_statement(parser: OracleDdlParser, sql: str, reason: str) -> None:
     with pytest.raises(OracleDdlParseError) as err:
