@@ -4,7 +4,9 @@ Modules (the same file names as the PostgreSQL and MySQL connectors): ``config``
 ``connection`` the SQL the connector issues and the prerequisite checks, ``offset`` stored offsets
 and resume points, ``snapshot`` the ``AS OF SCN`` consistent snapshot, ``streaming`` LogMiner rows to
 records, ``source_info`` the source block, ``types`` the type mapping, ``table_schema`` per-table
-event shapes, ``errors``; ``logminer/`` holds the LogMiner session (``session``), the
+event shapes, ``errors``; ``ddl/`` the DDL parser (lexer, column definitions, statements, table
+model), ``database_schema`` the table model DDL changes, ``schema_history`` its records and replay,
+``table_changes`` schema change events; ``logminer/`` holds the LogMiner session (``session``), the
 ``V$LOGMNR_CONTENTS`` query (``query``), the ``SQL_REDO`` parser (``dml_parser``) and the buffer of
 uncommitted transactions (``transactions``); ``connector`` is what the coordinator drives.
 
