@@ -63,7 +63,7 @@ def column_json(col: ColumnInfo) -> dict[str, Any]:
         "typeName": type_name,
         "typeExpression": type_name,
         "charsetName": None,
-        "length": length,
+        "length": length if length is not None and length >= 0 else None,  # -1: no length
         "scale": scale,
         "position": col.position,
         "optional": col.nullable,
