@@ -13,36 +13,68 @@ same run.
 
 Printed per batch: silver apply (delete-ledger append + MERGE), bronze apply (position anti-join +
 append), plain append, all in changes/s, silver as a percentage of plain append (target >= 50%),
-and the seconds of the plain append, the ledger append and the MERGE step (Spark -> Arrow
-conversion of the MERGE source included for delta-rs).
+the same percentage in CPU seconds (Spark's JVM + this process, so delta-rs and Arrow count too:
+on a shared machine the steadier of the two), and the seconds of the plain append, the ledger
+append and the MERGE step (Spark -> Arrow conversion of the MERGE source included for delta-rs).
+A first batch of the smallest size is applied and printed as "warm-up": the first MERGE after
+start pays class loading and JIT (Iceberg MERGE 36 s against 17 s for the next 10k batch in the
+first run below), which a running job pays once.
 
-Measured 2026-11-22 11:25 UTC on the shared 2-core development machine (load average 10-20, so
-absolute rates are several times below an idle machine; the ratios within one run are the point),
-1M-row table:
+Measured 2026-11-22 13:56-14:08 UTC on the shared 2-core development machine (``uptime`` load
+average 12-13 during the Iceberg part, 8-9 during Delta; other agents' test suites), 1M-row
+table; absolute rates are several times below an idle machine, the ratios within one run are
+the point:
 
-    format     changes   silver/s   bronze/s   append/s  silver %
-    iceberg     10,000      1,011      3,346      6,599       15%
-    iceberg    100,000     17,079     30,036     48,766       35%
-    iceberg  1,000,000     64,701     95,280    236,010       27%
-    delta       10,000      3,814     16,268     34,987       11%
-    delta      100,000     26,359     51,446     94,243       28%
-    delta    1,000,000    106,773     82,122    217,822       49%
+    format     changes   silver/s   bronze/s   append/s  silver %  cpu %
+    iceberg     10,000        546      1,480      5,085       11%    11%
+    iceberg    100,000      5,493     12,343     28,700       19%    20%
+    iceberg  1,000,000     40,205     33,656    114,800       35%    40%
+    delta       10,000      5,359     20,456     32,866       16%    17%
+    delta      100,000     14,878     28,160    116,630       13%    20%
+    delta    1,000,000     83,078     72,013    140,506       59%    43%
 
-The 50% target is NOT met. Per-step timings (same machine, same hour) show why: the MERGE costs
-about the same for 10k and 100k changes (Iceberg MERGE statement 3.5 s vs 4.3 s, delta-rs merge
-1.26 s vs 1.22 s), i.e. a fixed cost proportional to the TARGET size, not the batch:
+Second run right after, 14:09-14:17 UTC (load average 8-10.5), same code and batches:
 
-- Iceberg (merge-on-read): the MERGE scans the key and ``_seq`` of all 1M target rows (plus the
-  ``_file``/``_pos`` metadata columns) and shuffles them to join with the batch; random keys touch
-  every file, so neither file statistics nor runtime filtering can prune. A shuffled-hash join
-  instead of sort-merge (``spark.sql.join.preferSortMergeJoin=false``) made no measurable difference.
-- delta-rs: no deletion vectors, so a MERGE rewrites every file holding a matched key: the whole
-  1M-row table for a batch of random keys (a standalone delta-rs test: 1.0-1.5 s per merge of 10k or
-  100k keys against 0.01-0.07 s to append them; ``streamed_exec=False`` was not faster).
-- The rest (batch stats, ledger append, dedupe window, Spark -> Arrow) is 0.2-0.6 s per batch.
+    format     changes   silver/s   bronze/s   append/s  silver %  cpu %
+    iceberg     10,000      1,766      5,323     19,501        9%    13%
+    iceberg    100,000      6,938     21,854     36,704       19%    20%
+    iceberg  1,000,000     23,887     25,147     71,168       34%    40%
+    delta       10,000      2,693     16,569     22,409       12%    18%
+    delta      100,000     18,532     48,833     45,823       40%    33%
+    delta    1,000,000     74,702     59,314    145,134       51%    52%
 
-So at 10k changes silver is dominated by the fixed cost of touching a 1M-row target; the ratio
-rises with the batch (1M: delta 49%, Iceberg 27%).
+The 50% target is met only by delta-rs at 1M changes, and only just (wall 59% and 51%, CPU 43%
+and 52%). It is NOT met for Iceberg at any size (10k: 9-11%, 100k: 19%, 1M: 34-35%; CPU 11-40%)
+nor for delta-rs at 10k (12-16%) and 100k (13-40% wall, 20-33% CPU; the noisiest cell).
+Where the time goes (profiled the same afternoon: Spark event log with per-stage
+executor CPU, py-spy on the Python side, each variant alternated in one process):
+
+- Iceberg, 10k changes into 1M rows, steady state: the MERGE takes 1.4-1.75 s of executor CPU
+  against 0.10-0.15 s for the plain append of the same batch. 0.8-0.95 s of it is one task
+  reading ``id``, ``_seq``, ``_file`` and ``_pos`` of all 1M target rows and shuffling them
+  (35 MB) to the join, 0.5-0.7 s the join of those 1.01M rows, ~0.2 s the rest (dedupe window,
+  delete-ledger guard, writing the rows and position deletes). A MERGE must find the stored row
+  of every key in the batch, and random keys live in every file, so neither file statistics nor
+  partitions prune: reading 1M keys costs ~10x writing 10k rows, whatever the layout. The ratio
+  rises with the batch as the fixed scan is shared by more changes.
+- Tried on Iceberg, none adopted: shuffled-hash instead of sort-merge join
+  (``spark.sql.join.preferSortMergeJoin=false``): within noise (MERGE 13.6/14.0 s sort-merge
+  against 16.0/11.8 s hash, rounds 2-3, load 13-15). Spark's runtime bloom filter
+  (``spark.sql.optimizer.runtime.bloomFilter.applicationSideScanSizeThreshold=1``): not injected
+  into the MERGE join (the 1M-row shuffle stays). Silver bucketed on the key (``bucket(8, id)``,
+  written ordered by ``id``), MERGE from a view, and MERGE from an Iceberg staging table of the
+  batch bucketed alike with the storage-partitioned-join settings on
+  (``spark.sql.sources.v2.bucketing.enabled``, ``spark.sql.iceberg.planning.preserve-data-grouping``
+  ...; whether the plan then dropped the target shuffle was not checked): 10k changes into 1M
+  rows, rounds 2-4 of one process, CPU seconds (JVM + Python) plain 4.1/4.1/3.3, bucketed
+  5.3/3.6/3.2, bucketed from the staging table incl. its write 5.6/4.8/3.4: no gain, so the
+  silver layout stays unpartitioned.
+- delta-rs: py-spy over 10k and 100k batches: half of the silver wall time is Spark computing the
+  MERGE source (dedupe window) and shipping it to Arrow (``_to_arrow``, 1.0-1.5 CPU s for 10k rows),
+  the other half delta-rs' merge, which without deletion vectors rewrites every file holding a
+  matched key: the whole table for random keys. Coalescing the batch to one partition before the
+  dedupe (no shuffle) saved 0.7-2 s of 3-5 s at 10k and nothing at 100k: not adopted.
+- The rest of the apply (batch stats, progress reads, bronze) is outside the silver figure.
 """
 
 from __future__ import annotations
@@ -183,7 +215,8 @@ def run(formats: list[str], sizes: list[int], table_rows: int, keep: bool, warmu
     spark = spark_session(warehouse, app_name="lakecdc-bench",
                           extra_conf={"spark.driver.memory": "4g", "spark.sql.shuffle.partitions": "4"})
     print(f"warehouse {warehouse}; table {table_rows:,} rows; batches {', '.join(f'{s:,}' for s in sizes)}")
-    header = (f"{'format':8} {'changes':>9} {'silver/s':>10} {'bronze/s':>10} {'append/s':>10} {'silver %':>9} {'cpu %':>6} "
+    header = (f"{'format':8} {'changes':>9} {'silver/s':>10} {'bronze/s':>10} {'append/s':>10} {'silver %':>9} "
+              f"{'cpu %':>6} "
               f"{'append s':>9} {'ledger s':>9} {'merge s':>8} {'total s':>8}")
     try:
         for fmt in formats:
@@ -227,7 +260,8 @@ def run(formats: list[str], sizes: list[int], table_rows: int, keep: bool, warmu
                 bronze_rate = size / timer.seconds.get("bronze", float("nan"))
                 append_rate = size / append
                 print(f"{label or fmt:8} {size:>9,} {silver_rate:>10,.0f} {bronze_rate:>10,.0f} {append_rate:>10,.0f} "
-                      f"{100 * silver_rate / append_rate:>8.0f}% {100 * append_cpu / timer.silver_cpu:>5.0f}% {append:>9.2f} "
+                      f"{100 * silver_rate / append_rate:>8.0f}% {100 * append_cpu / timer.silver_cpu:>5.0f}% "
+                      f"{append:>9.2f} "
                       f"{timer.seconds.get('ledger', 0.0):>9.2f} {timer.seconds.get('merge', float('nan')):>8.2f} "
                       f"{total:>8.1f}", flush=True)
                 assert result.bronze_rows == size, f"bronze took {result.bronze_rows} of {size} new events"
