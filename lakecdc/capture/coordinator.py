@@ -14,10 +14,13 @@ again on restart, and the connector skips events at or before the stored positio
 
 from __future__ import annotations
 
+import gc
 import logging
 import signal
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +52,33 @@ class CoordinatorSettings:
     max_retries: int = 10
     retry_backoff_s: float = 1.0
     retry_backoff_max_s: float = 30.0
+
+
+#: young-generation threshold while capturing (CPython's default is 700 allocations)
+CAPTURE_GC_THRESHOLD0 = 100_000
+
+
+@contextmanager
+def fewer_gc_passes() -> Iterator[None]:
+    """Run the cyclic garbage collector less often while capturing, restoring the settings after.
+
+    Capture allocates millions of short-lived, acyclic containers (row images, payload dicts,
+    records) while thousands of events wait in the binlog reader's queue and the poll batch; with
+    CPython's defaults a collection runs every 700 allocations and the older generations are
+    traversed over and over. Reference counting frees all of these; the collector only has cycles
+    to find, which capture does not make. Measured on the MySQL stream (100k binlog rows, two
+    paired runs on a loaded 2-core machine): 6 % and 28 % less CPU. A collector that is disabled
+    or already set higher is left alone.
+    """
+    old = gc.get_threshold()
+    change = gc.isenabled() and 0 < old[0] < CAPTURE_GC_THRESHOLD0
+    if change:
+        gc.set_threshold(CAPTURE_GC_THRESHOLD0, max(old[1], 50), max(old[2], 1000))
+    try:
+        yield
+    finally:
+        if change:
+            gc.set_threshold(*old)
 
 
 @dataclass
@@ -86,6 +116,10 @@ class CaptureCoordinator:
 
     # -- main -------------------------------------------------------------------------------
     def run(self) -> CaptureStats:
+        with fewer_gc_passes():
+            return self._run()
+
+    def _run(self) -> CaptureStats:
         stored = self.offsets.load(self._key)
         has_offset = stored is not None
         completed = bool(stored) and self.connector.offset_has_completed_snapshot(stored)
