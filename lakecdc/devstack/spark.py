@@ -60,7 +60,9 @@ def iceberg_catalog_conf(warehouse: Path | str, catalog: CatalogKind = "hadoop",
         conf[f"{prefix}.type"] = "hadoop"
     elif catalog == "jdbc":
         conf[f"{prefix}.catalog-impl"] = "org.apache.iceberg.jdbc.JdbcCatalog"
-        conf[f"{prefix}.uri"] = f"jdbc:sqlite:{warehouse_path / JDBC_CATALOG_FILE}"
+        # WAL journal: a read the catalog leaves open (seen between an apply's commits) would
+        # otherwise block the next CREATE NAMESPACE/commit with SQLITE_BUSY "database is locked".
+        conf[f"{prefix}.uri"] = f"jdbc:sqlite:{warehouse_path / JDBC_CATALOG_FILE}?journal_mode=WAL"
     else:
         raise ValueError(f"unknown Iceberg catalog kind {catalog!r}: use 'hadoop' or 'jdbc'")
     return conf

@@ -197,10 +197,6 @@ def test_an_error_in_one_table_keeps_the_others_and_commits_nothing_for_it(spark
 
 
 
-@pytest.mark.xfail(strict=True, raises=Exception, reason=(
-    "known, not caused by parallel apply: the batch processor on the JDBC (SQLite) Iceberg catalog fails "
-    "at its first CREATE NAMESPACE with SQLITE_BUSY 'database is locked', with apply.parallelism 1 too "
-    "and on main before parallel apply (7afe63b); the same statements outside the processor succeed"))
 def test_parallel_commits_into_the_jdbc_catalog_on_sqlite(spark, tmp_path: Path) -> None:
     """Iceberg's JDBC catalog keeps every table's pointer in one SQLite file: the writer applies its
     tables one at a time (``IcebergSparkWriter``), and the batches must go through whole."""
