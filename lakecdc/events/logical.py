@@ -25,6 +25,10 @@ from typing import Any
 
 from lakecdc.events.schema import ConnectSchema, primitive, struct
 
+#: Decimal arithmetic without rounding: the default context keeps 28 digits, fewer than MySQL's
+#: DECIMAL(65), Oracle's NUMBER(38) or PostgreSQL's numeric hold.
+EXACT = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
+
 # ---- names ---------------------------------------------------------------------------------
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
 CONNECT_DATE = "org.apache.kafka.connect.data.Date"

@@ -52,6 +52,7 @@ from typing import Any
 from lakecdc.capture.mysql.ddl.datatypes import SPATIAL_TYPES
 from lakecdc.capture.mysql.ddl.model import ColumnDef, DefaultKind
 from lakecdc.capture.mysql.errors import MySqlTypeError
+from lakecdc.events.logical import EXACT
 from lakecdc.events.schema import ConnectSchema, primitive, struct as struct_schema
 
 Converter = Callable[[Any], Any]
@@ -296,19 +297,18 @@ def _bit_converter(length: int) -> Converter:
 
 def _unscaled_bytes(value: Decimal, scale: int) -> bytes:
     """Connect Decimal payload: two's-complement big-endian bytes of the unscaled integer."""
-    unscaled = int(value.scaleb(scale).to_integral_value())
+    unscaled = int(value.scaleb(scale, EXACT).to_integral_value(context=EXACT))
     length = max(1, (unscaled.bit_length() + 8) // 8)
     return unscaled.to_bytes(length, "big", signed=True)
 
 
 def _decimal_converter(scale: int, mode: str) -> Converter:
     quantum = Decimal(1).scaleb(-scale)
-    factor = 10**scale
 
     def to_decimal(v: Any) -> Decimal:
         d = v if isinstance(v, Decimal) else Decimal(str(v))
         try:
-            return d.quantize(quantum)
+            return d.quantize(quantum, context=EXACT)
         except InvalidOperation:
             return d
 
@@ -320,9 +320,9 @@ def _decimal_converter(scale: int, mode: str) -> Converter:
     def precise(v: Any) -> bytes:
         # same_quantum: the exponent is -scale (as_tuple() would build a named tuple per value)
         if isinstance(v, Decimal) and v.same_quantum(quantum):
-            unscaled = int(v * factor)  # exact: the value already has the column's scale
+            unscaled = int(v.scaleb(scale, EXACT))  # the value already has the column's scale
         else:
-            unscaled = int(to_decimal(v).scaleb(scale).to_integral_value())
+            unscaled = int(to_decimal(v).scaleb(scale, EXACT).to_integral_value(context=EXACT))
         return unscaled.to_bytes(max(1, (unscaled.bit_length() + 8) // 8), "big", signed=True)
 
     return precise

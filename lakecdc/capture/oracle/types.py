@@ -305,11 +305,11 @@ def _decimal_converter(col: ColumnInfo, modes: TypeModes, variable: bool) -> Con
     quantum = Decimal(1).scaleb(-scale)
     if modes.decimal_handling == "string":
         if variable:
-            return lambda v: format(_to_decimal(v).normalize(), "f")
-        return lambda v: format(_to_decimal(v).quantize(quantum), "f")
+            return lambda v: format(_to_decimal(v).normalize(lg.EXACT), "f")
+        return lambda v: format(_to_decimal(v).quantize(quantum, context=lg.EXACT), "f")
     if variable:
-        return lambda v: lg.variable_decimal_to_connect(_to_decimal(v).normalize() if _to_decimal(v) else Decimal(0))
-    return lambda v: lg.decimal_to_bytes(_to_decimal(v).quantize(quantum), scale)
+        return lambda v: lg.variable_decimal_to_connect(_to_decimal(v).normalize(lg.EXACT) if _to_decimal(v) else Decimal(0))
+    return lambda v: lg.decimal_to_bytes(_to_decimal(v).quantize(quantum, context=lg.EXACT), scale)
 
 
 def _binary_converter(modes: TypeModes) -> Converter:

@@ -13,6 +13,8 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from lakecdc.events.logical import EXACT as _EXACT
+
 # ---- numbers -------------------------------------------------------------------------------
 
 def unscaled_bytes(unscaled: int) -> bytes:
@@ -28,8 +30,6 @@ def decimal_exact(text: str) -> decimal.Decimal:
     return decimal.Decimal(text)
 
 
-# Exact arithmetic for numerics of any size (PostgreSQL allows 131072 digits before the point).
-_EXACT = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
 SPECIAL_DECIMAL_NAMES = {"NaN": "NAN", "Infinity": "POSITIVE_INFINITY", "-Infinity": "NEGATIVE_INFINITY"}
 
 

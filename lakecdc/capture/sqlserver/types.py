@@ -183,7 +183,7 @@ def _decimal(scale: int, mode: str) -> Converter:
 
     def exact(v: Any) -> decimal.Decimal:
         d = v if isinstance(v, decimal.Decimal) else decimal.Decimal(str(v))
-        return d.quantize(quantum) if d.as_tuple().exponent != -scale else d
+        return d.quantize(quantum, context=logical.EXACT) if d.as_tuple().exponent != -scale else d
 
     if mode == "double":
         return lambda v: float(exact(v))
