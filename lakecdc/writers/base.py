@@ -268,6 +268,13 @@ class LakeWriter(TableWriter):
         meta_names = {f.name for f in full.fields if f.name.startswith("_")} - {c.name for c in columns}
         stored_rows = StructType([f for f in stored.fields if f.name not in meta_names])
         change = plan_schema_change(name, stored_rows, columns)
+        stored_names = {f.name for f in stored.fields}
+        # Bookkeeping columns a newer lakecdc writes (e.g. _old_key_json) are added to tables an
+        # older one created, rather than dropped on write.
+        new_meta = tuple(ColumnSpec(f.name, f.dataType) for f in (meta.fields if meta else [])
+                         if f.name not in stored_names)
+        if new_meta:
+            change = replace(change, add=(*change.add, *new_meta))
         if not change.empty:
             self._evolve(name, change)
             log.info("table %s: %s", name, "; ".join(change.describe()))

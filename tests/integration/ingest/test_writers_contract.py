@@ -312,3 +312,22 @@ def test_dead_letters_are_appended(writer: TableWriter, spark: SparkSession) -> 
     stored = TableReader(writer).rows(name)
     assert sorted((r["partition"], r["offset"], bytes(r["value"])) for r in stored) == [
         (0, 7, b"{not json"), (0, 8, b"{also not json"), (1, 7, b"{not json")]
+
+
+def test_bronze_made_by_an_older_version_gains_new_bookkeeping_columns(writer: TableWriter,
+                                                                      spark: SparkSession) -> None:
+    """A bronze table created before ``_old_key_json`` existed gets the column, not a silent drop."""
+    from pyspark.sql.types import StructType
+
+    from lakecdc.writers.base import BRONZE_META, row_schema
+
+    s = stream(writer, spark)
+    older = StructType([*row_schema(s.columns).fields, *(f for f in BRONZE_META.fields if f.name != "_old_key_json")])
+    writer._create_table(s.target.bronze_table, older, "bronze")  # type: ignore[attr-defined]
+    assert "_old_key_json" not in TableReader(writer).schema(s.target.bronze_table)
+    result = writer.apply(s.batch([Ev("c", 10, {"id": 1, "name": "a"}), Ev("d", 20, {"id": 1}),
+                                   Ev("c", (20, 20, 1), {"id": 2, "name": "a"}, old_key={"id": 1})]), 1)
+    assert any("added column _old_key_json" in c for c in result.schema_changes)
+    moved = [r for r in TableReader(writer).rows(s.target.bronze_table) if r["id"] == 2]
+    assert [r["_old_key_json"] for r in moved] == ['{"id":1}']
+    assert names(writer, s) == {2: "a"}
