@@ -18,6 +18,7 @@ only mean one thing. Examples of field schemas and values (Debezium 3.6.3, Postg
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import decimal
 from collections.abc import Callable
@@ -374,3 +375,17 @@ KNOWN_LOGICAL_NAMES = frozenset(
         INTERVAL, ISO_DATE, ISO_TIME, ISO_TIMESTAMP,
     }
 )
+
+
+def binary_converter(mode: str, raw: Callable[[Any], bytes] = bytes) -> Callable[[Any], Any]:
+    """``binary.handling.mode`` (bytes, base64, base64-url-safe, hex) applied to the bytes ``raw``
+    makes of a driver value; every connector's binary columns and PostgreSQL message contents."""
+    if mode == "bytes":
+        return raw
+    if mode == "base64":
+        return lambda v: base64.b64encode(raw(v)).decode("ascii")
+    if mode == "base64-url-safe":
+        return lambda v: base64.urlsafe_b64encode(raw(v)).decode("ascii")
+    if mode == "hex":
+        return lambda v: raw(v).hex()
+    raise ValueError(f"binary.handling.mode must be bytes, base64, base64-url-safe or hex, not {mode!r}")

@@ -46,7 +46,6 @@ from lakecdc.ingest.transactions import TransactionBuffer
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-    from pyspark.sql.types import StructType
 
     from lakecdc.writers.base import TableWriter
 

@@ -312,7 +312,7 @@ class MySqlStreamingSource:
         return self.resume is not None and self.resume.already_emitted(self.file_index, event_pos, row)
 
     def _rows(self, ev: Any, start: int, out: list[Any]) -> None:
-        from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+        from pymysqlreplication.row_event import UpdateRowsEvent, WriteRowsEvent
 
         tx = self.tx
         if not tx.open:

@@ -21,27 +21,12 @@ from typing import Any
 from lakecdc.capture.mysql.ddl.model import TableDef
 from lakecdc.capture.mysql.errors import UnknownTableError
 from lakecdc.capture.mysql.types import TypeModes, column_schema, is_passthrough, value_converter
+from lakecdc.capture.row_builder import compile_row_builder
 from lakecdc.config.filters import ColumnFilter, KeyColumns
 from lakecdc.events.envelope import envelope_schema
 from lakecdc.events.schema import ConnectSchema, struct
 from lakecdc.events.topics import TableId as TopicTableId
 from lakecdc.events.topics import TopicNamer
-
-
-def _compile_row_builder(fields: list[tuple[str, int, Callable[[Any], Any] | None]]) -> Callable[[Any], dict[str, Any]]:
-    """``values (full row, by position) -> {field: payload value}`` as one generated function:
-    a dict display with one entry per field, converters called only where the type needs one."""
-    namespace: dict[str, Any] = {}
-    entries = []
-    for n, (name, position, convert) in enumerate(fields):
-        if convert is None:
-            entries.append(f"{name!r}: v[{position}]")
-        else:
-            namespace[f"c{n}"] = convert
-            entries.append(f"{name!r}: c{n}(v[{position}])")
-    source = "def build(v):\n    return {" + ", ".join(entries) + "}\n"
-    exec(source, namespace)  # noqa: S102 - generated from column names (repr-quoted) and positions only
-    return namespace["build"]  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)
@@ -113,11 +98,11 @@ def build_table_schema(
     except Exception as exc:
         raise UnknownTableError(f"table '{table.id}': {exc}") from exc
     value_schema = struct(fields, optional=True, name=namer.value_schema_name(topic_id))
-    row_builder = _compile_row_builder([
+    row_builder = compile_row_builder([
         (name, pos, None if is_passthrough(table.columns[pos], modes) else convert)
         for (name, convert), pos in zip(value_columns, value_positions)
     ])
-    key_builder = _compile_row_builder([
+    key_builder = compile_row_builder([
         (name, pos, None if is_passthrough(table.columns[pos], modes) else convert)
         for (name, convert), pos in zip(key_columns, key_positions)
     ]) if key_fields else None

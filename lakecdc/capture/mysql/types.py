@@ -40,7 +40,6 @@ UTC). Example payload row for ``(id INT, ts TIMESTAMP(3), price DECIMAL(10,2), t
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
 import json
 import struct
@@ -52,7 +51,7 @@ from typing import Any
 from lakecdc.capture.mysql.ddl.datatypes import SPATIAL_TYPES
 from lakecdc.capture.mysql.ddl.model import ColumnDef, DefaultKind
 from lakecdc.capture.mysql.errors import MySqlTypeError
-from lakecdc.events.logical import EXACT
+from lakecdc.events.logical import EXACT, binary_converter
 from lakecdc.events.schema import ConnectSchema, primitive, struct as struct_schema
 
 Converter = Callable[[Any], Any]
@@ -363,13 +362,7 @@ def _binary_converter(mode: str, pad_to: int | None) -> Converter:
             b = b + b"\x00" * (pad_to - len(b))  # the binlog drops BINARY(n)'s trailing zero bytes
         return b
 
-    if mode == "base64":
-        return lambda v: base64.b64encode(raw(v)).decode("ascii")
-    if mode == "base64-url-safe":
-        return lambda v: base64.urlsafe_b64encode(raw(v)).decode("ascii")
-    if mode == "hex":
-        return lambda v: raw(v).hex()
-    return raw
+    return binary_converter(mode, raw)
 
 
 def _year(v: Any) -> int:

@@ -34,7 +34,6 @@ contain them (an update that left the LOB alone); with ``lob.enabled=false`` the
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
 import re
 from collections.abc import Callable
@@ -320,14 +319,7 @@ def _binary_converter(modes: TypeModes) -> Converter:
             return bytes(v.read())
         return bytes.fromhex(_text(v))  # HEXTORAW('0a0b')
 
-    mode = modes.binary_handling
-    if mode == "base64":
-        return lambda v: base64.b64encode(raw(v)).decode()
-    if mode == "base64-url-safe":
-        return lambda v: base64.urlsafe_b64encode(raw(v)).decode()
-    if mode == "hex":
-        return lambda v: raw(v).hex()
-    return raw
+    return lg.binary_converter(modes.binary_handling, raw)
 
 
 def _float32(v: Any) -> Float32:

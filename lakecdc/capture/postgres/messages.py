@@ -17,7 +17,6 @@ A non-transactional message (``pg_logical_emit_message(false, ...)``) counts as 
 
 from __future__ import annotations
 
-import base64
 import random
 import time
 from typing import Any
@@ -25,6 +24,7 @@ from typing import Any
 from lakecdc.capture.postgres.config import PostgresConnectorConfig
 from lakecdc.capture.postgres.decoder import LogicalMessage
 from lakecdc.events.envelope import TRANSACTION_BLOCK, ChangeRecord
+from lakecdc.events.logical import binary_converter
 from lakecdc.events.positions import PostgresPosition
 from lakecdc.events.schema import OPTIONAL_INT64, OPTIONAL_STRING, STRING, primitive, struct
 from lakecdc.events.source import PostgresSourceBuilder, source_schema
@@ -49,6 +49,7 @@ class MessageRecords:
         self.config = config
         self.topic = f"{namer.prefix}.message"
         self.mode = config.binary_handling_mode
+        self._encode_content = binary_converter(self.mode)
         self.source = source
         adjust = namer.adjust_schema_name
         self.key_schema = struct(
@@ -65,13 +66,7 @@ class MessageRecords:
         )
 
     def _content(self, content: bytes) -> Any:
-        if self.mode == "base64":
-            return base64.b64encode(content).decode()
-        if self.mode == "base64-url-safe":
-            return base64.urlsafe_b64encode(content).decode()
-        if self.mode == "hex":
-            return content.hex()
-        return content
+        return self._encode_content(content)
 
     def record(self, message: LogicalMessage, lsn: int, xid: int | None, commit_ts_us: int,
                last_commit_lsn: int | None, transaction: dict[str, Any] | None) -> ChangeRecord:

@@ -9,7 +9,6 @@ converters have no branches on modes.
 
 from __future__ import annotations
 
-import base64
 import decimal
 import re
 import struct
@@ -21,6 +20,7 @@ from lakecdc.capture.postgres import type_temporal as tt
 from lakecdc.capture.postgres import type_values as tv
 from lakecdc.capture.postgres.type_values import unscaled_bytes
 from lakecdc.events.javanum import java_double_str
+from lakecdc.events.logical import binary_converter
 from lakecdc.events.schema import ConnectField, ConnectSchema
 from lakecdc.events.serde import jackson_dumps
 
@@ -77,14 +77,7 @@ def binary_schema(modes: TypeModes) -> ConnectSchema:
 
 
 def binary_encoder(modes: TypeModes) -> Callable[[bytes], Any]:
-    mode = modes.binary_handling
-    if mode == "bytes":
-        return bytes
-    if mode == "base64":
-        return lambda b: base64.b64encode(b).decode("ascii")
-    if mode == "base64-url-safe":
-        return lambda b: base64.urlsafe_b64encode(b).decode("ascii")
-    return lambda b: b.hex()
+    return binary_converter(modes.binary_handling)
 
 
 def _binary_spec(modes: TypeModes) -> TypeSpec:

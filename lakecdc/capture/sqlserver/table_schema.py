@@ -20,7 +20,7 @@ from typing import Any
 
 # the generated row builder and the record factory are the MySQL connector's, shared as they are
 from lakecdc.capture.mysql.change_records import RecordFactory
-from lakecdc.capture.mysql.table_schema import _compile_row_builder
+from lakecdc.capture.row_builder import compile_row_builder
 from lakecdc.capture.sqlserver.connection import CaptureInstance, ColumnDef, TableDef
 from lakecdc.capture.sqlserver.errors import SqlServerTypeError
 from lakecdc.capture.sqlserver.types import TypeModes, column_schema, value_converter
@@ -126,8 +126,8 @@ def build_instance_schema(
         key_schema=key_schema,
         value_schema=value_schema,
         envelope_schema=envelope_schema(value_schema, source_schema("sqlserver"), namer.envelope_schema_name(table_id)),
-        row=_compile_row_builder(value_fields),
-        _key=_compile_row_builder(key_builders) if key_builders else None,
+        row=compile_row_builder(value_fields),
+        _key=compile_row_builder(key_builders) if key_builders else None,
         table=_Columns(columns),
     )
 

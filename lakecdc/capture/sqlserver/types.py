@@ -42,7 +42,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from lakecdc.capture.mysql.types import _binary_converter
 from lakecdc.capture.sqlserver.connection import ColumnDef
 from lakecdc.capture.sqlserver.errors import SqlServerTypeError
 from lakecdc.events import logical
@@ -224,8 +223,12 @@ def zoned_text(v: dt.datetime) -> str:
     return f"{text}{sign}{hours:02d}:{mins:02d}"
 
 
+def _raw_bytes(v: Any) -> bytes:
+    return bytes(v) if isinstance(v, (bytes, bytearray, memoryview)) else str(v).encode("latin-1")
+
+
 def _binary(mode: str) -> Converter:
-    return _binary_converter(mode, None)  # the MySQL connector's: bytes, base64, base64-url-safe, hex
+    return logical.binary_converter(mode, _raw_bytes)
 
 
 # ---- defaults ------------------------------------------------------------------------------------
