@@ -40,7 +40,8 @@ def status(
                                       help="A capture or an ingest configuration (repeat for both)."),
     as_json: bool = typer.Option(False, "--json", help="One JSON document on stdout, for machines."),
 ) -> None:
-    """Show the stored capture offset and slot/binlog lag, and per table the ingest progress and lag."""
+    """Show the stored capture offset and how far the source log is ahead of it (PostgreSQL slot, MySQL
+    binlog, Oracle SCNs, SQL Server CDC max LSN), and per table the ingest progress and lag."""
     from lakecdc.config.redact import install_log_redaction
 
     logging.basicConfig(level=logging.WARNING)
