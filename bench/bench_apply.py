@@ -93,7 +93,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakecdc.ingest.batch import ChangeBatch, ColumnSpec, TableTarget
+from lakecdc.ingest.silver import arrow_batch_stats
 from lakecdc.writers.base import LakeWriter, create_writer
+from lakecdc.writers.delta_rs import _to_arrow
 
 ROW_COLUMNS = "id bigint, name string, qty int, price decimal(10,2), updated_at timestamp, notes string"
 
@@ -103,8 +105,12 @@ def columns(spark: SparkSession) -> list[ColumnSpec]:
     return [ColumnSpec(f.name, f.dataType, True) for f in schema.fields]
 
 
+#: ``recent`` key distribution: updates and deletes hit the newest this fraction of the loaded rows
+RECENT_FRACTION = 0.05
+
+
 def change_rows(spark: SparkSession, size: int, table_rows: int, round_no: int, first_offset: int,
-                snapshot: bool = False) -> DataFrame:
+                snapshot: bool = False, keys: str = "uniform") -> DataFrame:
     """``size`` Debezium-shaped change rows as ``ChangeBatch.df`` expects them."""
     i = F.col("id")
     lsn = F.lit(1_000_000_000 * (round_no + 1))
@@ -113,7 +119,8 @@ def change_rows(spark: SparkSession, size: int, table_rows: int, round_no: int, 
         op, key = F.lit("r"), i
     else:
         op = F.when(kind < 2, "c").when(kind == 2, "d").otherwise("u")
-        existing = (i * 7919 + round_no * 104729) % table_rows
+        spread = table_rows if keys == "uniform" else max(1, int(table_rows * RECENT_FRACTION))
+        existing = F.lit(table_rows - spread) + (i * 7919 + round_no * 104729) % spread
         key = F.when(kind < 2, F.lit(table_rows + round_no * 10_000_000) + i).otherwise(existing)
     deleted = op == "d"
     return spark.range(size).select(
@@ -203,68 +210,79 @@ def plain_append(fmt: str, spark: SparkSession, df: DataFrame, warehouse: Path, 
     else:
         from deltalake import write_deltalake
 
-        from lakecdc.writers.delta_rs import _to_arrow
         write_deltalake(str(warehouse / "plain" / name), _to_arrow(df), mode="append")
     return time.perf_counter() - started, clock() - cpu
 
 
-def run(formats: list[str], sizes: list[int], table_rows: int, keep: bool, warmup: bool = True) -> None:
+def bench_format(spark: SparkSession, fmt: str, keys: str, warehouse: Path, sizes: list[int], table_rows: int,
+                 warmup: bool, header: str) -> None:
+    """Load a fresh silver table of ``fmt`` and apply each batch size with ``keys`` distribution."""
+    writer_format = "iceberg" if fmt == "iceberg" else "delta-rs"
+    writer = create_writer(writer_format, spark, warehouse=str(warehouse / "delta"))
+    assert isinstance(writer, LakeWriter)
+    clock = CpuClock(spark)
+    timer = StepTimer(writer, clock)
+    target = TableTarget(topic="bench.public.customers", connector="postgres", database="bench",
+                         schema="public", table="customers", bronze_table=f"bronze.customers_{fmt}_{keys}",
+                         silver_table=f"silver.customers_{fmt}_{keys}", format="delta" if fmt == "delta" else "iceberg",
+                         key_columns=("id",))
+    spec = columns(spark)
+    offset = 0
+    load = change_rows(spark, table_rows, table_rows, 0, offset, snapshot=True).persist()
+    load.count()
+    started = time.perf_counter()
+    writer.apply(ChangeBatch(target, spec, load, {(target.topic, 0): offset + table_rows - 1}), 0)
+    load.unpersist()
+    offset += table_rows
+    print(f"\n{fmt}, {keys} keys: snapshot load of {table_rows:,} rows through the writer: "
+          f"{table_rows / (time.perf_counter() - started):,.0f} rows/s")
+    print(header)
+    # The first batch after the load pays the JVM's warm-up (class loading, JIT of the MERGE
+    # and write paths) in both silver and plain append; a running ingest job pays it once.
+    # It is applied and printed ("warm-up" rows) but the figures are the batches after it.
+    rounds = [("warm-up", size) for size in sizes[:1] if warmup] + [("", size) for size in sizes]
+    for round_no, (label, size) in enumerate(rounds, start=1):
+        df = change_rows(spark, size, table_rows, round_no, offset, keys=keys).persist()
+        # The job computes a batch's figures from the Arrow rows it builds the batch from
+        # (``arrow_batch_stats``); so does the bench, before the clock starts.
+        stats = arrow_batch_stats(_to_arrow(df), target.key_columns)
+        timer.reset()
+        started = time.perf_counter()
+        batch = ChangeBatch(target, spec, df, {(target.topic, 0): offset + size - 1}, stats=stats)
+        result = writer.apply(batch, round_no)
+        total = time.perf_counter() - started
+        append, append_cpu = plain_append(
+            fmt, spark, df.drop("_ingest_ts").withColumn("_ingest_ts", F.current_timestamp()), warehouse,
+            f"p{fmt}{keys}{round_no}", clock)
+        df.unpersist()
+        offset += size
+        silver_rate = size / timer.silver
+        bronze_rate = size / timer.seconds.get("bronze", float("nan"))
+        append_rate = size / append
+        print(f"{label or fmt:8} {keys:7} {size:>9,} {silver_rate:>10,.0f} {bronze_rate:>10,.0f} {append_rate:>10,.0f} "
+              f"{100 * silver_rate / append_rate:>8.0f}% {100 * append_cpu / timer.silver_cpu:>5.0f}% "
+              f"{append:>9.2f} "
+              f"{timer.seconds.get('ledger', 0.0):>9.2f} {timer.seconds.get('merge', float('nan')):>8.2f} "
+              f"{total:>8.1f}", flush=True)
+        assert result.bronze_rows == size, f"bronze took {result.bronze_rows} of {size} new events"
+
+
+def run(formats: list[str], sizes: list[int], table_rows: int, keep: bool, warmup: bool = True,
+        distributions: tuple[str, ...] = ("uniform", "recent")) -> None:
     from lakecdc.devstack.spark import spark_session
 
     warehouse = Path(tempfile.mkdtemp(prefix="lakecdc-bench-"))
     spark = spark_session(warehouse, app_name="lakecdc-bench",
-                          extra_conf={"spark.driver.memory": "4g", "spark.sql.shuffle.partitions": "4"})
+                          extra_conf={"spark.driver.memory": "4g", "spark.sql.shuffle.partitions": "4",
+                                      **dict(kv.split("=", 1) for kv in os.environ.get("BENCH_SPARK_CONF", "").split() if kv)})
     print(f"warehouse {warehouse}; table {table_rows:,} rows; batches {', '.join(f'{s:,}' for s in sizes)}")
-    header = (f"{'format':8} {'changes':>9} {'silver/s':>10} {'bronze/s':>10} {'append/s':>10} {'silver %':>9} "
+    header = (f"{'format':8} {'keys':7} {'changes':>9} {'silver/s':>10} {'bronze/s':>10} {'append/s':>10} {'silver %':>9} "
               f"{'cpu %':>6} "
               f"{'append s':>9} {'ledger s':>9} {'merge s':>8} {'total s':>8}")
     try:
         for fmt in formats:
-            writer_format = "iceberg" if fmt == "iceberg" else "delta-rs"
-            writer = create_writer(writer_format, spark, warehouse=str(warehouse / "delta"))
-            assert isinstance(writer, LakeWriter)
-            clock = CpuClock(spark)
-            timer = StepTimer(writer, clock)
-            target = TableTarget(topic="bench.public.customers", connector="postgres", database="bench",
-                                 schema="public", table="customers", bronze_table=f"bronze.customers_{fmt}",
-                                 silver_table=f"silver.customers_{fmt}", format="delta" if fmt == "delta" else "iceberg",
-                                 key_columns=("id",))
-            spec = columns(spark)
-            offset = 0
-            load = change_rows(spark, table_rows, table_rows, 0, offset, snapshot=True).persist()
-            load.count()
-            started = time.perf_counter()
-            writer.apply(ChangeBatch(target, spec, load, {(target.topic, 0): offset + table_rows - 1}), 0)
-            load.unpersist()
-            offset += table_rows
-            print(f"\n{fmt}: snapshot load of {table_rows:,} rows through the writer: "
-                  f"{table_rows / (time.perf_counter() - started):,.0f} rows/s")
-            print(header)
-            # The first batch after the load pays the JVM's warm-up (class loading, JIT of the MERGE
-            # and write paths) in both silver and plain append; a running ingest job pays it once.
-            # It is applied and printed ("warm-up" rows) but the figures are the batches after it.
-            rounds = [("warm-up", size) for size in sizes[:1] if warmup] + [("", size) for size in sizes]
-            for round_no, (label, size) in enumerate(rounds, start=1):
-                df = change_rows(spark, size, table_rows, round_no, offset).persist()
-                df.count()
-                timer.reset()
-                started = time.perf_counter()
-                result = writer.apply(ChangeBatch(target, spec, df, {(target.topic, 0): offset + size - 1}), round_no)
-                total = time.perf_counter() - started
-                append, append_cpu = plain_append(
-                    fmt, spark, df.drop("_ingest_ts").withColumn("_ingest_ts", F.current_timestamp()), warehouse,
-                    f"p{fmt}{round_no}", clock)
-                df.unpersist()
-                offset += size
-                silver_rate = size / timer.silver
-                bronze_rate = size / timer.seconds.get("bronze", float("nan"))
-                append_rate = size / append
-                print(f"{label or fmt:8} {size:>9,} {silver_rate:>10,.0f} {bronze_rate:>10,.0f} {append_rate:>10,.0f} "
-                      f"{100 * silver_rate / append_rate:>8.0f}% {100 * append_cpu / timer.silver_cpu:>5.0f}% "
-                      f"{append:>9.2f} "
-                      f"{timer.seconds.get('ledger', 0.0):>9.2f} {timer.seconds.get('merge', float('nan')):>8.2f} "
-                      f"{total:>8.1f}", flush=True)
-                assert result.bronze_rows == size, f"bronze took {result.bronze_rows} of {size} new events"
+            for keys in distributions:
+                bench_format(spark, fmt, keys, warehouse, sizes, table_rows, warmup, header)
     finally:
         spark.stop()
         if not keep:
@@ -276,11 +294,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", default="10000,100000,1000000", help="comma-separated batch sizes")
     parser.add_argument("--table-rows", type=int, default=1_000_000)
     parser.add_argument("--formats", default="iceberg,delta", help="iceberg, delta or both")
+    parser.add_argument("--keys", default="uniform,recent",
+                        help="key distributions of updates and deletes: uniform over the table, recent (newest 5%%)")
     parser.add_argument("--keep", action="store_true", help="keep the warehouse directory")
     parser.add_argument("--no-warmup", action="store_true", help="time the first batch after the load too")
     args = parser.parse_args(argv)
     run([f.strip() for f in args.formats.split(",")], [int(s) for s in args.sizes.split(",")], args.table_rows,
-        args.keep, not args.no_warmup)
+        args.keep, not args.no_warmup, tuple(k.strip() for k in args.keys.split(",")))
 
 
 if __name__ == "__main__":

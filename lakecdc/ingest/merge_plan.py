@@ -19,6 +19,11 @@ or the table truncated (from the delete ledger), or null. Semantics rendered her
 4. Columns named in ``_unavailable`` keep the stored value (null on insert). The create of a
    primary-key change has them filled beforehand from the old key's row (``key_moves``).
 5. A truncate in the batch removes (or soft-deletes) every stored row older than it.
+
+The ON condition also bounds the target's first key column to the batch's key ranges
+(``lakecdc.ingest.key_ranges``), which the engines push into the target scan to skip files and
+row groups; it changes no match, as every source key lies inside them. A batch with a truncate
+gets no bound: its NOT MATCHED BY SOURCE clause must see every stored row.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from lakecdc.ingest.batch import SEQ_LENGTH, DeleteMode
+from lakecdc.ingest.key_ranges import KeyRanges, ranges_predicate
 
 ClauseKind = Literal["matched_delete", "matched_update", "not_matched_insert",
                      "not_matched_by_source_delete", "not_matched_by_source_update"]
@@ -102,6 +108,7 @@ class MergePlan:
     ``truncated_through``: the newest truncate ever applied (delete ledger and this batch): no
     event older than it may insert a row.
     ``placeholders``: whether any row carries ``_unavailable`` columns (renders the CASEs only then).
+    ``key_ranges``: where the batch's first key column lies (None: read the whole target).
     """
 
     keys: tuple[str, ...]
@@ -111,6 +118,7 @@ class MergePlan:
     truncate_ts_ms: int | None = None
     truncated_through: tuple[int, ...] | None = None
     placeholders: bool = True
+    key_ranges: KeyRanges | None = None
 
     def __post_init__(self) -> None:
         if not self.keys:
@@ -132,7 +140,10 @@ class MergeClause:
 
 
 def join_condition(plan: MergePlan, dialect: Dialect) -> str:
-    return " AND ".join(f"{dialect.ident(TARGET, k)} = {dialect.ident(SOURCE, k)}" for k in plan.keys)
+    on = " AND ".join(f"{dialect.ident(TARGET, k)} = {dialect.ident(SOURCE, k)}" for k in plan.keys)
+    if plan.key_ranges and plan.truncate_seq is None:
+        on += " AND " + ranges_predicate(dialect.ident(TARGET, plan.keys[0]), plan.key_ranges)
+    return on
 
 
 def _value_assignment(plan: MergePlan, dialect: Dialect, column: str, *, insert: bool) -> str:

@@ -243,8 +243,8 @@ class BatchProcessor:
         df = arrow_to_spark(self.spark, rows, schema)
         try:
             # The figures of the batch come from its Arrow rows here: a Spark job less per table.
-            result = writer.apply(ChangeBatch(target, columns, df, progress, events_through, arrow_batch_stats(rows)),
-                                  batch_id)
+            stats = arrow_batch_stats(rows, target.key_columns)
+            result = writer.apply(ChangeBatch(target, columns, df, progress, events_through, stats), batch_id)
         except SchemaEvolutionError as exc:
             return _TableOutcome(target, failure=str(exc))
         streamed = rows.filter(pc.not_equal(rows.column("_op"), "r")).column("_source_ts_ms")

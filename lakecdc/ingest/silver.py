@@ -23,8 +23,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import IntegralType, StringType
 
 from lakecdc.ingest.batch import SEQ_LENGTH
+from lakecdc.ingest.key_ranges import KeyRanges, arrow_key_ranges
 from lakecdc.ingest.key_moves import StoredRows, fill_moved_placeholders, is_moved_placeholder
 from lakecdc.ingest.merge_plan import SILVER_META_COLUMNS
 
@@ -42,14 +44,19 @@ class BatchStats:
     truncate_ts_ms: int | None
     removals: int = 0  # deletes + truncates
     moved_placeholders: bool = False  # a key change's create holds placeholders (``key_moves``)
+    key_ranges: KeyRanges | None = None  # where the first key column's values lie (``key_ranges``)
 
     @property
     def has_truncate(self) -> bool:
         return self.truncate_seq is not None
 
 
-def batch_stats(df: DataFrame) -> BatchStats:
+def batch_stats(df: DataFrame, keys: tuple[str, ...] = ()) -> BatchStats:
+    """The figures in one Spark job; the key range is the first key column's ``[min, max]`` (one
+    range: splitting at gaps needs the keys at hand, as ``arrow_batch_stats`` has them)."""
     is_truncate = F.col("_op") == "t"
+    ranged = keys[0] if keys and isinstance(df.schema[keys[0]].dataType, (IntegralType, StringType)) else None
+    bounds = [F.min(ranged).alias("key_min"), F.max(ranged).alias("key_max")] if ranged else []
     row = df.agg(
         F.count(F.lit(1)).alias("events"),
         F.max("_seq").alias("max_seq"),
@@ -59,6 +66,7 @@ def batch_stats(df: DataFrame) -> BatchStats:
         F.max(F.when(is_truncate, F.struct("_seq", "_source_ts_ms"))).alias("truncate"),
         F.sum(F.when(F.col("_op").isin("d", "t"), 1).otherwise(0)).alias("removals"),
         F.max(F.when(is_moved_placeholder(), 1).otherwise(0)).alias("moved"),
+        *bounds,
     ).collect()[0]
     truncate = row["truncate"]
     return BatchStats(
@@ -71,10 +79,11 @@ def batch_stats(df: DataFrame) -> BatchStats:
         truncate_ts_ms=truncate["_source_ts_ms"] if truncate is not None else None,
         removals=int(row["removals"] or 0),
         moved_placeholders=bool(row["moved"]),
+        key_ranges=((row["key_min"], row["key_max"]),) if ranged and row["key_min"] is not None else None,
     )
 
 
-def arrow_batch_stats(rows: pa.Table) -> BatchStats:
+def arrow_batch_stats(rows: pa.Table, keys: tuple[str, ...] = ()) -> BatchStats:
     """``batch_stats`` of a batch whose rows are at hand in Arrow (``ChangeBatch.df`` built from
     ``rows``): the same figures, compared the same way (``_seq`` lexicographically; the newest
     truncate by ``_seq``, then ``_source_ts_ms``), at the cost of an Arrow pass instead of a Spark job."""
@@ -94,6 +103,7 @@ def arrow_batch_stats(rows: pa.Table) -> BatchStats:
         truncate_ts_ms=truncate["_source_ts_ms"] if truncate is not None else None,
         removals=pc.sum(pc.is_in(ops, pa.array(["d", "t"]))).as_py() or 0,
         moved_placeholders=bool(pc.any(moved).as_py()),
+        key_ranges=arrow_key_ranges(rows.column(keys[0])) if keys and keys[0] in rows.column_names else None,
     )
 
 

@@ -135,8 +135,10 @@ class LakeWriter(TableWriter):
     def _table_schema(self, name: str) -> StructType | None: ...
 
     @abstractmethod
-    def _create_table(self, name: str, schema: StructType, kind: str) -> None:
-        """``kind``: "bronze" (partitioned by ingest day), "silver", "ledger" or "dead_letters"."""
+    def _create_table(self, name: str, schema: StructType, kind: str, sort_by: tuple[str, ...] = ()) -> None:
+        """``kind``: "bronze" (partitioned by ingest day), "silver", "ledger" or "dead_letters";
+        ``sort_by``: the key columns, by which a format that can keeps the rows of its files sorted
+        (so a MERGE's key ranges skip files and row groups, ``lakecdc.ingest.key_ranges``)."""
 
     @abstractmethod
     def _evolve(self, name: str, change: SchemaChange) -> None: ...
@@ -187,7 +189,7 @@ class LakeWriter(TableWriter):
     def _apply(self, batch: ChangeBatch, batch_id: int, started: float) -> ApplyResult:
         target = batch.table
         warnings: list[str] = []
-        stats = batch.stats if batch.stats is not None else batch_stats(batch.df)  # step 1
+        stats = batch.stats if batch.stats is not None else batch_stats(batch.df, target.key_columns)  # step 1
         if stats.events == 0:
             return ApplyResult(target, batch_id, 0, 0, 0, 0, skipped=True, seconds=time.monotonic() - started)
         bronze_done = self._stored_progress(target.bronze_table)  # step 2
@@ -211,10 +213,10 @@ class LakeWriter(TableWriter):
                                       "bronze")  # step 3
         if target.has_key:
             changes += self._prepare_table(target.silver_table, silver_schema(target, batch.columns), None,
-                                           batch.columns, "silver")
+                                           batch.columns, "silver", target.key_columns)
             key_specs = [c for c in batch.columns if c.name in target.key_columns]
             self._prepare_table(target.ledger_table, ledger_schema(target, batch.columns), None, key_specs,
-                                "ledger")
+                                "ledger", target.key_columns)
         df = self._cast_to_stored(batch.df, row_names, target.bronze_table)
         bronze_rows, bronze_version = 0, None
         if not bronze_covered:  # step 4
@@ -249,7 +251,8 @@ class LakeWriter(TableWriter):
                                                        stats.truncate_seq)
         plan = MergePlan(keys=keys, columns=tuple(row_names), delete_mode=target.delete_mode,
                          truncate_seq=stats.truncate_seq, truncate_ts_ms=stats.truncate_ts_ms,
-                         truncated_through=progress.truncated_through, placeholders=stats.has_placeholders)
+                         truncated_through=progress.truncated_through, placeholders=stats.has_placeholders,
+                         key_ranges=stats.key_ranges)
         props = progress.to_properties()
         source = silver_source(df, keys, row_names, stats, lambda old_keys: self._stored_silver(target, old_keys))
         upserts, deletes, version = self._merge_silver(target, source, plan, props, batch_id)  # 5b
@@ -258,12 +261,12 @@ class LakeWriter(TableWriter):
         return upserts, deletes, version
 
     def _prepare_table(self, name: str, schema: StructType, meta: StructType | None, columns: list[ColumnSpec],
-                       kind: str) -> tuple[str, ...]:
+                       kind: str, sort_by: tuple[str, ...] = ()) -> tuple[str, ...]:
         full = StructType([*schema.fields, *(meta.fields if meta else [])])
         stored = self._table_schema(name)
         if stored is None:
             with self._create_lock:
-                self._create_table(name, full, kind)
+                self._create_table(name, full, kind, sort_by)
             return ()
         meta_names = {f.name for f in full.fields if f.name.startswith("_")} - {c.name for c in columns}
         stored_rows = StructType([f for f in stored.fields if f.name not in meta_names])

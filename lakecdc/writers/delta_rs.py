@@ -39,6 +39,7 @@ from lakecdc.errors import TerminalError
 from lakecdc.ingest.batch import SEQ_LENGTH, TableTarget
 from lakecdc.ingest.bronze import DELTA_PARTITION_COLUMN, arrow_new_rows, bronze_columns, spark_new_rows
 from lakecdc.ingest.frames import arrow_to_spark as arrow_to_dataframe
+from lakecdc.ingest.key_ranges import KeyRanges, arrow_ranges_filter
 from lakecdc.ingest.merge_plan import (
     DATAFUSION, SOURCE, TARGET, MergeClause, MergePlan, join_condition, merge_clauses,
 )
@@ -52,6 +53,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: Target file size of key-sorted tables (silver, ledger).
+SORTED_TARGET_FILE_BYTES = 8 * 1024 * 1024
 #: How many commits back to look for the newest one carrying lakecdc progress.
 HISTORY_LOOKBACK = 100
 
@@ -127,14 +130,18 @@ class DeltaRsWriter(LakeWriter):
         return StructType([StructField(f.name, arrow_to_spark(f.type), f.nullable) for f in arrow
                            if f.name != DELTA_PARTITION_COLUMN])
 
-    def _create_table(self, name: str, schema: StructType, kind: str) -> None:
+    def _create_table(self, name: str, schema: StructType, kind: str, sort_by: tuple[str, ...] = ()) -> None:
         arrow = _arrow_schema(schema)
         partition_by = None
         if kind == "bronze":
             arrow = arrow.append(pa.field(DELTA_PARTITION_COLUMN, pa.date32()))
             partition_by = [DELTA_PARTITION_COLUMN]
+        # delta-rs merges copy-on-write: a MERGE rewrites every file holding a matched key. Small
+        # files of key-sorted rows keep that rewrite to the files a batch's key ranges reach (as
+        # Databricks' tuneFileSizesForRewrites does for MERGE-heavy tables).
+        configuration = {"delta.targetFileSize": str(SORTED_TARGET_FILE_BYTES)} if sort_by else None
         DeltaTable.create(self.table_uri(name), arrow, mode="ignore", partition_by=partition_by,
-                          storage_options=self.storage_options)
+                          configuration=configuration, storage_options=self.storage_options)
         log.info("created Delta %s table %s", kind, self.table_uri(name))
 
     def _evolve(self, name: str, change: SchemaChange) -> None:
@@ -211,10 +218,11 @@ class DeltaRsWriter(LakeWriter):
         write_deltalake(table, _conform(_to_arrow(rows), pa.schema(table.schema().to_arrow())), mode="append",
                         storage_options=self.storage_options)
 
-    def _ledger(self, target: TableTarget, op: str) -> pa.Table:
+    def _ledger(self, target: TableTarget, op: str, ranges: KeyRanges | None = None) -> pa.Table:
         table = self._open(target.ledger_table)
         assert table is not None
-        rows = table.to_pyarrow_dataset().to_table(columns=[*target.key_columns, "_seq", "_op"])
+        where = arrow_ranges_filter(target.key_columns[0], ranges) if ranges else None
+        rows = table.to_pyarrow_dataset().to_table(columns=[*target.key_columns, "_seq", "_op"], filter=where)
         return rows.filter(pc.equal(rows["_op"].cast(pa.string()), op)).drop_columns(["_op"])
 
     def _stored_silver(self, target: TableTarget, keys: DataFrame) -> DataFrame | None:
@@ -236,7 +244,9 @@ class DeltaRsWriter(LakeWriter):
 
     def _merge_silver(self, target: TableTarget, source: DataFrame, plan: MergePlan,
                       props: dict[str, str], batch_id: int) -> tuple[int, int, int | None]:
-        rows = _with_removed_seq(_to_arrow(source), self._ledger(target, "d"), target.key_columns)
+        # sorted by key: the files the MERGE writes then cover narrow key ranges (``_create_table``)
+        rows = _to_arrow(source).sort_by([(k, "ascending") for k in target.key_columns])
+        rows = _with_removed_seq(rows, self._ledger(target, "d", plan.key_ranges), target.key_columns)
         table = self._open(target.silver_table)
         assert table is not None
         before = table.version()

@@ -92,7 +92,7 @@ class DeltaSparkWriter(SparkSqlWriter):
                  dead_letter_table: str = "lakecdc.dead_letters", **_: object) -> None:
         super().__init__(spark, catalog, dead_letter_table)
 
-    def _create_table(self, name: str, schema: StructType, kind: str) -> None:
+    def _create_table(self, name: str, schema: StructType, kind: str, sort_by: tuple[str, ...] = ()) -> None:
         full = self.resolve(name)
         self._ensure_namespace(full)
         self.spark.sql(create_table_sql(full, schema, kind))

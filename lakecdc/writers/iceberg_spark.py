@@ -35,6 +35,9 @@ TABLE_PROPERTIES = {
     "write.update.mode": "merge-on-read",
     "write.delete.mode": "merge-on-read",
 }
+ROW_GROUP_BYTES = "write.parquet.row-group-size-bytes"
+#: Row groups of key-sorted tables (silver, ledger): ~100k narrow rows each.
+SORTED_ROW_GROUP_BYTES = 2 * 1024 * 1024
 #: How many snapshots back to look for the newest one carrying lakecdc progress (compactions and
 #: other maintenance commits in between carry none).
 PROGRESS_LOOKBACK = 100
@@ -54,13 +57,20 @@ class IcebergSparkWriter(SparkSqlWriter):
             # tables are applied one at a time (the job's other formats still run beside them).
             self._apply_lock = threading.Lock()
 
-    def _create_table(self, name: str, schema: StructType, kind: str) -> None:
+    def _create_table(self, name: str, schema: StructType, kind: str, sort_by: tuple[str, ...] = ()) -> None:
         full = self.resolve(name)
         self._ensure_namespace(full)
         partitioning = " PARTITIONED BY (days(_ingest_ts))" if kind == "bronze" else ""
         props = ", ".join(f"'{k}'='{v}'" for k, v in TABLE_PROPERTIES.items())
         self.spark.sql(f"CREATE TABLE IF NOT EXISTS {full} ({column_ddl(schema)}) USING iceberg{partitioning} "
                        f"TBLPROPERTIES ({props})")
+        if sort_by:
+            # Small row groups: within a key-sorted file each covers a narrow key range, which
+            # Iceberg's reader skips when a MERGE's key ranges miss it (128 MB groups would hold
+            # a whole 1M-row table). Locally: each write sorts its own rows (no range shuffle), so the files a MERGE adds
+            # cover narrow key ranges and its key ranges prune files and row groups.
+            self.spark.sql(f"ALTER TABLE {full} SET TBLPROPERTIES ('{ROW_GROUP_BYTES}'='{SORTED_ROW_GROUP_BYTES}')")
+            self.spark.sql(f"ALTER TABLE {full} WRITE LOCALLY ORDERED BY {', '.join(quote(k) for k in sort_by)}")
         log.info("created Iceberg %s table %s", kind, full)
 
     def _evolve(self, name: str, change: SchemaChange) -> None:

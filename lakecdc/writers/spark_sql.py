@@ -17,6 +17,7 @@ from pyspark.sql.types import StructType
 from lakecdc.errors import TerminalError
 from lakecdc.ingest.batch import TableTarget
 from lakecdc.ingest.bronze import bronze_columns, spark_new_rows
+from lakecdc.ingest.key_ranges import ranges_predicate
 from lakecdc.ingest.merge_plan import MergePlan, render_spark_sql
 from lakecdc.ingest.silver import BatchStats
 from lakecdc.writers.base import DEAD_LETTER_POSITION, LakeWriter
@@ -101,7 +102,10 @@ class SparkSqlWriter(LakeWriter):
 
     def _merge_silver(self, target: TableTarget, source: DataFrame, plan: MergePlan,
                       props: dict[str, str], batch_id: int) -> tuple[int, int, int | None]:
-        ledger = (self.spark.table(self.resolve(target.ledger_table)).filter(F.col("_op") == "d")
+        ledger = self.spark.table(self.resolve(target.ledger_table)).filter(F.col("_op") == "d")
+        if plan.key_ranges:
+            ledger = ledger.filter(ranges_predicate(quote(target.key_columns[0]), plan.key_ranges))
+        ledger = (ledger
                   .groupBy(*target.key_columns).agg(F.max("_seq").alias("_removed_seq")))
         guarded = source.join(ledger, on=list(target.key_columns), how="left")
         view = f"lakecdc_silver_{abs(hash(target.silver_table))}"

@@ -71,3 +71,20 @@ def test_arrow_stats_of_the_cases_are_what_they_say() -> None:
     assert arrow_batch_stats(rows(CASES["deletes, placeholders"], {1})).moved_placeholders
     assert not arrow_batch_stats(rows(CASES["inserts and updates"], {0})).moved_placeholders  # none unavailable
     assert arrow_batch_stats(rows(CASES["lexicographic, not numeric sum"])).max_seq == (10, 0, 0, 0)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_key_ranges_of_both_cover_the_keys(spark, case: str) -> None:
+    """Spark's stats bound the first key column with one [min, max]; Arrow's may split it at gaps.
+    Either way every key lies inside, and both agree on the outer bounds."""
+    table = rows(CASES[case])
+    schema = StructType([StructField("id", LongType()), StructField("name", StringType()), *metadata_fields()])
+    keys = [k for k in table.column("id").to_pylist() if k is not None]
+    arrow_ranges = arrow_batch_stats(table, ("id",)).key_ranges
+    spark_ranges = batch_stats(arrow_to_spark(spark, table, schema), ("id",)).key_ranges
+    if not keys:  # a batch of truncates: nothing to bound
+        assert arrow_ranges is None and spark_ranges is None
+        return
+    assert spark_ranges == ((min(keys), max(keys)),)
+    assert arrow_ranges is not None and arrow_ranges[0][0] == min(keys) and arrow_ranges[-1][1] == max(keys)
+    assert all(any(lo <= k <= hi for lo, hi in arrow_ranges) for k in keys)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,8 @@ from pyspark.sql.types import DecimalType, DoubleType, FloatType, IntegerType
 
 from lakecdc.errors import SchemaEvolutionError
 from lakecdc.ingest.batch import ColumnSpec
+from lakecdc.ingest.frames import spark_to_arrow
+from lakecdc.ingest.silver import arrow_batch_stats
 from lakecdc.writers.base import TableWriter, create_writer
 from writer_harness import LONG, STR, Ev, Stream, TableReader
 
@@ -202,6 +205,30 @@ def test_primary_key_change_moves_the_row(writer: TableWriter, spark: SparkSessi
     # Debezium: delete of the old key, (tombstone, dropped by the reader), create of the new key
     writer.apply(s.batch([Ev("d", (20, 20), {"id": 1}), Ev("c", (20, 20), {"id": 7, "name": "a", "notes": "n"})]), 2)
     assert names(writer, s) == {7: "a"}
+
+
+def test_key_ranges_skip_files_and_lose_no_match(writer: TableWriter, spark: SparkSession) -> None:
+    """A batch whose keys fall in separate clusters MERGEs with several key ranges (as the job's
+    Arrow stats give them): every stored key it touches is still matched (no duplicate insert),
+    and files outside the ranges are not read."""
+    s = stream(writer, spark)
+    for batch_id, cluster in enumerate(([1, 2, 3], [500, 501], [90_000, 90_001], [7_000_000]), start=1):
+        writer.apply(s.batch([Ev("c", 10 * batch_id, {"id": k, "name": f"v{k}"}) for k in cluster]), batch_id)
+    batch = s.batch([Ev("u", 60, {"id": 2, "name": "new2"}), Ev("d", 60, {"id": 3}),
+                     Ev("u", 61, {"id": 90_001, "name": "new90001"}), Ev("c", 62, {"id": 4, "name": "v4"}),
+                     Ev("u", 63, {"id": 90_000, "name": "new90000"})])
+    stats = arrow_batch_stats(spark_to_arrow(batch.df), s.target.key_columns)
+    assert stats.key_ranges == ((2, 4), (90_000, 90_001))
+    writer.apply(replace(batch, stats=stats), 5)
+    rows = TableReader(writer).rows(s.target.silver_table)
+    assert sorted(r["id"] for r in rows) == [1, 2, 4, 500, 501, 90_000, 90_001, 7_000_000]
+    assert names(writer, s) == {1: "v1", 2: "new2", 4: "v4", 500: "v500", 501: "v501", 90_000: "new90000",
+                                90_001: "new90001", 7_000_000: "v7000000"}
+    if writer.format == "delta":  # delta-rs reports what its MERGE read; the two clusters' files were not
+        from deltalake import DeltaTable
+        merge = DeltaTable(writer.table_uri(s.target.silver_table)).history(1)[0]  # type: ignore[attr-defined]
+        assert merge["operation"] == "MERGE"
+        assert merge["operationMetrics"]["num_target_files_skipped_during_scan"] >= 2
 
 
 def test_soft_delete_marks_and_guards(writer: TableWriter, spark: SparkSession) -> None:

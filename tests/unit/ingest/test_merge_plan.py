@@ -123,3 +123,15 @@ def test_column_names_are_quoted() -> None:
     plan = MergePlan(keys=("order",), columns=("order", "select"), placeholders=False)
     sql = render_spark_sql(plan, "lake.s.t", "src")
     assert "t.`order` = s.`order`" in sql and "`select` = s.`select`" in sql
+
+
+def test_key_ranges_bound_the_target_unless_the_batch_truncates() -> None:
+    ranges = ((1, 1), (950_000, 950_099))
+    plan = MergePlan(keys=("id", "tenant"), columns=("id", "tenant"), placeholders=False, key_ranges=ranges)
+    assert join_condition(plan, SPARK) == ("t.`id` = s.`id` AND t.`tenant` = s.`tenant` AND "
+                                           "(t.`id` = 1 OR t.`id` BETWEEN 950000 AND 950099)")
+    assert join_condition(plan, DATAFUSION).endswith('AND (t."id" = 1 OR t."id" BETWEEN 950000 AND 950099)')
+    # NOT MATCHED BY SOURCE must see every stored row: no bound with a truncate in the batch
+    truncating = MergePlan(keys=("id",), columns=("id",), placeholders=False, key_ranges=ranges,
+                           truncate_seq=(5, 5, 0, 0), truncate_ts_ms=5)
+    assert join_condition(truncating, SPARK) == "t.`id` = s.`id`"
