@@ -214,6 +214,36 @@ def plain_append(fmt: str, spark: SparkSession, df: DataFrame, warehouse: Path, 
     return time.perf_counter() - started, clock() - cpu
 
 
+def empty_merge(fmt: str, spark: SparkSession, df: DataFrame, warehouse: Path, name: str,
+                clock: CpuClock) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of the engine's plainest MERGE of the batch (one row per key, no
+    guards) into an EMPTY table of the same format: a floor no silver MERGE can go below, as
+    there is nothing to read. Beside the plain append it shows how far the engine's MERGE
+    machinery alone is from an append."""
+    # ``_partition`` renamed as bronze does: Iceberg's MERGE reserves the name for its metadata column
+    rows = (df.dropDuplicates(["id"]).withColumnRenamed("_partition", "_kafka_partition").drop("_ingest_ts")
+            .withColumn("_ingest_ts", F.current_timestamp()).persist())
+    rows.count()
+    if fmt == "iceberg":
+        spark.createDataFrame([], rows.schema).writeTo(f"lake.floor.{name}").using("iceberg").tableProperty(
+            "write.merge.mode", "merge-on-read").create()
+        rows.createOrReplaceTempView("floor_source")
+    else:
+        from deltalake import DeltaTable
+        uri = str(warehouse / "floor" / name)
+        DeltaTable.create(uri, _to_arrow(rows.limit(0)).schema)
+    started, cpu = time.perf_counter(), clock()
+    if fmt == "iceberg":
+        spark.sql(f"MERGE INTO lake.floor.{name} t USING floor_source s ON t.id = s.id "
+                  "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    else:
+        (DeltaTable(uri).merge(_to_arrow(rows), "t.id = s.id", source_alias="s", target_alias="t")
+         .when_matched_update_all().when_not_matched_insert_all().execute())
+    seconds, cpu_seconds = time.perf_counter() - started, clock() - cpu
+    rows.unpersist()
+    return seconds, cpu_seconds
+
+
 def bench_format(spark: SparkSession, fmt: str, keys: str, warehouse: Path, sizes: list[int], table_rows: int,
                  warmup: bool, header: str) -> None:
     """Load a fresh silver table of ``fmt`` and apply each batch size with ``keys`` distribution."""
@@ -254,6 +284,7 @@ def bench_format(spark: SparkSession, fmt: str, keys: str, warehouse: Path, size
         append, append_cpu = plain_append(
             fmt, spark, df.drop("_ingest_ts").withColumn("_ingest_ts", F.current_timestamp()), warehouse,
             f"p{fmt}{keys}{round_no}", clock)
+        floor, _ = empty_merge(fmt, spark, df, warehouse, f"f{fmt}{keys}{round_no}", clock)
         df.unpersist()
         offset += size
         silver_rate = size / timer.silver
@@ -263,7 +294,7 @@ def bench_format(spark: SparkSession, fmt: str, keys: str, warehouse: Path, size
               f"{100 * silver_rate / append_rate:>8.0f}% {100 * append_cpu / timer.silver_cpu:>5.0f}% "
               f"{append:>9.2f} "
               f"{timer.seconds.get('ledger', 0.0):>9.2f} {timer.seconds.get('merge', float('nan')):>8.2f} "
-              f"{total:>8.1f}", flush=True)
+              f"{total:>8.1f} {100 * append / floor:>7.0f}%", flush=True)
         assert result.bronze_rows == size, f"bronze took {result.bronze_rows} of {size} new events"
 
 
@@ -278,7 +309,7 @@ def run(formats: list[str], sizes: list[int], table_rows: int, keep: bool, warmu
     print(f"warehouse {warehouse}; table {table_rows:,} rows; batches {', '.join(f'{s:,}' for s in sizes)}")
     header = (f"{'format':8} {'keys':7} {'changes':>9} {'silver/s':>10} {'bronze/s':>10} {'append/s':>10} {'silver %':>9} "
               f"{'cpu %':>6} "
-              f"{'append s':>9} {'ledger s':>9} {'merge s':>8} {'total s':>8}")
+              f"{'append s':>9} {'ledger s':>9} {'merge s':>8} {'total s':>8} {'floor %':>8}")
     try:
         for fmt in formats:
             for keys in distributions:

@@ -18,6 +18,7 @@ ranges by construction.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Union
 
 import numpy as np
@@ -63,13 +64,11 @@ def integer_ranges(distinct_sorted: np.ndarray, max_ranges: int = MAX_RANGES) ->
     return tuple((int(distinct_sorted[s]), int(distinct_sorted[e])) for s, e in zip(starts, ends))
 
 
-def literal(value: KeyValue) -> str:
-    """A SQL literal of a key bound (the same spelling in Spark SQL and DataFusion)."""
+def literal(value: KeyValue, string_literal: Callable[[str], str]) -> str:
+    """A SQL literal of a key bound; strings spelled by the dialect's ``string_literal``."""
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise TypeError(f"key range bound {value!r} is neither an integer nor a string")
-    if isinstance(value, int):
-        return str(value)
-    return "'" + value.replace("'", "''") + "'"
+    return str(value) if isinstance(value, int) else string_literal(value)
 
 
 def arrow_ranges_filter(column: str, ranges: KeyRanges) -> pc.Expression:
@@ -83,8 +82,10 @@ def arrow_ranges_filter(column: str, ranges: KeyRanges) -> pc.Expression:
     return expression
 
 
-def ranges_predicate(column: str, ranges: KeyRanges) -> str:
+def ranges_predicate(column: str, ranges: KeyRanges, string_literal: Callable[[str], str]) -> str:
     """``(col BETWEEN a AND b OR col = c ...)`` over already-quoted ``column``."""
-    terms = [f"{column} = {literal(lo)}" if lo == hi else f"{column} BETWEEN {literal(lo)} AND {literal(hi)}"
-             for lo, hi in ranges]
+    def lit(value: KeyValue) -> str:
+        return literal(value, string_literal)
+
+    terms = [f"{column} = {lit(lo)}" if lo == hi else f"{column} BETWEEN {lit(lo)} AND {lit(hi)}" for lo, hi in ranges]
     return "(" + " OR ".join(terms) + ")"

@@ -60,9 +60,16 @@ class Dialect:
     def seq_item(self, alias: str, index: int) -> str:
         return f"{self.ident(alias, '_seq') if alias else '_seq'}[{index + self.seq_base}]"
 
+    def string_literal(self, value: str) -> str:
+        """A SQL string literal of ``value``. Spark reads backslash escapes and joins adjacent
+        literals (``'o''b'`` is "ob" there), so it escapes both with backslashes; DataFusion
+        doubles quotes (standard SQL)."""
+        if self.name == "spark":
+            return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+        return "'" + value.replace("'", "''") + "'"
+
     def contains(self, array_expr: str, literal: str) -> str:
-        escaped = literal.replace("'", "''")
-        return f"{self.array_contains_fn}({array_expr}, '{escaped}')"
+        return f"{self.array_contains_fn}({array_expr}, {self.string_literal(literal)})"
 
     def timestamp_from_ms(self, expr: str) -> str:
         if self.name == "spark":
@@ -142,7 +149,8 @@ class MergeClause:
 def join_condition(plan: MergePlan, dialect: Dialect) -> str:
     on = " AND ".join(f"{dialect.ident(TARGET, k)} = {dialect.ident(SOURCE, k)}" for k in plan.keys)
     if plan.key_ranges and plan.truncate_seq is None:
-        on += " AND " + ranges_predicate(dialect.ident(TARGET, plan.keys[0]), plan.key_ranges)
+        on += " AND " + ranges_predicate(dialect.ident(TARGET, plan.keys[0]), plan.key_ranges,
+                                         dialect.string_literal)
     return on
 
 

@@ -55,7 +55,8 @@ def batch_stats(df: DataFrame, keys: tuple[str, ...] = ()) -> BatchStats:
     """The figures in one Spark job; the key range is the first key column's ``[min, max]`` (one
     range: splitting at gaps needs the keys at hand, as ``arrow_batch_stats`` has them)."""
     is_truncate = F.col("_op") == "t"
-    ranged = keys[0] if keys and isinstance(df.schema[keys[0]].dataType, (IntegralType, StringType)) else None
+    ranged = keys[0] if keys and keys[0] in df.columns and isinstance(
+        df.schema[keys[0]].dataType, (IntegralType, StringType)) else None
     bounds = [F.min(ranged).alias("key_min"), F.max(ranged).alias("key_max")] if ranged else []
     row = df.agg(
         F.count(F.lit(1)).alias("events"),

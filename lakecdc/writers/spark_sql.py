@@ -18,7 +18,7 @@ from lakecdc.errors import TerminalError
 from lakecdc.ingest.batch import TableTarget
 from lakecdc.ingest.bronze import bronze_columns, spark_new_rows
 from lakecdc.ingest.key_ranges import ranges_predicate
-from lakecdc.ingest.merge_plan import MergePlan, render_spark_sql
+from lakecdc.ingest.merge_plan import SPARK, MergePlan, render_spark_sql
 from lakecdc.ingest.silver import BatchStats
 from lakecdc.writers.base import DEAD_LETTER_POSITION, LakeWriter
 
@@ -104,7 +104,8 @@ class SparkSqlWriter(LakeWriter):
                       props: dict[str, str], batch_id: int) -> tuple[int, int, int | None]:
         ledger = self.spark.table(self.resolve(target.ledger_table)).filter(F.col("_op") == "d")
         if plan.key_ranges:
-            ledger = ledger.filter(ranges_predicate(quote(target.key_columns[0]), plan.key_ranges))
+            ledger = ledger.filter(ranges_predicate(quote(target.key_columns[0]), plan.key_ranges,
+                                                    SPARK.string_literal))
         ledger = (ledger
                   .groupBy(*target.key_columns).agg(F.max("_seq").alias("_removed_seq")))
         guarded = source.join(ledger, on=list(target.key_columns), how="left")

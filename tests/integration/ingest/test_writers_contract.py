@@ -231,6 +231,19 @@ def test_key_ranges_skip_files_and_lose_no_match(writer: TableWriter, spark: Spa
         assert merge["operationMetrics"]["num_target_files_skipped_during_scan"] >= 2
 
 
+def test_string_keys_with_quotes_and_backslashes_match(writer: TableWriter, spark: SparkSession) -> None:
+    """String keys reach the MERGE as literals of its key ranges (and column names of placeholder
+    checks): a quote or backslash in them must not change the value (Spark SQL joins ``'a''b'``
+    into "ab" and reads ``\\`` as an escape), or a stored row would be missed and duplicated."""
+    s = stream(writer, spark, columns=[("code", STR), ("name", STR)], keys=("code",))
+    odd = ["o'brien", "back\\slash", "a''b", "tab\\t"]
+    writer.apply(s.batch([Ev("c", 10, {"code": k, "name": "old"}) for k in odd]), 1)
+    batch = s.batch([Ev("u", 20, {"code": k, "name": "new"}) for k in odd])
+    writer.apply(replace(batch, stats=arrow_batch_stats(spark_to_arrow(batch.df), ("code",))), 2)
+    rows = TableReader(writer).rows(s.target.silver_table)
+    assert sorted((r["code"], r["name"]) for r in rows) == sorted((k, "new") for k in odd)
+
+
 def test_soft_delete_marks_and_guards(writer: TableWriter, spark: SparkSession) -> None:
     s = stream(writer, spark, delete_mode="soft")
     writer.apply(s.batch([Ev("c", 10, {"id": 1, "name": "a"}), Ev("c", 10, {"id": 2, "name": "b"})]), 1)

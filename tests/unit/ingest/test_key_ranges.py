@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lakecdc.ingest.merge_plan import DATAFUSION, SPARK
 from lakecdc.ingest.key_ranges import (
     MAX_RANGES, arrow_key_ranges, arrow_ranges_filter, integer_ranges, literal, ranges_predicate,
 )
@@ -49,11 +50,14 @@ def test_strings_get_one_range_and_other_types_none() -> None:
 
 
 def test_literals_and_predicate() -> None:
-    assert literal("o'brien") == "'o''brien'"
-    assert literal(-4) == "-4"
+    assert literal("o'b\\x", SPARK.string_literal) == "'o\\'b\\\\x'"
+    assert literal("o'b\\x", DATAFUSION.string_literal) == "'o''b\\x'"
+    assert literal(-4, SPARK.string_literal) == "-4"
     with pytest.raises(TypeError, match="neither an integer nor a string"):
-        literal(True)
-    assert ranges_predicate("t.`id`", ((1, 1), (5, 9))) == "(t.`id` = 1 OR t.`id` BETWEEN 5 AND 9)"
+        literal(True, SPARK.string_literal)
+    assert (ranges_predicate("t.`id`", ((1, 1), (5, 9)), SPARK.string_literal)
+            == "(t.`id` = 1 OR t.`id` BETWEEN 5 AND 9)")
+    assert ranges_predicate('t."k"', (("a", "b"),), DATAFUSION.string_literal) == """(t."k" BETWEEN 'a' AND 'b')"""
 
 
 @given(st.lists(st.integers(min_value=0, max_value=10_000), min_size=1, max_size=200),
