@@ -10,7 +10,7 @@ import typer
 from lakecdc import __version__
 
 COMMAND_MODULES = ("lakecdc.cli.dev", "lakecdc.cli.capture", "lakecdc.cli.ingest", "lakecdc.cli.demo",
-                   "lakecdc.cli.status", "lakecdc.cli.audit", "lakecdc.cli.quality")
+                   "lakecdc.cli.status", "lakecdc.cli.audit", "lakecdc.cli.quality", "lakecdc.cli.maintain")
 
 app = typer.Typer(
     name="lakecdc",

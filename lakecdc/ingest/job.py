@@ -108,7 +108,7 @@ def run_ingest(config: str | Path | IngestConfig, trigger: str | None = None, *,
     cfg = load_ingest_config(config)
     chosen = Trigger.parse(trigger or cfg.trigger_interval)
     stop_event = stop or threading.Event()
-    session = spark or _session(cfg)
+    session = spark or ingest_session(cfg)
     state = load_state(cfg.progress_dir)
     processor = BatchProcessor(cfg, session, state, _writer_factory(cfg, session))
     summary = IngestSummary()
@@ -191,7 +191,8 @@ def _use_spark_source(cfg: IngestConfig, spark: SparkSession) -> bool:
     return available
 
 
-def _session(cfg: IngestConfig) -> SparkSession:
+def ingest_session(cfg: IngestConfig) -> SparkSession:
+    """The active Spark session, else a local one over the configuration's warehouse and catalog."""
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()

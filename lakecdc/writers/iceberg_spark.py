@@ -7,7 +7,8 @@ so they are handed to Iceberg's ``CommitMetadata`` thread-local (what
 pinned-thread mode (default since 3.2) runs a Python thread's calls on one JVM thread.
 
 Tables are format v2, merge-on-read for MERGE/UPDATE/DELETE (position deletes: cheap commits;
-compaction folds them later); bronze is partitioned by ``days(_ingest_ts)``.
+``lakecdc maintain``, ``lakecdc.maintenance.iceberg``, folds them into the data files); bronze is
+partitioned by ``days(_ingest_ts)``.
 """
 
 from __future__ import annotations

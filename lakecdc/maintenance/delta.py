@@ -1,0 +1,162 @@
+"""Delta maintenance through delta-rs (``deltalake``), per table:
+
+1. ``optimize``: key-sorted tables (silver, ledger) with two or more small files are Z-ordered by
+   their key columns (one key column: sorted by it), which keeps the silver MERGE's key-range
+   pruning effective; other tables (bronze, dead letters) are bin-packed (``optimize.compact``).
+   The optimize commit carries no lakecdc metadata; ``DeltaRsWriter.commit_properties`` reads
+   past it.
+2. ``vacuum``: deletes files no version younger than the retention references (time travel to
+   versions inside the retention keeps working). A retention under Delta's 7-day minimum is
+   taken as the user's explicit choice (``enforce_retention_duration=False``).
+3. ``cleanup_metadata`` after a checkpoint: removes log files older than the table's
+   ``delta.logRetentionDuration`` (default 30 days), unless that would remove the newest lakecdc
+   commit, whose metadata a restart resumes from.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from deltalake import DeltaTable
+
+from lakecdc.audit.tables import LakeTable
+from lakecdc.errors import TerminalError
+from lakecdc.ingest.progress import PROGRESS_KEY
+from lakecdc.maintenance.options import MaintenanceOptions
+from lakecdc.maintenance.result import MaintenanceResult
+from lakecdc.maintenance.tables import DEAD_LETTER_TABLE, lakecdc_tables, sort_keys
+
+log = logging.getLogger(__name__)
+
+#: delta-rs' default target file size, when the table sets none
+DEFAULT_TARGET_FILE_BYTES = 100 * 1024 * 1024
+#: files below this share of the target size count as small (as Iceberg's min-file-size-bytes)
+SMALL_FILE_SHARE = 0.75
+DEFAULT_LOG_RETENTION = timedelta(days=30)
+#: commits read back to find the newest lakecdc commit (the writer's lookback)
+HISTORY_LOOKBACK = 100
+_INTERVAL = re.compile(r"^\s*interval\s+(\d+)\s+(second|minute|hour|day|week)s?\s*$", re.IGNORECASE)
+
+
+def log_retention(configuration: dict[str, str]) -> timedelta | None:
+    """``delta.logRetentionDuration`` (``interval 30 days``); None when it cannot be read."""
+    text = configuration.get("delta.logRetentionDuration")
+    if text is None:
+        return DEFAULT_LOG_RETENTION
+    match = _INTERVAL.match(text)
+    if not match:
+        return None
+    return timedelta(**{match.group(2).lower() + "s": int(match.group(1))})
+
+
+class DeltaMaintainer:
+    """Maintains the Delta tables under one warehouse (``<warehouse>/<schema>/<table>``)."""
+
+    format = "delta"
+
+    def __init__(self, warehouse: str | Path, storage_options: dict[str, str] | None = None,
+                 dead_letter_table: str = DEAD_LETTER_TABLE) -> None:
+        self.warehouse = str(warehouse)
+        self.storage_options = storage_options
+        self.dead_letter_table = dead_letter_table
+
+    def uri(self, name: str) -> str:
+        """``silver.customers`` -> ``<warehouse>/silver/customers`` (as the writer names it)."""
+        return LakeTable.delta(self.warehouse, name, self.storage_options).uri
+
+    def exists(self, name: str) -> bool:
+        return bool(DeltaTable.is_deltatable(self.uri(name), storage_options=self.storage_options))
+
+    def _open(self, name: str) -> DeltaTable:
+        return DeltaTable(self.uri(name), storage_options=self.storage_options)
+
+    def tables(self) -> list[str]:
+        """lakecdc's Delta tables in a local warehouse: directories with a ``_delta_log``."""
+        if "://" in self.warehouse:
+            raise TerminalError(f"cannot list the Delta tables of {self.warehouse}: name them with --table")
+        root = Path(self.warehouse)
+        names = [".".join(log_dir.parent.relative_to(root).parts)
+                 for depth in ("*/*", "*/*/*") for log_dir in root.glob(f"{depth}/_delta_log")]
+        return lakecdc_tables(names, lambda n: self._lakecdc_commit(self._open(n)) is not None,
+                              self.dead_letter_table)
+
+    @staticmethod
+    def _lakecdc_commit(table: DeltaTable) -> dict[str, Any] | None:
+        for commit in table.history(HISTORY_LOOKBACK):  # newest first
+            if PROGRESS_KEY in commit:
+                return commit
+        return None
+
+    def _columns(self, name: str) -> list[str] | None:
+        if not self.exists(name):
+            return None
+        return [f.name for f in pa.schema(self._open(name).schema().to_arrow())]
+
+    @staticmethod
+    def _files(table: DeltaTable) -> list[int]:
+        """Sizes of the current version's files."""
+        actions = pa.table(table.get_add_actions(flatten=True))
+        return [int(v) for v in actions["size_bytes"].to_pylist()] if actions.num_rows else []
+
+    def maintain(self, name: str, options: MaintenanceOptions) -> MaintenanceResult:
+        started = time.monotonic()
+        table = self._open(name)
+        sizes = self._files(table)
+        result = MaintenanceResult(name, self.format, len(sizes), len(sizes), bytes_before=sum(sizes),
+                                   bytes_after=sum(sizes), dry_run=options.dry_run)
+        configuration = dict(table.metadata().configuration)
+        target = int(configuration.get("delta.targetFileSize", DEFAULT_TARGET_FILE_BYTES))
+        small = sum(1 for s in sizes if s < target * SMALL_FILE_SHARE)
+        keys = sort_keys(name, self._columns) if options.sort_by_key else ()
+        retention_hours = int(options.expire_older_than.total_seconds() // 3600)
+        enforce = options.expire_older_than >= timedelta(days=7)
+        cleanup_log = self._may_clean_log(table, configuration)
+
+        if options.dry_run:
+            if small > 1:
+                how = f"Z-order by {', '.join(keys)}" if keys else "bin-pack"
+                result.actions.append(f"{how} {small} small files")
+            vacuumed = table.vacuum(retention_hours, dry_run=True, enforce_retention_duration=enforce)
+            result.actions.append(f"vacuum {len(vacuumed)} files unreferenced for {options.expire_older_than}")
+            if not cleanup_log:
+                result.actions.append("keep the log (cleaning it would drop the newest lakecdc commit)")
+            result.seconds = time.monotonic() - started
+            return result
+
+        if small > 1:
+            if keys:
+                table.optimize.z_order(list(keys))
+            else:
+                table.optimize.compact()
+            table.update_incremental()
+        result.files_deleted = len(table.vacuum(retention_hours, dry_run=False, enforce_retention_duration=enforce))
+        if cleanup_log:
+            versions_before = len(table.history())
+            table.create_checkpoint()
+            table.cleanup_metadata()
+            table = self._open(name)
+            result.history_removed = versions_before - len(table.history())
+        else:
+            log.warning("%s: log files kept: the newest lakecdc commit is older than the log retention, and "
+                        "a restart resumes from it", name)
+        after = self._files(self._open(name))
+        result.data_files_after, result.bytes_after = len(after), sum(after)
+        result.seconds = time.monotonic() - started
+        return result
+
+    def _may_clean_log(self, table: DeltaTable, configuration: dict[str, str]) -> bool:
+        """True when cleaning the log keeps the newest lakecdc commit (or the table has none)."""
+        retention = log_retention(configuration)
+        if retention is None:
+            return False
+        commit = self._lakecdc_commit(table)
+        if commit is None:
+            return True
+        committed = datetime.fromtimestamp(int(commit["timestamp"]) / 1000, tz=timezone.utc)
+        return committed > datetime.now(timezone.utc) - retention

@@ -1,0 +1,48 @@
+"""What a maintenance run may do (``MaintenanceOptions``) and how retention is written (``7d``)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+
+from lakecdc.errors import ConfigError
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def parse_duration(text: str) -> timedelta:
+    """``30s``, ``15m``, ``12h``, ``7d``, ``2w`` as a ``timedelta``.
+
+    >>> parse_duration("7d")
+    datetime.timedelta(days=7)
+    """
+    match = _DURATION.match(text.lower())
+    if not match:
+        raise ConfigError(f"duration {text!r} is not <number><s|m|h|d|w> (e.g. 7d, 12h)", "expire-older-than")
+    return timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+
+
+@dataclass(frozen=True)
+class MaintenanceOptions:
+    """Defaults keep a week of history (time travel, ``lakecdc audit``) and at least
+    ``retain_last`` snapshots, like Iceberg's and Delta's own defaults do."""
+
+    #: snapshots / unreferenced files older than this are removed (time travel stops there)
+    expire_older_than: timedelta = timedelta(days=7)
+    #: Iceberg: snapshots kept whatever their age (the newest lakecdc commit is always kept too)
+    retain_last: int = 5
+    #: Iceberg: also delete files no snapshot references (left by failed writes)
+    remove_orphans: bool = False
+    #: key-sorted tables (silver, ledger) are compacted sorted by key (Iceberg sort, Delta Z-order),
+    #: which keeps the key-range pruning of the silver MERGE effective
+    sort_by_key: bool = True
+    #: report what would be done, change nothing
+    dry_run: bool = False
+
+    def __post_init__(self) -> None:
+        if self.expire_older_than < timedelta(0):
+            raise ConfigError("expire-older-than must not be negative", "expire-older-than")
+        if self.retain_last < 1:
+            raise ConfigError("retain-last must be at least 1 (the current snapshot)", "retain-last")

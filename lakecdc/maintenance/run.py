@@ -1,0 +1,89 @@
+"""``run_maintenance(config, ...)``: maintain the tables of an ingest configuration's warehouse.
+
+The same configuration as ``lakecdc ingest``: Iceberg tables are those of its Spark catalog
+(``catalog``, ``catalog.type`` over ``warehouse``), Delta tables those under ``warehouse``.
+The formats looked at are the ones the configuration writes (``table.format`` and the
+``table.mapping`` overrides). Tables are maintained one after another: each format's operations
+already use the cores, and a small machine has two.
+
+Run it when no ingest job is committing to the same tables (between ``available-now`` runs, or
+with the job stopped): a compaction and a MERGE committing at the same moment conflict, and one
+of them fails.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from lakecdc.errors import ConfigError
+from lakecdc.ingest.config import IngestConfig, load_ingest_config
+from lakecdc.maintenance.options import MaintenanceOptions
+from lakecdc.maintenance.result import MaintenanceResult
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+
+class Maintainer(Protocol):
+    format: str
+
+    def tables(self) -> list[str]: ...
+
+    def exists(self, name: str) -> bool: ...
+
+    def maintain(self, name: str, options: MaintenanceOptions) -> MaintenanceResult: ...
+
+
+def config_formats(cfg: IngestConfig) -> list[str]:
+    """The table formats the configuration writes, ``iceberg`` first."""
+    formats = {cfg.table_format} | {o.format for o in cfg.table_overrides().values() if o.format}
+    return sorted(formats, key=lambda f: f != "iceberg")
+
+
+def maintainers(cfg: IngestConfig, spark: Callable[[], SparkSession]) -> list[Maintainer]:
+    """One maintainer per format; Spark is started only when Iceberg tables are involved."""
+    found: list[Maintainer] = []
+    for table_format in config_formats(cfg):
+        if table_format == "iceberg":
+            from lakecdc.maintenance.iceberg import IcebergMaintainer
+            found.append(IcebergMaintainer(spark(), cfg.catalog))
+        else:
+            from lakecdc.maintenance.delta import DeltaMaintainer
+            found.append(DeltaMaintainer(cfg.warehouse))
+    return found
+
+
+def maintain_tables(chosen: list[Maintainer], options: MaintenanceOptions,
+                    tables: Iterable[str] = ()) -> list[MaintenanceResult]:
+    """Maintain ``tables`` (every lakecdc table when empty) with whichever maintainer holds each."""
+    wanted = list(dict.fromkeys(tables))
+    results: list[MaintenanceResult] = []
+    for maintainer in chosen:
+        names = [n for n in wanted if maintainer.exists(n)] if wanted else maintainer.tables()
+        for name in names:
+            result = maintainer.maintain(name, options)
+            log.info("%s", result.describe())
+            results.append(result)
+    missing = [n for n in wanted if n not in {r.table for r in results}]
+    if missing:
+        raise ConfigError(f"no such {' or '.join(m.format for m in chosen)} table: {', '.join(missing)}", "table")
+    return results
+
+
+def run_maintenance(config: str | Path | IngestConfig, options: MaintenanceOptions | None = None,
+                    tables: Iterable[str] = (), *, spark: SparkSession | None = None) -> list[MaintenanceResult]:
+    """Compact and clean up the configuration's tables (module docstring); one result per table."""
+    cfg = load_ingest_config(config)
+
+    def session() -> SparkSession:
+        if spark is not None:
+            return spark
+        from lakecdc.ingest.job import ingest_session
+        return ingest_session(cfg)
+
+    return maintain_tables(maintainers(cfg, session), options or MaintenanceOptions(), tables)
