@@ -26,8 +26,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import IntegralType, StringType
 
 from lakecdc.ingest.batch import SEQ_LENGTH
+from lakecdc.ingest.key_moves import KeyHistory, StoredRows, fill_moved_placeholders, is_moved_placeholder
 from lakecdc.ingest.key_ranges import KeyRanges, arrow_key_ranges
-from lakecdc.ingest.key_moves import StoredRows, fill_moved_placeholders, is_moved_placeholder
 from lakecdc.ingest.merge_plan import SILVER_META_COLUMNS
 
 
@@ -130,11 +130,12 @@ def _seq_not_older_than(seq: tuple[int, ...]) -> F.Column:
 
 
 def silver_source(df: DataFrame, keys: tuple[str, ...], columns: list[str], stats: BatchStats,
-                  stored_rows: StoredRows | None = None) -> DataFrame:
+                  stored_rows: StoredRows | None = None, key_history: KeyHistory | None = None) -> DataFrame:
     """One row per key: the newest event, placeholders filled from earlier events in the batch.
 
-    ``stored_rows`` reads the stored silver rows of given keys (a DataFrame of key columns); it
-    is called only when a key change's create holds placeholders (``key_moves``).
+    ``stored_rows`` reads the stored silver rows of given keys (a DataFrame of key columns), and
+    ``key_history`` the bronze events of given keys; they are called only when a key change's
+    create holds placeholders, the second only when the first left some unresolved (``key_moves``).
 
     Output columns: ``columns`` (row columns, keys included) + ``_seq``, ``_op``,
     ``_source_ts_ms``, ``_tx_id``, ``_unavailable``.
@@ -143,7 +144,7 @@ def silver_source(df: DataFrame, keys: tuple[str, ...], columns: list[str], stat
     if stats.truncate_seq is not None:
         rows = rows.filter(_seq_not_older_than(stats.truncate_seq))
     if stats.moved_placeholders:
-        rows = fill_moved_placeholders(rows, keys, columns, stored_rows)
+        rows = fill_moved_placeholders(rows, keys, columns, stored_rows, key_history)
     order = [F.col("_seq").desc(), F.col("_offset").desc()]
     by_key = Window.partitionBy(*keys)
     if stats.has_placeholders:

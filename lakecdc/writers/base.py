@@ -18,7 +18,8 @@
    ledger's and silver's ``_seq`` guards make harmless.
 
 Formats plug in by implementing the storage primitives (``_table_schema``, ``_create_table``,
-``_evolve``, ``_stored_progress``, ``_append_bronze``, ``_append_ledger``, ``_merge_silver``...).
+``_evolve``, ``_stored_progress``, ``_append_bronze``, ``_append_ledger``, ``_merge_silver``, and the
+reads of a few keys' silver rows and bronze events that key changes need...).
 """
 
 from __future__ import annotations
@@ -165,6 +166,10 @@ class LakeWriter(TableWriter):
         """The stored silver rows of these keys (``keys``: a few rows of key columns), or None."""
 
     @abstractmethod
+    def _bronze_events(self, target: TableTarget, key_json: list[str]) -> DataFrame | None:
+        """Every bronze event of these keys (``_key_json`` values, a few), as bronze stores them, or None."""
+
+    @abstractmethod
     def _merge_silver(self, target: TableTarget, source: DataFrame, plan: MergePlan,
                       props: dict[str, str], batch_id: int) -> tuple[int, int, int | None]:
         """MERGE; returns (rows inserted or updated, rows deleted, version)."""
@@ -254,7 +259,8 @@ class LakeWriter(TableWriter):
                          truncated_through=progress.truncated_through, placeholders=stats.has_placeholders,
                          key_ranges=stats.key_ranges)
         props = progress.to_properties()
-        source = silver_source(df, keys, row_names, stats, lambda old_keys: self._stored_silver(target, old_keys))
+        source = silver_source(df, keys, row_names, stats, lambda old_keys: self._stored_silver(target, old_keys),
+                               lambda key_json: self._bronze_events(target, key_json))
         upserts, deletes, version = self._merge_silver(target, source, plan, props, batch_id)  # 5b
         log.info("silver %s: %d rows inserted or updated, %d deleted (batch %s)", target.silver_table, upserts,
                  deletes, batch_id)

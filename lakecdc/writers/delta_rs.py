@@ -242,6 +242,17 @@ class DeltaRsWriter(LakeWriter):
         rows = arrow_to_dataframe(self.spark, _conform(stored, _arrow_schema(schema)), schema)
         return rows.join(F.broadcast(keys), on=list(target.key_columns), how="left_semi")
 
+    def _bronze_events(self, target: TableTarget, key_json: list[str]) -> DataFrame | None:
+        table = self._open(target.bronze_table)
+        schema = self._table_schema(target.bronze_table)
+        if table is None or schema is None or not key_json:
+            return None
+        # parquet statistics on _key_json prune what they can; the filter is exact
+        stored = table.to_pyarrow_dataset().to_table(filter=pc.field("_key_json").isin(key_json))
+        if stored.num_rows == 0:
+            return None
+        return arrow_to_dataframe(self.spark, _conform(stored, _arrow_schema(schema)), schema)
+
     def _merge_silver(self, target: TableTarget, source: DataFrame, plan: MergePlan,
                       props: dict[str, str], batch_id: int) -> tuple[int, int, int | None]:
         # sorted by key: the files the MERGE writes then cover narrow key ranges (``_create_table``)

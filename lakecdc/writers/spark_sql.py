@@ -100,6 +100,10 @@ class SparkSqlWriter(LakeWriter):
         stored = self.spark.table(self.resolve(target.silver_table))
         return stored.join(F.broadcast(keys), on=list(target.key_columns), how="left_semi")
 
+    def _bronze_events(self, target: TableTarget, key_json: list[str]) -> DataFrame | None:
+        # file statistics on _key_json prune what they can; the filter is exact
+        return self.spark.table(self.resolve(target.bronze_table)).filter(F.col("_key_json").isin(key_json))
+
     def _merge_silver(self, target: TableTarget, source: DataFrame, plan: MergePlan,
                       props: dict[str, str], batch_id: int) -> tuple[int, int, int | None]:
         ledger = self.spark.table(self.resolve(target.ledger_table)).filter(F.col("_op") == "d")

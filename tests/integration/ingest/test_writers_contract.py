@@ -171,34 +171,6 @@ def test_unchanged_toast_placeholder_keeps_stored_value(writer: TableWriter, spa
     assert (silver(writer, s)[2]["name"], silver(writer, s)[2]["notes"]) == ("b3", "fresh")
 
 
-def test_key_change_keeps_the_old_keys_values_for_placeholders(writer: TableWriter, spark: SparkSession) -> None:
-    """A key change's create names the old key; its placeholder columns take the old row's values
-    (stored in silver, or from earlier events of the batch, also across chained key changes)."""
-    s = stream(writer, spark)
-    ph = {"unavailable": ("notes",)}
-    writer.apply(s.batch([Ev("c", 10, {"id": 1, "name": "a", "notes": "stored text"}),
-                          Ev("c", 10, {"id": 5, "name": "e", "notes": "five"})]), 1)
-    writer.apply(s.batch([Ev("d", 20, {"id": 1}),
-                          Ev("c", (20, 20, 1), {"id": 2, "name": "a"}, old_key={"id": 1}, **ph)]), 2)
-    assert {k: (v["name"], v["notes"]) for k, v in silver(writer, s).items()} == {
-        2: ("a", "stored text"), 5: ("e", "five")}
-    writer.apply(s.batch([
-        Ev("c", 30, {"id": 3, "name": "c", "notes": "batch text"}),
-        Ev("u", 31, {"id": 3, "name": "c2"}, **ph),
-        Ev("d", 32, {"id": 3}), Ev("c", (32, 32, 1), {"id": 4, "name": "c2"}, old_key={"id": 3}, **ph),
-        Ev("d", 33, {"id": 4}), Ev("c", (33, 33, 1), {"id": 6, "name": "c3"}, old_key={"id": 4}, **ph),
-        Ev("d", 34, {"id": 5}), Ev("c", (34, 34, 1), {"id": 8, "name": "e"}, old_key={"id": 5}, **ph),
-        Ev("u", 35, {"id": 8, "name": "e2"}, **ph),
-        Ev("d", 36, {"id": 8}), Ev("c", (36, 36, 1), {"id": 9, "name": "e2"}, old_key={"id": 8}, **ph),
-    ]), 3)
-    assert {k: (v["name"], v["notes"]) for k, v in silver(writer, s).items()} == {
-        2: ("a", "stored text"), 6: ("c3", "batch text"), 9: ("e2", "five")}
-    # bronze keeps the events as they came: the placeholder stays a placeholder there
-    moved = [r for r in TableReader(writer).rows(s.target.bronze_table) if r["id"] == 2]
-    assert [(r["_op"], r["notes"], list(r["_unavailable"]), r["_old_key_json"]) for r in moved] == [
-        ("c", None, ["notes"], '{"id":1}')]
-
-
 def test_primary_key_change_moves_the_row(writer: TableWriter, spark: SparkSession) -> None:
     s = stream(writer, spark)
     writer.apply(s.batch([Ev("c", 10, {"id": 1, "name": "a", "notes": "n"})]), 1)
