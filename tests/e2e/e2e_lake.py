@@ -244,8 +244,8 @@ def compare_silver(source: SourceTable, silver: pa.Table | None, label: str, tab
     if diff:
         return diff
     rows = silver.to_pylist()
-    if "_deleted" in fields:
-        rows = [r for r in rows if not r.get("_deleted")]
+    if "_is_deleted" in fields:  # soft-delete mode: deleted rows stay, marked
+        rows = [r for r in rows if not r.get("_is_deleted")]
     by_key: dict[tuple[Any, ...], dict[str, Any]] = {}
     for row in rows:
         key = tuple(row[k] for k in source.key)

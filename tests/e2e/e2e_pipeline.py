@@ -87,8 +87,11 @@ class CaptureRun:
 class PgPipeline:
     """A source database, its capture configuration and the ingest jobs reading its topics."""
 
-    def __init__(self, pg: Any, broker: Any, spark: Any, tmp_path: Path, name: str) -> None:
+    def __init__(self, pg: Any, broker: Any, spark: Any, tmp_path: Path, name: str,
+                 capture: dict[str, str] | None = None) -> None:
+        """``capture``: capture properties that replace the defaults (e.g. transaction metadata off)."""
         self.pg, self.broker, self.spark, self.dir = pg, broker, spark, tmp_path
+        self.capture_overrides = dict(capture or {})
         self.name = name  # database, topic prefix, slot and table namespaces derive from it
         self.slot = f"{name}_slot"
         self.dsn = fresh_database(pg, name)
@@ -120,6 +123,7 @@ class PgPipeline:
             "offset.storage.file.filename": str(self.dir / f"{self.name}.offsets.json"),
             "offset.flush.interval.ms": "500",
         }
+        props.update(self.capture_overrides)
         props.update(self.pg.connection_properties(self.name))
         path = self.dir / f"{self.name}-capture.properties"
         path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))

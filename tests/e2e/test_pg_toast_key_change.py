@@ -5,7 +5,9 @@ pgoutput does not resend an unchanged out-of-line value, so the create of a key 
 ``body``: silver must take it from the old key's row. Covered: the old row stored in silver by an
 earlier run, an update then a key change in one transaction, a row inserted and moved in the
 same run, and chained key changes (in separate transactions and within one). REPLICA IDENTITY
-DEFAULT, so the delete's before image holds only the key.
+DEFAULT, so the delete's before image holds only the key. Then the same without transaction
+metadata and one record per micro-batch, so every delete is applied a batch before its create:
+hard deletes find the old row in bronze, soft deletes in the old key's soft-deleted silver row.
 """
 
 from __future__ import annotations
@@ -77,3 +79,39 @@ def test_key_change_keeps_unchanged_toast_value(pipeline: PgPipeline) -> None:
         assert sorted(r["id"] for r in moved) == [101, 102, 103, 104, 107, 203, 204], label
         assert all(r["body"] is None and list(r["_unavailable"]) == ["body"] for r in moved), label
         assert {r["id"]: r["_old_key_json"] for r in moved}[203] == '{"id":103}'
+
+
+def test_key_change_split_across_micro_batches(pg, broker, spark, tmp_path: Path) -> None:
+    rng = random.Random(20261123)
+    pipeline = PgPipeline(pg, broker, spark, tmp_path, unique_name("e2etoastsplit"),
+                          capture={"provide.transaction.metadata": "false"})
+    try:
+        one_record = {"batch.max.records": "1"}  # a key change's delete and create: two batches
+        pipeline.add_lake("ice", "iceberg", list(KEYS), **one_record)
+        pipeline.add_lake("dltsoft", "delta", list(KEYS), **one_record, **{"table.delete.mode": "soft"})
+        with pipeline.connect() as conn:
+            for statement in SCHEMA:
+                conn.execute(statement)
+            log = ChangeLog(conn, KEYS)
+            with pipeline.capture_while():
+                for i in range(1, 4):
+                    log.insert("docs", {"id": i, "title": f"doc {i}", "body": big_text(rng)})
+                log.update("docs", (1,), {"id": 101})
+                with log.transaction():  # an update (the placeholder in bronze), then the key change
+                    log.update("docs", (2,), {"title": "retitled"})
+                    log.update("docs", (2,), {"id": 102})
+                log.update("docs", (3,), {"id": 103})  # chained: 103's create is a placeholder in bronze
+                log.update("docs", (103,), {"id": 203, "title": "moved twice"})
+            summaries = pipeline.ingest_all()
+            check(pipeline.compare_all(log, "key changes split across micro-batches"))
+        for label, summary in summaries.items():
+            assert summary.batches >= summary.events, f"{label}: {summary.batches} batches, {summary.events} events"
+        _, soft = pipeline.lakes["dltsoft"]
+        silver = soft.silver("docs")
+        assert silver is not None
+        deleted = {r["id"]: r for r in silver.to_pylist() if r["_is_deleted"]}
+        assert sorted(deleted) == [1, 2, 3, 103]
+        assert all(r["_deleted_at"] is not None and r["body"] for r in deleted.values())
+    finally:
+        print("timings:", "; ".join(pipeline.timings))
+        pipeline.close()
