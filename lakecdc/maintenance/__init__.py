@@ -5,8 +5,8 @@ Every silver MERGE adds files: Iceberg (merge-on-read) adds position-delete file
 grow by small appends. Maintenance folds them back, per table, with the formats' own operations:
 
 - ``iceberg``: ``rewrite_data_files`` (files with position deletes and small files; key-sorted
-  tables sorted by key), ``rewrite_position_delete_files``, ``expire_snapshots``, optionally
-  ``remove_orphan_files`` (Spark procedures, ``lakecdc.maintenance.iceberg``);
+  tables sorted by key), removal of the delete files left dangling, ``expire_snapshots``,
+  optionally ``remove_orphan_files`` (Spark procedures, ``lakecdc.maintenance.iceberg``);
 - ``delta``: ``optimize.compact`` (key-sorted tables ``optimize.z_order`` by key), ``vacuum``,
   ``cleanup_metadata`` (delta-rs, ``lakecdc.maintenance.delta``).
 

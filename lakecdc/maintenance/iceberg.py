@@ -4,10 +4,11 @@ Per table, in this order:
 
 1. ``rewrite_data_files``: data files with at least one position delete (``delete-file-threshold``
    1: every silver MERGE leaves some) and groups of small files are rewritten; the delete files
-   left pointing at nothing go in the same commit (``remove-dangling-deletes``). Tables with a
-   sort order (silver and ledger: ``WRITE LOCALLY ORDERED BY`` the key) are rewritten sorted, so
-   the MERGE's key ranges keep pruning files.
-2. ``rewrite_position_delete_files`` when delete files remain.
+   left pointing at nothing go (``remove-dangling-deletes``, and ``_remove_dangling_deletes``
+   where Iceberg leaves them). Tables with a sort order (silver and ledger: ``WRITE LOCALLY
+   ORDERED BY`` the key) are rewritten sorted, so the MERGE's key ranges keep pruning files.
+2. (``rewrite_position_delete_files`` is not called: Iceberg 1.10 cannot read the position
+   deletes of a table with a list column, and every lakecdc table has ``_seq``.)
 3. ``expire_snapshots`` older than the retention, keeping at least ``retain_last`` snapshots and
    always the newest one lakecdc committed: ``IcebergSparkWriter.commit_properties`` walks back to
    it past the rewrite snapshots, and a restart resumes from its progress.
@@ -40,6 +41,12 @@ REWRITE_OPTIONS = {
     "delete-file-threshold": "1",   # any position delete: rewrite the data file
     "min-input-files": "2",         # two small files are worth one
     "remove-dangling-deletes": "true",
+    # Rewritten files take a new sequence number, above every delete file's: those deletes then
+    # apply to no live file and go as dangling in the same commit. (With the starting sequence
+    # number, the default, deletes committed by the snapshot the rewrite starts from stay attached
+    # to the new files.) The price, conflicts with deletes committed during the rewrite, does not
+    # arise: maintenance runs between ingest commits.
+    "use-starting-sequence-number": "false",
     "partial-progress.enabled": "false",  # one commit per table
 }
 #: Longest ancestry walked to find the newest lakecdc commit (as the writer's lookback).
@@ -131,6 +138,45 @@ class IcebergMaintainer:
         local = moment.astimezone(ZoneInfo(zone)).replace(tzinfo=None)
         return f"TIMESTAMP '{local.isoformat(sep=' ', timespec='milliseconds')}'"
 
+    def _remove_dangling_deletes(self, name: str) -> int:
+        """Drop position-delete files that apply to no live data file; returns how many.
+
+        A position delete applies to data files whose data sequence number is at most its own.
+        After a rewrite with new sequence numbers, deletes older than every live data file are
+        dangling. Iceberg drops them itself only at a later commit (its ``remove-dangling-deletes``
+        skips unpartitioned tables, and the rewrite's own manifests still list the replaced files),
+        and ``rewrite_position_delete_files`` cannot read a table with a list column (lakecdc's
+        ``_seq``: "Invalid partition field parent: list<long>", Iceberg 1.10). The check here is
+        table-wide, so it never drops a delete some partition still needs.
+        """
+        live = self.spark.sql(f"SELECT sequence_number AS seq, data_file.content AS content, "
+                              f"data_file.file_path AS path FROM {self.qualified(name)}.entries "
+                              f"WHERE status < 2").collect()
+        data_seqs = [r["seq"] for r in live if r["content"] == 0]
+        floor = min(data_seqs) if data_seqs else None
+        dangling = {r["path"] for r in live if r["content"] == 1 and (floor is None or r["seq"] < floor)}
+        if not dangling:
+            return 0
+        jvm = self.spark._jvm  # type: ignore[attr-defined]
+        table = self._load(name)
+        rewrite = table.newRewrite()
+        found = 0
+        for manifest in table.currentSnapshot().deleteManifests(table.io()):
+            reader = jvm.org.apache.iceberg.ManifestFiles.readDeleteManifest(manifest, table.io(), table.specs())
+            iterator = reader.iterator()
+            try:
+                while iterator.hasNext():
+                    delete_file = iterator.next()
+                    if str(delete_file.location()) in dangling:
+                        rewrite.deleteFile(delete_file.copy())
+                        found += 1
+            finally:
+                iterator.close()
+                reader.close()
+        if found:
+            rewrite.commit()
+        return found
+
     # -- maintenance -------------------------------------------------------------------------
     def maintain(self, name: str, options: MaintenanceOptions) -> MaintenanceResult:
         started = time.monotonic()
@@ -160,8 +206,7 @@ class IcebergMaintainer:
         self.spark.sql(f"CALL {catalog}.system.rewrite_data_files(table => '{ident}'{strategy}, "
                        f"options => {_map(REWRITE_OPTIONS)})").collect()
         if self._files(name)[1]:
-            self.spark.sql(f"CALL {catalog}.system.rewrite_position_delete_files(table => '{ident}', "
-                           f"options => {_map({'rewrite-all': 'true'})})").collect()
+            self._remove_dangling_deletes(name)
         table = self._load(name)
         lakecdc = self._lakecdc_distance(table)
         keep = max(options.retain_last, (lakecdc or 0) + 1)  # never expire the newest lakecdc commit
