@@ -86,6 +86,8 @@ class IngestConfig(PropertiesModel):
     trigger_interval: str = Field("available-now", alias="trigger")
     #: how many tables of one micro-batch are applied at the same time (1: one after another)
     apply_parallelism: int = Field(4, alias="apply.parallelism", ge=1, le=64)
+    #: every this many applied micro-batches, compact the tables they wrote (0: never; ``lakecdc maintain``)
+    maintenance_every_batches: int = Field(0, alias="maintenance.compact.every.batches", ge=0)
     topic_refresh_ms: int = Field(2000, alias="topic.refresh.interval.ms", gt=0)
     progress_path: str | None = Field(None, alias="progress.path")
     checkpoint_path: str | None = Field(None, alias="spark.checkpoint.location")

@@ -38,6 +38,7 @@ from lakecdc.ingest.job_state import load_state
 from lakecdc.ingest.metrics import BatchMetrics
 from lakecdc.ingest.processor import BatchProcessor, BatchReport
 from lakecdc.ingest.reader import KafkaMicroBatch, PythonKafkaReader
+from lakecdc.maintenance.periodic import PeriodicMaintenance
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -111,6 +112,7 @@ def run_ingest(config: str | Path | IngestConfig, trigger: str | None = None, *,
     session = spark or ingest_session(cfg)
     state = load_state(cfg.progress_dir)
     processor = BatchProcessor(cfg, session, state, _writer_factory(cfg, session))
+    periodic = _periodic_maintenance(cfg, session)
     summary = IngestSummary()
     metrics = BatchMetrics()
     started = time.monotonic()
@@ -118,6 +120,7 @@ def run_ingest(config: str | Path | IngestConfig, trigger: str | None = None, *,
     def handle(report: BatchReport) -> None:
         summary.add(report)
         metrics.report(report)
+        periodic.after_batch(report.targets)  # every table of the batch has committed
         if on_batch is not None:
             on_batch(report)
 
@@ -202,6 +205,21 @@ def ingest_session(cfg: IngestConfig) -> SparkSession:
 
     return spark_session(cfg.warehouse, catalog=cfg.catalog_type, app_name=f"lakecdc-ingest-{cfg.name}",
                          catalog_name=cfg.catalog)
+
+
+def _periodic_maintenance(cfg: IngestConfig, spark: SparkSession) -> PeriodicMaintenance:
+    from lakecdc.maintenance.run import Maintainer, maintainer_for
+    from lakecdc.writers.base import delta_in_session
+
+    get = maintainer_for(cfg, lambda: spark)
+
+    def chosen(table_format: str) -> Maintainer | None:
+        # Delta written by Spark's own Delta (Databricks): OPTIMIZE / VACUUM / predictive optimization
+        # maintain those tables, which need not live under the warehouse directory.
+        if table_format == "delta" and delta_in_session(spark):
+            return None
+        return get(table_format)
+    return PeriodicMaintenance(cfg.maintenance_every_batches, chosen)
 
 
 def _writer_factory(cfg: IngestConfig, spark: SparkSession) -> Callable[[str], Any]:

@@ -65,6 +65,7 @@ class BatchReport:
     dead_letters: int = 0
     held_events: int = 0
     tables: dict[str, int] = field(default_factory=dict)  # source table -> events applied
+    targets: list[TableTarget] = field(default_factory=list)  # the tables applied (periodic maintenance)
     failed_tables: dict[str, str] = field(default_factory=dict)
     max_source_ts_ms: int | None = None
     seconds: float = 0.0
@@ -214,6 +215,7 @@ class BatchProcessor:
                 report.latency_ms.append(applied.latency_ms)
             report.events += applied.events
             report.tables[target.source_name or target.topic] = applied.events
+            report.targets.append(target)
             if applied.max_source_ts_ms is not None:
                 report.max_source_ts_ms = max(applied.max_source_ts_ms,
                                               report.max_source_ts_ms or applied.max_source_ts_ms)

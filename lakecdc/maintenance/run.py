@@ -45,17 +45,26 @@ def config_formats(cfg: IngestConfig) -> list[str]:
     return sorted(formats, key=lambda f: f != "iceberg")
 
 
+def maintainer_for(cfg: IngestConfig, spark: Callable[[], SparkSession]) -> Callable[[str], Maintainer]:
+    """Table format -> its maintainer, made on first use (Spark is started only for Iceberg)."""
+    made: dict[str, Maintainer] = {}
+
+    def get(table_format: str) -> Maintainer:
+        if table_format not in made:
+            if table_format == "iceberg":
+                from lakecdc.maintenance.iceberg import IcebergMaintainer
+                made[table_format] = IcebergMaintainer(spark(), cfg.catalog)
+            else:
+                from lakecdc.maintenance.delta import DeltaMaintainer
+                made[table_format] = DeltaMaintainer(cfg.warehouse)
+        return made[table_format]
+    return get
+
+
 def maintainers(cfg: IngestConfig, spark: Callable[[], SparkSession]) -> list[Maintainer]:
-    """One maintainer per format; Spark is started only when Iceberg tables are involved."""
-    found: list[Maintainer] = []
-    for table_format in config_formats(cfg):
-        if table_format == "iceberg":
-            from lakecdc.maintenance.iceberg import IcebergMaintainer
-            found.append(IcebergMaintainer(spark(), cfg.catalog))
-        else:
-            from lakecdc.maintenance.delta import DeltaMaintainer
-            found.append(DeltaMaintainer(cfg.warehouse))
-    return found
+    """One maintainer per format the configuration writes."""
+    get = maintainer_for(cfg, spark)
+    return [get(table_format) for table_format in config_formats(cfg)]
 
 
 def maintain_tables(chosen: list[Maintainer], options: MaintenanceOptions,

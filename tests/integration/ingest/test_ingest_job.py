@@ -117,6 +117,25 @@ def test_transaction_is_applied_only_once_complete(broker, spark, tmp_path: Path
     assert len({r["_offset"] for r in bronze}) == len(bronze) == 14
 
 
+def test_periodic_maintenance_leaves_no_position_deletes(broker, spark, tmp_path: Path) -> None:
+    """``maintenance.compact.every.batches: 1``: after each batch its tables are compacted, between
+    batches; the tables still end in the source's final state and a rerun resumes with nothing to do."""
+    prefix = unique_prefix("jm")
+    publish_golden_with_a_malformed_record(broker, prefix)
+    cfg = job_config(broker, spark, prefix, tmp_path, **{"maintenance.compact.every.batches": "1",
+                                                         "batch.max.records": "40"})
+    summary = run_ingest(cfg, "available-now", spark=spark)
+    assert summary.batches > 1 and summary.failed_tables == {}
+    assert_final_source_state(spark, prefix)
+    silver = f"lake.{prefix}_silver.customers"
+    operations = [r.operation for r in spark.sql(f"SELECT operation FROM {silver}.snapshots").collect()]
+    assert "replace" in operations  # a compaction committed
+    assert spark.sql(f"SELECT * FROM {silver}.delete_files").count() == 0
+    before = snapshot_count(spark, f"{prefix}_silver.customers")
+    again = run_ingest(cfg, "available-now", spark=spark)
+    assert again.events == 0 and snapshot_count(spark, f"{prefix}_silver.customers") == before
+
+
 def test_golden_records_into_delta_exactly_once(broker, spark, tmp_path: Path) -> None:
     prefix = unique_prefix("jd")
     publish_golden_with_a_malformed_record(broker, prefix)

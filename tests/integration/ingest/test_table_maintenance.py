@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 from lakecdc.maintenance.delta import DeltaMaintainer
 from lakecdc.maintenance.iceberg import IcebergMaintainer
 from lakecdc.maintenance.options import MaintenanceOptions
+from lakecdc.maintenance.periodic import PeriodicMaintenance
 from lakecdc.maintenance.run import Maintainer, maintain_tables
 from lakecdc.writers.base import TableWriter, create_writer
 from writer_harness import LONG, STR, Ev, Stream, TableReader
@@ -179,3 +180,22 @@ def test_cli_dry_run_changes_nothing(spark: SparkSession, tmp_path: Path) -> Non
     assert _version(writer, s.target.bronze_table) == versions[s.target.bronze_table]
     missing = CliRunner().invoke(app, ["maintain", "--config", str(config), "--table", "silver.nope"])
     assert missing.exit_code == 1 and "silver.nope" in missing.output
+
+
+def test_periodic_maintenance_every_second_batch(setup: tuple[TableWriter, Maintainer], spark: SparkSession) -> None:
+    """``maintenance.compact.every.batches: 2``: what the job calls after each committed batch."""
+    writer, maintainer = setup
+    s = Stream(spark, "iceberg" if writer.format == "iceberg" else "delta", COLUMNS)
+    periodic = PeriodicMaintenance(2, lambda fmt: maintainer if fmt == s.target.format else None)
+    ran = []
+    batches = _batches(s)
+    for batch_id, events in enumerate(batches[:4], start=1):
+        writer.apply(s.batch(events), batch_id)
+        ran.append([r.table for r in periodic.after_batch([s.target])])
+        assert periodic.after_batch([]) == []  # a batch that applied nothing does not count
+    assert ran == [[], _tables(s), [], _tables(s)]
+    assert _files(writer, s.target.silver_table)[1] == 0
+    progress = writer.committed_progress(s.target)
+    assert writer.apply(s.batch(batches[4]), 5).bronze_rows == len(batches[4])
+    assert writer.committed_progress(s.target) != progress
+    assert PeriodicMaintenance(0, lambda fmt: maintainer).after_batch([s.target]) == []  # off by default
