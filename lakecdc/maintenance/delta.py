@@ -122,7 +122,7 @@ class DeltaMaintainer:
             if small > 1:
                 how = f"Z-order by {', '.join(keys)}" if keys else "bin-pack"
                 result.actions.append(f"{how} {small} small files")
-            vacuumed = table.vacuum(retention_hours, dry_run=True, enforce_retention_duration=enforce)
+            vacuumed = self._vacuumable(table, name, retention_hours, enforce)
             result.actions.append(f"vacuum {len(vacuumed)} files unreferenced for {options.expire_older_than}")
             if not cleanup_log:
                 result.actions.append("keep the log (cleaning it would drop the newest lakecdc commit)")
@@ -135,7 +135,9 @@ class DeltaMaintainer:
             else:
                 table.optimize.compact()
             table.update_incremental()
-        result.files_deleted = len(table.vacuum(retention_hours, dry_run=False, enforce_retention_duration=enforce))
+        if self._vacuumable(table, name, retention_hours, enforce):
+            result.files_deleted = len(table.vacuum(retention_hours, dry_run=False,
+                                                    enforce_retention_duration=enforce))
         if cleanup_log:
             versions_before = len(table.history())
             table.create_checkpoint()
@@ -149,6 +151,20 @@ class DeltaMaintainer:
         result.data_files_after, result.bytes_after = len(after), sum(after)
         result.seconds = time.monotonic() - started
         return result
+
+    def _vacuumable(self, table: DeltaTable, name: str, retention_hours: int, enforce: bool) -> list[str]:
+        """Files a vacuum would delete that are still there.
+
+        delta-rs lists every file removed before the retention, also those an earlier vacuum
+        deleted already, and a vacuum commits twice (VACUUM START / END): skipping a vacuum with
+        nothing to delete keeps repeated runs from pushing the newest lakecdc commit out of the
+        history the writer reads back (``HISTORY_LOOKBACK`` commits). Remote stores are not checked.
+        """
+        candidates = table.vacuum(retention_hours, dry_run=True, enforce_retention_duration=enforce)
+        if "://" in self.warehouse:
+            return list(candidates)
+        root = Path(self.uri(name))
+        return [f for f in candidates if (root / f).exists()]
 
     def _may_clean_log(self, table: DeltaTable, configuration: dict[str, str]) -> bool:
         """True when cleaning the log keeps the newest lakecdc commit (or the table has none)."""

@@ -156,6 +156,12 @@ def test_expiring_everything_keeps_the_newest_lakecdc_commit(setup: tuple[TableW
         assert results[1].history_removed > 0  # old silver snapshots went
     else:
         assert results[1].files_deleted > 0  # files the MERGEs replaced went
+    # Nothing left to do: a second run commits nothing (repeated runs must not push the newest
+    # lakecdc commit out of the history a restart reads back).
+    versions = {n: _version(writer, n) for n in _tables(s)}
+    again = maintain_tables([maintainer], options, _tables(s))
+    assert {n: _version(writer, n) for n in _tables(s)} == versions
+    assert [r.files_deleted for r in again] == [0, 0, 0]
 
 
 def test_cli_dry_run_changes_nothing(spark: SparkSession, tmp_path: Path) -> None:
