@@ -205,3 +205,28 @@ def test_periodic_maintenance_every_second_batch(setup: tuple[TableWriter, Maint
     assert writer.apply(s.batch(batches[4]), 5).bronze_rows == len(batches[4])
     assert writer.committed_progress(s.target) != progress
     assert PeriodicMaintenance(0, lambda fmt: maintainer).after_batch([s.target]) == []  # off by default
+
+
+def test_cli_over_an_iceberg_config(spark: SparkSession, tmp_path: Path) -> None:
+    import json
+
+    from lakecdc.cli.main import app
+
+    writer = create_writer("iceberg", spark)
+    s = Stream(spark, "iceberg", COLUMNS)
+    for batch_id, events in enumerate(_batches(s)[:2], start=1):
+        writer.apply(s.batch(events), batch_id)
+    silver = s.target.silver_table
+    version = _version(writer, silver)
+    config = tmp_path / "ingest.yaml"
+    config.write_text(f"kafka.bootstrap.servers: 127.0.0.1:1\ntopic.prefix: shop\ntable.format: iceberg\n"
+                      f"warehouse: {spark.conf.get('spark.sql.catalog.lake.warehouse')}\n")
+    dry = CliRunner().invoke(app, ["maintain", "-c", str(config), "--table", silver, "--dry-run", "--json"])
+    assert dry.exit_code == 0, dry.output
+    planned = json.loads(dry.stdout)
+    assert [(r["table"], r["dry_run"]) for r in planned] == [(silver, True)] and planned[0]["delete_files_before"] > 0
+    assert _version(writer, silver) == version
+    done = CliRunner().invoke(app, ["maintain", "-c", str(config), "--table", silver, "--json"])
+    assert done.exit_code == 0, done.output
+    result = json.loads(done.stdout)[0]
+    assert result["delete_files_after"] == 0 and result["data_files_after"] == _files(writer, silver)[0] == 1
