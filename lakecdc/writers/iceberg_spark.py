@@ -37,8 +37,9 @@ TABLE_PROPERTIES = {
     "write.delete.mode": "merge-on-read",
 }
 ROW_GROUP_BYTES = "write.parquet.row-group-size-bytes"
-#: Row groups of key-sorted tables (silver, ledger): ~100k narrow rows each.
-SORTED_ROW_GROUP_BYTES = 2 * 1024 * 1024
+#: Row groups of key-sorted tables (silver, ledger): a few hundred thousand narrow rows each. Smaller
+#: ones prune finer but slowed MERGEs that touch every group (2 MB: -25% at 1M uniform changes).
+SORTED_ROW_GROUP_BYTES = 8 * 1024 * 1024
 #: How many snapshots back to look for the newest one carrying lakecdc progress (compactions and
 #: other maintenance commits in between carry none).
 PROGRESS_LOOKBACK = 100
@@ -66,7 +67,7 @@ class IcebergSparkWriter(SparkSqlWriter):
         self.spark.sql(f"CREATE TABLE IF NOT EXISTS {full} ({column_ddl(schema)}) USING iceberg{partitioning} "
                        f"TBLPROPERTIES ({props})")
         if sort_by:
-            # Small row groups: within a key-sorted file each covers a narrow key range, which
+            # Smaller row groups: within a key-sorted file each covers a narrow key range, which
             # Iceberg's reader skips when a MERGE's key ranges miss it (128 MB groups would hold
             # a whole 1M-row table). Locally: each write sorts its own rows (no range shuffle), so the files a MERGE adds
             # cover narrow key ranges and its key ranges prune files and row groups.
