@@ -53,9 +53,11 @@ at 100k (18-28%), nor with uniform keys at any size (Iceberg 10-21%, delta-rs 11
 What the key ranges change (recent keys, the same sorted layout without the ranges in the ON
 condition, run right after at load 2.5): Iceberg 12%, 17%, 42% at 10k, 100k, 1M (with them 20%,
 28%, 59%); delta-rs 20%, 55%, 102% (with them 25%, 92%, 112%; delta-rs prunes by the source's
-[min, max] by itself, which the sorted, 8 MB files already help). Uniform keys cannot be pruned
-and cost about the same as before (the code before this change, 247d018, same machine and hour:
-Iceberg 14% and 22%, delta-rs 13% and 45% at 10k and 1M). 2 MB Iceberg row groups pruned finer
+[min, max] by itself, which the sorted, 8 MB files already help). Uniform keys cannot be pruned:
+their MERGE takes about as long as before the change (247d018, same machine and hour: Iceberg
+2.7 s and 8.9 s, delta-rs 0.84 s and 4.6 s at 10k and 1M, against 2.8 s, 8.4 s, 0.84 s, 4.0 s
+above); the percentages also move with the plain append, which varied by a third between runs
+at 10k (Iceberg 0.27-0.41 s), so 247d018 printed 14% and 22% (Iceberg), 13% and 45% (delta-rs). 2 MB Iceberg row groups pruned finer
 but slowed uniform MERGEs by a quarter (1M: 16-17% against 22%): 8 MB was kept.
 
 Where the remaining time goes (event log and py-spy, this afternoon):
