@@ -20,17 +20,16 @@ import re
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 from deltalake import DeltaTable
 
 from lakecdc.audit.tables import LakeTable
 from lakecdc.errors import TerminalError
-from lakecdc.ingest.progress import PROGRESS_KEY
 from lakecdc.maintenance.options import MaintenanceOptions
 from lakecdc.maintenance.result import MaintenanceResult
 from lakecdc.maintenance.tables import DEAD_LETTER_TABLE, lakecdc_tables, sort_keys
+from lakecdc.writers.delta_rs import newest_lakecdc_commit
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +38,6 @@ DEFAULT_TARGET_FILE_BYTES = 100 * 1024 * 1024
 #: files below this share of the target size count as small (as Iceberg's min-file-size-bytes)
 SMALL_FILE_SHARE = 0.75
 DEFAULT_LOG_RETENTION = timedelta(days=30)
-#: commits read back to find the newest lakecdc commit (the writer's lookback)
-HISTORY_LOOKBACK = 100
 _INTERVAL = re.compile(r"^\s*interval\s+(\d+)\s+(second|minute|hour|day|week)s?\s*$", re.IGNORECASE)
 
 
@@ -83,15 +80,8 @@ class DeltaMaintainer:
         root = Path(self.warehouse)
         names = [".".join(log_dir.parent.relative_to(root).parts)
                  for depth in ("*/*", "*/*/*") for log_dir in root.glob(f"{depth}/_delta_log")]
-        return lakecdc_tables(names, lambda n: self._lakecdc_commit(self._open(n)) is not None,
+        return lakecdc_tables(names, lambda n: newest_lakecdc_commit(self._open(n)) is not None,
                               self.dead_letter_table)
-
-    @staticmethod
-    def _lakecdc_commit(table: DeltaTable) -> dict[str, Any] | None:
-        for commit in table.history(HISTORY_LOOKBACK):  # newest first
-            if PROGRESS_KEY in commit:
-                return commit
-        return None
 
     def _columns(self, name: str) -> list[str] | None:
         if not self.exists(name):
@@ -158,7 +148,7 @@ class DeltaMaintainer:
         delta-rs lists every file removed before the retention, also those an earlier vacuum
         deleted already, and a vacuum commits twice (VACUUM START / END): skipping a vacuum with
         nothing to delete keeps repeated runs from pushing the newest lakecdc commit out of the
-        history the writer reads back (``HISTORY_LOOKBACK`` commits). Remote stores are not checked.
+        history the writer reads back (``lakecdc.writers.delta_rs.HISTORY_LOOKBACK`` commits). Remote stores are not checked.
         """
         candidates = table.vacuum(retention_hours, dry_run=True, enforce_retention_duration=enforce)
         if "://" in self.warehouse:
@@ -171,7 +161,7 @@ class DeltaMaintainer:
         retention = log_retention(configuration)
         if retention is None:
             return False
-        commit = self._lakecdc_commit(table)
+        commit = newest_lakecdc_commit(table)
         if commit is None:
             return True
         committed = datetime.fromtimestamp(int(commit["timestamp"]) / 1000, tz=timezone.utc)

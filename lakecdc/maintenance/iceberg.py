@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from lakecdc.audit.tables import LakeTable
-from lakecdc.ingest.progress import PROGRESS_KEY
 from lakecdc.maintenance.options import MaintenanceOptions
 from lakecdc.maintenance.result import MaintenanceResult
 from lakecdc.maintenance.tables import DEAD_LETTER_TABLE, lakecdc_tables
+from lakecdc.writers.iceberg_spark import newest_lakecdc_snapshot
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -49,8 +49,6 @@ REWRITE_OPTIONS = {
     "use-starting-sequence-number": "false",
     "partial-progress.enabled": "false",  # one commit per table
 }
-#: Longest ancestry walked to find the newest lakecdc commit (as the writer's lookback).
-ANCESTRY_LIMIT = 100
 
 
 def _map(options: dict[str, str]) -> str:
@@ -102,15 +100,8 @@ class IcebergMaintainer:
     @staticmethod
     def _lakecdc_distance(table: Any) -> int | None:
         """How many snapshots back from the current one the newest lakecdc commit is (0: current)."""
-        snapshot = table.currentSnapshot()
-        for distance in range(ANCESTRY_LIMIT):
-            if snapshot is None:
-                return None
-            if PROGRESS_KEY in dict(snapshot.summary()):
-                return distance
-            parent = snapshot.parentId()
-            snapshot = table.snapshot(parent) if parent is not None else None
-        return None
+        found = newest_lakecdc_snapshot(table)
+        return found[0] if found else None
 
     def _files(self, name: str) -> tuple[int, int, int]:
         """(data files, delete files, bytes of both) of the current snapshot."""

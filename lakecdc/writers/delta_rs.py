@@ -96,6 +96,14 @@ def _conform(table: pa.Table, target: pa.Schema) -> pa.Table:
     return pa.table(columns, schema=target)
 
 
+def newest_lakecdc_commit(table: DeltaTable) -> dict[str, Any] | None:
+    """The newest commit lakecdc made among the last ``HISTORY_LOOKBACK`` (history entry), or None."""
+    for commit in table.history(HISTORY_LOOKBACK):  # newest first
+        if PROGRESS_KEY in commit:
+            return commit
+    return None
+
+
 class DeltaRsWriter(LakeWriter):
     format = "delta"
 
@@ -167,10 +175,8 @@ class DeltaRsWriter(LakeWriter):
         table = self._open(name)
         if table is None:
             return {}
-        for commit in table.history(HISTORY_LOOKBACK):  # newest first
-            if PROGRESS_KEY in commit:
-                return {k: v for k, v in commit.items() if isinstance(v, str)}
-        return {}
+        commit = newest_lakecdc_commit(table)
+        return {k: v for k, v in commit.items() if isinstance(v, str)} if commit else {}
 
     def _append_bronze(self, target: TableTarget, rows: DataFrame, stats: BatchStats,
                        props: dict[str, str], batch_id: int) -> tuple[int, int | None]:

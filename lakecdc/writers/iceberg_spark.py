@@ -45,6 +45,21 @@ SORTED_ROW_GROUP_BYTES = 8 * 1024 * 1024
 PROGRESS_LOOKBACK = 100
 
 
+def newest_lakecdc_snapshot(table: Any) -> tuple[int, dict[str, str]] | None:
+    """(how many snapshots back from the current one, its summary) of the newest snapshot lakecdc
+    committed, walking the current ancestry (``table``: a py4j ``org.apache.iceberg.Table``)."""
+    snapshot = table.currentSnapshot()
+    for distance in range(PROGRESS_LOOKBACK):
+        if snapshot is None:
+            return None
+        summary = dict(snapshot.summary())
+        if PROGRESS_KEY in summary:
+            return distance, summary
+        parent = snapshot.parentId()
+        snapshot = table.snapshot(parent) if parent is not None else None
+    return None
+
+
 class IcebergSparkWriter(SparkSqlWriter):
     format = "iceberg"
 
@@ -95,17 +110,8 @@ class IcebergSparkWriter(SparkSqlWriter):
     def commit_properties(self, name: str) -> dict[str, str]:
         if not self.spark.catalog.tableExists(self.resolve(name)):
             return {}
-        table = self._iceberg_table(name)
-        snapshot = table.currentSnapshot()
-        for _ in range(PROGRESS_LOOKBACK):  # walk the current ancestry, newest first
-            if snapshot is None:
-                return {}
-            summary = dict(snapshot.summary())
-            if PROGRESS_KEY in summary:
-                return summary
-            parent = snapshot.parentId()
-            snapshot = table.snapshot(parent) if parent is not None else None
-        return {}
+        found = newest_lakecdc_snapshot(self._iceberg_table(name))
+        return found[1] if found else {}
 
     def _last_commit(self, name: str) -> tuple[int | None, dict[str, int]]:
         snapshot = self._iceberg_table(name).currentSnapshot()
