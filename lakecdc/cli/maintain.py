@@ -46,10 +46,7 @@ def maintain(
 ) -> None:
     """Compact the tables ingest writes and clean up their history.
 
-    Iceberg: rewrites data files that have position deletes (every silver MERGE adds some) and small
-    files, then expires old snapshots. Delta: compacts small files (silver Z-ordered by key), vacuums
-    unreferenced files and cleans up the log. Restarts resume as before: maintenance commits carry no
-    lakecdc progress and the newest lakecdc commit is always kept. Run it while no ingest job writes.
+    Iceberg: rewrites data files that have position deletes (every silver MERGE adds some) and small files, then expires old snapshots. Delta: compacts small files (silver Z-ordered by key), vacuums unreferenced files and cleans up the log. Restarts resume as before: maintenance commits carry no lakecdc progress and the newest lakecdc commit is always kept. Run it while no ingest job writes.
     """
     from lakecdc.maintenance.options import MaintenanceOptions, parse_duration
     from lakecdc.maintenance.run import run_maintenance
