@@ -35,7 +35,7 @@ def demo(
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     directory.mkdir(parents=True, exist_ok=True)
     result = run_demo(directory, seconds=seconds, say=console.print)
-    table = Table(title="6. source vs silver")
+    table = Table(title="7. source vs silver")
     for column in ("table", "source rows", "silver rows", "equal"):
         table.add_column(column)
     for c in result.comparisons:

@@ -134,7 +134,7 @@ def run_demo(directory: Path, seconds: float = 20.0, say: Any = print, catch_up_
             _latency(result, latencies)
             result.time_travel = _time_travel(spark, ingest_config)
             spark.stop()
-    say("7. stopped the broker and PostgreSQL; tables are under " + str(warehouse))
+    say("6. stopped the broker and PostgreSQL; tables are under " + str(warehouse))
     return result
 
 

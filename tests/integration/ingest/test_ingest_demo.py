@@ -34,8 +34,11 @@ def test_demo_silver_equals_source_for_every_table(tmp_path: Path) -> None:
     assert "primary-key change" in out and "truncate" in out and "added column" in out
     latency = re.search(r"latency: p50 ([\d.]+) s, p99 ([\d.]+) s", out)
     assert latency and float(latency.group(1)) <= float(latency.group(2))
+    made = re.search(r"(\d+) source changes made", out)
     changes = re.search(r"([\d,]+) changes applied", out)
-    assert changes and int(changes.group(1).replace(",", "")) > 0
+    assert made and changes and int(made.group(1)) > 0
+    # every row the workload changed is one event applied, none lost or applied twice
+    assert int(changes.group(1).replace(",", "")) == int(made.group(1)), out
     travel = re.search(r"first version .*?: (\d+) rows.*\((\d+) snapshots\)", out, re.S)
     assert travel and int(travel.group(1)) > 0 and int(travel.group(2)) >= 2
     warehouse = directory / "warehouse"
