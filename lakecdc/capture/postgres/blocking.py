@@ -16,30 +16,27 @@ from lakecdc.capture.postgres.config import PostgresConnectorConfig
 from lakecdc.capture.postgres.snapshot import PostgresSnapshotSource
 from lakecdc.capture.postgres.table_schema import TableSchemas
 from lakecdc.capture.postgres.types import TypeModes
-from lakecdc.capture.signals import Signal, parse_table_id
+from lakecdc.capture.signals import parse_table_id
+from lakecdc.events.positions import PostgresPosition
 from lakecdc.events.topics import TopicNamer
 
 log = logging.getLogger(__name__)
 
 
 def blocking_snapshot(conn: Any, config: PostgresConnectorConfig, modes: TypeModes, namer: TopicNamer,
-                      schemas: TableSchemas, headers: list[tuple[str, bytes]], signal: Signal, tables: list[str],
-                      lsn: int, tx_id: int | None) -> list[Any]:
-    """The ``r`` records of ``tables`` as of now, read on ``conn`` (an autocommit connection)."""
-    if signal.data.get("additional-conditions") or signal.data.get("additional-condition"):
-        log.warning("signal '%s': additional conditions are not applied to blocking snapshots in lakecdc "
-                    "(snapshot.select.statement.overrides are)", signal.id)
-    log.info("Requested 'BLOCKING' snapshot of data collections %s (signal '%s'); streaming waits", tables,
-             signal.id)
+                      schemas: TableSchemas, headers: list[tuple[str, bytes]], tables: list[str],
+                      position: PostgresPosition | None) -> list[Any]:
+    """The ``r`` records of ``tables`` as of now, read on ``conn`` (an autocommit connection);
+    ``position`` is the signal's."""
     records: list[Any] = []
-    if not tables:
-        return records
     reader = PostgresSnapshotSource(config, modes, namer, show_progress=False, headers=headers)
     started = time.monotonic()
+    lsn = position.lsn if position is not None else 0
+    tx_id = position.tx_id if position is not None and position.tx_id is not None else 0
     with conn.transaction():
         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        rows = reader.read_tables(conn, schemas, [parse_table_id(t) for t in tables], records.extend, lsn,
-                                  tx_id if tx_id is not None else 0, time.time_ns() // 1000)
+        rows = reader.read_tables(conn, schemas, [parse_table_id(t) for t in tables], records.extend, lsn, tx_id,
+                                  time.time_ns() // 1000)
     log.info("blocking snapshot completed: %d rows from %d tables in %.1f s; streaming resumes", rows, len(tables),
              time.monotonic() - started)
     return records

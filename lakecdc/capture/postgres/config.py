@@ -16,18 +16,14 @@ A Debezium PostgreSQL connector ``.properties`` file is accepted unchanged::
 
 from __future__ import annotations
 
-import logging
 import re
-from dataclasses import dataclass
 from functools import cached_property
 from typing import ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
-from lakecdc.config.connector import CommonConnectorConfig
-from lakecdc.config.filters import TableFilter, compile_regex_list
-from lakecdc.errors import ConfigError
-from lakecdc.events.topics import TableId
+from lakecdc.config.filters import compile_regex_list
+from lakecdc.config.signaling import SignalingConnectorConfig
 
 _LIBPQ_QUOTE = re.compile(r"(['\\])")
 
@@ -36,21 +32,7 @@ def _conninfo_value(value: str) -> str:
     return "'" + _LIBPQ_QUOTE.sub(r"\\\1", value) + "'"
 
 
-@dataclass(frozen=True)
-class _WithSignalTable(TableFilter):
-    """The filters plus the signal table: Debezium captures ``signal.data.collection`` (adds it to a
-    filtered publication and emits its rows) even when ``table.include.list`` leaves it out."""
-
-    signal: tuple[str, str] = ("", "")
-
-    def matches(self, schema: str, table: str) -> bool:
-        return (schema, table) == self.signal or super().matches(schema, table)
-
-    def matches_schema(self, schema: str) -> bool:
-        return schema == self.signal[0] or super().matches_schema(schema)
-
-
-class PostgresConnectorConfig(CommonConnectorConfig):
+class PostgresConnectorConfig(SignalingConnectorConfig):
     snapshot_modes: ClassVar[tuple[str, ...]] = (
         "initial", "always", "never", "initial_only", "exported", "when_needed", "no_data",
         "schema_only", "schema_only_recovery",
@@ -83,53 +65,6 @@ class PostgresConnectorConfig(CommonConnectorConfig):
     extended_headers_enabled: bool = Field(True, alias="extended.headers.enabled")
     snapshot_lock_timeout_ms: int = Field(10_000, alias="snapshot.lock.timeout.ms", ge=0)
     snapshot_isolation_mode: str = Field("serializable", alias="snapshot.isolation.mode")
-    signal_kafka_topic: str | None = Field(None, alias="signal.kafka.topic")
-    signal_kafka_bootstrap_servers: str | None = Field(None, alias="signal.kafka.bootstrap.servers")
-    signal_kafka_groupid: str = Field("kafka-signal", alias="signal.kafka.groupId")
-    signal_kafka_poll_timeout_ms: int = Field(100, alias="signal.kafka.poll.timeout.ms", ge=0)
-
-    @model_validator(mode="after")
-    def _check_signals(self) -> PostgresConnectorConfig:
-        from lakecdc.capture.signals import BUILT_CHANNELS, parse_channels
-
-        channels = parse_channels(self.signal_enabled_channels)
-        for name in channels:
-            if name not in BUILT_CHANNELS:
-                # a Debezium file naming it still loads; that channel just delivers nothing
-                logging.getLogger(__name__).warning(
-                    "signal.enabled.channels: the '%s' channel is not built in lakecdc (built: %s); ignored",
-                    name, ", ".join(BUILT_CHANNELS))
-        if "kafka" in channels and not (self.signal_kafka_topic or "").strip():
-            raise ConfigError("signal.enabled.channels includes kafka: set signal.kafka.topic", "signal.kafka.topic")
-        if "kafka" in channels and not (self.signal_data_collection or "").strip():
-            # incremental snapshots write their window watermarks to the signal table, as Debezium's
-            raise ConfigError("signal.enabled.channels includes kafka: set signal.data.collection too (the table "
-                              "incremental snapshots write their watermarks to)", "signal.data.collection")
-        _ = self.signal_table
-        return self
-
-    @cached_property
-    def signal_channels(self) -> tuple[str, ...]:
-        from lakecdc.capture.signals import parse_channels
-
-        return parse_channels(self.signal_enabled_channels)
-
-    @cached_property
-    def signal_table(self) -> TableId | None:
-        """``signal.data.collection`` parsed; None when signals are not configured."""
-        from lakecdc.capture.signals import parse_table_id
-
-        text = (self.signal_data_collection or "").strip()
-        return parse_table_id(text) if text else None
-
-    @cached_property
-    def table_filter(self) -> TableFilter:
-        base = CommonConnectorConfig.table_filter.func(self)  # type: ignore[attr-defined]
-        signal = self.signal_table
-        if signal is None:
-            return base
-        return _WithSignalTable(base.table_include, base.table_exclude, base.schema_include, base.schema_exclude,
-                                base.excluded_schemas, (signal.schema or "public", signal.table))
 
     @cached_property
     def server_name(self) -> str:

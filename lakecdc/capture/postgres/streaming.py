@@ -56,10 +56,10 @@ from lakecdc.events.source import PostgresSourceBuilder
 from lakecdc.events.topics import TopicNamer
 from lakecdc.events.transaction import TransactionTracker, transaction_record
 from lakecdc.capture.postgres.messages import MessageRecords, message_data_collection
-from lakecdc.capture.postgres.incremental import CLOSE, OPEN, IncrementalSnapshot
-from lakecdc.capture.signal_kafka import KafkaSignalChannel
+from lakecdc.capture.postgres.incremental import PostgresIncrementalSnapshot
+from lakecdc.capture.signaling import Signaling
 from lakecdc.capture.postgres.blocking import blocking_snapshot
-from lakecdc.capture.signals import Signal, SignalProcessor, signal_from_row
+from lakecdc.capture.signals import Signal
 
 log = logging.getLogger(__name__)
 
@@ -107,23 +107,14 @@ class PostgresStreamingSource:
         self._tx_topic = namer.transaction_topic
         self._tx = TransactionTracker() if config.provide_transaction_metadata else None
         self._messages = MessageRecords(config, namer, self._source)
-        self._incremental: IncrementalSnapshot | None = None
-        self._signals: SignalProcessor | None = None
-        self._signal_table = config.signal_table if "source" in config.signal_channels else None
+        self._incremental: PostgresIncrementalSnapshot | None = None
+        self._signals: Signaling | None = None
+        self._signal_table = config.signal_table
         if config.signal_table is not None:
-            self._signals = SignalProcessor(offset=lambda: self._committed.to_offset() if self._committed else None)
-            self._incremental = IncrementalSnapshot(self._sql, self._schemas, config, self._source, self._headers,
-                                                    config.signal_table)
-            self._signals.register("execute-snapshot", self._execute_snapshot)
-            self._signals.register("stop-snapshot", self._incremental.stop)
-            self._signals.register("pause-snapshot", self._incremental.pause)
-            self._signals.register("resume-snapshot", self._incremental.resume)
-        #: records a signal's action produced (blocking snapshot), emitted after the signal's own event
-        self._signal_records: list[Any] = []
-        self._signal_position: PostgresPosition | None = None
-        self._kafka_signals: KafkaSignalChannel | None = None
-        if self._signals is not None and "kafka" in config.signal_channels:
-            self._kafka_signals = KafkaSignalChannel.from_config(config)
+            self._incremental = PostgresIncrementalSnapshot(self._sql, self._schemas, config, self._source,
+                                                            self._headers, config.signal_table)
+            self._signals = Signaling(config, self._incremental, self._blocking_snapshot,
+                                      offset=lambda: self._committed.to_offset() if self._committed else None)
         self._heartbeat = Heartbeat(config.heartbeat_interval_ms, namer.heartbeat_topic, config.topic_prefix,
                                     config.heartbeat_action_query, self._sql)
         # transaction state
@@ -201,9 +192,8 @@ class PostgresStreamingSource:
             self._incremental.start()
 
     def close(self) -> None:
-        if self._kafka_signals is not None:
-            self._kafka_signals.close()
-            self._kafka_signals = None
+        if self._signals is not None:
+            self._signals.close()
         if self._repl is not None:
             self._repl.close()
             self._repl = None
@@ -272,12 +262,8 @@ class PostgresStreamingSource:
         now = time.monotonic()
         if received:
             self._last_data = now
-        if self._kafka_signals is not None and self._signals is not None:
-            for signal in self._kafka_signals.poll():
-                self._signal_position = self._committed
-                self._signals.process(signal)
-            out.extend(self._signal_records)
-            self._signal_records.clear()
+        if self._signals is not None:
+            self._signals.poll_kafka(self._committed, out)
         if self._heartbeat.due(now):
             record = self._heartbeat.beat()
             if record is not None:
@@ -372,30 +358,9 @@ class PostgresStreamingSource:
         out.append(self._messages.record(message, lsn, self._xid if transactional else None, self._commit_ts_us,
                                          self._last_commit_lsn, block))
 
-    def _on_signal_row(self, row: dict[str, Any], position: PostgresPosition, out: list[Any]) -> None:
-        """A signal-table insert, processed before its own event is emitted (as Debezium)."""
-        signal = signal_from_row(row)
-        if signal is None or self._signals is None or self._incremental is None:
-            return
-        if signal.type in (OPEN, CLOSE):
-            self._incremental.on_watermark(signal.type, signal.id, position, out)
-            return
-        self._signal_position = position
-        self._signals.process(signal)
-
-    def _execute_snapshot(self, signal: Signal) -> None:
-        assert self._incremental is not None
-        kind = str(signal.data.get("type") or "incremental").lower()
-        if kind == "incremental":
-            self._incremental.execute(signal)
-            return
-        if kind != "blocking":
-            log.warning("signal '%s': unknown snapshot type '%s' (incremental or blocking); ignored", signal.id, kind)
-            return
-        position = self._signal_position
-        self._signal_records.extend(blocking_snapshot(
-            self._sql, self.config, self.modes, self.namer, self._schemas, self._headers, signal,
-            self._incremental.expand(signal), position.lsn if position else 0, position.tx_id if position else None))
+    def _blocking_snapshot(self, signal: Signal, tables: list[str], position: PostgresPosition | None) -> list[Any]:
+        return blocking_snapshot(self._sql, self.config, self.modes, self.namer, self._schemas, self._headers, tables,
+                                 position)
 
     def _dedupe(self, schema: Any, *keys: Any) -> None:
         """Streamed changes of the chunk's table win over its buffered rows (window open)."""
@@ -442,16 +407,16 @@ class PostgresStreamingSource:
             return
         key = schema.key(values)
         position = PostgresPosition(lsn=lsn, commit_lsn=commit_lsn, tx_id=xid, ts_usec=ts_us)
-        if self._incremental is not None:
-            if self._incremental.window_open:
-                self._incremental.seen(schema.table_id, key)
+        signals = self._signals
+        if signals is not None:
+            if signals.incremental.window_open:
+                signals.incremental.seen(schema.table_id, key)
             if self._signal_table is not None and schema.table_id == self._signal_table:
-                self._on_signal_row(value["after"], position, out)
+                signals.on_row(value["after"], position, out)
                 if not self._skip_creates:
                     out.append(ChangeRecord(schema.topic, schema.key_schema, key, schema.envelope, value,
                                             self._headers, position))
-                out.extend(self._signal_records)  # a blocking snapshot's rows follow the signal's event
-                self._signal_records.clear()
+                signals.drain(out)  # a blocking snapshot's rows follow the signal's event
                 return
         out.append(ChangeRecord(schema.topic, schema.key_schema, key, schema.envelope, value, self._headers, position))
 
@@ -479,13 +444,14 @@ class PostgresStreamingSource:
                               tx.event(schema.data_collection, f"{xid}:{lsn}") if tx else None)
             if not suppressed:
                 self._dedupe(schema, key)
-                if self._signal_table is not None and schema.table_id == self._signal_table:
-                    self._on_signal_row(value["after"], position, out)
+                signals = self._signals
+                if signals is not None and self._signal_table is not None and schema.table_id == self._signal_table:
+                    signals.on_row(value["after"], position, out)
                 if not self._skip_creates:
                     out.append(ChangeRecord(schema.topic, schema.key_schema, key, schema.envelope, value,
                                             self._headers, position))
-                out.extend(self._signal_records)
-                self._signal_records.clear()
+                if signals is not None:
+                    signals.drain(out)
             return
         if op == "d":
             old_values = message.old

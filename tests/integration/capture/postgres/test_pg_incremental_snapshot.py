@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import logging
-import random
 import threading
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
+from incremental_checks import check_signals_and_windows, kill_9_mid_snapshot, load_runs, reads, replay, start_churn
 from pg_capture_support import CaptureThread, fresh_database, load_records, slot_is_streaming, wait_for, write_properties
 
 pytestmark = pytest.mark.integration
@@ -53,30 +53,10 @@ def start(config: Path, out: Path, dsn: str, idle: float = 4.0) -> CaptureThread
     return capture
 
 
-def replay(records: list[dict[str, Any]], topic: str = "dbz.public.items") -> dict[int, dict[str, Any]]:
-    """The table as the events in order rebuild it (what a sink's MERGE would hold)."""
-    state: dict[int, dict[str, Any]] = {}
-    for record in records:
-        if record["topic"] != topic or record["value"] is None:
-            continue
-        payload = record["value"]["payload"]
-        key = record["key"]["payload"]["id"]
-        if payload["op"] == "d":
-            state.pop(key, None)
-        else:
-            state[key] = payload["after"]
-    return state
-
-
 def table_state(dsn: str) -> dict[int, dict[str, Any]]:
     with psycopg.connect(dsn) as conn:
         return {r[0]: {"id": r[0], "label": r[1], "color": r[2]}
                 for r in conn.execute("SELECT id, label, color FROM items").fetchall()}
-
-
-def reads(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [r["value"]["payload"] for r in records if r["topic"] == "dbz.public.items" and r["value"]
-            and r["value"]["payload"]["op"] == "r"]
 
 
 def test_signals_and_incremental_snapshot(pg: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -95,25 +75,7 @@ def test_signals_and_incremental_snapshot(pg: Any, tmp_path: Path, caplog: pytes
     assert {p["source"]["snapshot"] for p in snapshot} == {"incremental"}
     assert all(p["source"]["lsn"] is None and p["source"]["txId"] is None for p in snapshot)
     assert replay(records) == table_state(dsn)
-    # the signal table is captured and emitted (Debezium does so), watermarks included: 12 rows
-    # in chunks of 5 -> windows [1-5], [6-10], [11-12], [] (the empty chunk ends the table)
-    signals = [r["value"]["payload"]["after"] for r in records if r["topic"] == "dbz.public.debezium_signal"]
-    assert [s["type"] for s in signals[:3]] == ["log", "no-such-action", "execute-snapshot"]
-    assert [s["type"] for s in signals[3:]] == ["snapshot-window-open", "snapshot-window-close"] * 4
-    assert all(s["id"].endswith("-open" if s["type"].endswith("open") else "-close") for s in signals[3:])
-    # a chunk's rows are emitted at the end of its window, just before its close watermark's event
-    # (4 rows if the update of row 3 landed inside the first window and replaced its read)
-    events = [(r["topic"].rsplit(".", 1)[1], r["value"]["payload"]["op"],
-               (r["value"]["payload"]["after"] or {}).get("type")) for r in records if r["value"]]
-    first_open = events.index(("debezium_signal", "c", "snapshot-window-open"))
-    first_close = events.index(("debezium_signal", "c", "snapshot-window-close"))
-    window = events[first_open + 1:first_close]
-    chunk = [e for e in window if e[1] == "r"]
-    assert 4 <= len(chunk) <= 5 and window[len(window) - len(chunk):] == chunk
-    text = caplog.text
-    assert "hello from signal at {" in text
-    assert "Signal 's-bogus' has been received but the type 'no-such-action' is not recognized" in text
-    assert "incremental snapshot completed" in text
+    check_signals_and_windows(records, caplog.text)
     offsets = json.loads((tmp_path / "c.offsets.json").read_text())
     assert not any("incremental_snapshot" in json.dumps(v) for v in offsets.values())
 
@@ -126,23 +88,9 @@ def test_incremental_snapshot_with_concurrent_changes(pg: Any, tmp_path: Path) -
     capture = start(props(tmp_path, pg, 100), out, dsn, idle=5.0)
     stop = threading.Event()
 
-    def churn() -> None:
-        rng = random.Random(7)
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            n = 3000
-            while not stop.is_set():
-                key = rng.randint(1, n)
-                choice = rng.random()
-                if choice < 0.6:
-                    conn.execute("UPDATE items SET label = label || '+' WHERE id = %s", (key,))
-                elif choice < 0.8:
-                    conn.execute("DELETE FROM items WHERE id = %s", (key,))
-                else:
-                    n += 1
-                    conn.execute("INSERT INTO items VALUES (%s, 'new', 'green')", (n,))
-
-    worker = threading.Thread(target=churn, daemon=True)
-    worker.start()
+    conn = psycopg.connect(dsn, autocommit=True)
+    worker, _ = start_churn(lambda statement, params: conn.execute(statement, params), 3000,
+                            "UPDATE items SET label = label || '+' WHERE id = %s", stop)
     try:
         execute(dsn, signal("ad-hoc", "execute-snapshot", {"data-collections": ["public\\.it.*"]}))
         wait_for(lambda: out.exists() and out.read_text().count("snapshot-window-close") >= 10, timeout=240,
@@ -150,6 +98,7 @@ def test_incremental_snapshot_with_concurrent_changes(pg: Any, tmp_path: Path) -
     finally:
         stop.set()
         worker.join(30)
+        conn.close()
     capture.wait(300)
     records = load_records(out)
     assert replay(records) == table_state(dsn)
@@ -311,9 +260,6 @@ def test_kill_9_mid_snapshot_resumes_without_losing_rows(pg: Any, tmp_path: Path
     """A capture killed while an incremental snapshot runs (progress already in the offset) goes on
     after a restart: every row has a read event across the runs, and replaying all events gives the
     table."""
-    import os
-    import signal as signals
-
     from pg_capture_support import capture_subprocess
 
     dsn = setup_db(pg, 20000)  # 400 chunks: the kill lands well inside the snapshot
@@ -321,31 +267,16 @@ def test_kill_9_mid_snapshot_resumes_without_losing_rows(pg: Any, tmp_path: Path
     offsets = tmp_path / "c.offsets.json"
     log = tmp_path / "capture.log"
     first = capture_subprocess(config, tmp_path / "run-0.jsonl", None, log)
-    try:
-        wait_for(lambda: slot_is_streaming(dsn, f"{DB}_slot"), what="streaming")
-        execute(dsn, signal("big", "execute-snapshot", {"data-collections": ["public.items"]}))
-        wait_for(lambda: offsets.exists() and "incremental_snapshot_primary_key" in offsets.read_text()
-                 and '\\"50\\"' not in offsets.read_text(), timeout=180, what="snapshot progress past a chunk")
-        os.kill(first.pid, signals.SIGKILL)
-        first.wait()
-    finally:
-        if first.poll() is None:
-            first.kill()
-            first.wait()
-    stored = next(iter(json.loads(offsets.read_text()).values()))
+    stored = kill_9_mid_snapshot(
+        first, lambda: slot_is_streaming(dsn, f"{DB}_slot"),
+        lambda: execute(dsn, signal("big", "execute-snapshot", {"data-collections": ["public.items"]})),
+        offsets, '\\"50\\"', wait_for)
     resumed_from = int(json.loads(stored["incremental_snapshot_primary_key"])[0])
     assert 0 < resumed_from < 20000
     execute(dsn, "UPDATE items SET label = 'between runs' WHERE id = 20000")
     second = capture_subprocess(config, tmp_path / "run-1.jsonl", 6.0, log)
     assert second.wait(timeout=300) == 0, log.read_text()[-3000:]
-    runs = []
-    for name in ("run-0.jsonl", "run-1.jsonl"):
-        lines = (tmp_path / name).read_text().splitlines()
-        for number, line in enumerate(lines):
-            try:
-                runs.append(json.loads(line))
-            except json.JSONDecodeError:
-                assert number == len(lines) - 1  # torn by the kill
+    runs = load_runs([tmp_path / "run-0.jsonl", tmp_path / "run-1.jsonl"])
     assert {p["after"]["id"] for p in reads(runs)} == set(range(1, 20001))
     second_run_reads = [p["after"]["id"] for p in reads([json.loads(x) for x in
                                                          (tmp_path / "run-1.jsonl").read_text().splitlines()])]
