@@ -26,14 +26,14 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from lakecdc.config.connector import CommonConnectorConfig
+from lakecdc.config.signaling import SignalingConnectorConfig
 from lakecdc.errors import ConfigError
 
 MYSQL_CLASSES = ("io.debezium.connector.mysql.MySqlConnector", "mysql")
 MARIADB_CLASSES = ("io.debezium.connector.mariadb.MariaDbConnector", "mariadb")
 
 
-class MySqlConnectorConfig(CommonConnectorConfig):
+class MySqlConnectorConfig(SignalingConnectorConfig):
     snapshot_modes: ClassVar[tuple[str, ...]] = (
         "initial", "initial_only", "when_needed", "never", "no_data", "schema_only",
         "schema_only_recovery", "recovery", "always",

@@ -65,7 +65,10 @@ class MySqlSnapshotSource:
             with conn.cursor() as cur:
                 cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")              # step 2
             tables = {db: myconn.list_tables(conn, db) for db in databases}
-            captured = [(db, t) for db in databases for t in tables[db] if self.schema.is_captured(db, t)]
+            signal = self.config.signal_table
+            # the signal table is streamed (its rows are signals) but, as in Debezium, not snapshotted
+            captured = [(db, t) for db in databases for t in tables[db] if self.schema.is_captured(db, t)
+                        and (signal is None or (db, t) != (signal.schema, signal.table))]
             if self.lock_kind == "none" and self.config.snapshot_locking_mode != "none":
                 self._lock_tables(conn, captured)                                      # 1.2.5 step 1
             status = myconn.binlog_status(conn, info)                                  # step 3
@@ -77,7 +80,8 @@ class MySqlSnapshotSource:
                 self._unlock(conn)                                                     # step 5
             self._emit_schema_changes(emit, status, info)                              # step 6
             if self.with_data:
-                rows = self._scan(conn, emit, captured, status, info)                  # step 7
+                rows = self.scan(conn, emit, captured, MySqlPosition(                  # step 7
+                    file=status.file, pos=status.pos, server_id=info.server_id, snapshot=True))
             conn.commit()                                                              # step 8
             if self.lock_kind != "none":
                 self._unlock(conn)                                                     # 1.2.5 step 9
@@ -178,9 +182,10 @@ class MySqlSnapshotSource:
         if records:
             emit(records)
 
-    def _scan(self, conn: Any, emit: Emit, captured: list[tuple[str, str]], status: Any, info: Any) -> int:
-        """Step 7: one ``r`` record per row. Rows are fetched in blocks; every row of a table shares
-        one source block and one position (they differ only for the first and last rows)."""
+    def scan(self, conn: Any, emit: Emit, captured: list[tuple[str, str]], position: MySqlPosition) -> int:
+        """Step 7: one ``r`` record per row, at ``position`` (also a blocking snapshot's, read while
+        streaming). Rows are fetched in blocks; every row of a table shares one source block and
+        one position (they differ only for the first and last rows)."""
         import pymysql.cursors
 
         total = 0
@@ -188,7 +193,7 @@ class MySqlSnapshotSource:
         build = self.source.build
         tables = [(db, t, self.schema.factory(db, t)) for db, t in captured]
         tables = [entry for entry in tables if entry[2] is not None]
-        position = MySqlPosition(file=status.file, pos=status.pos, server_id=info.server_id, snapshot=True)
+        file, pos, server_id = position.file, position.pos, position.server_id or 0
         try:
             for t_index, (db, table, factory) in enumerate(tables):
                 last_table = t_index == len(tables) - 1
@@ -197,8 +202,8 @@ class MySqlSnapshotSource:
                 ts_ms = int(time.time() * 1000)
 
                 def source(marker: str, db: str = db, table: str = table, ts_ms: int = ts_ms) -> dict[str, Any]:
-                    return build(db=db, table=table, ts_ms=ts_ms, server_id=info.server_id, file=status.file,
-                                 pos=status.pos, row=0, snapshot=marker)
+                    return build(db=db, table=table, ts_ms=ts_ms, server_id=server_id, file=file, pos=pos, row=0,
+                                 snapshot=marker)
 
                 middle = source("true")
                 read = factory.read

@@ -25,6 +25,7 @@ from typing import Any
 from lakecdc.capture.heartbeat import Heartbeat
 from lakecdc.capture.mysql import connection as myconn
 from lakecdc.capture.mysql.binlog_reader import BinlogReader, ReaderFailure
+from lakecdc.capture.mysql.blocking import blocking_snapshot
 from lakecdc.capture.mysql.database_schema import DatabaseSchema
 from lakecdc.capture.mysql.errors import (
     BinlogPurgedError,
@@ -32,12 +33,15 @@ from lakecdc.capture.mysql.errors import (
     MySqlSetupError,
     UnknownTableError,
 )
+from lakecdc.capture.mysql.incremental import MySqlIncrementalSnapshot
 from lakecdc.capture.mysql.offset import ResumePoint, boundary_offset, in_transaction_offset, resume_point
 from lakecdc.capture.mysql.source_info import source_builder
 from lakecdc.capture.mysql.types import TypeModes
+from lakecdc.capture.signaling import Signaling
 from lakecdc.events.envelope import ChangeRecord
 from lakecdc.events.gtid import GtidSet
 from lakecdc.events.positions import MySqlPosition, binlog_file_index
+from lakecdc.events.topics import TableId as TopicTableId
 from lakecdc.events.topics import TopicNamer
 from lakecdc.events.transaction import TransactionTracker, transaction_record
 
@@ -99,6 +103,11 @@ class MySqlStreamingSource:
         self.events_seen = 0
         # (file index, end position) of the last binlog event handled by this source
         self._processed_through: tuple[int, int] = (-1, -1)
+        self.signaling: Signaling | None = None
+        self._sql: Any = None  # autocommit connection of incremental snapshots (chunks, watermarks)
+        signal = config.signal_table
+        #: (database, table) of the signal table, whose inserts are signals and watermarks
+        self._signal_key = (signal.schema, signal.table) if signal is not None else None
 
     # -- start ---------------------------------------------------------------------------------
     def start(self, offset: dict[str, Any] | None) -> None:
@@ -156,6 +165,28 @@ class MySqlStreamingSource:
         self.reader.start()
         self._last_data = time.monotonic()  # idle time counts from here, not from before a schema snapshot
         log.info("streaming the binlog from %s:%d (server %s)", self.resume.file, self.resume.pos, info.version)
+        if self.config.signal_table is not None:
+            self._start_signals(offset)
+
+    def _start_signals(self, offset: dict[str, Any]) -> None:
+        if self.config.read_only:
+            log.warning("read.only=true: lakecdc has no read-only incremental snapshots (GTID watermarks); "
+                        "incremental snapshots write their watermarks to %s", self.config.signal_table)
+        self._sql = myconn.connect(self.config, autocommit=True)
+        incremental = MySqlIncrementalSnapshot(self._sql, self.schema, self.config, self.source,
+                                               self.config.signal_table)
+        self.signaling = Signaling(self.config, incremental, self._blocking_snapshot, offset=lambda: self._committed)
+        incremental.restore(offset)
+        incremental.start()
+
+    def _blocking_snapshot(self, signal: Any, tables: list[str], position: MySqlPosition | None) -> list[Any]:
+        return blocking_snapshot(self.config, self.schema, tables, position or self._position())
+
+    def _position(self) -> MySqlPosition:
+        """Where streaming is between two events: the last committed transaction's end."""
+        committed = self._committed or {"file": self.file, "pos": 4}
+        return MySqlPosition(file=committed["file"], pos=int(committed["pos"]), server_id=self.server_id,
+                             gtid_set=committed.get("gtids"))
 
     def _check_available(self, conn: Any, info: Any, offset: dict[str, Any]) -> None:
         point = resume_point(offset)
@@ -189,6 +220,8 @@ class MySqlStreamingSource:
             if isinstance(item, ReaderFailure):
                 self._raise_failure(item.error)
             handle(item[0], item[1], out)
+        if self.signaling is not None:
+            self.signaling.poll_kafka(self._position(), out)
         if self.heartbeat.enabled and self.heartbeat.due(time.monotonic()):
             beat = self.heartbeat.beat()
             if beat is not None:
@@ -337,7 +370,12 @@ class MySqlStreamingSource:
         is_write = isinstance(ev, WriteRowsEvent)
         is_update = isinstance(ev, UpdateRowsEvent)
         op = "c" if is_write else ("u" if is_update else "d")
-        if op in self.skipped:
+        signaling = self.signaling
+        signal_rows = signaling if is_write and signaling is not None and (db, table) == self._signal_key else None
+        if signaling is not None and signaling.incremental.in_window(TopicTableId(None, db, table)):
+            _supersede(signaling.incremental, TopicTableId(None, db, table), factory.schema, ev.rows, is_update)
+        # signals are acted on even when creates are skipped (Debezium checks them first)
+        if op in self.skipped and signal_rows is None:
             tx.events_done += 1
             return
         ncols = len(factory.schema.table.columns)
@@ -390,7 +428,12 @@ class MySqlStreamingSource:
                     _width_mismatch(factory, values, ncols)
                 image = _row_values(values, row["none_sources"]) if has_sets else tuple(values.values())
                 txb = None if tracker is None else tx_block(data_collection, ts_sec, position, out)
-                if is_write:
+                if signal_rows is not None:  # the signal (or watermark) acts before its row's own event
+                    signal_rows.on_row(factory.schema.row(image), position, out)
+                    if op not in self.skipped:
+                        factory.insert_into(out, image, source, position, ts_ns, txb)
+                    signal_rows.drain(out)  # a blocking snapshot's rows follow the signal's event
+                elif is_write:
                     factory.insert_into(out, image, source, position, ts_ns, txb)
                 else:
                     factory.delete_into(out, image, source, position, ts_ns, txb)
@@ -435,6 +478,8 @@ class MySqlStreamingSource:
                                            self.server_id, str(self.gtids) or None, None)
         else:
             offset = self._committed
+        if offset is not None and self.signaling is not None and self.signaling.incremental.running:
+            offset = self.signaling.incremental.store(dict(offset))
         if offset is None or offset == self._last_offset_returned:
             return None
         self._last_offset_returned = offset
@@ -450,6 +495,15 @@ class MySqlStreamingSource:
         if self.reader is not None:
             self.reader.close()
             self.reader = None
+        if self.signaling is not None:
+            self.signaling.close()
+            self.signaling = None
+        if self._sql is not None:
+            try:
+                self._sql.close()
+            except Exception:  # already gone with the server
+                pass
+            self._sql = None
 
 
 def _row_values(values: dict[str, Any], none_sources: dict[str, str]) -> tuple[Any, ...]:
@@ -469,6 +523,18 @@ def _width_mismatch(factory: Any, values: dict[str, Any], ncols: int) -> None:
         f"a row of table '{factory.schema.table.id}' has {len(values)} columns but the schema history says "
         f"{ncols}: the history is out of step with the binlog"
     )
+
+
+def _supersede(incremental: MySqlIncrementalSnapshot, table: TopicTableId, schema: Any, rows: list[Any],
+               is_update: bool) -> None:
+    """Changes streamed inside an open window win over the chunk's buffered rows with their keys
+    (both keys of an update: a key change removes the old row and writes the new one)."""
+    for row in rows:
+        if is_update:
+            incremental.seen(table, schema.key(tuple(row["before_values"].values())))
+            incremental.seen(table, schema.key(tuple(row["after_values"].values())))
+        else:
+            incremental.seen(table, schema.key(tuple(row["values"].values())))
 
 
 def _text(value: Any) -> str | None:

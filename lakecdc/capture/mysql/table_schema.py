@@ -47,6 +47,11 @@ class TableSchema:
     row: Callable[[Any], dict[str, Any]]
     _key: Callable[[Any], dict[str, Any]] | None
 
+    @property
+    def column_names(self) -> list[str]:
+        """Every column of the table, in table order (the order of a full row's values)."""
+        return [c.name for c in self.table.columns]
+
     def key(self, values: Any) -> dict[str, Any] | None:
         """The key payload of a full row (None for a table without key columns)."""
         return None if self._key is None else self._key(values)

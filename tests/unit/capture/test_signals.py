@@ -63,3 +63,26 @@ def test_signal_table_is_captured_even_outside_the_include_list() -> None:
     assert not config.table_filter.matches("public", "other")
     plain = PostgresConnectorConfig.model_validate({"topic.prefix": "x", "table.include.list": "public.items"})
     assert not plain.table_filter.matches("ops", "signals")
+
+
+def test_mysql_signal_table_and_kafka_channel_properties() -> None:
+    from lakecdc.capture.mysql.config import MySqlConnectorConfig
+
+    config = MySqlConnectorConfig.model_validate({
+        "topic.prefix": "x", "database.include.list": "shop", "signal.data.collection": "ops.debezium_signal",
+        "signal.enabled.channels": "kafka", "signal.kafka.topic": "sig", "signal.kafka.groupId": "g"})
+    assert config.signal_table == TableId(None, "ops", "debezium_signal")
+    assert config.table_filter.matches("ops", "debezium_signal") and config.table_filter.matches_schema("ops")
+    assert not config.table_filter.matches("ops", "other")
+    assert config.signal_channels == ("kafka",) and config.signal_kafka_groupid == "g"
+    with pytest.raises(ValueError, match="set signal.data.collection too"):
+        MySqlConnectorConfig.model_validate({"topic.prefix": "x", "signal.enabled.channels": "source,kafka",
+                                             "signal.kafka.topic": "sig"})
+
+
+def test_mysql_chunk_bounds_are_written_out_as_debezium_does() -> None:
+    from lakecdc.capture.mysql.incremental import _after
+
+    assert _after(["id"], [7]) == ("(`id` > %s)", [7])
+    assert _after(["a", "b", "c"], [1, "x", 3]) == (
+        "(`a` > %s) OR (`a` = %s AND `b` > %s) OR (`a` = %s AND `b` = %s AND `c` > %s)", [1, 1, "x", 1, "x", 3])

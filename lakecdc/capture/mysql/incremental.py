@@ -1,0 +1,124 @@
+"""Incremental snapshots on MySQL/MariaDB: the shared watermark algorithm (``capture/incremental.py``)
+with MySQL's SQL, as Debezium's MySQL connector runs it with a writable signal table.
+
+A chunk is ``SELECT <columns> FROM db.t WHERE <after last key> AND NOT <after max key> [AND (condition)]
+ORDER BY <key> LIMIT n`` on an autocommit connection, the key comparison written out as Debezium
+does (``k1 > ? OR (k1 = ? AND k2 > ?) ...``) so that the primary key's index serves it. The
+watermark rows are inserted into ``signal.data.collection`` (``<database>.<table>``) on the same
+connection and come back through the binlog.
+
+Read events carry the close watermark's binlog coordinates (``file``, ``pos``, ``row``, ``gtid``)
+in ``source``, with the snapshotted table's ``db``/``table``, ``snapshot: "incremental"`` and the
+time of emission. Keys are stored in the offset as JSON values: a binary (``BINARY``/``VARBINARY``/
+``BLOB``) key column is not supported across a restart.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from lakecdc.capture.incremental import ChunkQueryError, IncrementalSnapshot
+from lakecdc.capture.mysql import connection as myconn
+from lakecdc.capture.mysql.database_schema import DatabaseSchema
+from lakecdc.capture.mysql.errors import MySqlConnectionLostError
+from lakecdc.capture.mysql.table_schema import TableSchema
+from lakecdc.events.envelope import ChangeRecord, envelope_payload
+from lakecdc.events.positions import MySqlPosition
+from lakecdc.events.source import BinlogSourceBuilder
+from lakecdc.events.topics import TableId
+
+
+class MySqlIncrementalSnapshot(IncrementalSnapshot):
+    def __init__(self, conn: Any, schema: DatabaseSchema, config: Any, source: BinlogSourceBuilder,
+                 signal_table: TableId) -> None:
+        super().__init__(config.incremental_snapshot_chunk_size, signal_table)
+        self._conn = conn
+        self._database_schema = schema
+        self._source = source
+
+    def captured_tables(self) -> list[str]:
+        signal = (self._signal_table.schema, self._signal_table.table)
+        return [f"{t.id.database}.{t.id.table}" for t in self._database_schema.captured_tables()
+                if (t.id.database, t.id.table) != signal]
+
+    def table_schema(self, table: TableId) -> TableSchema:
+        factory = self._database_schema.factory(table.schema or "", table.table)
+        if factory is None:
+            raise LookupError(f"table {table} is not captured or its structure is unknown")
+        return factory.schema
+
+    def primary_key(self, table: TableId, schema: TableSchema) -> list[str]:
+        return [name for name, _ in schema.key_columns]
+
+    def query_max_key(self) -> list[Any] | None:
+        columns = ", ".join(myconn.quote(c) for c in self._chunk_columns)
+        order = ", ".join(f"{myconn.quote(c)} DESC" for c in self._chunk_columns)
+        where, params = self._where([])
+        rows = self._execute(f"SELECT {columns} FROM {self._quoted_table()}{where} ORDER BY {order} LIMIT 1", params)
+        return list(rows[0]) if rows else None
+
+    def query_chunk(self) -> list[tuple[Any, ...]]:
+        assert self.max_key is not None
+        after_max, max_params = _after(self._chunk_columns, self.max_key)
+        bounds = [(f"NOT ({after_max})", max_params)]
+        if self.last_key is not None:
+            bounds.insert(0, _after(self._chunk_columns, self.last_key))
+        where, params = self._where(bounds)
+        columns = ", ".join(myconn.quote(c) for c in self._schema.column_names)
+        order = ", ".join(myconn.quote(c) for c in self._chunk_columns)
+        return self._execute(f"SELECT {columns} FROM {self._quoted_table()}{where} ORDER BY {order} "
+                           f"LIMIT {int(self._chunk_size)}", params)
+
+    def read_record(self, key: dict[str, Any] | None, values: tuple[Any, ...], position: Any) -> ChangeRecord:
+        schema, table = self._schema, self._table
+        assert table is not None and isinstance(position, MySqlPosition)
+        now = time.time_ns()
+        source = self._source.build(db=table.schema or "", table=table.table, ts_ms=now // 1_000_000,
+                                    server_id=position.server_id or 0, file=position.file, pos=position.pos,
+                                    row=position.row, gtid=position.gtid, snapshot="incremental",
+                                    ts_us=now // 1000)
+        return ChangeRecord(schema.topic, schema.key_schema, key, schema.envelope_schema,
+                            envelope_payload("r", None, schema.row(values), source, now), [], position)
+
+    def write_watermark(self, watermark_id: str, kind: str, data: str) -> None:
+        signal = self._signal_table
+        table = f"{myconn.quote(signal.schema or '')}.{myconn.quote(signal.table)}"
+        self._execute(f"INSERT INTO {table} VALUES (%s, %s, %s)", (watermark_id, kind, data))
+
+    # -- SQL ---------------------------------------------------------------------------------
+    def _quoted_table(self) -> str:
+        assert self._table is not None
+        return f"{myconn.quote(self._table.schema or '')}.{myconn.quote(self._table.table)}"
+
+    def _where(self, bounds: list[tuple[str, list[Any]]]) -> tuple[str, list[Any]]:
+        condition = self.condition()
+        # the statement is always %-interpolated (parameters or not): a '%' of the condition is doubled
+        parts = [f"({text})" for text, _ in bounds] + ([f"({condition.replace('%', '%%')})"] if condition else [])
+        params = [p for _, values in bounds for p in values]
+        return (" WHERE " + " AND ".join(parts) if parts else ""), params
+
+    def _execute(self, statement: str, params: Any) -> list[tuple[Any, ...]]:
+        import pymysql
+
+        try:
+            with self._conn.cursor() as cur:
+                cur.execute(statement, tuple(params))
+                return list(cur.fetchall())
+        except pymysql.err.Error as exc:
+            if myconn.is_connection_lost(exc) or isinstance(exc, pymysql.err.InterfaceError):
+                raise MySqlConnectionLostError(f"the connection for incremental snapshots was lost: {exc}") from exc
+            raise ChunkQueryError(str(exc.args[-1] if exc.args else exc)) from exc
+        except OSError as exc:
+            raise MySqlConnectionLostError(f"the connection for incremental snapshots was lost: {exc}") from exc
+
+
+def _after(columns: list[str], values: list[Any]) -> tuple[str, list[Any]]:
+    """``key > values`` in key order, as Debezium writes it: ``k1 > ? OR (k1 = ? AND k2 > ?) ...``."""
+    terms: list[str] = []
+    params: list[Any] = []
+    for i, column in enumerate(columns):
+        equal = [f"{myconn.quote(c)} = %s" for c in columns[:i]]
+        terms.append("(" + " AND ".join(equal + [f"{myconn.quote(column)} > %s"]) + ")")
+        params.extend(values[:i + 1])
+    return " OR ".join(terms), params
