@@ -93,6 +93,8 @@ def test_source_channel_log_and_incremental_snapshot(mariadb: Any, tmp_path: Pat
     assert sorted(p["after"]["id"] for p in snapshot) in (list(range(1, 13)), [i for i in range(1, 13) if i != 3])
     assert {p["source"]["snapshot"] for p in snapshot} == {"incremental"}
     assert {(p["source"]["db"], p["source"]["table"]) for p in snapshot} == {(db, "items")}
+    # the seed's incremental snapshot event: before and transaction null
+    assert all(p["before"] is None and p["transaction"] is None for p in snapshot)
     assert all(p["source"]["file"] and p["source"]["pos"] > 0 for p in snapshot)
     assert replay(recs) == table_state(mariadb, db)
     check_signals_and_windows(recs, caplog.text)
@@ -308,3 +310,28 @@ def test_kafka_signal_channel(mariadb: Any, broker: Any, tmp_path: Path, caplog:
     assert "has key 'other-connector', not this connector's topic.prefix 'dbz': skipped" in caplog.text
     assert "from the kafka channel" in caplog.text
     assert "not read: the source channel is off" not in caplog.text
+
+
+def test_composite_key_chunks_resume_from_the_offset(mariadb: Any, tmp_path: Path) -> None:
+    """A two-column key (INT, VARCHAR): chunks follow the key order through Debezium's written-out
+    bounds, and a paused snapshot restarts from the stored (JSON) key after a restart."""
+    db = "sig_composite"
+    fresh_database(mariadb, db)
+    values = ",".join(f"({g}, '{code}', {g * 10 + i})" for g in (1, 2, 3) for i, code in enumerate("abcd"))
+    sql(mariadb, db, SIGNAL_TABLE, "CREATE TABLE pairs (g INT, code VARCHAR(5), v INT, PRIMARY KEY (g, code))",
+        f"INSERT INTO pairs VALUES {values}")
+    config = write_properties(tmp_path / "c.properties", mariadb, db, **{
+        "table.include.list": f"{db}.pairs", "snapshot.mode": "no_data",
+        "signal.data.collection": f"{db}.debezium_signal", "incremental.snapshot.chunk.size": "5"})
+    out = tmp_path / "out.jsonl"
+    capture = start(mariadb, config, out)
+    sql(mariadb, db, "BEGIN", signal("pairs", "execute-snapshot", {"data-collections": [f"{db}.pairs"]}),
+        signal("hold", "pause-snapshot", None), "COMMIT")
+    capture.wait(180)
+    first = [(p["after"]["g"], p["after"]["code"]) for p in reads(records(out), "pairs")]
+    assert first == [(1, "a"), (1, "b"), (1, "c"), (1, "d"), (2, "a")]
+    assert json.loads(stored_offset(tmp_path)["incremental_snapshot_primary_key"]) == [2, "a"]
+    before = len(records(out))
+    start(mariadb, config, out).wait(180)
+    rest = [(p["after"]["g"], p["after"]["code"]) for p in reads(records(out)[before:], "pairs")]
+    assert rest == [(2, "b"), (2, "c"), (2, "d"), (3, "a"), (3, "b"), (3, "c"), (3, "d")]
