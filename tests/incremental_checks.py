@@ -1,5 +1,6 @@
-"""Checks shared by the signal / incremental snapshot tests of every connector: the table that
-the captured events rebuild, the snapshot's read events, and a workload that races the chunks."""
+"""Checks shared by the capture tests of every connector (signals and incremental snapshots
+above all): the table that the captured events rebuild, the snapshot's read events, a workload
+that races the chunks, a kill -9 mid-snapshot, and the records of runs that were killed."""
 
 from __future__ import annotations
 
@@ -85,19 +86,21 @@ def kill_9_mid_snapshot(process: subprocess.Popen, streaming: Callable[[], bool]
     return next(iter(json.loads(offsets.read_text()).values()))
 
 
-def load_runs(paths: list[Path]) -> list[dict[str, Any]]:
-    """The records of several runs' JSON-lines files in order; a run killed with -9 may have torn its
-    last line."""
-    out: list[dict[str, Any]] = []
-    for path in paths:
-        lines = path.read_text().splitlines()
-        for number, line in enumerate(lines):
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                assert number == len(lines) - 1, f"{path}: line {number + 1} is not JSON"
-    return out
+def read_tolerant(path: Path) -> list[dict[str, Any]]:
+    """Records of one run; a torn last line (the run was killed mid-write) is dropped."""
+    records = []
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    for number, line in enumerate(lines):
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            assert number == len(lines) - 1, f"{path}: unparseable line {number + 1} is not the last"
+    return records
 
+
+def load_runs(paths: list[Path]) -> list[dict[str, Any]]:
+    """The records of several runs' JSON-lines files in order (see :func:`read_tolerant`)."""
+    return [record for path in paths for record in read_tolerant(path)]
 
 def start_churn(execute: Callable[[str, tuple[Any, ...]], None], rows: int, append_plus: str,
                 stop: threading.Event) -> tuple[threading.Thread, list[int]]:

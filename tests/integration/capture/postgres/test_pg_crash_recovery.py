@@ -22,6 +22,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from incremental_checks import read_tolerant
 from pg_capture_support import (
     CaptureThread,
     capture_subprocess,
@@ -70,18 +71,6 @@ def wait_streaming_by_new_process(dsn: str, previous_holder: int | None) -> int:
 
     wait_for(check, timeout=120, what="the restarted capture to stream")
     return holder[-1]
-
-
-def read_tolerant(path: Path) -> list[dict[str, Any]]:
-    """Records of one run; a torn last line (the run was killed mid-write) is dropped."""
-    records = []
-    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-    for number, line in enumerate(lines):
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            assert number == len(lines) - 1, f"{path}: unparseable line {number + 1} is not the last"
-    return records
 
 
 def identity(record: dict[str, Any]) -> tuple[Any, ...]:
