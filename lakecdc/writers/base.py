@@ -171,8 +171,9 @@ class LakeWriter(TableWriter):
 
     @abstractmethod
     def _merge_silver(self, target: TableTarget, source: DataFrame, plan: MergePlan,
-                      props: dict[str, str], batch_id: int) -> tuple[int, int, int | None]:
-        """MERGE; returns (rows inserted or updated, rows deleted, version)."""
+                      props: dict[str, str], batch_id: int, batch_keys: DataFrame) -> tuple[int, int, int | None]:
+        """MERGE; returns (rows inserted or updated, rows deleted, version). ``batch_keys``: the key
+        columns of the batch's events (cached with them), the only keys whose removals matter."""
 
     # -- the sequence ------------------------------------------------------------------------
     def committed_progress(self, target: TableTarget) -> Offsets:
@@ -261,7 +262,8 @@ class LakeWriter(TableWriter):
         props = progress.to_properties()
         source = silver_source(df, keys, row_names, stats, lambda old_keys: self._stored_silver(target, old_keys),
                                lambda key_json: self._bronze_events(target, key_json))
-        upserts, deletes, version = self._merge_silver(target, source, plan, props, batch_id)  # 5b
+        upserts, deletes, version = self._merge_silver(target, source, plan, props, batch_id,
+                                                       df.select(*keys))  # 5b
         log.info("silver %s: %d rows inserted or updated, %d deleted (batch %s)", target.silver_table, upserts,
                  deletes, batch_id)
         return upserts, deletes, version

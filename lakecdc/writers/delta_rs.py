@@ -260,7 +260,7 @@ class DeltaRsWriter(LakeWriter):
         return arrow_to_dataframe(self.spark, _conform(stored, _arrow_schema(schema)), schema)
 
     def _merge_silver(self, target: TableTarget, source: DataFrame, plan: MergePlan,
-                      props: dict[str, str], batch_id: int) -> tuple[int, int, int | None]:
+                      props: dict[str, str], batch_id: int, batch_keys: DataFrame) -> tuple[int, int, int | None]:
         # sorted by key: the files the MERGE writes then cover narrow key ranges (``_create_table``)
         rows = _to_arrow(source).sort_by([(k, "ascending") for k in target.key_columns])
         rows = _with_removed_seq(rows, self._ledger(target, "d", plan.key_ranges), target.key_columns)
@@ -326,6 +326,8 @@ def _with_removed_seq(rows: pa.Table, ledger: pa.Table, keys: tuple[str, ...]) -
     flat = ledger.select(list(keys)).cast(rows.select(list(keys)).schema)  # string_view -> string
     for i in range(SEQ_LENGTH):
         flat = flat.append_column(f"__l{i}", pc.list_element(ledger["_seq"], i))
+    # only the batch's keys' removals matter: the ledger's other rows never reach the sort
+    flat = flat.join(rows.select(list(keys)), keys=list(keys), join_type="left semi")
     # the ledger is append-only: keep each key's newest removal
     newest_first = flat.sort_by([(f"__l{i}", "descending") for i in range(SEQ_LENGTH)])
     flat = newest_first.group_by(list(keys), use_threads=False).aggregate(

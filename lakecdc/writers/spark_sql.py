@@ -105,14 +105,19 @@ class SparkSqlWriter(LakeWriter):
         return self.spark.table(self.resolve(target.bronze_table)).filter(F.col("_key_json").isin(key_json))
 
     def _merge_silver(self, target: TableTarget, source: DataFrame, plan: MergePlan,
-                      props: dict[str, str], batch_id: int) -> tuple[int, int, int | None]:
+                      props: dict[str, str], batch_id: int, batch_keys: DataFrame) -> tuple[int, int, int | None]:
         ledger = self.spark.table(self.resolve(target.ledger_table)).filter(F.col("_op") == "d")
         if plan.key_ranges:
             ledger = ledger.filter(ranges_predicate(quote(target.key_columns[0]), plan.key_ranges,
                                                     SPARK.string_literal))
-        ledger = (ledger
-                  .groupBy(*target.key_columns).agg(F.max("_seq").alias("_removed_seq")))
-        guarded = source.join(ledger, on=list(target.key_columns), how="left")
+        # Only the batch's keys' removals matter: the semi join (broadcast when the batch is small)
+        # keeps the ledger's other rows out of the shuffle and the aggregate, whose cost would
+        # otherwise grow with every delete ever recorded. The batch's cached keys rather than the
+        # MERGE source's, which would compute the source's window a second time.
+        keys = list(target.key_columns)
+        ledger = (ledger.join(batch_keys, on=keys, how="left_semi")
+                  .groupBy(*keys).agg(F.max("_seq").alias("_removed_seq")))
+        guarded = source.join(ledger, on=keys, how="left")
         view = f"lakecdc_silver_{abs(hash(target.silver_table))}"
         with self._committing(props, target.silver_table, batch_id):
             self._run_merge(render_spark_sql(plan, self.resolve(target.silver_table), view), guarded, view)

@@ -105,8 +105,8 @@ def test_arrow_bronze_anti_join_on_position_and_key() -> None:
 
 def test_removed_seq_takes_newest_ledger_entry_per_key() -> None:
     rows = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "name": ["a", "b", "c"]})
-    ledger = pa.table({"id": pa.array([1, 1, 3], pa.int64()),
-                       "_seq": pa.array([[5, 0, 0, 0], [9, 1, 0, 0], [2, 0, 0, 0]], SEQ)})
+    ledger = pa.table({"id": pa.array([1, 7, 1, 3], pa.int64()),  # 7: a removal of a key not in the batch
+                       "_seq": pa.array([[5, 0, 0, 0], [99, 0, 0, 0], [9, 1, 0, 0], [2, 0, 0, 0]], SEQ)})
     out = _with_removed_seq(rows, ledger, ("id",))
     assert out["_removed_seq"].to_pylist() == [[9, 1, 0, 0], None, [2, 0, 0, 0]]
     assert out["name"].to_pylist() == ["a", "b", "c"]
