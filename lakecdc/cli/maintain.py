@@ -46,24 +46,30 @@ def maintain(
 ) -> None:
     """Compact the tables ingest writes and clean up their history.
 
-    Iceberg: rewrites data files that have position deletes (every silver MERGE adds some) and small files, then expires old snapshots. Delta: compacts small files (silver Z-ordered by key), vacuums unreferenced files and cleans up the log. Restarts resume as before: maintenance commits carry no lakecdc progress and the newest lakecdc commit is always kept. Run it while no ingest job writes.
+    Iceberg: rewrites data files that have position deletes (every silver MERGE adds some) and small files, then expires old snapshots. Delta: compacts small files (silver Z-ordered by key), vacuums unreferenced files and cleans up the log. Restarts resume as before: maintenance commits carry no lakecdc progress and the newest lakecdc commit is always kept. It may run while an ingest job writes: a commit that conflicts with the job's is redone (by whichever side lost), and a table that keeps conflicting is named (exit code 2).
     """
     from lakecdc.maintenance.options import MaintenanceOptions, parse_duration
-    from lakecdc.maintenance.run import run_maintenance
+    from lakecdc.maintenance.run import MaintenanceConflictError, run_maintenance
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    failed: LakecdcError | None = None
     try:
         options = MaintenanceOptions(expire_older_than=parse_duration(expire_older_than), retain_last=retain_last,
                                      remove_orphans=remove_orphans, dry_run=dry_run)
         results = run_maintenance(config, options, table)
+    except MaintenanceConflictError as error:  # the other tables were maintained: show them too
+        results, failed = error.results, error
     except LakecdcError as error:
         console.print(f"[red]error:[/red] {error}")
         raise typer.Exit(2 if error.is_transient else 1) from None
     if as_json:
         typer.echo(json.dumps([r.as_dict() for r in results], indent=2))
-        return
-    out = Console()
-    if not results:
-        out.print("no lakecdc tables found")
-    for result in results:
-        out.print(result.describe(), highlight=False)
+    else:
+        out = Console()
+        if not results and failed is None:
+            out.print("no lakecdc tables found")
+        for result in results:
+            out.print(result.describe(), highlight=False)
+    if failed is not None:
+        console.print(f"[red]error:[/red] {failed}")
+        raise typer.Exit(2)

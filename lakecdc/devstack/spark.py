@@ -33,6 +33,8 @@ ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExt
 DELTA_EXTENSIONS = "io.delta.sql.DeltaSparkSessionExtension"
 JDBC_CATALOG_FILE = "iceberg_catalog.db"
 CatalogKind = Literal["hadoop", "jdbc"]
+#: how long a SQLite catalog commit waits for another connection's write (sqlite-jdbc: 3 s)
+JDBC_BUSY_TIMEOUT_MS = 30_000
 
 
 def spark_packages(packages: str | None = None) -> str | None:
@@ -62,7 +64,10 @@ def iceberg_catalog_conf(warehouse: Path | str, catalog: CatalogKind = "hadoop",
         conf[f"{prefix}.catalog-impl"] = "org.apache.iceberg.jdbc.JdbcCatalog"
         # WAL journal: a read the catalog leaves open (seen between an apply's commits) would
         # otherwise block the next CREATE NAMESPACE/commit with SQLITE_BUSY "database is locked".
-        conf[f"{prefix}.uri"] = f"jdbc:sqlite:{warehouse_path / JDBC_CATALOG_FILE}?journal_mode=WAL"
+        # A 30 s busy timeout (the driver's default is 3 s): commits of the ingest job and of
+        # maintenance running beside it wait for each other's short write instead of failing.
+        conf[f"{prefix}.uri"] = (f"jdbc:sqlite:{warehouse_path / JDBC_CATALOG_FILE}"
+                                 f"?journal_mode=WAL&busy_timeout={JDBC_BUSY_TIMEOUT_MS}")
     else:
         raise ValueError(f"unknown Iceberg catalog kind {catalog!r}: use 'hadoop' or 'jdbc'")
     return conf

@@ -129,11 +129,11 @@ class DeltaMaintainer:
             result.files_deleted = len(table.vacuum(retention_hours, dry_run=False,
                                                     enforce_retention_duration=enforce))
         if cleanup_log:
-            versions_before = len(table.history())
+            oldest_before = self._oldest_version(table)
             table.create_checkpoint()
             table.cleanup_metadata()
-            table = self._open(name)
-            result.history_removed = versions_before - len(table.history())
+            # the oldest version still readable, not how many: an ingest job may commit meanwhile
+            result.history_removed = self._oldest_version(self._open(name)) - oldest_before
         else:
             log.warning("%s: log files kept: the newest lakecdc commit is older than the log retention, and "
                         "a restart resumes from it", name)
@@ -141,6 +141,10 @@ class DeltaMaintainer:
         result.data_files_after, result.bytes_after = len(after), sum(after)
         result.seconds = time.monotonic() - started
         return result
+
+    @staticmethod
+    def _oldest_version(table: DeltaTable) -> int:
+        return min(int(c["version"]) for c in table.history())
 
     def _vacuumable(self, table: DeltaTable, name: str, retention_hours: int, enforce: bool) -> list[str]:
         """Files a vacuum would delete that are still there.

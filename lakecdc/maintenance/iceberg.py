@@ -44,8 +44,9 @@ REWRITE_OPTIONS = {
     # Rewritten files take a new sequence number, above every delete file's: those deletes then
     # apply to no live file and go as dangling in the same commit. (With the starting sequence
     # number, the default, deletes committed by the snapshot the rewrite starts from stay attached
-    # to the new files.) The price, conflicts with deletes committed during the rewrite, does not
-    # arise: maintenance runs between ingest commits.
+    # to the new files.) A MERGE committing deletes of the rewritten files meanwhile makes the
+    # rewrite fail validation ("found new position delete for replaced data file"), never lose
+    # them: the table's maintenance is redone (``lakecdc.maintenance.run.maintain_one``).
     "use-starting-sequence-number": "false",
     "partial-progress.enabled": "false",  # one commit per table
 }
@@ -102,6 +103,10 @@ class IcebergMaintainer:
         """How many snapshots back from the current one the newest lakecdc commit is (0: current)."""
         found = newest_lakecdc_snapshot(table)
         return found[0] if found else None
+
+    @staticmethod
+    def _snapshot_ids(table: Any) -> set[int]:
+        return {int(s.snapshotId()) for s in table.snapshots()}
 
     def _files(self, name: str) -> tuple[int, int, int]:
         """(data files, delete files, bytes of both) of the current snapshot."""
@@ -201,10 +206,11 @@ class IcebergMaintainer:
         table = self._load(name)
         lakecdc = self._lakecdc_distance(table)
         keep = max(options.retain_last, (lakecdc or 0) + 1)  # never expire the newest lakecdc commit
-        snapshots_before = len(list(table.snapshots()))
+        snapshots_before = self._snapshot_ids(table)
         expired = self.spark.sql(f"CALL {catalog}.system.expire_snapshots(table => '{ident}', "
                                  f"older_than => {self._timestamp(cutoff)}, retain_last => {keep})").collect()[0]
-        result.history_removed = snapshots_before - len(list(self._load(name).snapshots()))
+        # by id: an ingest job may commit new snapshots meanwhile
+        result.history_removed = len(snapshots_before - self._snapshot_ids(self._load(name)))
         result.files_deleted = sum(int(v) for k, v in expired.asDict().items() if k.startswith("deleted_")
                                    and k.endswith("files_count") and "manifest" not in k)
         if options.remove_orphans:

@@ -2,23 +2,20 @@
 wrote are compacted (``maintenance.compact.every.batches``, default 0: never).
 
 It runs in the job's own thread between micro-batches, after every table of the batch has
-committed, so it never races an apply of the same table in this job. A maintenance failure (a
-commit conflicting with another writer) is logged and the tables are tried again next time:
-ingest goes on.
+committed, so it never races an apply of the same table in this job. A commit conflicting with
+another writer (a ``lakecdc maintain`` from cron, another job) is redone a few times
+(``maintain_one``); a failure is logged and the tables are tried again next time: ingest goes on.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
 
 from lakecdc.ingest.batch import TableTarget
 from lakecdc.maintenance.options import MaintenanceOptions
 from lakecdc.maintenance.result import MaintenanceResult
-
-if TYPE_CHECKING:
-    from lakecdc.maintenance.run import Maintainer
+from lakecdc.maintenance.run import Maintainer, maintain_one
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +57,7 @@ class PeriodicMaintenance:
                 self._pending.pop(name)
                 continue
             try:
-                result = maintainer.maintain(name, self.options)
+                result = maintain_one(maintainer, name, self.options)
             except Exception as error:  # noqa: BLE001 - best effort: ingest goes on, retried next time
                 log.warning("maintenance of %s failed (tried again after the next %d batches): %s", name,
                             self.every, error)

@@ -6,9 +6,10 @@ The formats looked at are the ones the configuration writes (``table.format`` an
 ``table.mapping`` overrides). Tables are maintained one after another: each format's operations
 already use the cores, and a small machine has two.
 
-Run it when no ingest job is committing to the same tables (between ``available-now`` runs, or
-with the job stopped): a compaction and a MERGE committing at the same moment conflict, and one
-of them fails.
+It may run while an ingest job commits to the same tables: a compaction and a MERGE committing
+at the same moment conflict, the loser fails without changing the table and is redone from the
+new state (``lakecdc.writers.conflicts``: the job's apply, or this table's maintenance). A table
+whose maintenance keeps losing is reported by name after the others are done.
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from lakecdc.errors import ConfigError
+from lakecdc.errors import ConfigError, TransientError
 from lakecdc.ingest.config import IngestConfig, load_ingest_config
 from lakecdc.maintenance.options import MaintenanceOptions
 from lakecdc.maintenance.result import MaintenanceResult
+from lakecdc.writers.conflicts import CommitConflictError, retry_on_conflict
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -67,20 +69,47 @@ def maintainers(cfg: IngestConfig, spark: Callable[[], SparkSession]) -> list[Ma
     return [get(table_format) for table_format in config_formats(cfg)]
 
 
+class MaintenanceConflictError(TransientError):
+    """Some tables' maintenance kept conflicting with concurrent commits (an ingest job writing
+    them); ``results`` holds what was done to the others."""
+
+    def __init__(self, failures: list[CommitConflictError], results: list[MaintenanceResult]) -> None:
+        super().__init__("maintenance of " + "; ".join(str(f) for f in failures)
+                         + " -- run it again (the tables are unchanged by the failed attempts)")
+        self.tables = [f.table for f in failures]
+        self.results = results
+
+
+def maintain_one(maintainer: Maintainer, name: str, options: MaintenanceOptions) -> MaintenanceResult:
+    """One table's maintenance, redone while it conflicts with a concurrent commit (``CommitConflictError``)."""
+    return retry_on_conflict(name, lambda: maintainer.maintain(name, options), "maintenance")
+
+
 def maintain_tables(chosen: list[Maintainer], options: MaintenanceOptions,
                     tables: Iterable[str] = ()) -> list[MaintenanceResult]:
-    """Maintain ``tables`` (every lakecdc table when empty) with whichever maintainer holds each."""
+    """Maintain ``tables`` (every lakecdc table when empty) with whichever maintainer holds each.
+
+    A table that keeps conflicting does not stop the others: ``MaintenanceConflictError`` names it
+    at the end."""
     wanted = list(dict.fromkeys(tables))
     results: list[MaintenanceResult] = []
+    failures: list[CommitConflictError] = []
     for maintainer in chosen:
         names = [n for n in wanted if maintainer.exists(n)] if wanted else maintainer.tables()
         for name in names:
-            result = maintainer.maintain(name, options)
+            try:
+                result = maintain_one(maintainer, name, options)
+            except CommitConflictError as error:
+                log.error("%s", error)
+                failures.append(error)
+                continue
             log.info("%s", result.describe())
             results.append(result)
-    missing = [n for n in wanted if n not in {r.table for r in results}]
+    missing = [n for n in wanted if n not in {r.table for r in results} | {f.table for f in failures}]
     if missing:
         raise ConfigError(f"no such {' or '.join(m.format for m in chosen)} table: {', '.join(missing)}", "table")
+    if failures:
+        raise MaintenanceConflictError(failures, results)
     return results
 
 

@@ -45,6 +45,7 @@ from lakecdc.ingest.merge_plan import MergePlan
 from lakecdc.ingest.progress import CommitProgress, Offsets
 from lakecdc.ingest.schema_evolution import SchemaChange, plan_schema_change
 from lakecdc.ingest.silver import BatchStats, batch_stats, ledger_rows, silver_source
+from lakecdc.writers.conflicts import retry_on_conflict
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -188,7 +189,13 @@ class LakeWriter(TableWriter):
             # (and stops a recomputation from re-reading Kafka or re-stamping ingest times).
             persisted = batch.df.persist()
             try:
-                return self._apply(replace(batch, df=persisted), batch_id, started)
+                # A concurrent commit to the same table (maintenance compacting it) makes the loser
+                # fail unchanged; the batch is applied again from the new state, which is what a
+                # restart would do (what already committed is skipped by its progress).
+                tables = ", ".join([batch.table.bronze_table, batch.table.silver_table] if batch.table.has_key
+                                   else [batch.table.bronze_table])
+                return retry_on_conflict(tables, lambda: self._apply(replace(batch, df=persisted), batch_id, started),
+                                         f"batch {batch_id}")
             finally:
                 persisted.unpersist()
 

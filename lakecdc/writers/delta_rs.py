@@ -266,11 +266,13 @@ class DeltaRsWriter(LakeWriter):
         rows = _with_removed_seq(rows, self._ledger(target, "d", plan.key_ranges), target.key_columns)
         table = self._open(target.silver_table)
         assert table is not None
-        before = table.version()
         metrics = self._merge(target.silver_table, rows, join_condition(plan, DATAFUSION),
                               merge_clauses(plan, DATAFUSION), self._commit(props, target.silver_table, batch_id))
         table.update_incremental()
-        if table.version() == before:
+        # Whether the MERGE committed: its properties, not the version, tell (maintenance may
+        # have committed meanwhile).
+        newest = newest_lakecdc_commit(table) or {}
+        if any(newest.get(k) != v for k, v in props.items()):
             # Nothing changed (every event stale): commit the progress on its own.
             write_deltalake(table, pa.schema(table.schema().to_arrow()).empty_table(), mode="append",
                             commit_properties=self._commit(props, target.silver_table, batch_id),

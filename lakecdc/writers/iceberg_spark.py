@@ -48,13 +48,18 @@ PROGRESS_LOOKBACK = 100
 def newest_lakecdc_snapshot(table: Any) -> tuple[int, dict[str, str]] | None:
     """(how many snapshots back from the current one, its summary) of the newest snapshot lakecdc
     committed, walking the current ancestry (``table``: a py4j ``org.apache.iceberg.Table``)."""
+    found = _newest_lakecdc(table)
+    return (found[0], dict(found[1].summary())) if found else None
+
+
+def _newest_lakecdc(table: Any) -> tuple[int, Any] | None:
+    """(distance, py4j ``Snapshot``) of the newest snapshot carrying lakecdc progress."""
     snapshot = table.currentSnapshot()
     for distance in range(PROGRESS_LOOKBACK):
         if snapshot is None:
             return None
-        summary = dict(snapshot.summary())
-        if PROGRESS_KEY in summary:
-            return distance, summary
+        if snapshot.summary().containsKey(PROGRESS_KEY):
+            return distance, snapshot
         parent = snapshot.parentId()
         snapshot = table.snapshot(parent) if parent is not None else None
     return None
@@ -114,9 +119,11 @@ class IcebergSparkWriter(SparkSqlWriter):
         return found[1] if found else {}
 
     def _last_commit(self, name: str) -> tuple[int | None, dict[str, int]]:
-        snapshot = self._iceberg_table(name).currentSnapshot()
-        if snapshot is None:
+        # The newest lakecdc snapshot, not the current one: a compaction may have committed since.
+        found = _newest_lakecdc(self._iceberg_table(name))
+        if found is None:
             return None, {}
+        snapshot = found[1]
         summary = dict(snapshot.summary())
         added = int(summary.get("added-records", 0))
         # merge-on-read: an update adds one record and one position delete, a delete one position delete
