@@ -7,7 +7,10 @@
    past it.
 2. ``vacuum``: deletes files no version younger than the retention references (time travel to
    versions inside the retention keeps working). A retention under Delta's 7-day minimum is
-   taken as the user's explicit choice (``enforce_retention_duration=False``).
+   taken as the user's explicit choice (``enforce_retention_duration=False``). With
+   ``remove_orphans`` it is a full vacuum: also files no version references at all (a killed
+   write's), once their modification time is older than the retention (at least a day,
+   ``MaintenanceOptions``: a younger one may belong to a commit in progress).
 3. ``cleanup_metadata`` after a checkpoint: removes log files older than the table's
    ``delta.logRetentionDuration`` (default 30 days), unless that would remove the newest lakecdc
    commit, whose metadata a restart resumes from.
@@ -112,8 +115,9 @@ class DeltaMaintainer:
             if small > 1:
                 how = f"Z-order by {', '.join(keys)}" if keys else "bin-pack"
                 result.actions.append(f"{how} {small} small files")
-            vacuumed = self._vacuumable(table, name, retention_hours, enforce)
-            result.actions.append(f"vacuum {len(vacuumed)} files unreferenced for {options.expire_older_than}")
+            vacuumed = self._vacuumable(table, name, retention_hours, enforce, options.remove_orphans)
+            orphans = " (orphans included)" if options.remove_orphans else ""
+            result.actions.append(f"vacuum {len(vacuumed)} files unreferenced for {options.expire_older_than}{orphans}")
             if not cleanup_log:
                 result.actions.append("keep the log (cleaning it would drop the newest lakecdc commit)")
             result.seconds = time.monotonic() - started
@@ -125,9 +129,9 @@ class DeltaMaintainer:
             else:
                 table.optimize.compact()
             table.update_incremental()
-        if self._vacuumable(table, name, retention_hours, enforce):
-            result.files_deleted = len(table.vacuum(retention_hours, dry_run=False,
-                                                    enforce_retention_duration=enforce))
+        if self._vacuumable(table, name, retention_hours, enforce, options.remove_orphans):
+            result.files_deleted = len(table.vacuum(retention_hours, dry_run=False, enforce_retention_duration=enforce,
+                                                    full=options.remove_orphans))
         if cleanup_log:
             oldest_before = self._oldest_version(table)
             table.create_checkpoint()
@@ -146,15 +150,17 @@ class DeltaMaintainer:
     def _oldest_version(table: DeltaTable) -> int:
         return min(int(c["version"]) for c in table.history())
 
-    def _vacuumable(self, table: DeltaTable, name: str, retention_hours: int, enforce: bool) -> list[str]:
-        """Files a vacuum would delete that are still there.
+    def _vacuumable(self, table: DeltaTable, name: str, retention_hours: int, enforce: bool,
+                    full: bool = False) -> list[str]:
+        """Files a vacuum would delete that are still there (``full``: with the orphans, files no
+        version references whose modification time is older than the retention).
 
         delta-rs lists every file removed before the retention, also those an earlier vacuum
         deleted already, and a vacuum commits twice (VACUUM START / END): skipping a vacuum with
         nothing to delete keeps repeated runs from pushing the newest lakecdc commit out of the
         history the writer reads back (``lakecdc.writers.delta_rs.HISTORY_LOOKBACK`` commits). Remote stores are not checked.
         """
-        candidates = table.vacuum(retention_hours, dry_run=True, enforce_retention_duration=enforce)
+        candidates = table.vacuum(retention_hours, dry_run=True, enforce_retention_duration=enforce, full=full)
         if "://" in self.warehouse:
             return list(candidates)
         root = Path(self.uri(name))

@@ -12,7 +12,9 @@ Per table, in this order:
 3. ``expire_snapshots`` older than the retention, keeping at least ``retain_last`` snapshots and
    always the newest one lakecdc committed: ``IcebergSparkWriter.commit_properties`` walks back to
    it past the rewrite snapshots, and a restart resumes from its progress.
-4. ``remove_orphan_files`` (optional).
+4. ``remove_orphan_files`` (optional): files no snapshot references (a killed write's) whose
+   modification time is older than the retention, which is at least a day (``MaintenanceOptions``:
+   a younger file may belong to a commit in progress).
 
 Rewrite snapshots are plain Iceberg commits (no ``lakecdc.*`` summary properties), so a replayed
 batch is still recognised as committed and audits attribute them to the lakecdc commit before.

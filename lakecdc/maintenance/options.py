@@ -24,6 +24,11 @@ def parse_duration(text: str) -> timedelta:
     return timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
 
 
+#: Orphan files younger than this are never removed, whatever the retention: a writer may have
+#: written them for a commit still in progress (Iceberg's remove_orphan_files refuses less too).
+ORPHAN_MIN_AGE = timedelta(days=1)
+
+
 @dataclass(frozen=True)
 class MaintenanceOptions:
     """Defaults keep a week of history (time travel, ``lakecdc audit``) and at least
@@ -33,7 +38,8 @@ class MaintenanceOptions:
     expire_older_than: timedelta = timedelta(days=7)
     #: Iceberg: snapshots kept whatever their age (the newest lakecdc commit is always kept too)
     retain_last: int = 5
-    #: Iceberg: also delete files no snapshot references (left by failed writes)
+    #: also delete files no snapshot/version references (left by killed writes) once older than
+    #: ``expire_older_than`` (at least ``ORPHAN_MIN_AGE``: younger ones may be a commit in progress)
     remove_orphans: bool = False
     #: key-sorted tables (silver, ledger) are compacted sorted by key (Iceberg sort, Delta Z-order),
     #: which keeps the key-range pruning of the silver MERGE effective
@@ -44,5 +50,9 @@ class MaintenanceOptions:
     def __post_init__(self) -> None:
         if self.expire_older_than < timedelta(0):
             raise ConfigError("expire-older-than must not be negative", "expire-older-than")
+        if self.remove_orphans and self.expire_older_than < ORPHAN_MIN_AGE:
+            raise ConfigError(f"remove-orphans needs expire-older-than of at least {ORPHAN_MIN_AGE.days}d: a "
+                              f"younger file no commit references yet may belong to a write in progress, and "
+                              f"removing it would corrupt that commit", "expire-older-than")
         if self.retain_last < 1:
             raise ConfigError("retain-last must be at least 1 (the current snapshot)", "retain-last")
