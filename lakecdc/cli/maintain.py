@@ -39,7 +39,9 @@ def maintain(
     retain_last: int = typer.Option(5, "--retain-last", min=1,
                                     help="Iceberg: snapshots kept whatever their age."),
     remove_orphans: bool = typer.Option(False, "--remove-orphans",
-                                        help="Iceberg: also delete files no snapshot references."),
+                                        help="Also delete files no commit references (left by killed writes) once "
+                                             "older than --expire-older-than, which must then be at least 1d: a "
+                                             "younger file may belong to a commit in progress."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Report what would be done; change nothing."),
     as_json: bool = typer.Option(False, "--json", help="One JSON document on stdout."),
     log_level: str = typer.Option("WARNING", "--log-level"),
