@@ -28,6 +28,7 @@ from lakecdc.maintenance.iceberg import IcebergMaintainer
 from lakecdc.maintenance.options import MaintenanceOptions
 from lakecdc.maintenance.run import Maintainer, MaintenanceConflictError, maintain_tables
 from lakecdc.writers.base import TableWriter, create_writer
+from lakecdc.writers import conflicts
 from lakecdc.writers.conflicts import CommitConflictError, is_commit_conflict, retry_on_conflict
 from writer_harness import LONG, STR, Ev, Stream, TableReader
 
@@ -150,12 +151,12 @@ def _iceberg_conflict(writer: Any, name: str) -> None:
         writer._iceberg_table(name).newAppend().appendFile(data_file).commit()
 
 
-def _delta_conflict(writer: Any, name: str, offset: int) -> None:
+def _delta_conflict(writer: Any, name: str, offset: int, stale_deletes: str = "_offset = 4") -> None:
     """A delete from a stale version of the table after another delete rewrote the same file."""
     from deltalake import DeltaTable
     stale = DeltaTable(writer.table_uri(name))
     DeltaTable(writer.table_uri(name)).delete(f"_offset = {offset}")
-    stale.delete("_offset = 4")
+    stale.delete(stale_deletes)
 
 
 @pytest.mark.parametrize("setup", ["iceberg", "delta-rs"], indirect=True)
@@ -183,3 +184,30 @@ def test_a_real_conflict_is_recognised_and_reported_by_table(setup: tuple[TableW
         retry_on_conflict(bronze, losing, attempts=2)
     assert len(attempts) == 2
     assert str(reported.value).startswith(f"{bronze}: still conflicting") and "\n" not in str(reported.value)
+
+
+def test_a_table_that_keeps_conflicting_is_named_after_the_others(spark: SparkSession, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table whose maintenance loses every try does not stop the others' (real Delta conflicts)."""
+    monkeypatch.setattr(conflicts, "FIRST_BACKOFF_S", 0.01)  # six tries without the real waits
+    warehouse = str(tmp_path / "delta")
+    writer = create_writer("delta-rs", spark, warehouse=warehouse)
+    s = Stream(spark, "delta", COLUMNS)
+    for i in (1, 2):
+        writer.apply(s.batch(events(i)), i)
+    bronze = s.target.bronze_table
+    offsets = iter(range(conflicts.COMMIT_ATTEMPTS))
+
+    class Contended(DeltaMaintainer):
+        """Every try on bronze meets a real commit conflict (a delete from a stale version after another's)."""
+
+        def maintain(self, name: str, options: MaintenanceOptions) -> Any:
+            if name == bronze:
+                _delta_conflict(writer, name, next(offsets), stale_deletes="_offset >= 0")
+            return super().maintain(name, options)
+
+    with pytest.raises(MaintenanceConflictError) as raised:
+        maintain_tables([Contended(warehouse)], MaintenanceOptions(), tables(s))
+    assert raised.value.tables == [bronze]
+    assert str(raised.value).startswith(f"maintenance of {bronze}: still conflicting")
+    assert [r.table for r in raised.value.results] == [s.target.silver_table, s.target.ledger_table]
