@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from lakecdc.capture.incremental import ChunkQueryError, IncrementalSnapshot
+from lakecdc.capture.incremental import ChunkQueryError, IncrementalSnapshot, key_after
 from lakecdc.capture.mysql import connection as myconn
 from lakecdc.capture.mysql.database_schema import DatabaseSchema
 from lakecdc.capture.mysql.errors import MySqlConnectionLostError
@@ -60,10 +60,10 @@ class MySqlIncrementalSnapshot(IncrementalSnapshot):
 
     def query_chunk(self) -> list[tuple[Any, ...]]:
         assert self.max_key is not None
-        after_max, max_params = _after(self._chunk_columns, self.max_key)
+        after_max, max_params = key_after(self._chunk_columns, self.max_key, myconn.quote)
         bounds = [(f"NOT ({after_max})", max_params)]
         if self.last_key is not None:
-            bounds.insert(0, _after(self._chunk_columns, self.last_key))
+            bounds.insert(0, key_after(self._chunk_columns, self.last_key, myconn.quote))
         where, params = self._where(bounds)
         columns = ", ".join(myconn.quote(c) for c in self._schema.column_names)
         order = ", ".join(myconn.quote(c) for c in self._chunk_columns)
@@ -112,13 +112,3 @@ class MySqlIncrementalSnapshot(IncrementalSnapshot):
         except OSError as exc:
             raise MySqlConnectionLostError(f"the connection for incremental snapshots was lost: {exc}") from exc
 
-
-def _after(columns: list[str], values: list[Any]) -> tuple[str, list[Any]]:
-    """``key > values`` in key order, as Debezium writes it: ``k1 > ? OR (k1 = ? AND k2 > ?) ...``."""
-    terms: list[str] = []
-    params: list[Any] = []
-    for i, column in enumerate(columns):
-        equal = [f"{myconn.quote(c)} = %s" for c in columns[:i]]
-        terms.append("(" + " AND ".join(equal + [f"{myconn.quote(column)} > %s"]) + ")")
-        params.extend(values[:i + 1])
-    return " OR ".join(terms), params

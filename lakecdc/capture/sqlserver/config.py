@@ -27,8 +27,8 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from lakecdc.config.connector import CommonConnectorConfig
 from lakecdc.config.filters import split_list
+from lakecdc.config.signaling import SignalingConnectorConfig
 from lakecdc.errors import ConfigError
 
 SQLSERVER_CLASSES = ("io.debezium.connector.sqlserver.SqlServerConnector", "sqlserver")
@@ -39,7 +39,7 @@ NOT_APPLIED = ("data.query.mode", "streaming.fetch.size", "incremental.snapshot.
 IsolationMode = Literal["read_uncommitted", "read_committed", "repeatable_read", "snapshot", "exclusive"]
 
 
-class SqlServerConnectorConfig(CommonConnectorConfig):
+class SqlServerConnectorConfig(SignalingConnectorConfig):
     # Debezium 3's SQL Server modes that need no schema history or custom class; schema_only is
     # the older name of no_data (seed 1.4.3).
     snapshot_modes: ClassVar[tuple[str, ...]] = (
@@ -117,7 +117,8 @@ class SqlServerConnectorConfig(CommonConnectorConfig):
 
     def ignored_properties(self) -> list[str]:
         """Also the Debezium SQL Server properties lakecdc accepts and does not apply (it always reads
-        through the fn_cdc_get_all_changes_* functions, and has no incremental snapshots)."""
+        through the fn_cdc_get_all_changes_* functions; incremental snapshots stop at a schema change and use
+        no OPTION(RECOMPILE))."""
         given = self.given_properties()
         return sorted(set(super().ignored_properties()) | {n for n in NOT_APPLIED if n in given})
 

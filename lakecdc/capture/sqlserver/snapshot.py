@@ -114,6 +114,9 @@ class SqlServerSnapshotSource:
         return f"SELECT {columns} FROM {db}.{sq.quote(inst.source_schema)}.{sq.quote(inst.source_table)}"
 
     def _included(self, inst: Any) -> bool:
+        signal = self.config.signal_table
+        if signal is not None and inst.table_key == (signal.schema, signal.table):
+            return False  # the signal table is streamed (its rows are signals) but, as in Debezium, not snapshotted
         wanted = self.config.snapshot_include_collection_list
         if not wanted:
             return True

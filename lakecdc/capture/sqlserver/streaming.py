@@ -21,6 +21,11 @@ transaction: BEGIN before its first event, END after its last, id = the commit L
 A table's instance is read only for LSNs before the next instance's start LSN, so when a new
 capture instance appears (seed 1.4.14) events switch to its structure exactly where it begins;
 an ALTER schema change event on ``<topic.prefix>`` marks the switch (``include.schema.changes``).
+
+With ``signal.data.collection`` the signal table's capture instance is read like any other: an
+insert into it is a signal or a window watermark (``capture/signaling.py``), acted on before the
+row's own event; an incremental snapshot's read events go out before the close watermark's event,
+and each stored offset carries the snapshot's progress as of the records before it.
 """
 
 from __future__ import annotations
@@ -34,17 +39,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lakecdc.capture.heartbeat import Heartbeat
+from lakecdc.capture.signaling import Signaling
 from lakecdc.capture.sqlserver import connection as sq
 from lakecdc.capture.sqlserver.connection import CaptureInstance
 from lakecdc.capture.sqlserver.database_schema import DatabaseSchema
 from lakecdc.capture.sqlserver.errors import SqlServerConnectionLostError, SqlServerTypeError
+from lakecdc.capture.sqlserver.incremental import SqlServerIncrementalSnapshot
 from lakecdc.capture.sqlserver.offset import ResumePoint, event_offset
 from lakecdc.capture.sqlserver.snapshot import schema_change_records
 from lakecdc.capture.sqlserver.source_info import source_builder
 from lakecdc.capture.sqlserver.table_changes import schema_change_record
 from lakecdc.capture.sqlserver.table_schema import with_headers
 from lakecdc.events.positions import SqlServerPosition
-from lakecdc.events.topics import TopicNamer
+from lakecdc.events.topics import TableId, TopicNamer
 from lakecdc.events.transaction import TransactionTracker, transaction_record
 
 log = logging.getLogger(__name__)
@@ -131,6 +138,11 @@ class SqlServerStreamingSource:
         self._last_data = time.monotonic()
         self._times: dict[int, int] = {}
         self._announced: set[str] = set()
+        self.signaling: Signaling | None = None
+        signal = config.signal_table
+        #: (schema, table) of the signal table, whose inserts are signals and watermarks
+        self._signal_key = (signal.schema, signal.table) if signal is not None else None
+        self._signal_at: dict[str, Any] | None = None  #: the stream position of the signal being handled (log)
 
     # ---- StreamingSource ------------------------------------------------------------------------
     def start(self, offset: dict[str, Any] | None) -> None:
@@ -159,8 +171,44 @@ class SqlServerStreamingSource:
                 if i == 0 or (inst.start_lsn or 0) <= self.resume.commit_lsn:
                     self._announced.add(inst.name)
         self._last_data = time.monotonic()
+        if self._signal_key is not None:
+            self._start_signals(offset)
+
+    def _start_signals(self, offset: dict[str, Any] | None) -> None:
+        if self._signal_key not in self.schema.instances:
+            log.warning("signal.data.collection %s has no capture instance visible to this connector: signals and "
+                        "incremental snapshots need CDC on it (%s)", self.config.signal_table,
+                        "EXEC sys.sp_cdc_enable_table @source_schema = N'%s', @source_name = N'%s', @role_name = NULL"
+                        % self._signal_key)
+        incremental = SqlServerIncrementalSnapshot(self.connect, self.schema, self.config, self.source, self.headers)
+        self.signaling = Signaling(self.config, incremental, self._blocking_snapshot, offset=lambda: self._signal_at)
+        incremental.restore(offset)
+        try:
+            incremental.start()
+        except Exception as exc:
+            raise self._lost(exc) from exc
+
+    def _blocking_snapshot(self, signal: Any, tables: list[str], position: SqlServerPosition | None) -> list[Any]:
+        log.warning("signal '%s': blocking snapshots are not built for SQL Server in lakecdc; use an incremental "
+                    "snapshot (\"type\": \"incremental\")", signal.id)
+        return []
+
+    def _with_snapshot(self, offset: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The offset plus the incremental snapshot's progress as of the records before it."""
+        if offset is None or self.signaling is None or not self.signaling.incremental.running:
+            return offset
+        return self.signaling.incremental.store(dict(offset))
 
     def poll(self, out: list[Any], max_records: int, timeout: float) -> None:
+        if self.signaling is not None and not self._pending:
+            assert self.resume is not None
+            signalled: list[Any] = []
+            try:
+                self.signaling.poll_kafka(SqlServerPosition(commit_lsn=self.resume.commit_lsn), signalled)
+            except Exception as exc:
+                raise self._lost(exc) from exc
+            if signalled:
+                self._pending.append(_Group(signalled, None))
         if not self._pending:
             if self.heartbeat.due(time.monotonic()):
                 record = self.heartbeat.beat()
@@ -192,6 +240,12 @@ class SqlServerStreamingSource:
         return 0.0 if self._pending else time.monotonic() - self._last_data
 
     def close(self) -> None:
+        if self.signaling is not None:
+            self.signaling.close()
+            incremental = self.signaling.incremental
+            assert isinstance(incremental, SqlServerIncrementalSnapshot)
+            incremental.close()
+            self.signaling = None
         if self.conn is not None:
             try:
                 self.conn.close()
@@ -247,7 +301,7 @@ class SqlServerStreamingSource:
                 cur.close()
         conn.commit()
         self._pending.extend(groups)
-        self._pending.append(_Group([], event_offset(to_lsn, None, 0), data=False))
+        self._pending.append(_Group([], self._with_snapshot(event_offset(to_lsn, None, 0)), data=False))
         self.resume = ResumePoint(to_lsn, None, 0)
         return True
 
@@ -294,8 +348,25 @@ class SqlServerStreamingSource:
             offset = None if tx is not None else {"commit_lsn": commit_text, "change_lsn": change_text,
                                                   "event_serial_no": ch.serial}  # event_offset's shape
             op = _OPS[ch.operation]
+            signaling = self.signaling
+            if signaling is not None:
+                table = TableId(None, ch.instance.source_schema, ch.instance.source_table)
+                if signaling.incremental.in_window(table):
+                    # a change inside a window supersedes the chunk's buffered row (both keys of an update)
+                    for image in (ch.before, ch.after):
+                        if image is not None:
+                            signaling.incremental.seen(table, schema.key(image))
+                if ch.operation == OP_INSERT and ch.instance.table_key == self._signal_key:
+                    # the signal (or watermark) acts before its row's own event, also when creates are skipped
+                    read: list[Any] = []
+                    self._signal_at = {"commit_lsn": commit_text, "change_lsn": change_text, "event_serial_no": ch.serial}
+                    signaling.on_row(schema.row(ch.after), position, read)
+                    if read:
+                        groups.append(_Group(read, None))
+            offset = self._with_snapshot(offset)
             if op in self.skipped:
                 groups.append(_Group([], offset, data=False))
+                self._drain(groups)
                 continue
             source = self.source.build(db=db, schema=ch.instance.source_schema, table=ch.instance.source_table,
                                        ts_ms=ts_ms, commit_lsn=commit_text, change_lsn=change_text,
@@ -320,9 +391,18 @@ class SqlServerStreamingSource:
                 groups.append(_Group([], offset, data=False))
                 continue
             groups.append(_Group(with_headers(records, self.headers), offset))
+            self._drain(groups)
         if tx is not None and open_tx is not None:
             groups.append(self._end(open_tx))
         return groups
+
+    def _drain(self, groups: list[_Group]) -> None:
+        """A blocking snapshot's rows, after the signal's own event."""
+        if self.signaling is not None:
+            records: list[Any] = []
+            self.signaling.drain(records)
+            if records:
+                groups.append(_Group(records, None))
 
     def _failed(self, exc: Exception, ch: Change, change_text: str | None) -> None:
         """``event.processing.failure.handling.mode``: fail (stop, naming the position), warn (log
@@ -340,8 +420,8 @@ class SqlServerStreamingSource:
         assert self.tx is not None
         commit, change, serial, ts_ms = last
         payload = self.tx.end(None, ts_ms)
-        return _Group([transaction_record(self.namer.transaction_topic, payload)], event_offset(commit, change, serial),
-                      data=False)
+        return _Group([transaction_record(self.namer.transaction_topic, payload)],
+                      self._with_snapshot(event_offset(commit, change, serial)), data=False)
 
     def _switch(self, inst: CaptureInstance) -> list[_Group]:
         """The new instance's structure takes over: an ALTER schema change event (seed 1.4.14)."""

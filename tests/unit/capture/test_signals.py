@@ -80,9 +80,12 @@ def test_mysql_signal_table_and_kafka_channel_properties() -> None:
                                              "signal.kafka.topic": "sig"})
 
 
-def test_mysql_chunk_bounds_are_written_out_as_debezium_does() -> None:
-    from lakecdc.capture.mysql.incremental import _after
+def test_chunk_bounds_are_written_out_as_debezium_does() -> None:
+    from lakecdc.capture.incremental import key_after
+    from lakecdc.capture.mysql.connection import quote as mysql_quote
+    from lakecdc.capture.sqlserver.connection import quote as sqlserver_quote
 
-    assert _after(["id"], [7]) == ("(`id` > %s)", [7])
-    assert _after(["a", "b", "c"], [1, "x", 3]) == (
+    assert key_after(["id"], [7], mysql_quote) == ("(`id` > %s)", [7])
+    assert key_after(["a", "b", "c"], [1, "x", 3], mysql_quote) == (
         "(`a` > %s) OR (`a` = %s AND `b` > %s) OR (`a` = %s AND `b` = %s AND `c` > %s)", [1, 1, "x", 1, "x", 3])
+    assert key_after(["a", "b"], [1, "x"], sqlserver_quote) == ("([a] > %s) OR ([a] = %s AND [b] > %s)", [1, 1, "x"])

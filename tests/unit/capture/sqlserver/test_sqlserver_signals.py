@@ -1,0 +1,213 @@
+"""Signals and incremental snapshots on SQL Server, from recorded answers.
+
+The signal table ``testDB.dbo.debezium_signal`` is CDC-enabled: a signal is an insert read from its
+change table, and the watermark rows the connector inserts (recorded statements) come back through
+the same change table in a later pass, merged in commit order with ``dbo.customers``' changes.
+Watermark ids and timestamps are fixed (``chunk_ids``) so that the recording can name them.
+"""
+
+from __future__ import annotations
+
+import json
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import lakecdc.capture.incremental as incremental_module
+from sqlserver_recordings import CUSTOMERS, RecordedServer
+from test_sqlserver_seed_golden import after, run
+from test_sqlserver_streaming import START, data, streaming_only
+
+COLS = [c[0] for c in CUSTOMERS]
+SIGNAL = "testDB.dbo.debezium_signal"
+SIGNAL_TOPIC = "server1.testDB.dbo.debezium_signal"
+SIGNAL_COLUMNS = [("id", "varchar", 42, None, None, None, "NO"), ("type", "varchar", 32, None, None, None, "NO"),
+                  ("data", "varchar", 2048, None, None, None, "YES")]
+TS = "2026-11-22T20:00:00.000000000Z"
+OPEN_DATA = json.dumps({"openWindowTimestamp": TS})
+CLOSE_DATA = json.dumps({"openWindowTimestamp": TS, "closeWindowTimestamp": TS})
+INSERT = "INSERT INTO [testDB].[dbo].[debezium_signal] VALUES (%s, %s, %s)"
+SELECT = "SELECT TOP 2 [id], [first_name], [last_name], [email] FROM [testDB].[dbo].[customers]"
+MAX_KEY = "SELECT TOP 1 [id] FROM [testDB].[dbo].[customers] ORDER BY [id] DESC"
+FIRST_CHUNK = f"{SELECT} WHERE (NOT (([id] > %s))) ORDER BY [id]"
+NEXT_CHUNK = f"{SELECT} WHERE (([id] > %s)) AND (NOT (([id] > %s))) ORDER BY [id]"
+ROWS = {1001: (1001, "Sally", "Thomas", "sally.thomas@acme.com"), 1002: (1002, "George", "Bailey", "gbailey@foobar.com"),
+        1003: (1003, "Edward", "Walker", "ed@walker.com")}
+PROPS = {"signal.data.collection": SIGNAL, "incremental.snapshot.chunk.size": "2"}
+
+
+@pytest.fixture
+def chunk_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Window ids c1, c2, ... and a fixed timestamp instead of random UUIDs and the clock."""
+    counter = iter(range(1, 1000))
+    monkeypatch.setattr(incremental_module, "uuid", types.SimpleNamespace(uuid4=lambda: f"c{next(counter)}"))
+    monkeypatch.setattr(incremental_module, "instant", lambda: TS)
+
+
+def signal_server() -> RecordedServer:
+    server = RecordedServer().cdc_database()
+    server.user_tables(("dbo", "customers", True), ("dbo", "debezium_signal", True))
+    server.instances([
+        RecordedServer.instance_row("dbo", "customers", "dbo_customers", "00000024:00000100:0001", COLS),
+        RecordedServer.instance_row("dbo", "debezium_signal", "dbo_debezium_signal", "00000024:00000100:0001",
+                                    ["id", "type", "data"])])
+    server.columns("dbo", "customers", CUSTOMERS, ["id"])
+    server.columns("dbo", "debezium_signal", SIGNAL_COLUMNS, ["id"])
+    return server
+
+
+def lsn_at(n: int) -> str:
+    return f"00000030:{n:08x}:0005"
+
+
+def seq_at(n: int) -> str:
+    return f"00000030:{n:08x}:0002"
+
+
+def pass_rows(server: RecordedServer, frm: str, to: str, signal_rows: list[tuple[Any, ...]],
+              customer_rows: list[tuple[Any, ...]] = ()) -> None:
+    """One pass's change rows, each ``(n, operation, values...)`` at commit lsn_at(n)."""
+    for instance, columns, rows in (("dbo_debezium_signal", ["id", "type", "data"], signal_rows),
+                                    ("dbo_customers", COLS, list(customer_rows))):
+        server.changes(instance, after(frm), to, columns, [(lsn_at(n), seq_at(n), op, *values) for n, op, *values in rows])
+        for n, *_ in rows:
+            server.lsn_time(lsn_at(n), 1_700_000_000_000 + n)
+
+
+def window(server: RecordedServer, chunk: str) -> None:
+    server.rec.add(INSERT, (f"{chunk}-open", "snapshot-window-open", OPEN_DATA), None)
+    server.rec.add(INSERT, (f"{chunk}-close", "snapshot-window-close", CLOSE_DATA), None)
+
+
+def watermarks(n: int, chunk: str) -> list[tuple[Any, ...]]:
+    """The open (at n) and close (at n + 2) rows of window ``chunk`` in the signal change table."""
+    return [(n, 2, f"{chunk}-open", "snapshot-window-open", OPEN_DATA),
+            (n + 2, 2, f"{chunk}-close", "snapshot-window-close", CLOSE_DATA)]
+
+
+def chunks(server: RecordedServer) -> None:
+    """customers holds 1001..1003: max key 1003, chunks [1001, 1002], [1003], [] (chunk size 2)."""
+    server.rec.add(MAX_KEY, None, server_result(["id"], [(1003,)]))
+    server.rec.add(FIRST_CHUNK, (1003,), server_result(COLS, [ROWS[1001], ROWS[1002]]))
+    server.rec.add(NEXT_CHUNK, (1002, 1003), server_result(COLS, [ROWS[1003]]))
+    server.rec.add(NEXT_CHUNK, (1003, 1003), server_result(COLS, []))
+
+
+def server_result(names: list[str], rows: list[tuple[Any, ...]]) -> Any:
+    from lakecdc.capture.sqlserver.replay import ResultSet
+
+    return ResultSet.of(names, rows) if rows else ResultSet([(n, 1) for n in names], [])
+
+
+def execute_signal(n: int, data_collections: list[str]) -> tuple[Any, ...]:
+    return (n, 2, "ad-hoc-1", "execute-snapshot", json.dumps({"data-collections": data_collections,
+                                                              "type": "incremental"}))
+
+
+def test_log_signal_from_the_signal_change_table(tmp_path: Path, caplog: Any) -> None:
+    caplog.set_level("INFO")
+    server = signal_server()
+    server.passes(START, lsn_at(1))
+    pass_rows(server, START, lsn_at(1), [(1, 2, "s-1", "log", json.dumps({"message": "signal at {}"}))])
+    streaming_only(server, tmp_path)
+    sink, _, _ = run(server, tmp_path, **{k.replace(".", "__"): v for k, v in PROPS.items()})
+    messages = [r.getMessage() for r in caplog.records if r.name == "lakecdc.signal"]
+    # {} is the signal's own stream position
+    assert messages == [f"signal at {{'commit_lsn': '{lsn_at(1)}', 'change_lsn': '{seq_at(1)}', 'event_serial_no': 1}}"]
+    # the signal row's own event is emitted on the signal table's topic, as Debezium does
+    assert [(r.op, r.key) for r in data(sink.records, SIGNAL_TOPIC)] == [("c", {"id": "s-1"})]
+    assert server.rec.served(INSERT, ("x", "x", "x")) == 0
+
+
+def test_incremental_snapshot_reads_chunks_in_windows_and_drops_rows_changed_inside(
+        tmp_path: Path, chunk_ids: None) -> None:
+    server = signal_server()
+    server.passes(START, lsn_at(1), lsn_at(14), lsn_at(24), lsn_at(34))
+    chunks(server)
+    for chunk in ("c1", "c2", "c3"):
+        window(server, chunk)
+    pass_rows(server, START, lsn_at(1), [execute_signal(1, [r"testDB\.dbo\.customers"])])
+    # window c1 (rows 1001, 1002): 1002 is updated inside it, 1001 after its close
+    pass_rows(server, lsn_at(1), lsn_at(14), watermarks(10, "c1"),
+              [(11, 3, *ROWS[1002]), (11, 4, 1002, "George", "Bailey", "george@new.com"),
+               (13, 3, *ROWS[1001]), (13, 4, 1001, "Sally", "Thomas", "sally@new.com")])
+    pass_rows(server, lsn_at(14), lsn_at(24), watermarks(20, "c2"))
+    pass_rows(server, lsn_at(24), lsn_at(34), watermarks(30, "c3"))
+    streaming_only(server, tmp_path)
+    sink, store, _ = run(server, tmp_path, **{k.replace(".", "__"): v for k, v in PROPS.items()})
+    events = [(r.op, r.key["id"]) for r in data(sink.records)]
+    # 1002's read is dropped (its update in the window is newer); 1001's read precedes its later update
+    assert events == [("u", 1002), ("r", 1001), ("u", 1001), ("r", 1003)]
+    reads = [r for r in data(sink.records) if r.value["op"] == "r"]
+    assert reads[0].value["after"] == {"id": 1001, "first_name": "Sally", "last_name": "Thomas",
+                                       "email": "sally.thomas@acme.com"}
+    assert reads[0].value["before"] is None
+    src = reads[0].value["source"]
+    assert (src["snapshot"], src["db"], src["schema"], src["table"]) == ("incremental", "testDB", "dbo", "customers")
+    # the read carries the close watermark's position
+    assert (src["commit_lsn"], src["change_lsn"], src["event_serial_no"]) == (lsn_at(12), seq_at(12), 1)
+    assert reads[1].value["source"]["commit_lsn"] == lsn_at(22)
+    assert server.rec.served(NEXT_CHUNK, (1003, 1003)) == 1  # the empty chunk that ends the table
+    # finished: no snapshot state left in the offset
+    stored = json.loads((tmp_path / "offsets.json").read_text())
+    (offset,) = stored.values()
+    assert "incremental_snapshot_collections" not in offset and offset["commit_lsn"] == lsn_at(34)
+
+
+def test_restart_resumes_at_the_next_chunk_from_the_offset(tmp_path: Path, chunk_ids: None) -> None:
+    server = signal_server()
+    server.passes(START, lsn_at(1), lsn_at(14))
+    chunks(server)
+    for chunk in ("c1", "c2", "c3", "c4"):
+        window(server, chunk)
+    pass_rows(server, START, lsn_at(1), [execute_signal(1, [r"testDB\.dbo\.customers"])])
+    pass_rows(server, lsn_at(1), lsn_at(14), watermarks(10, "c1"))
+    streaming_only(server, tmp_path)
+    props = {k.replace(".", "__"): v for k, v in PROPS.items()}
+    first, _, _ = run(server, tmp_path, **props)
+    assert [(r.op, r.key["id"]) for r in data(first.records)] == [("r", 1001), ("r", 1002)]
+    (offset,) = json.loads((tmp_path / "offsets.json").read_text()).values()
+    assert offset["incremental_snapshot_primary_key"] == "[1002]"
+    assert offset["incremental_snapshot_maximum_key"] == "[1003]"
+    assert offset["incremental_snapshot_correlation_id"] == "ad-hoc-1"
+    assert json.loads(offset["incremental_snapshot_collections"])[0]["incremental_snapshot_collections_id"] == \
+        "testDB.dbo.customers"
+    # window c2 was written before the stop and is never closed for this run: after the restart the
+    # snapshot goes on with a new window (c3) from the last emitted key; c2's rows are ignored
+    server.passes(lsn_at(14), lsn_at(24), lsn_at(34))
+    pass_rows(server, lsn_at(14), lsn_at(24), watermarks(15, "c2") + watermarks(20, "c3"))
+    pass_rows(server, lsn_at(24), lsn_at(34), watermarks(30, "c4"))
+    second, _, _ = run(server, tmp_path, **props)
+    assert [(r.op, r.key["id"]) for r in data(second.records)] == [("r", 1003)]
+    assert server.rec.served(MAX_KEY) == 1  # the maximum key came from the offset
+    assert server.rec.served(NEXT_CHUNK, (1002, 1003)) == 2  # chunk [1003] read again in the new window
+    (offset,) = json.loads((tmp_path / "offsets.json").read_text()).values()
+    assert "incremental_snapshot_collections" not in offset
+
+
+def test_stop_pause_and_resume_signals(tmp_path: Path, chunk_ids: None) -> None:
+    server = signal_server()
+    server.passes(START, lsn_at(1), lsn_at(14), lsn_at(24), lsn_at(34))
+    chunks(server)
+    for chunk in ("c1", "c2"):
+        window(server, chunk)
+    pass_rows(server, START, lsn_at(1), [
+        execute_signal(1, [r"testDB\.dbo\.customers"]),
+        ])
+    # paused inside window c1: its close emits the chunk, the next chunk waits for resume
+    pass_rows(server, lsn_at(1), lsn_at(14), [
+        watermarks(10, "c1")[0], (11, 2, "p-1", "pause-snapshot", "{}"), watermarks(10, "c1")[1]])
+    pass_rows(server, lsn_at(14), lsn_at(24), [(20, 2, "r-1", "resume-snapshot", "{}")])
+    # stop inside window c2: the chunk in the buffer is dropped, no further chunk
+    pass_rows(server, lsn_at(24), lsn_at(34), [
+        watermarks(30, "c2")[0], (31, 2, "x-1", "stop-snapshot", json.dumps({"type": "incremental"})),
+        watermarks(30, "c2")[1]])
+    streaming_only(server, tmp_path)
+    sink, _, _ = run(server, tmp_path, **{k.replace(".", "__"): v for k, v in PROPS.items()})
+    assert [(r.op, r.key["id"]) for r in data(sink.records)] == [("r", 1001), ("r", 1002)]
+    assert server.rec.served(NEXT_CHUNK, (1002, 1003)) == 1  # read once, after the resume
+    assert server.rec.served(NEXT_CHUNK, (1003, 1003)) == 0  # stopped: no further chunk
+    (offset,) = json.loads((tmp_path / "offsets.json").read_text()).values()
+    assert "incremental_snapshot_collections" not in offset
