@@ -104,6 +104,13 @@ def newest_lakecdc_commit(table: DeltaTable) -> dict[str, Any] | None:
     return None
 
 
+def _lakecdc_version(table: DeltaTable) -> int:
+    """The version of the newest lakecdc commit, the one just made (the table's current version
+    may be a maintenance commit that came after it)."""
+    commit = newest_lakecdc_commit(table)
+    return int(commit["version"]) if commit else table.version()
+
+
 class DeltaRsWriter(LakeWriter):
     format = "delta"
 
@@ -197,7 +204,7 @@ class DeltaRsWriter(LakeWriter):
                         commit_properties=self._commit(props, target.bronze_table, batch_id),
                         storage_options=self.storage_options)
         table.update_incremental()
-        return fresh.num_rows, table.version()
+        return fresh.num_rows, _lakecdc_version(table)
 
     def _merge(self, name: str, source: pa.Table, on: str, clauses: list[MergeClause],
                commit: CommitProperties | None) -> dict[str, Any]:
@@ -279,7 +286,7 @@ class DeltaRsWriter(LakeWriter):
                             storage_options=self.storage_options)
             table.update_incremental()
         written = metrics["num_target_rows_inserted"] + metrics["num_target_rows_updated"]
-        return written, metrics["num_target_rows_deleted"], table.version()
+        return written, metrics["num_target_rows_deleted"], _lakecdc_version(table)
 
     def _stored_positions(self, name: str, topics: list[str]) -> DataFrame | None:
         table = self._open(name)
