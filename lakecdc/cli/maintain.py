@@ -1,4 +1,4 @@
-"""``lakecdc maintain --config FILE [--table NAME ...] [--expire-older-than 7d] [--dry-run]``."""
+"""``lakecdc maintain --config FILE [--table NAME ...] [--expire-older-than 7d] [--ledger-retention 30d] [--dry-run]``."""
 
 from __future__ import annotations
 
@@ -42,13 +42,18 @@ def maintain(
                                         help="Also delete files no commit references (left by killed writes) once "
                                              "older than --expire-older-than, which must then be at least 1d: a "
                                              "younger file may belong to a commit in progress."),
+    ledger_retention: str | None = typer.Option(
+        None, "--ledger-retention", show_default=False,
+        help="Also drop delete-ledger rows older than this (source time). A deleted row can then come back "
+             "if an event older than its delete is delivered again later (a capture restarted from an old "
+             "position). Default: keep them (rows older than a truncate always go)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Report what would be done; change nothing."),
     as_json: bool = typer.Option(False, "--json", help="One JSON document on stdout."),
     log_level: str = typer.Option("WARNING", "--log-level"),
 ) -> None:
     """Compact the tables ingest writes and clean up their history.
 
-    Iceberg: rewrites data files that have position deletes (every silver MERGE adds some) and small files, then expires old snapshots. Delta: compacts small files (silver Z-ordered by key), vacuums unreferenced files and cleans up the log. Restarts resume as before: maintenance commits carry no lakecdc progress and the newest lakecdc commit is always kept. It may run while an ingest job writes: a commit that conflicts with the job's is redone (by whichever side lost), and a table that keeps conflicting is named (exit code 2).
+    Iceberg: rewrites data files that have position deletes (every silver MERGE adds some) and small files, then expires old snapshots. Delta: compacts small files (silver Z-ordered by key), vacuums unreferenced files and cleans up the log. Delete ledgers lose the removals at or before silver's newest truncate (and, with --ledger-retention, older ones). Restarts resume as before: maintenance commits carry no lakecdc progress and the newest lakecdc commit is always kept. It may run while an ingest job writes: a commit that conflicts with the job's is redone (by whichever side lost), and a table that keeps conflicting is named (exit code 2).
     """
     from lakecdc.maintenance.options import MaintenanceOptions, parse_duration
     from lakecdc.maintenance.run import MaintenanceConflictError, run_maintenance
@@ -57,7 +62,8 @@ def maintain(
     failed: LakecdcError | None = None
     try:
         options = MaintenanceOptions(expire_older_than=parse_duration(expire_older_than), retain_last=retain_last,
-                                     remove_orphans=remove_orphans, dry_run=dry_run)
+                                     remove_orphans=remove_orphans, dry_run=dry_run,
+                                     ledger_retention=parse_duration(ledger_retention, "ledger-retention") if ledger_retention else None)
         results = run_maintenance(config, options, table)
     except MaintenanceConflictError as error:  # the other tables were maintained: show them too
         results, failed = error.results, error

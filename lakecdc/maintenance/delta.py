@@ -25,10 +25,12 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pyarrow as pa
-from deltalake import DeltaTable
+from deltalake import DeltaTable, QueryBuilder
 
-from lakecdc.audit.tables import LakeTable
+from lakecdc.audit.tables import LEDGER_SUFFIX, LakeTable
 from lakecdc.errors import TerminalError
+from lakecdc.ingest.merge_plan import DATAFUSION
+from lakecdc.maintenance.ledger import obsolete_removals
 from lakecdc.maintenance.options import MaintenanceOptions
 from lakecdc.maintenance.result import MaintenanceResult
 from lakecdc.maintenance.tables import DEAD_LETTER_TABLE, lakecdc_tables, sort_keys
@@ -99,10 +101,11 @@ class DeltaMaintainer:
 
     def maintain(self, name: str, options: MaintenanceOptions) -> MaintenanceResult:
         started = time.monotonic()
+        pruned = self._prune_ledger(name, options)
         table = self._open(name)
         sizes = self._files(table)
         result = MaintenanceResult(name, self.format, len(sizes), len(sizes), bytes_before=sum(sizes),
-                                   bytes_after=sum(sizes), dry_run=options.dry_run)
+                                   bytes_after=sum(sizes), removals_pruned=pruned, dry_run=options.dry_run)
         configuration = dict(table.metadata().configuration)
         target = int(configuration.get("delta.targetFileSize", DEFAULT_TARGET_FILE_BYTES))
         small = sum(1 for s in sizes if s < target * SMALL_FILE_SHARE)
@@ -112,6 +115,8 @@ class DeltaMaintainer:
         cleanup_log = self._may_clean_log(table, configuration)
 
         if options.dry_run:
+            if pruned:
+                result.actions.append(f"remove {pruned} obsolete delete-ledger rows")
             if small > 1:
                 how = f"Z-order by {', '.join(keys)}" if keys else "bin-pack"
                 result.actions.append(f"{how} {small} small files")
@@ -145,6 +150,24 @@ class DeltaMaintainer:
         result.data_files_after, result.bytes_after = len(after), sum(after)
         result.seconds = time.monotonic() - started
         return result
+
+    def _prune_ledger(self, name: str, options: MaintenanceOptions) -> int:
+        """Delete (or, on a dry run, count) a delete ledger's removals that can no longer matter."""
+        if not name.endswith(LEDGER_SUFFIX):
+            return 0
+        silver = name[: -len(LEDGER_SUFFIX)]
+        commit = newest_lakecdc_commit(self._open(silver)) if self.exists(silver) else None
+        properties = {k: v for k, v in commit.items() if isinstance(v, str)} if commit else None
+        condition = obsolete_removals(DATAFUSION, properties, options)
+        if condition is None:
+            return 0
+        table = self._open(name)
+        counted = QueryBuilder().register("ledger", table).execute(
+            f"SELECT count(*) AS n FROM ledger WHERE {condition}").read_all()
+        count = int(counted["n"][0].as_py())
+        if count and not options.dry_run:  # counted first: a delete of nothing would still commit
+            table.delete(condition)
+        return count
 
     @staticmethod
     def _oldest_version(table: DeltaTable) -> int:

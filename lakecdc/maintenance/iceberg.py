@@ -28,7 +28,9 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-from lakecdc.audit.tables import LakeTable
+from lakecdc.audit.tables import LEDGER_SUFFIX, LakeTable
+from lakecdc.ingest.merge_plan import SPARK
+from lakecdc.maintenance.ledger import obsolete_removals
 from lakecdc.maintenance.options import MaintenanceOptions
 from lakecdc.maintenance.result import MaintenanceResult
 from lakecdc.maintenance.tables import DEAD_LETTER_TABLE, lakecdc_tables
@@ -175,6 +177,21 @@ class IcebergMaintainer:
             rewrite.commit()
         return found
 
+    def _prune_ledger(self, name: str, options: MaintenanceOptions) -> int:
+        """Delete (or, on a dry run, count) a delete ledger's removals that can no longer matter."""
+        if not name.endswith(LEDGER_SUFFIX):
+            return 0
+        silver = name[: -len(LEDGER_SUFFIX)]
+        found = newest_lakecdc_snapshot(self._load(silver)) if self.exists(silver) else None
+        condition = obsolete_removals(SPARK, found[1] if found else None, options)
+        if condition is None:
+            return 0
+        table = self.qualified(name)
+        count = int(self.spark.sql(f"SELECT count(*) FROM {table} WHERE {condition}").collect()[0][0])
+        if count and not options.dry_run:
+            self.spark.sql(f"DELETE FROM {table} WHERE {condition}")
+        return count
+
     # -- maintenance -------------------------------------------------------------------------
     def maintain(self, name: str, options: MaintenanceOptions) -> MaintenanceResult:
         started = time.monotonic()
@@ -185,7 +202,10 @@ class IcebergMaintainer:
         table = self._load(name)
         sorted_table = options.sort_by_key and bool(table.sortOrder().isSorted())
         cutoff = datetime.now(timezone.utc) - options.expire_older_than
+        result.removals_pruned = self._prune_ledger(name, options)
         if options.dry_run:
+            if result.removals_pruned:
+                result.actions.append(f"remove {result.removals_pruned} obsolete delete-ledger rows")
             if deletes or data > 1:
                 how = "sorted by key" if sorted_table else "bin-packed"
                 result.actions.append(f"rewrite data files with deletes and small files ({how})")

@@ -12,7 +12,7 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 
-def parse_duration(text: str) -> timedelta:
+def parse_duration(text: str, option: str = "expire-older-than") -> timedelta:
     """``30s``, ``15m``, ``12h``, ``7d``, ``2w`` as a ``timedelta``.
 
     >>> parse_duration("7d")
@@ -20,7 +20,7 @@ def parse_duration(text: str) -> timedelta:
     """
     match = _DURATION.match(text.lower())
     if not match:
-        raise ConfigError(f"duration {text!r} is not <number><s|m|h|d|w> (e.g. 7d, 12h)", "expire-older-than")
+        raise ConfigError(f"{option}: duration {text!r} is not <number><s|m|h|d|w> (e.g. 7d, 12h)", option)
     return timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
 
 
@@ -44,6 +44,9 @@ class MaintenanceOptions:
     #: key-sorted tables (silver, ledger) are compacted sorted by key (Iceberg sort, Delta Z-order),
     #: which keeps the key-range pruning of the silver MERGE effective
     sort_by_key: bool = True
+    #: delete-ledger removals older than this (source time) are dropped; None keeps them all
+    #: (``lakecdc.maintenance.ledger`` says what that trades away)
+    ledger_retention: timedelta | None = None
     #: report what would be done, change nothing
     dry_run: bool = False
 
@@ -54,5 +57,7 @@ class MaintenanceOptions:
             raise ConfigError(f"remove-orphans needs expire-older-than of at least {ORPHAN_MIN_AGE.days}d: a "
                               f"younger file no commit references yet may belong to a write in progress, and "
                               f"removing it would corrupt that commit", "expire-older-than")
+        if self.ledger_retention is not None and self.ledger_retention < timedelta(0):
+            raise ConfigError("ledger-retention must not be negative", "ledger-retention")
         if self.retain_last < 1:
             raise ConfigError("retain-last must be at least 1 (the current snapshot)", "retain-last")

@@ -31,6 +31,8 @@ class MaintenanceResult:
     history_removed: int = 0
     #: files deleted from storage (Iceberg expire/orphans, Delta vacuum)
     files_deleted: int = 0
+    #: delete-ledger removals that could no longer matter, deleted (``lakecdc.maintenance.ledger``)
+    removals_pruned: int = 0
     dry_run: bool = False
     seconds: float = 0.0
     actions: list[str] = field(default_factory=list)
@@ -50,8 +52,9 @@ class MaintenanceResult:
             after += f" + {self.delete_files_after} delete files"
         after += f" ({_size(self.bytes_after)})"
         history = "snapshots expired" if self.format == "iceberg" else "log versions cleaned up"
+        pruned = f", {self.removals_pruned} obsolete delete-ledger rows removed" if self.removals_pruned else ""
         return (f"{self.table} ({self.format}): {before} -> {after}; {self.history_removed} {history}, "
-                f"{self.files_deleted} files deleted ({self.seconds:.1f}s)")
+                f"{self.files_deleted} files deleted{pruned} ({self.seconds:.1f}s)")
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -21,6 +21,8 @@ def test_parse_duration() -> None:
     for bad in ("7", "d7", "7 days", "-1d"):
         with pytest.raises(ConfigError):
             parse_duration(bad)
+    with pytest.raises(ConfigError, match="ledger-retention: duration '30 days'"):
+        parse_duration("30 days", "ledger-retention")
 
 
 def test_options_reject_impossible_retention() -> None:
@@ -28,6 +30,22 @@ def test_options_reject_impossible_retention() -> None:
         MaintenanceOptions(retain_last=0)
     with pytest.raises(ConfigError):
         MaintenanceOptions(expire_older_than=timedelta(days=-1))
+    with pytest.raises(ConfigError, match="ledger-retention"):
+        MaintenanceOptions(ledger_retention=timedelta(days=-1))
+
+
+def test_ledger_pruning_condition() -> None:
+    from lakecdc.ingest.merge_plan import DATAFUSION, SPARK
+    from lakecdc.maintenance.ledger import obsolete_removals
+
+    # nothing to prune without a truncate or a retention, nor for a table lakecdc did not commit
+    assert obsolete_removals(SPARK, {"lakecdc.progress": "{}"}, MaintenanceOptions()) is None
+    assert obsolete_removals(SPARK, None, MaintenanceOptions()) is None
+    truncated = obsolete_removals(SPARK, {"lakecdc.progress": "{}", "lakecdc.truncated-through": "20,20,0,0"},
+                                  MaintenanceOptions())
+    assert truncated is not None and truncated.startswith("`_op` = 'd' AND (NOT (") and "_seq[0] > 20" in truncated
+    aged = obsolete_removals(DATAFUSION, None, MaintenanceOptions(ledger_retention=timedelta(days=1)))
+    assert aged is not None and '"_source_ts_ms" <' in aged and "_seq" not in aged
 
 
 def test_lakecdc_tables_keeps_ledgers_of_lakecdc_tables_and_dead_letters() -> None:
