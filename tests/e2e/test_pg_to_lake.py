@@ -11,6 +11,7 @@ change.
 from __future__ import annotations
 
 import random
+import time
 from pathlib import Path
 
 import pytest
@@ -99,16 +100,17 @@ def redeliver_tail(bootstrap: str, prefix: str, fraction: float) -> int:
     return copied
 
 
-def read_all(consumer: Consumer, topic: str) -> list:
-    """Every record of partition 0 (the capture writes one partition per topic), read to the end."""
+def read_all(consumer: Consumer, topic: str, timeout: float = 120) -> list:
+    """Every record of partition 0 (the capture writes one partition per topic), read up to its
+    high watermark (the capture has stopped: nothing is written behind it)."""
+    _, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
     consumer.assign([TopicPartition(topic, 0, 0)])
-    records = []
-    idle = 0
-    while idle < 4:
-        batch = consumer.consume(1000, 0.5)
-        good = [m for m in batch if not m.error()]
-        records.extend(good)
-        idle = 0 if good else idle + 1
+    records: list = []
+    deadline = time.monotonic() + timeout
+    while high > 0 and (not records or records[-1].offset() < high - 1):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{topic}: read {len(records)} records, not up to offset {high - 1}")
+        records.extend(m for m in consumer.consume(1000, 0.5) if not m.error())
     return records
 
 
