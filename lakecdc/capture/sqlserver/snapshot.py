@@ -81,11 +81,26 @@ class SqlServerSnapshotSource:
                 sq.execute(conn, f"ROLLBACK TRANSACTION {SAVEPOINT}")                # step 5
             if self.config.include_schema_changes:
                 emit(schema_change_records(self.config, self.schema, instances, max_lsn))
-            rows = self._scan(conn, emit, instances, max_lsn) if self.with_data else 0  # step 6
+            chosen = [i for i in instances if self._included(i)]
+            rows = self._scan(conn, emit, chosen, max_lsn) if self.with_data else 0  # step 6
             conn.commit()                                                            # step 7
             log.info("snapshot at LSN %s: %d tables (%s), %d rows", sq.lsn_text(max_lsn), len(schemas),
                      ", ".join(s.data_collection for s in schemas), rows)
             return SnapshotResult(snapshot_offset(max_lsn), rows, len(schemas))
+        finally:
+            conn.close()
+
+    def blocking(self, emit: Emit, tables: list[tuple[str, str]], lsn: int) -> int:
+        """A blocking snapshot (``execute-snapshot`` with ``"type": "blocking"``) of ``tables``:
+        steps 2, 5, 6 and 7 on a connection of its own, every row at ``lsn`` (the signal's commit LSN)."""
+        conn = self.connect()
+        try:
+            self._lock(conn, tables)
+            if self.mode == "repeatable_read":
+                sq.execute(conn, f"ROLLBACK TRANSACTION {SAVEPOINT}")
+            rows = self._scan(conn, emit, [self.schema.instance_at(t, lsn) for t in tables], lsn)
+            conn.commit()
+            return rows
         finally:
             conn.close()
 
@@ -128,9 +143,9 @@ class SqlServerSnapshotSource:
         return any(p.fullmatch(n) for p in patterns for n in names)
 
     def _scan(self, conn: Any, emit: Emit, instances: list[Any], max_lsn: int) -> int:
-        """One ``r`` record per row; the first and last rows of the snapshot and of each table
+        """One ``r`` record per row of ``instances``; the first and last rows of the snapshot and of each table
         carry Debezium's markers (first / last / first_in_data_collection / last_in_data_collection)."""
-        chosen = [i for i in instances if self._included(i)]
+        chosen = instances
         progress = _Progress(conn, chosen, self.console) if self.show_progress else None
         position = SqlServerPosition(commit_lsn=max_lsn, snapshot=True)
         commit_text = sq.lsn_text(max_lsn)

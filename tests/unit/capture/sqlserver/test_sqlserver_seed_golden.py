@@ -88,7 +88,8 @@ class ListSink:
         pass
 
 
-def run(server: RecordedServer, tmp_path: Path, **props: str) -> tuple[ListSink, FileOffsetStore, SqlServerConnector]:
+def run(server: RecordedServer, tmp_path: Path, idle_s: float = 1.0,
+        **props: str) -> tuple[ListSink, FileOffsetStore, SqlServerConnector]:
     config = SqlServerConnectorConfig.from_properties(base_properties(**props))
     connector = SqlServerConnector(config, show_progress=False, connection_factory=server.connect)
     sink = ListSink()
@@ -96,7 +97,7 @@ def run(server: RecordedServer, tmp_path: Path, **props: str) -> tuple[ListSink,
     # stop once the recorded answers say "nothing new" for a second: generous on a loaded machine,
     # where a pass follows the previous one within milliseconds
     settings = CoordinatorSettings(snapshot_mode=config.snapshot_mode_normalized, commit_interval_s=0.0,
-                                   poll_timeout_s=0.01, stop_when_idle_s=1.0)
+                                   poll_timeout_s=0.01, stop_when_idle_s=idle_s)
     CaptureCoordinator(connector, sink, store, settings).run()
     return sink, store, connector
 

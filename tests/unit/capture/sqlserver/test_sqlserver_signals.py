@@ -211,3 +211,72 @@ def test_stop_pause_and_resume_signals(tmp_path: Path, chunk_ids: None) -> None:
     assert server.rec.served(NEXT_CHUNK, (1003, 1003)) == 0  # stopped: no further chunk
     (offset,) = json.loads((tmp_path / "offsets.json").read_text()).values()
     assert "incremental_snapshot_collections" not in offset
+
+
+def test_blocking_snapshot_reads_the_tables_after_the_signal(tmp_path: Path) -> None:
+    server = signal_server()
+    server.passes(START, lsn_at(3))
+    blocking = json.dumps({"data-collections": [r"testDB\.dbo\.customers"], "type": "blocking"})
+    pass_rows(server, START, lsn_at(3), [(1, 2, "b-1", "execute-snapshot", blocking)],
+              [(2, 2, 1004, "Anne", "Kretchmar", "annek@noanswer.org")])
+    server.snapshot_locks([("dbo", "customers")])
+    server.snapshot_rows("dbo", "customers", COLS, [ROWS[1001], ROWS[1002], ROWS[1003]])
+    streaming_only(server, tmp_path)
+    sink, _, _ = run(server, tmp_path, **{k.replace(".", "__"): v for k, v in PROPS.items()})
+    signal_event = data(sink.records, SIGNAL_TOPIC)[0]
+    # the signal's own event, then the snapshot's rows, then streaming goes on
+    at = sink.records.index(signal_event)
+    rows = [r for r in sink.records[at + 1:] if r.topic == "server1.testDB.dbo.customers"]
+    assert [(r.op, r.key["id"]) for r in rows] == [("r", 1001), ("r", 1002), ("r", 1003), ("c", 1004)]
+    reads = [r.value["source"] for r in rows[:3]]
+    assert [s["snapshot"] for s in reads] == ["first", "true", "last"]
+    assert {(s["commit_lsn"], s["change_lsn"], s["event_serial_no"]) for s in reads} == {(lsn_at(1), None, None)}
+    assert rows[0].value["after"] == {"id": 1001, "first_name": "Sally", "last_name": "Thomas",
+                                      "email": "sally.thomas@acme.com"}
+    assert server.rec.served(f"SELECT {', '.join(f'[{c}]' for c in COLS)} FROM [testDB].[dbo].[customers]") == 1
+
+
+def test_kafka_channel_starts_an_incremental_snapshot(tmp_path: Path, chunk_ids: None, broker: Any,
+                                                      caplog: Any) -> None:
+    """signal.enabled.channels=kafka: a message keyed with topic.prefix is a signal, one keyed
+    otherwise is skipped, and a signal-table row is no signal (the source channel is off); the
+    watermarks still come back through the signal table's change table."""
+    from confluent_kafka import Producer
+
+    from lakecdc.devstack.broker import kafka_client_defaults
+
+    caplog.set_level("INFO")
+    topic = f"signals-{tmp_path.name}"[:200]
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, **kafka_client_defaults("producer")})
+    for key in ("other-connector", "server1"):
+        value = {"type": "execute-snapshot", "data": {"data-collections": [r"testDB\.dbo\.customers"]}}
+        producer.produce(topic, key=key.encode(), value=json.dumps(value).encode(), partition=0)
+    assert producer.flush(30) == 0
+    server = signal_server()
+    server.passes(START)  # nothing new until the first watermark is written (the signal is in Kafka)
+    answer = server.rec.answer
+
+    def then_changes(sql: str, params: Any) -> Any:
+        result = answer(sql, params)
+        if params is not None and params[0] == "c1-open":
+            server.passes(START, lsn_at(1), lsn_at(14), lsn_at(24), lsn_at(34))
+        return result
+
+    server.rec.answer = then_changes  # type: ignore[method-assign]
+    chunks(server)
+    for chunk in ("c1", "c2", "c3"):
+        window(server, chunk)
+    pass_rows(server, START, lsn_at(1), [(1, 2, "s-1", "log", json.dumps({"message": "not read: source is off"}))])
+    pass_rows(server, lsn_at(1), lsn_at(14), watermarks(10, "c1"))
+    pass_rows(server, lsn_at(14), lsn_at(24), watermarks(20, "c2"))
+    pass_rows(server, lsn_at(24), lsn_at(34), watermarks(30, "c3"))
+    streaming_only(server, tmp_path)
+    props = {**PROPS, "signal.enabled.channels": "kafka", "signal.kafka.topic": topic,
+             "signal.kafka.bootstrap.servers": broker.bootstrap_servers, "signal.kafka.groupId": f"g-{tmp_path.name}"}
+    # the idle stop waits long enough for the consumer's first fetch on a loaded machine
+    sink, _, _ = run(server, tmp_path, idle_s=15.0, **{k.replace(".", "__"): v for k, v in props.items()})
+    assert sorted(r.key["id"] for r in data(sink.records) if r.value["op"] == "r") == [1001, 1002, 1003]
+    assert server.rec.served(MAX_KEY) == 1  # one snapshot: the other connector's message was skipped
+    assert "has key 'other-connector', not this connector's topic.prefix 'server1': skipped" in caplog.text
+    assert "from the kafka channel" in caplog.text
+    assert "not read: source is off" not in caplog.text
