@@ -78,7 +78,10 @@ def type_code(value: Any) -> int:
 class ResultSet:
     columns: list[tuple[str, int]]  # (name, pymssql type code)
     rows: list[tuple[Any, ...]] = field(default_factory=list)
-    error: str | None = None  # raise pymssql.OperationalError(error) instead of answering
+    error: str | None = None  # raise pymssql.<error_class>(error) instead of answering
+    #: the pymssql exception a server error becomes: ProgrammingError for errors 102 (syntax), 207
+    #: (invalid column), 208 (invalid object), 2812, 4104; IntegrityError for 515, 547, 2601, 2627
+    error_class: str = "OperationalError"
 
     @classmethod
     def of(cls, names: list[str], rows: list[tuple[Any, ...]]) -> ResultSet:
@@ -127,7 +130,7 @@ class Recording:
             sql, _, params = key.partition(" -- ")
             statements.append({"key": key, "results": [None if a is None else {
                 "columns": [list(c) for c in a.columns], "rows": [[_encode(v) for v in r] for r in a.rows],
-                "error": a.error} for a in answers]})
+                "error": a.error, "error_class": a.error_class} for a in answers]})
         return {"statements": statements}
 
     @classmethod
@@ -136,7 +139,8 @@ class Recording:
         for s in data["statements"]:
             rec._answers[s["key"]] = [None if a is None else ResultSet(
                 [(str(c[0]), int(c[1])) for c in a["columns"]],
-                [tuple(_decode(v) for v in r) for r in a["rows"]], a.get("error")) for a in s["results"]]
+                [tuple(_decode(v) for v in r) for r in a["rows"]], a.get("error"),
+                a.get("error_class", "OperationalError")) for a in s["results"]]
         return rec
 
     def save(self, path: str | Path) -> None:
@@ -191,7 +195,7 @@ class ReplayCursor:
         if result is not None and result.error:
             import pymssql
 
-            raise pymssql.OperationalError(result.error)
+            raise getattr(pymssql, result.error_class)(result.error)
         if result is None or not result.columns:
             self.description, self._rows, self.rowcount = None, [], -1
         else:

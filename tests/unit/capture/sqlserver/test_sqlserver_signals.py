@@ -280,3 +280,47 @@ def test_kafka_channel_starts_an_incremental_snapshot(tmp_path: Path, chunk_ids:
     assert "has key 'other-connector', not this connector's topic.prefix 'server1': skipped" in caplog.text
     assert "from the kafka channel" in caplog.text
     assert "not read: source is off" not in caplog.text
+
+
+def test_additional_condition_in_the_chunk_queries(tmp_path: Path, chunk_ids: None) -> None:
+    """The condition is ANDed to the maximum-key and chunk queries; its '%' is doubled only where
+    the statement has parameters (pymssql interpolates only then)."""
+    server = signal_server()
+    server.passes(START, lsn_at(1), lsn_at(14), lsn_at(24))
+    for chunk in ("c1", "c2"):
+        window(server, chunk)
+    server.rec.add("SELECT TOP 1 [id] FROM [testDB].[dbo].[customers] WHERE (last_name LIKE 'B%') ORDER BY [id] DESC",
+                   None, server_result(["id"], [(1002,)]))
+    server.rec.add(f"{SELECT} WHERE (NOT (([id] > %s))) AND (last_name LIKE 'B%%') ORDER BY [id]", (1002,),
+                   server_result(COLS, [ROWS[1002]]))
+    server.rec.add(f"{SELECT} WHERE (([id] > %s)) AND (NOT (([id] > %s))) AND (last_name LIKE 'B%%') ORDER BY [id]",
+                   (1002, 1002), server_result(COLS, []))
+    signal = json.dumps({"data-collections": ["testDB.dbo.customers"], "additional-conditions": [
+        {"data-collection": "testDB.dbo.customers", "filter": "last_name LIKE 'B%'"}]})
+    pass_rows(server, START, lsn_at(1), [(1, 2, "ad-hoc-2", "execute-snapshot", signal)])
+    pass_rows(server, lsn_at(1), lsn_at(14), watermarks(10, "c1"))
+    pass_rows(server, lsn_at(14), lsn_at(24), watermarks(20, "c2"))
+    streaming_only(server, tmp_path)
+    sink, _, _ = run(server, tmp_path, **{k.replace(".", "__"): v for k, v in PROPS.items()})
+    assert [(r.op, r.key["id"]) for r in data(sink.records)] == [("r", 1002)]
+
+
+def test_invalid_condition_skips_the_table_and_streaming_goes_on(tmp_path: Path, chunk_ids: None,
+                                                                 caplog: Any) -> None:
+    from lakecdc.capture.sqlserver.replay import ResultSet
+
+    server = signal_server()
+    server.passes(START, lsn_at(1), lsn_at(14))
+    window(server, "c1")
+    server.rec.add("SELECT TOP 1 [id] FROM [testDB].[dbo].[customers] WHERE (no_such_column = 1) ORDER BY [id] DESC",
+                   None, ResultSet([], error="Invalid column name 'no_such_column'.DB-Lib error message 20018, "
+                                             "severity 16", error_class="ProgrammingError"))
+    signal = json.dumps({"data-collections": ["testDB.dbo.customers"], "additional-condition": "no_such_column = 1"})
+    pass_rows(server, START, lsn_at(1), [(1, 2, "ad-hoc-3", "execute-snapshot", signal)])
+    pass_rows(server, lsn_at(1), lsn_at(14), watermarks(10, "c1"), [(12, 2, 1004, "Anne", "K", "anne@k.org")])
+    streaming_only(server, tmp_path)
+    sink, _, _ = run(server, tmp_path, **{k.replace(".", "__"): v for k, v in PROPS.items()})
+    assert [(r.op, r.key["id"]) for r in data(sink.records)] == [("c", 1004)]
+    assert "incremental snapshot of table 'testDB.dbo.customers' failed and is skipped: Invalid column name" in caplog.text
+    (offset,) = json.loads((tmp_path / "offsets.json").read_text()).values()
+    assert "incremental_snapshot_collections" not in offset and offset["commit_lsn"] == lsn_at(14)
