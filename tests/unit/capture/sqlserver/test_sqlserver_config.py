@@ -91,3 +91,14 @@ def test_the_seeds_1_4_example_loads() -> None:
         "database.server.name": "fullfillment", "table.include.list": "dbo.customers",
         "database.history.kafka.bootstrap.servers": "kafka:9092", "database.history.kafka.topic": "dbhistory.fullfillment"})
     assert (c.topic_prefix, c.database) == ("fullfillment", "testDB")
+
+
+def test_signal_properties_and_the_signal_table_in_the_filter() -> None:
+    c = config(table__include__list="dbo.customers", signal__data__collection="testDB.dbo.debezium_signal",
+               incremental__snapshot__chunk__size="2")
+    assert (c.signal_table.schema, c.signal_table.table) == ("dbo", "debezium_signal")  # type: ignore[union-attr]
+    assert c.signal_channels == ("source",) and c.incremental_snapshot_chunk_size == 2
+    # captured though table.include.list leaves it out, as Debezium's RelationalTableFilters
+    assert c.table_filter.matches("dbo", "debezium_signal") and not c.table_filter.matches("dbo", "orders")
+    with pytest.raises(ConfigError, match="signal.kafka.topic"):
+        config(signal__data__collection="testDB.dbo.debezium_signal", signal__enabled__channels="source,kafka")
