@@ -156,7 +156,9 @@ def test_incremental_snapshot_reads_chunks_in_windows_and_drops_rows_changed_ins
     assert "incremental_snapshot_collections" not in offset and offset["commit_lsn"] == lsn_at(34)
 
 
-def test_restart_resumes_at_the_next_chunk_from_the_offset(tmp_path: Path, chunk_ids: None) -> None:
+@pytest.mark.parametrize("transactions", ["false", "true"])
+def test_restart_resumes_at_the_next_chunk_from_the_offset(tmp_path: Path, chunk_ids: None, transactions: str) -> None:
+    """Also with transaction metadata, where offsets are stored only after a transaction's END."""
     server = signal_server()
     server.passes(START, lsn_at(1), lsn_at(14))
     chunks(server)
@@ -166,6 +168,7 @@ def test_restart_resumes_at_the_next_chunk_from_the_offset(tmp_path: Path, chunk
     pass_rows(server, lsn_at(1), lsn_at(14), watermarks(10, "c1"))
     streaming_only(server, tmp_path)
     props = {k.replace(".", "__"): v for k, v in PROPS.items()}
+    props["provide__transaction__metadata"] = transactions
     first, _, _ = run(server, tmp_path, **props)
     assert [(r.op, r.key["id"]) for r in data(first.records)] == [("r", 1001), ("r", 1002)]
     (offset,) = json.loads((tmp_path / "offsets.json").read_text()).values()
@@ -324,3 +327,49 @@ def test_invalid_condition_skips_the_table_and_streaming_goes_on(tmp_path: Path,
     assert "incremental snapshot of table 'testDB.dbo.customers' failed and is skipped: Invalid column name" in caplog.text
     (offset,) = json.loads((tmp_path / "offsets.json").read_text()).values()
     assert "incremental_snapshot_collections" not in offset and offset["commit_lsn"] == lsn_at(14)
+
+
+def test_two_column_key_chunks_with_written_out_bounds(tmp_path: Path, chunk_ids: None) -> None:
+    """A key (order_id INT, line VARCHAR): chunks in key order through Debezium's written-out bounds,
+    the last emitted key kept in the offset as JSON."""
+    lines = [("order_id", "int", None, 10, 0, None, "NO"), ("line", "varchar", 8, None, None, None, "NO"),
+             ("qty", "int", None, 10, 0, None, "YES")]
+    server = RecordedServer().cdc_database()
+    server.user_tables(("dbo", "lines", True), ("dbo", "debezium_signal", True))
+    server.instances([
+        RecordedServer.instance_row("dbo", "lines", "dbo_lines", "00000024:00000100:0001", ["order_id", "line", "qty"],
+                                    ["order_id", "line"]),
+        RecordedServer.instance_row("dbo", "debezium_signal", "dbo_debezium_signal", "00000024:00000100:0001",
+                                    ["id", "type", "data"])])
+    server.columns("dbo", "lines", lines, ["order_id", "line"])
+    server.columns("dbo", "debezium_signal", SIGNAL_COLUMNS, ["id"])
+    server.passes(START, lsn_at(1), lsn_at(14))
+    window(server, "c1")
+    window(server, "c2")
+    select = "SELECT TOP 2 [order_id], [line], [qty] FROM [testDB].[dbo].[lines]"
+    bound = "([order_id] > %s) OR ([order_id] = %s AND [line] > %s)"
+    server.rec.add("SELECT TOP 1 [order_id], [line] FROM [testDB].[dbo].[lines] ORDER BY [order_id] DESC, [line] DESC",
+                   None, server_result(["order_id", "line"], [(2, "b")]))
+    server.rec.add(f"{select} WHERE (NOT ({bound})) ORDER BY [order_id], [line]", (2, 2, "b"),
+                   server_result(["order_id", "line", "qty"], [(1, "a", 5), (1, "b", 6)]))
+    server.rec.add(f"{select} WHERE ({bound}) AND (NOT ({bound})) ORDER BY [order_id], [line]", (1, 1, "b", 2, 2, "b"),
+                   server_result(["order_id", "line", "qty"], [(2, "a", 7), (2, "b", 8)]))
+    for instance, columns in (("dbo_lines", ["order_id", "line", "qty"]), ("dbo_debezium_signal", ["id", "type", "data"])):
+        rows = [execute_signal(1, [r"testDB\.dbo\.lines"])] if instance == "dbo_debezium_signal" else []
+        server.changes(instance, after(START), lsn_at(1), columns, [(lsn_at(n), seq_at(n), op, *v) for n, op, *v in rows])
+        rows = watermarks(10, "c1") if instance == "dbo_debezium_signal" else []
+        server.changes(instance, after(lsn_at(1)), lsn_at(14), columns,
+                       [(lsn_at(n), seq_at(n), op, *v) for n, op, *v in rows])
+    for n in (1, 10, 12):
+        server.lsn_time(lsn_at(n), 1_700_000_000_000 + n)
+    streaming_only(server, tmp_path)
+    sink, _, _ = run(server, tmp_path, table__include__list="dbo.lines",
+                     **{k.replace(".", "__"): v for k, v in PROPS.items()})
+    reads = [r for r in sink.records if r.topic == "server1.testDB.dbo.lines"]
+    assert [(r.value["op"], r.key) for r in reads] == [("r", {"order_id": 1, "line": "a"}), ("r", {"order_id": 1, "line": "b"})]
+    (offset,) = json.loads((tmp_path / "offsets.json").read_text()).values()
+    assert json.loads(offset["incremental_snapshot_primary_key"]) == [1, "b"]
+    assert json.loads(offset["incremental_snapshot_maximum_key"]) == [2, "b"]
+    # the second chunk (window c2, not yet closed) was read from the key after (1, 'b')
+    assert server.rec.served(f"{select} WHERE ({bound}) AND (NOT ({bound})) ORDER BY [order_id], [line]",
+                             (1, 1, "b", 2, 2, "b")) == 1
