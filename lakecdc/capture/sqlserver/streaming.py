@@ -218,6 +218,10 @@ class SqlServerStreamingSource:
         if self.signaling is not None and not self._pending:
             assert self.resume is not None
             signalled: list[Any] = []
+            # a Kafka signal acts between transactions: the position a ``log`` message names is
+            # the last commit read, not the last source-channel signal's
+            self._signal_at = {"commit_lsn": sq.lsn_text(self.resume.commit_lsn), "change_lsn": None,
+                               "event_serial_no": None}
             try:
                 self.signaling.poll_kafka(SqlServerPosition(commit_lsn=self.resume.commit_lsn), signalled)
             except Exception as exc:

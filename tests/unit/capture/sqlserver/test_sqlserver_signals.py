@@ -254,6 +254,8 @@ def test_kafka_channel_starts_an_incremental_snapshot(tmp_path: Path, chunk_ids:
     for key in ("other-connector", "server1"):
         value = {"type": "execute-snapshot", "data": {"data-collections": [r"testDB\.dbo\.customers"]}}
         producer.produce(topic, key=key.encode(), value=json.dumps(value).encode(), partition=0)
+    log_signal = {"type": "log", "data": {"message": "kafka log at {}"}}
+    producer.produce(topic, key=b"server1", value=json.dumps(log_signal).encode(), partition=0)
     assert producer.flush(30) == 0
     server = signal_server()
     server.passes(START)  # nothing new until the first watermark is written (the signal is in Kafka)
@@ -283,6 +285,8 @@ def test_kafka_channel_starts_an_incremental_snapshot(tmp_path: Path, chunk_ids:
     assert "has key 'other-connector', not this connector's topic.prefix 'server1': skipped" in caplog.text
     assert "from the kafka channel" in caplog.text
     assert "not read: source is off" not in caplog.text
+    # a Kafka signal's log names the stream position it acted at (no source-channel signal came before)
+    assert "kafka log at {'commit_lsn': '" in caplog.text, caplog.text[-2000:]
 
 
 def test_additional_condition_in_the_chunk_queries(tmp_path: Path, chunk_ids: None) -> None:
