@@ -27,8 +27,8 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from lakecdc.config.connector import CommonConnectorConfig
 from lakecdc.config.filters import compile_regex_list
+from lakecdc.config.signaling import SignalingConnectorConfig
 from lakecdc.errors import ConfigError
 
 ORACLE_CLASSES = ("io.debezium.connector.oracle.OracleConnector", "oracle")
@@ -42,7 +42,7 @@ ORACLE_SYSTEM_SCHEMAS = frozenset({
 })
 
 
-class OracleConnectorConfig(CommonConnectorConfig):
+class OracleConnectorConfig(SignalingConnectorConfig):
     snapshot_modes: ClassVar[tuple[str, ...]] = (
         "initial", "initial_only", "when_needed", "always", "no_data", "schema_only",
     )

@@ -113,10 +113,10 @@ def _resolve_factory() -> ConnectionFactory:
             return oracledb.connect(**config.connection_kwargs())
         except oracledb.Error as exc:
             # oracledb messages carry the DSN and user, never the password
-            translated = _translated(exc)
-            if translated is exc:
+            lost = translated(exc)
+            if lost is exc:
                 raise OracleConnectError(f"cannot connect to Oracle at {config.dsn()}: {exc}") from exc
-            raise translated from exc
+            raise lost from exc
 
     return real
 
@@ -165,7 +165,7 @@ class OracleConnection:
             finally:
                 cur.close()
         except Exception as exc:
-            raise _translated(exc) from exc
+            raise translated(exc) from exc
 
     def query(self, sql: str, binds: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         return list(self.iter_query(sql, binds))
@@ -182,7 +182,7 @@ class OracleConnection:
         try:
             cur = self.raw.cursor()
         except Exception as exc:
-            raise _translated(exc) from exc
+            raise translated(exc) from exc
         try:
             try:
                 cur.arraysize = arraysize
@@ -190,14 +190,14 @@ class OracleConnection:
                 names = [d[0].upper() for d in cur.description]
                 block = cur.fetchmany(arraysize)
             except Exception as exc:
-                raise _translated(exc) from exc
+                raise translated(exc) from exc
             while block:
                 for row in block:
                     yield names, row
                 try:
                     block = cur.fetchmany(arraysize)
                 except Exception as exc:
-                    raise _translated(exc) from exc
+                    raise translated(exc) from exc
         finally:
             cur.close()
 
@@ -310,7 +310,7 @@ def check_prerequisites(conn: OracleConnection, config: Any, captured: list[tupl
     log.info("Oracle prerequisites met: ARCHIVELOG, supplemental logging, privileges")
 
 
-def _translated(exc: Exception) -> Exception:
+def translated(exc: Exception) -> Exception:
     """A lost session becomes :class:`OracleConnectionLostError` (the coordinator reconnects and
     resumes from the stored offset); any other error stays as it is."""
     text = str(exc)

@@ -23,6 +23,13 @@ code  operation   handling
 
 The offset after a window is ``scn`` = the window end, or just before the oldest still-open
 transaction, and ``commit_scn`` = the last emitted commit per redo thread (see ``offset``).
+
+With ``signal.data.collection`` the signal table is captured like any other table: at the COMMIT of
+a transaction, an insert into it is a signal or a window watermark (``capture/signaling.py``),
+acted on before the row's own event (also when creates are skipped); an incremental snapshot's read
+events go out before the close watermark's event, and the offset carries the snapshot's progress
+as of the records emitted (``oracle/incremental.py``). Kafka-channel signals are polled before each
+mining window.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ import time
 from typing import Any
 
 from lakecdc.capture.heartbeat import Heartbeat
+from lakecdc.capture.signaling import Signaling
 from lakecdc.capture.oracle import connection as oraconn
 from lakecdc.capture.oracle.change_records import RecordFactory
 from lakecdc.capture.oracle.config import OracleConnectorConfig
@@ -43,13 +51,14 @@ from lakecdc.capture.oracle.logminer.transactions import Transaction, Transactio
 from lakecdc.capture.oracle.offset import OracleOffset, ThreadCommit
 from lakecdc.capture.oracle.source_info import source_builder
 from lakecdc.capture.oracle.database_schema import OracleDatabaseSchema
+from lakecdc.capture.oracle.incremental import OracleIncrementalSnapshot
 from lakecdc.capture.oracle.schema_history import OracleSchemaHistory
 from lakecdc.capture.oracle.table_changes import schema_change_record
 from lakecdc.capture.oracle.table_schema import TableSchema
 from lakecdc.capture.oracle.types import TypeModes
 from lakecdc.events.envelope import ChangeRecord
 from lakecdc.events.positions import OraclePosition
-from lakecdc.events.topics import TopicNamer
+from lakecdc.events.topics import TableId, TopicNamer
 from lakecdc.events.transaction import TransactionTracker, transaction_record
 
 log = logging.getLogger(__name__)
@@ -97,6 +106,11 @@ class OracleStreamingSource:
         self._last_change = time.monotonic()
         self._db_offset = dt.timedelta(0)
         self.heartbeat = Heartbeat(config.heartbeat_interval_ms, namer.heartbeat_topic, config.topic_prefix)
+        self.signaling: Signaling | None = None
+        signal = config.signal_table
+        #: (owner, table) of the signal table, whose inserts are signals and watermarks
+        self._signal_key = (signal.schema, signal.table) if signal is not None else None
+        self._signal_at: dict[str, Any] | None = None  #: the stream position of the signal being handled (log)
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self, offset: dict[str, Any] | None) -> None:
@@ -120,8 +134,24 @@ class OracleStreamingSource:
         self._db_offset = sign * dt.timedelta(hours=int(hours), minutes=int(minutes))
         log.info("LogMiner streaming from SCN %d (commits already emitted: %s)", self.offset.scn,
                  self.offset.to_offset()["commit_scn"])
+        if self._signal_key is not None:
+            incremental = OracleIncrementalSnapshot(self.config, self.schemas, self.source, self.headers)
+            self.signaling = Signaling(self.config, incremental, self._blocking_snapshot, offset=lambda: self._signal_at)
+            incremental.restore(offset)
+            incremental.start()  # a snapshot restored from the offset goes on with a new window
+
+    def _blocking_snapshot(self, signal: Any, tables: list[str], position: Any) -> list[Any]:
+        log.warning("signal '%s': blocking snapshots are not built for Oracle in lakecdc; %s not read (use "
+                    "\"type\": \"incremental\")", signal.id, tables)
+        return []
 
     def close(self) -> None:
+        if self.signaling is not None:
+            self.signaling.close()
+            incremental = self.signaling.incremental
+            assert isinstance(incremental, OracleIncrementalSnapshot)
+            incremental.close()
+            self.signaling = None
         for conn in (self.conn, self.meta_conn):
             if conn is not None:
                 conn.close()
@@ -134,7 +164,10 @@ class OracleStreamingSource:
         if not self._dirty or self.offset is None:
             return None
         self._dirty = False
-        return self.offset.to_offset()
+        offset = self.offset.to_offset()
+        if self.signaling is not None:  # the snapshot's progress as of every record handed out
+            self.signaling.incremental.store(offset)
+        return offset
 
     def acknowledge(self, offset: dict[str, Any]) -> None:
         """Nothing to tell Oracle: the archived logs are kept by the database's own retention."""
@@ -143,6 +176,10 @@ class OracleStreamingSource:
     def poll(self, out: list[Any], max_records: int, timeout: float) -> None:
         assert self.conn is not None and self.offset is not None
         conn = self.conn
+        if self.signaling is not None:
+            # a Kafka signal acts between mining windows: a ``log`` message names the restart offset
+            self._signal_at = self.offset.to_offset()
+            self.signaling.poll_kafka(OraclePosition(scn=self.offset.scn), out)
         conn.use_root()
         current = conn.current_scn()
         start = self._next_start
@@ -290,6 +327,8 @@ class OracleStreamingSource:
         for seq, change in enumerate(changes, start=1):
             ev, op = change.row, change.op
             owner, table = ev["SEG_OWNER"], ev["TABLE_NAME"]
+            if self.signaling is not None and op != "t":
+                self._signal(change, commit, tx.xid, out)
             if op in self.skipped:
                 continue
             self.schemas.scn = int(ev["SCN"])
@@ -310,6 +349,30 @@ class OracleStreamingSource:
             self._records(out, schema, change, source, position, tx_for)
         if began:
             out.append(transaction_record(self.namer.transaction_topic, tracker.end(None, commit_ts_ms or 0)))
+
+    def _signal(self, change: Change, commit: ThreadCommit, xid: str, out: list[Any]) -> None:
+        """Before a committed change's own event: a change inside an incremental snapshot's window
+        supersedes the chunk's buffered row (both keys of an update); an insert into the signal
+        table is a signal or a watermark (the close watermark's read events go to ``out`` here)."""
+        assert self.signaling is not None and self.schemas is not None
+        ev = change.row
+        owner, table = ev["SEG_OWNER"], ev["TABLE_NAME"]
+        incremental = self.signaling.incremental
+        table_id = TableId(None, owner, table)
+        is_signal = change.op == "c" and (owner, table) == self._signal_key
+        if not is_signal and not incremental.in_window(table_id):
+            return
+        self.schemas.scn = int(ev["SCN"])
+        schema = self.schemas.get(owner, table)
+        if incremental.in_window(table_id) and change.op not in self.skipped:
+            for image in (change.old, change.new):
+                if image:  # an insert has no old image, a delete no new one
+                    incremental.seen(table_id, schema.key(schema.row(image)))
+        if is_signal:
+            position = OraclePosition(scn=int(ev["SCN"]), commit_scn=commit.scn, rs_id=_rs_id(ev),
+                                      ssn=int(ev.get("SSN") or 0), tx_id=xid)
+            self._signal_at = {"scn": str(ev["SCN"]), "commit_scn": str(commit.scn)}
+            self.signaling.on_row(schema.row(change.new), position, out)
 
     def _factory(self, schema: TableSchema) -> RecordFactory:
         factory = self._factories.get(id(schema))

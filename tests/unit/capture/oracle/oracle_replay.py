@@ -70,7 +70,8 @@ class ReplayCursor:
     def execute(self, statement: str, parameters: Any = None) -> None:
         if self.closed or self.conn.closed:
             raise oracledb.InterfaceError("DPY-1006: cursor is not open")
-        binds = dict(parameters or {})
+        # positional binds (:1, :2 ...) come as a sequence, named ones as a mapping
+        binds = dict(enumerate(parameters, 1)) if isinstance(parameters, (list, tuple)) else dict(parameters or {})
         key = normalize(statement)
         self.conn.executed.append((key, binds))
         handler = self.conn.handlers.get(key)

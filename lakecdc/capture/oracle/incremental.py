@@ -1,0 +1,176 @@
+"""Incremental snapshots on Oracle: the shared watermark algorithm (``capture/incremental.py``) with
+Oracle's SQL, as Debezium's Oracle connector runs it.
+
+The signal table (``signal.data.collection`` = ``<database>.<schema>.<table>``, e.g.
+``ORCLPDB1.DEBEZIUM.DEBEZIUM_SIGNAL``) is captured: the watermark rows written here come back
+through LogMiner at their COMMIT, in commit order with the captured tables' transactions, and a
+change of the chunk's table committed between the open and the close row removes the buffered row
+with its key. Statements (python-oracledb's positional binds ``:1``, ``:2``...)::
+
+    SELECT "K1", "K2" FROM "S"."T" [WHERE (condition)] ORDER BY "K1" DESC, "K2" DESC FETCH FIRST 1 ROWS ONLY
+    SELECT <select list> FROM "S"."T"
+        WHERE (("K1" > :1) OR ("K1" = :2 AND "K2" > :3)) AND (NOT (<same, max key>)) [AND (condition)]
+        ORDER BY "K1", "K2" FETCH FIRST <chunk> ROWS ONLY
+    INSERT INTO "S"."SIGNAL" (ID, TYPE, DATA) VALUES (:1, :2, :3)          committed at once
+
+They run on a connection of their own, in the PDB (the mining connection stays in CDB$ROOT with
+its LogMiner session). The select list is the snapshot's (``snapshot.select_list``), so values
+convert as in the initial snapshot. Read events carry the close watermark's SCN and commit SCN and
+``snapshot: "incremental"``; ids in ``data-collections`` are ``<database>.<schema>.<table>``
+regexes (Debezium's Oracle table ids, the database being ``database.pdb.name`` or
+``database.dbname``).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from lakecdc.capture.incremental import ChunkQueryError, IncrementalSnapshot, key_after
+from lakecdc.capture.oracle import connection as oraconn
+from lakecdc.capture.oracle.change_records import RecordFactory
+from lakecdc.capture.oracle.config import OracleConnectorConfig
+from lakecdc.capture.oracle.errors import OracleConnectionLostError
+from lakecdc.capture.oracle.snapshot import select_list
+from lakecdc.capture.oracle.table_schema import TableSchema
+from lakecdc.events.envelope import ChangeRecord
+from lakecdc.events.positions import OraclePosition
+from lakecdc.events.source import OracleSourceBuilder
+from lakecdc.events.topics import TableId
+
+_MARKER = re.compile(r"%s")
+
+
+def quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def numbered(statement: str) -> str:
+    """``%s`` markers (``key_after``'s) -> Oracle's positional binds ``:1``, ``:2``..."""
+    counter = iter(range(1, 10_000))
+    return _MARKER.sub(lambda _: f":{next(counter)}", statement)
+
+
+@dataclass(frozen=True)
+class ChunkSchema:
+    """A table's event structure seen as the shared algorithm reads it: the chunk query's column
+    names and the key of a row tuple."""
+
+    table: TableSchema
+
+    @property
+    def column_names(self) -> list[str]:
+        return [c.name for c in self.table.columns]
+
+    def key(self, values: tuple[Any, ...]) -> dict[str, Any] | None:
+        return self.table.key(self.table.row_from_tuple(self.column_names, values))
+
+
+class OracleIncrementalSnapshot(IncrementalSnapshot):
+    def __init__(self, config: OracleConnectorConfig, schemas: Any, source: OracleSourceBuilder,
+                 headers: list[tuple[str, bytes]]) -> None:
+        assert config.signal_table is not None
+        super().__init__(config.incremental_snapshot_chunk_size, config.signal_table)
+        self._config = config
+        self._schemas = schemas  #: OracleDatabaseSchema of the streaming source
+        self._source = source
+        self._headers = headers
+        self._conn: oraconn.OracleConnection | None = None
+
+    def captured_tables(self) -> list[str]:
+        signal = (self._signal_table.schema, self._signal_table.table)
+        db = self._config.source_db
+        return [f"{db}.{o}.{t}" for o, t in self._connection().list_tables()
+                if (o, t) != signal and self._schemas.is_captured(o, t)]
+
+    def table_schema(self, table: TableId) -> ChunkSchema:
+        return ChunkSchema(self._schemas.get(table.schema or "", table.table))
+
+    def primary_key(self, table: TableId, schema: ChunkSchema) -> list[str]:
+        return list(schema.table.key_names)
+
+    def query_max_key(self) -> list[Any] | None:
+        columns = ", ".join(quote(c) for c in self._chunk_columns)
+        order = ", ".join(f"{quote(c)} DESC" for c in self._chunk_columns)
+        where, params = self._where([])
+        rows = self._query(f"SELECT {columns} FROM {self._quoted_table()}{where} ORDER BY {order} "
+                           "FETCH FIRST 1 ROWS ONLY", params)
+        return list(rows[0]) if rows else None
+
+    def query_chunk(self) -> list[tuple[Any, ...]]:
+        assert self.max_key is not None and self._schema is not None
+        after_max, max_params = key_after(self._chunk_columns, self.max_key, quote)
+        bounds = [(f"NOT ({after_max})", max_params)]
+        if self.last_key is not None:
+            bounds.insert(0, key_after(self._chunk_columns, self.last_key, quote))
+        where, params = self._where(bounds)
+        order = ", ".join(quote(c) for c in self._chunk_columns)
+        return self._query(f"SELECT {select_list(self._schema.table)} FROM {self._quoted_table()}{where} "
+                           f"ORDER BY {order} FETCH FIRST {int(self._chunk_size)} ROWS ONLY", params)
+
+    def read_record(self, key: dict[str, Any] | None, values: tuple[Any, ...], position: Any) -> ChangeRecord:
+        assert isinstance(position, OraclePosition) and self._schema is not None
+        schema = self._schema.table
+        source = self._source.build(db=self._config.source_db, schema=schema.owner, table=schema.table,
+                                    ts_ms=int(time.time() * 1000), scn=position.scn,
+                                    commit_scn=position.commit_scn, snapshot="incremental", ssn=None)
+        row = schema.row_from_tuple(self._schema.column_names, values)
+        factory = RecordFactory(schema, self._config.tombstones_on_delete, self._headers)
+        return factory.read(row, source, OraclePosition(scn=position.scn, commit_scn=position.commit_scn),
+                            time.time_ns())
+
+    def write_watermark(self, watermark_id: str, kind: str, data: str) -> None:
+        signal = self._signal_table
+        table = f"{quote(signal.schema or '')}.{quote(signal.table)}"
+        self._run(f"INSERT INTO {table} (ID, TYPE, DATA) VALUES (:1, :2, :3)", [watermark_id, kind, data], fetch=False)
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    # -- SQL ---------------------------------------------------------------------------------
+    def _connection(self) -> oraconn.OracleConnection:
+        if self._conn is None:
+            self._conn = oraconn.connect(self._config)
+            self._conn.use_pdb()
+        return self._conn
+
+    def _quoted_table(self) -> str:
+        assert self._table is not None
+        return f"{quote(self._table.schema or '')}.{quote(self._table.table)}"
+
+    def _where(self, bounds: list[tuple[str, list[Any]]]) -> tuple[str, list[Any]]:
+        condition = self.condition()
+        params = [p for _, values in bounds for p in values]
+        # binds are numbered across the bounds, in the order of ``params``
+        where = numbered(" AND ".join(f"({text})" for text, _ in bounds))
+        if condition:  # after the numbering: a '%s' inside the user's condition stays as written
+            where = f"{where} AND ({condition})" if where else f"({condition})"
+        return (" WHERE " + where if where else ""), params
+
+    def _query(self, statement: str, params: list[Any]) -> list[tuple[Any, ...]]:
+        return self._run(statement, params, fetch=True)
+
+    def _run(self, statement: str, params: list[Any], fetch: bool) -> list[tuple[Any, ...]]:
+        import oracledb
+
+        try:
+            conn = self._connection()
+            cur = conn.raw.cursor()
+            try:
+                cur.execute(statement, params)
+                rows = [tuple(r) for r in cur.fetchall()] if fetch else []
+            finally:
+                cur.close()
+            conn.raw.commit()  # a watermark reaches the redo (and LogMiner) once committed
+            return rows
+        except oracledb.Error as exc:
+            if isinstance(exc, oracledb.InterfaceError) or isinstance(oraconn.translated(exc),
+                                                                       OracleConnectionLostError):
+                self.close()
+                raise OracleConnectionLostError(f"the connection for incremental snapshots was lost: {exc}") from exc
+            # e.g. ORA-00904 from an additional condition naming an unknown column: the table is skipped
+            raise ChunkQueryError(str(exc)) from exc
