@@ -268,3 +268,65 @@ def test_signal_table_is_captured_though_the_include_list_leaves_it_out() -> Non
     assert cfg.table_filter.matches("DEBEZIUM", "DEBEZIUM_SIGNAL")
     assert not cfg.table_filter.matches("DEBEZIUM", "OTHER")
     assert BASE["table.include.list"] == "DEBEZIUM\\.CUSTOMERS"
+
+
+def test_chunk_statements_in_oracle_syntax_with_an_additional_condition(db: SignalOracle) -> None:
+    """Key bounds written out with positional binds, FETCH FIRST, the condition ANDed as written
+    (a '%' in it stays: Oracle binds are ':n', nothing is interpolated)."""
+    db.signal("ad-hoc-1", "execute-snapshot", {
+        "data-collections": ["ORCLPDB1.DEBEZIUM.CUSTOMERS"],
+        "additional-conditions": [{"data-collection": "ORCLPDB1.DEBEZIUM.CUSTOMERS", "filter": "EMAIL LIKE 'u%'"}]})
+    src = source(None)
+    polls(src, 3)
+    src.close()
+    executed = [(sql, binds) for conn in db.connections for sql, binds in conn.executed if "CUSTOMERS" in sql]
+    cols = '"ID", "FIRST_NAME", "LAST_NAME", "EMAIL"'
+    assert executed[:3] == [
+        ('SELECT "ID" FROM "DEBEZIUM"."CUSTOMERS" WHERE (EMAIL LIKE \'u%\') ORDER BY "ID" DESC FETCH FIRST 1 ROWS ONLY',
+         {}),
+        (f'SELECT {cols} FROM "DEBEZIUM"."CUSTOMERS" WHERE (NOT (("ID" > :1))) AND (EMAIL LIKE \'u%\') '
+         'ORDER BY "ID" FETCH FIRST 2 ROWS ONLY', {1: decimal.Decimal(1005)}),
+        (f'SELECT {cols} FROM "DEBEZIUM"."CUSTOMERS" WHERE (("ID" > :1)) AND (NOT (("ID" > :2))) AND '
+         '(EMAIL LIKE \'u%\') ORDER BY "ID" FETCH FIRST 2 ROWS ONLY', {1: decimal.Decimal(1002), 2: decimal.Decimal(1005)}),
+    ]
+
+
+def test_kafka_channel_starts_an_incremental_snapshot(db: SignalOracle, broker: Any, tmp_path: Any,
+                                                      caplog: Any) -> None:
+    """signal.enabled.channels=kafka: a message keyed with topic.prefix is a signal, one keyed
+    otherwise is skipped, and a signal-table row is no signal (the source channel is off); the
+    watermarks still come back through LogMiner from the signal table."""
+    import time
+
+    from confluent_kafka import Producer
+
+    from lakecdc.devstack.broker import kafka_client_defaults
+
+    caplog.set_level(logging.INFO)
+    topic = f"ora-signals-{tmp_path.name}"[:200]
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, **kafka_client_defaults("producer")})
+    for key in ("other-connector", "server1"):
+        value = {"type": "execute-snapshot", "data": {"data-collections": [r"ORCLPDB1\.DEBEZIUM\.CUSTOMERS"]}}
+        producer.produce(topic, key=key.encode(), value=json.dumps(value).encode(), partition=0)
+    producer.produce(topic, key=b"server1", value=json.dumps(
+        {"type": "log", "data": {"message": "kafka log at {}"}}).encode(), partition=0)
+    assert producer.flush(30) == 0
+    db.signal("s-1", "log", {"message": "not read: source is off"})
+    src = source(None, **{"signal.enabled.channels": "kafka", "signal.kafka.topic": topic,
+                          "signal.kafka.bootstrap.servers": broker.bootstrap_servers,
+                          "signal.kafka.groupId": f"g-{tmp_path.name}"})
+    records: list[Any] = []
+    deadline = time.monotonic() + 120  # the consumer's first fetch is slow on a loaded machine
+    try:
+        while len(reads(records)) < 5 and time.monotonic() < deadline:
+            src.poll(records, 10_000, 0)
+            time.sleep(0.05)
+    finally:
+        src.close()
+    assert [r.key["ID"] for r in reads(records)] == [1001, 1002, 1003, 1004, 1005]
+    maxima = [sql for conn in db.connections for sql, _ in conn.executed if "ORDER BY \"ID\" DESC" in sql]
+    assert len(maxima) == 1  # one snapshot: the other connector's message was skipped
+    assert "has key 'other-connector', not this connector's topic.prefix 'server1': skipped" in caplog.text
+    assert "from the kafka channel" in caplog.text
+    assert "not read: source is off" not in caplog.text
+    assert "kafka log at {'scn': '" in caplog.text
