@@ -111,6 +111,16 @@ class OracleSnapshotSource:
         finally:
             conn.close()
 
+    def blocking(self, emit: Emit, tables: list[TableSchema], scn: int) -> int:
+        """A blocking snapshot (signal ``execute-snapshot``, ``type: blocking``): ``tables`` read whole
+        as step 4 reads them, ``AS OF SCN scn``, on a connection of its own; no schema history, no
+        offset (streaming goes on after the signal's commit)."""
+        conn = oraconn.connect(self.config)
+        try:
+            return self._scan(conn, emit, tables, scn)
+        finally:
+            conn.close()
+
     def _schema(self, schemas: OracleDatabaseSchema, emit: Emit, captured: list[tuple[str, str]], scn: int) -> None:
         """Every captured table's structure: into the schema history (a CREATE TABLE each, the first
         one superseding older records) and, with ``include.schema.changes``, onto the schema change

@@ -28,8 +28,9 @@ With ``signal.data.collection`` the signal table is captured like any other tabl
 a transaction, an insert into it is a signal or a window watermark (``capture/signaling.py``),
 acted on before the row's own event (also when creates are skipped); an incremental snapshot's read
 events go out before the close watermark's event, and the offset carries the snapshot's progress
-as of the records emitted (``oracle/incremental.py``). Kafka-channel signals are polled before each
-mining window.
+as of the records emitted (``oracle/incremental.py``); a blocking snapshot's rows (read ``AS OF SCN``
+the signal's commit) go out right after the signal's event. Kafka-channel signals are polled before
+each mining window.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from typing import Any
 
 from lakecdc.capture.heartbeat import Heartbeat
 from lakecdc.capture.signaling import Signaling
+from lakecdc.capture.signals import parse_table_id
 from lakecdc.capture.oracle import connection as oraconn
 from lakecdc.capture.oracle.change_records import RecordFactory
 from lakecdc.capture.oracle.config import OracleConnectorConfig
@@ -53,6 +55,7 @@ from lakecdc.capture.oracle.source_info import source_builder
 from lakecdc.capture.oracle.database_schema import OracleDatabaseSchema
 from lakecdc.capture.oracle.incremental import OracleIncrementalSnapshot
 from lakecdc.capture.oracle.schema_history import OracleSchemaHistory
+from lakecdc.capture.oracle.snapshot import OracleSnapshotSource
 from lakecdc.capture.oracle.table_changes import schema_change_record
 from lakecdc.capture.oracle.table_schema import TableSchema
 from lakecdc.capture.oracle.types import TypeModes
@@ -140,10 +143,22 @@ class OracleStreamingSource:
             incremental.restore(offset)
             incremental.start()  # a snapshot restored from the offset goes on with a new window
 
-    def _blocking_snapshot(self, signal: Any, tables: list[str], position: Any) -> list[Any]:
-        log.warning("signal '%s': blocking snapshots are not built for Oracle in lakecdc; %s not read (use "
-                    "\"type\": \"incremental\")", signal.id, tables)
-        return []
+    def _blocking_snapshot(self, signal: Any, tables: list[str], position: OraclePosition | None) -> list[Any]:
+        """Streaming waits while ``tables`` (``db.schema.table``) are read whole as the initial snapshot
+        reads them, ``AS OF SCN`` the signal's commit (a Kafka signal: the restart SCN), with the
+        snapshot markers; their rows go out after the signal's own event. Transactions committed
+        after that SCN are streamed next, so nothing is missed or read twice (except changes of the
+        signal's own transaction that follow the signal row)."""
+        assert self.schemas is not None and self.offset is not None
+        scn = position.commit_scn if position is not None and position.commit_scn else self.offset.scn
+        schemas = [self.schemas.get(t.schema or "", t.table) for t in map(parse_table_id, tables)]
+        records: list[Any] = []
+        started = time.monotonic()
+        source = OracleSnapshotSource(self.config, self.modes, self.namer, show_progress=False, headers=self.headers)
+        rows = source.blocking(records.extend, schemas, scn)
+        log.info("blocking snapshot completed: %d rows from %d tables as of SCN %d in %.1f s; streaming resumes",
+                 rows, len(schemas), scn, time.monotonic() - started)
+        return records
 
     def close(self) -> None:
         if self.signaling is not None:
@@ -330,6 +345,8 @@ class OracleStreamingSource:
             if self.signaling is not None and op != "t":
                 self._signal(change, commit, tx.xid, out)
             if op in self.skipped:
+                if self.signaling is not None:
+                    self.signaling.drain(out)  # a blocking snapshot's rows, where the signal's event would be
                 continue
             self.schemas.scn = int(ev["SCN"])
             schema = self.schemas.get(owner, table)
@@ -347,6 +364,8 @@ class OracleStreamingSource:
                 began = True
             tx_for = (lambda s=schema: tracker.event(s.data_collection)) if metadata else None
             self._records(out, schema, change, source, position, tx_for)
+            if self.signaling is not None:
+                self.signaling.drain(out)  # a blocking snapshot's rows, after the signal's own event
         if began:
             out.append(transaction_record(self.namer.transaction_topic, tracker.end(None, commit_ts_ms or 0)))
 

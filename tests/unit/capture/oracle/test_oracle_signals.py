@@ -330,3 +330,26 @@ def test_kafka_channel_starts_an_incremental_snapshot(db: SignalOracle, broker: 
     assert "from the kafka channel" in caplog.text
     assert "not read: source is off" not in caplog.text
     assert "kafka log at {'scn': '" in caplog.text
+
+
+def test_blocking_snapshot_after_the_signal_event(db: SignalOracle) -> None:
+    """type blocking: the tables are read whole AS OF the signal's commit SCN, with the snapshot
+    markers, right after the signal's own event; a later commit is streamed after them."""
+    signal_scn = db.signal("b-1", "execute-snapshot",
+                           {"data-collections": ["ORCLPDB1.DEBEZIUM.CUSTOMERS"], "type": "blocking"})
+    commit_scn = signal_scn + 1
+    later = {"ID": "1006", "FIRST_NAME": "Six", "LAST_NAME": "Later", "EMAIL": "six@example.com"}
+    db.commit_tx([(insert_sql("DEBEZIUM", "CUSTOMERS", later), "DEBEZIUM", "CUSTOMERS")])
+    src = source(None)
+    records = polls(src, 3)
+    src.close()
+    assert db.watermarks == []  # no window: a blocking snapshot is no incremental one
+    assert db.snapshot_statements == [
+        f'SELECT "ID", "FIRST_NAME", "LAST_NAME", "EMAIL" FROM "DEBEZIUM"."CUSTOMERS" AS OF SCN {commit_scn}']
+    events = [(r.value["op"], r.key) for r in records if r.value is not None]
+    assert events == [("c", {"ID": "b-1"})] + [("r", {"ID": i}) for i in range(1001, 1006)] + [("c", {"ID": 1006})]
+    read = reads(records)
+    assert [r.value["source"]["snapshot"] for r in read] == ["first", "true", "true", "true", "last"]
+    assert {r.value["source"]["scn"] for r in read} == {str(commit_scn)}
+    assert read[0].value["after"] == {"ID": 1001, "FIRST_NAME": "First1", "LAST_NAME": "Last1",
+                                      "EMAIL": "u1@example.com"}
