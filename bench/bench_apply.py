@@ -51,6 +51,25 @@ The 50% target is met with recent keys for delta-rs at 100k and 1M changes and f
 (59%, CPU 64%). It is NOT met for any 10k batch (Iceberg 10-20%, delta-rs 11-25%), for Iceberg
 at 100k (18-28%), nor with uniform keys at any size (Iceberg 10-21%, delta-rs 11-44%).
 
+Re-run 2026-11-22 20:40-20:48 UTC with this evening's code (the delete-ledger semi join, the
+key-change fill held on the driver), load average 2-7 at its start (other test runs ending):
+
+    format   keys      changes   silver/s   bronze/s   append/s  silver %  cpu %  floor %
+    iceberg  uniform    10,000      3,041     10,472     28,303       11%    10%      62%
+    iceberg  uniform   100,000     23,554     69,429    116,158       20%    20%      90%
+    iceberg  uniform 1,000,000     86,892    147,222    415,416       21%    22%      56%
+    iceberg  recent     10,000      6,216     12,825     37,616       17%    15%      54%
+    iceberg  recent    100,000     50,363     76,535    198,065       25%    26%      81%
+    iceberg  recent  1,000,000    190,964    164,953    429,997       44%    41%     118%
+    delta    uniform    10,000      6,040     38,931     48,738       12%    13%     172%
+    delta    uniform   100,000     52,397    123,335    206,497       25%    29%      99%
+    delta    uniform 1,000,000    161,253    239,281    422,275       38%    38%     103%
+    delta    recent     10,000     19,375     45,229     65,936       29%    32%     150%
+    delta    recent    100,000    107,364    150,599    202,809       53%    52%     176%
+    delta    recent  1,000,000    436,555    197,912    493,673       88%    81%     283%
+
+So the Iceberg 1M recent cell is at the edge: 59% in the first run, 44% in this one.
+
 What the key ranges change (recent keys, the same sorted layout without the ranges in the ON
 condition, run right after at load 2.5): Iceberg 12%, 17%, 42% at 10k, 100k, 1M (with them 20%,
 28%, 59%); delta-rs 20%, 55%, 102% (with them 25%, 92%, 112%; delta-rs prunes by the source's
