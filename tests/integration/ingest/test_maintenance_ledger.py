@@ -8,31 +8,19 @@ older than the truncate stays out without its ledger row).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 
-from lakecdc.maintenance.delta import DeltaMaintainer
-from lakecdc.maintenance.iceberg import IcebergMaintainer
 from lakecdc.maintenance.options import MaintenanceOptions
 from lakecdc.maintenance.run import Maintainer, maintain_tables
-from lakecdc.writers.base import TableWriter, create_writer
+from lakecdc.writers.base import TableWriter
 from writer_harness import LONG, STR, Ev, Stream, TableReader
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(params=["iceberg", "delta-rs"])
-def setup(request: pytest.FixtureRequest, spark: SparkSession,
-          tmp_path: Path) -> Iterator[tuple[TableWriter, Maintainer]]:
-    if request.param == "iceberg":
-        yield create_writer("iceberg", spark), IcebergMaintainer(spark)
-    else:
-        warehouse = str(tmp_path / "delta")
-        yield create_writer("delta-rs", spark, warehouse=warehouse), DeltaMaintainer(warehouse)
 
 
 def _removals(reader: TableReader, s: Stream) -> list[tuple[object, int]]:

@@ -8,7 +8,6 @@ batch applies, and time travel to a version before maintenance still works withi
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -17,8 +16,6 @@ import pytest
 from pyspark.sql import SparkSession
 from typer.testing import CliRunner
 
-from lakecdc.maintenance.delta import DeltaMaintainer
-from lakecdc.maintenance.iceberg import IcebergMaintainer
 from lakecdc.maintenance.options import MaintenanceOptions
 from lakecdc.maintenance.periodic import PeriodicMaintenance
 from lakecdc.maintenance.run import Maintainer, maintain_tables
@@ -30,14 +27,6 @@ pytestmark = pytest.mark.integration
 COLUMNS = [("id", LONG), ("name", STR)]
 
 
-@pytest.fixture(params=["iceberg", "delta-rs"])
-def setup(request: pytest.FixtureRequest, spark: SparkSession,
-          tmp_path: Path) -> Iterator[tuple[TableWriter, Maintainer]]:
-    if request.param == "iceberg":
-        yield create_writer("iceberg", spark), IcebergMaintainer(spark)
-    else:
-        warehouse = str(tmp_path / "delta")
-        yield create_writer("delta-rs", spark, warehouse=warehouse), DeltaMaintainer(warehouse)
 
 
 def _batches(s: Stream) -> list[list[Ev]]:
