@@ -237,6 +237,9 @@ class IncrementalSnapshot(ABC):
         if table == self._table and key is not None:
             self._buffer.pop(_key_text(key), None)
 
+    def close(self) -> None:
+        """Release what the snapshot holds of its own (a connection for chunk reads); none here."""
+
     def start(self) -> None:
         """After (re)connecting: a snapshot restored from the offset continues with a new window."""
         if self.running and not self.paused:

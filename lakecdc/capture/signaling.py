@@ -75,6 +75,7 @@ class Signaling:
             self._records.clear()
 
     def close(self) -> None:
+        self.incremental.close()
         if self._kafka is not None:
             self._kafka.close()
             self._kafka = None

@@ -163,9 +163,6 @@ class OracleStreamingSource:
     def close(self) -> None:
         if self.signaling is not None:
             self.signaling.close()
-            incremental = self.signaling.incremental
-            assert isinstance(incremental, OracleIncrementalSnapshot)
-            incremental.close()
             self.signaling = None
         for conn in (self.conn, self.meta_conn):
             if conn is not None:

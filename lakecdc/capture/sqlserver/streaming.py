@@ -261,9 +261,6 @@ class SqlServerStreamingSource:
     def close(self) -> None:
         if self.signaling is not None:
             self.signaling.close()
-            incremental = self.signaling.incremental
-            assert isinstance(incremental, SqlServerIncrementalSnapshot)
-            incremental.close()
             self.signaling = None
         if self.conn is not None:
             try:
