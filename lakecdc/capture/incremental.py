@@ -1,7 +1,7 @@
 """Incremental (ad hoc) snapshots: Debezium's watermark algorithm (DBLog), run inside streaming.
 
-Shared by the connectors; each subclass supplies its SQL (``postgres/incremental.py``,
-``mysql/incremental.py``) and how a read event looks.
+Shared by the connectors; each subclass supplies its SQL (``postgres/incremental.py``; MySQL, SQL
+Server and Oracle through ``chunk_query.py``) and how a read event looks.
 
 ``execute-snapshot`` (``type: incremental``) queues tables; each is read in chunks of
 ``incremental.snapshot.chunk.size`` rows ordered by primary key (or ``surrogate-key``), from the
@@ -36,7 +36,6 @@ import re
 import time
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -369,18 +368,6 @@ class IncrementalSnapshot(ABC):
             self.last_key = self.max_key = None
         log.info("restored incremental snapshot of %s from the offset (last key %s)",
                  [c.id for c in self.collections], self.last_key)
-
-
-def key_after(columns: list[str], values: list[Any], quote: Callable[[str], str]) -> tuple[str, list[Any]]:
-    """``key > values`` in key order, as Debezium writes it (``k1 > ? OR (k1 = ? AND k2 > ?) ...``,
-    so that the key's index serves it), with ``%s`` markers and the parameters in order."""
-    terms: list[str] = []
-    params: list[Any] = []
-    for i, column in enumerate(columns):
-        equal = [f"{quote(c)} = %s" for c in columns[:i]]
-        terms.append("(" + " AND ".join(equal + [f"{quote(column)} > %s"]) + ")")
-        params.extend(values[:i + 1])
-    return " OR ".join(terms), params
 
 
 def _json_key(values: list[Any] | None) -> str | None:

@@ -2,8 +2,8 @@
 with MySQL's SQL, as Debezium's MySQL connector runs it with a writable signal table.
 
 A chunk is ``SELECT <columns> FROM db.t WHERE <after last key> AND NOT <after max key> [AND (condition)]
-ORDER BY <key> LIMIT n`` on an autocommit connection, the key comparison written out as Debezium
-does (``k1 > ? OR (k1 = ? AND k2 > ?) ...``) so that the primary key's index serves it. The
+ORDER BY <key> LIMIT n`` on an autocommit connection (the statements of ``capture/chunk_query.py``
+in MySQL's dialect). The
 watermark rows are inserted into ``signal.data.collection`` (``<database>.<table>``) on the same
 connection and come back through the binlog.
 
@@ -16,9 +16,11 @@ time of emission. Keys are stored in the offset as JSON values: a binary (``BINA
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
-from lakecdc.capture.incremental import ChunkQueryError, IncrementalSnapshot, key_after
+from lakecdc.capture.chunk_query import ChunkDialect, SqlChunkSnapshot
+from lakecdc.capture.incremental import ChunkQueryError
 from lakecdc.capture.mysql import connection as myconn
 from lakecdc.capture.mysql.database_schema import DatabaseSchema
 from lakecdc.capture.mysql.errors import MySqlConnectionLostError
@@ -29,7 +31,16 @@ from lakecdc.events.source import BinlogSourceBuilder
 from lakecdc.events.topics import TableId
 
 
-class MySqlIncrementalSnapshot(IncrementalSnapshot):
+class MySqlDialect(ChunkDialect):
+    """Backquoted identifiers, ``LIMIT``; PyMySQL %-interpolates every statement."""
+
+    def quote(self, name: str) -> str:
+        return myconn.quote(name)
+
+
+class MySqlIncrementalSnapshot(SqlChunkSnapshot):
+    dialect = MySqlDialect()
+
     def __init__(self, conn: Any, schema: DatabaseSchema, config: Any, source: BinlogSourceBuilder,
                  signal_table: TableId) -> None:
         super().__init__(config.incremental_snapshot_chunk_size, signal_table)
@@ -51,25 +62,6 @@ class MySqlIncrementalSnapshot(IncrementalSnapshot):
     def primary_key(self, table: TableId, schema: TableSchema) -> list[str]:
         return [name for name, _ in schema.key_columns]
 
-    def query_max_key(self) -> list[Any] | None:
-        columns = ", ".join(myconn.quote(c) for c in self._chunk_columns)
-        order = ", ".join(f"{myconn.quote(c)} DESC" for c in self._chunk_columns)
-        where, params = self._where([])
-        rows = self._execute(f"SELECT {columns} FROM {self._quoted_table()}{where} ORDER BY {order} LIMIT 1", params)
-        return list(rows[0]) if rows else None
-
-    def query_chunk(self) -> list[tuple[Any, ...]]:
-        assert self.max_key is not None
-        after_max, max_params = key_after(self._chunk_columns, self.max_key, myconn.quote)
-        bounds = [(f"NOT ({after_max})", max_params)]
-        if self.last_key is not None:
-            bounds.insert(0, key_after(self._chunk_columns, self.last_key, myconn.quote))
-        where, params = self._where(bounds)
-        columns = ", ".join(myconn.quote(c) for c in self._schema.column_names)
-        order = ", ".join(myconn.quote(c) for c in self._chunk_columns)
-        return self._execute(f"SELECT {columns} FROM {self._quoted_table()}{where} ORDER BY {order} "
-                           f"LIMIT {int(self._chunk_size)}", params)
-
     def read_record(self, key: dict[str, Any] | None, values: tuple[Any, ...], position: Any) -> ChangeRecord:
         schema, table = self._schema, self._table
         assert table is not None and isinstance(position, MySqlPosition)
@@ -84,21 +76,10 @@ class MySqlIncrementalSnapshot(IncrementalSnapshot):
     def write_watermark(self, watermark_id: str, kind: str, data: str) -> None:
         signal = self._signal_table
         table = f"{myconn.quote(signal.schema or '')}.{myconn.quote(signal.table)}"
-        self._execute(f"INSERT INTO {table} VALUES (%s, %s, %s)", (watermark_id, kind, data))
+        self.run_query(f"INSERT INTO {table} VALUES (%s, %s, %s)", (watermark_id, kind, data))
 
     # -- SQL ---------------------------------------------------------------------------------
-    def _quoted_table(self) -> str:
-        assert self._table is not None
-        return f"{myconn.quote(self._table.schema or '')}.{myconn.quote(self._table.table)}"
-
-    def _where(self, bounds: list[tuple[str, list[Any]]]) -> tuple[str, list[Any]]:
-        condition = self.condition()
-        # the statement is always %-interpolated (parameters or not): a '%' of the condition is doubled
-        parts = [f"({text})" for text, _ in bounds] + ([f"({condition.replace('%', '%%')})"] if condition else [])
-        params = [p for _, values in bounds for p in values]
-        return (" WHERE " + " AND ".join(parts) if parts else ""), params
-
-    def _execute(self, statement: str, params: Any) -> list[tuple[Any, ...]]:
+    def run_query(self, statement: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         import pymysql
 
         try:

@@ -5,7 +5,8 @@ The signal table (``signal.data.collection`` = ``<database>.<schema>.<table>``, 
 ``ORCLPDB1.DEBEZIUM.DEBEZIUM_SIGNAL``) is captured: the watermark rows written here come back
 through LogMiner at their COMMIT, in commit order with the captured tables' transactions, and a
 change of the chunk's table committed between the open and the close row removes the buffered row
-with its key. Statements (python-oracledb's positional binds ``:1``, ``:2``...)::
+with its key. Statements (``capture/chunk_query.py`` in Oracle's dialect, python-oracledb's
+positional binds ``:1``, ``:2``...)::
 
     SELECT "K1", "K2" FROM "S"."T" [WHERE (condition)] ORDER BY "K1" DESC, "K2" DESC FETCH FIRST 1 ROWS ONLY
     SELECT <select list> FROM "S"."T"
@@ -25,10 +26,12 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lakecdc.capture.incremental import ChunkQueryError, IncrementalSnapshot, key_after
+from lakecdc.capture.chunk_query import ChunkDialect, SqlChunkSnapshot
+from lakecdc.capture.incremental import ChunkQueryError
 from lakecdc.capture.oracle import connection as oraconn
 from lakecdc.capture.oracle.change_records import RecordFactory
 from lakecdc.capture.oracle.config import OracleConnectorConfig
@@ -47,10 +50,22 @@ def quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def numbered(statement: str) -> str:
-    """``%s`` markers (``key_after``'s) -> Oracle's positional binds ``:1``, ``:2``..."""
-    counter = iter(range(1, 10_000))
-    return _MARKER.sub(lambda _: f":{next(counter)}", statement)
+class OracleDialect(ChunkDialect):
+    """Double-quoted identifiers, ``FETCH FIRST n ROWS ONLY``, positional binds ``:1``, ``:2``...;
+    nothing is %-interpolated, so the user's condition stays as written."""
+
+    def quote(self, name: str) -> str:
+        return quote(name)
+
+    def limited(self, select: str, rest: str, rows: int) -> str:
+        return f"SELECT {select} {rest} FETCH FIRST {rows} ROWS ONLY"
+
+    def numbered(self, text: str) -> str:
+        counter = iter(range(1, 10_000))
+        return _MARKER.sub(lambda _: f":{next(counter)}", text)
+
+    def condition(self, text: str, with_params: bool) -> str:
+        return text
 
 
 @dataclass(frozen=True)
@@ -68,7 +83,9 @@ class ChunkSchema:
         return self.table.key(self.table.row_from_tuple(self.column_names, values))
 
 
-class OracleIncrementalSnapshot(IncrementalSnapshot):
+class OracleIncrementalSnapshot(SqlChunkSnapshot):
+    dialect = OracleDialect()
+
     def __init__(self, config: OracleConnectorConfig, schemas: Any, source: OracleSourceBuilder,
                  headers: list[tuple[str, bytes]]) -> None:
         assert config.signal_table is not None
@@ -91,25 +108,6 @@ class OracleIncrementalSnapshot(IncrementalSnapshot):
     def primary_key(self, table: TableId, schema: ChunkSchema) -> list[str]:
         return list(schema.table.key_names)
 
-    def query_max_key(self) -> list[Any] | None:
-        columns = ", ".join(quote(c) for c in self._chunk_columns)
-        order = ", ".join(f"{quote(c)} DESC" for c in self._chunk_columns)
-        where, params = self._where([])
-        rows = self._query(f"SELECT {columns} FROM {self._quoted_table()}{where} ORDER BY {order} "
-                           "FETCH FIRST 1 ROWS ONLY", params)
-        return list(rows[0]) if rows else None
-
-    def query_chunk(self) -> list[tuple[Any, ...]]:
-        assert self.max_key is not None and self._schema is not None
-        after_max, max_params = key_after(self._chunk_columns, self.max_key, quote)
-        bounds = [(f"NOT ({after_max})", max_params)]
-        if self.last_key is not None:
-            bounds.insert(0, key_after(self._chunk_columns, self.last_key, quote))
-        where, params = self._where(bounds)
-        order = ", ".join(quote(c) for c in self._chunk_columns)
-        return self._query(f"SELECT {select_list(self._schema.table)} FROM {self._quoted_table()}{where} "
-                           f"ORDER BY {order} FETCH FIRST {int(self._chunk_size)} ROWS ONLY", params)
-
     def read_record(self, key: dict[str, Any] | None, values: tuple[Any, ...], position: Any) -> ChangeRecord:
         assert isinstance(position, OraclePosition) and self._schema is not None
         schema = self._schema.table
@@ -124,7 +122,8 @@ class OracleIncrementalSnapshot(IncrementalSnapshot):
     def write_watermark(self, watermark_id: str, kind: str, data: str) -> None:
         signal = self._signal_table
         table = f"{quote(signal.schema or '')}.{quote(signal.table)}"
-        self._run(f"INSERT INTO {table} (ID, TYPE, DATA) VALUES (:1, :2, :3)", [watermark_id, kind, data], fetch=False)
+        self._run(f"INSERT INTO {table} (ID, TYPE, DATA) VALUES (:1, :2, :3)", [watermark_id, kind, data],
+                  fetch=False)
 
     def close(self) -> None:
         if self._conn is not None:
@@ -138,21 +137,12 @@ class OracleIncrementalSnapshot(IncrementalSnapshot):
             self._conn.use_pdb()
         return self._conn
 
-    def _quoted_table(self) -> str:
-        assert self._table is not None
-        return f"{quote(self._table.schema or '')}.{quote(self._table.table)}"
+    def select_list(self) -> str:
+        assert self._schema is not None
+        return select_list(self._schema.table)
 
-    def _where(self, bounds: list[tuple[str, list[Any]]]) -> tuple[str, list[Any]]:
-        condition = self.condition()
-        params = [p for _, values in bounds for p in values]
-        # binds are numbered across the bounds, in the order of ``params``
-        where = numbered(" AND ".join(f"({text})" for text, _ in bounds))
-        if condition:  # after the numbering: a '%s' inside the user's condition stays as written
-            where = f"{where} AND ({condition})" if where else f"({condition})"
-        return (" WHERE " + where if where else ""), params
-
-    def _query(self, statement: str, params: list[Any]) -> list[tuple[Any, ...]]:
-        return self._run(statement, params, fetch=True)
+    def run_query(self, statement: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        return self._run(statement, list(params), fetch=True)
 
     def _run(self, statement: str, params: list[Any], fetch: bool) -> list[tuple[Any, ...]]:
         import oracledb

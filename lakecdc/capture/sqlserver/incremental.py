@@ -4,7 +4,8 @@ with SQL Server's SQL, as Debezium's SQL Server connector runs it.
 The signal table (``signal.data.collection`` = ``<database>.<schema>.<table>``) must be CDC-enabled:
 the watermark rows written here come back through its change table, merged in commit order with
 the captured tables' changes, and a change of the chunk's table between the open and the close
-row removes the buffered row with its key. Statements (pymssql's ``%s`` markers)::
+row removes the buffered row with its key. Statements (``capture/chunk_query.py`` in SQL Server's
+dialect, pymssql's ``%s`` markers)::
 
     SELECT TOP 1 [k1], [k2] FROM [db].[s].[t] [WHERE (condition)] ORDER BY [k1] DESC, [k2] DESC
     SELECT TOP <chunk> <captured columns> FROM [db].[s].[t]
@@ -22,10 +23,11 @@ regexes, as Debezium's SQL Server table ids.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from lakecdc.capture.incremental import ChunkQueryError, IncrementalSnapshot, key_after
+from lakecdc.capture.chunk_query import ChunkDialect, SqlChunkSnapshot
+from lakecdc.capture.incremental import ChunkQueryError
 from lakecdc.capture.sqlserver import connection as sq
 from lakecdc.capture.sqlserver.database_schema import DatabaseSchema
 from lakecdc.capture.sqlserver.errors import SqlServerConnectionLostError
@@ -36,7 +38,22 @@ from lakecdc.events.source import SqlServerSourceBuilder
 from lakecdc.events.topics import TableId
 
 
-class SqlServerIncrementalSnapshot(IncrementalSnapshot):
+class SqlServerDialect(ChunkDialect):
+    """Bracketed identifiers, ``TOP n``; pymssql %-interpolates a statement only when it has parameters."""
+
+    def quote(self, name: str) -> str:
+        return sq.quote(name)
+
+    def limited(self, select: str, rest: str, rows: int) -> str:
+        return f"SELECT TOP {rows} {select} {rest}"
+
+    def condition(self, text: str, with_params: bool) -> str:
+        return text.replace("%", "%%") if with_params else text
+
+
+class SqlServerIncrementalSnapshot(SqlChunkSnapshot):
+    dialect = SqlServerDialect()
+
     def __init__(self, connect: Callable[[], Any], schema: DatabaseSchema, config: Any,
                  source: SqlServerSourceBuilder, headers: list[tuple[str, bytes]]) -> None:
         super().__init__(config.incremental_snapshot_chunk_size, config.signal_table)
@@ -59,25 +76,6 @@ class SqlServerIncrementalSnapshot(IncrementalSnapshot):
 
     def primary_key(self, table: TableId, schema: InstanceSchema) -> list[str]:
         return list(self._database_schema.primary_key(schema.instance)) or list(schema.instance.index_columns)
-
-    def query_max_key(self) -> list[Any] | None:
-        columns = ", ".join(sq.quote(c) for c in self._chunk_columns)
-        order = ", ".join(f"{sq.quote(c)} DESC" for c in self._chunk_columns)
-        where, params = self._where([])
-        rows = self._query(f"SELECT TOP 1 {columns} FROM {self._quoted_table()}{where} ORDER BY {order}", params)
-        return list(rows[0]) if rows else None
-
-    def query_chunk(self) -> list[tuple[Any, ...]]:
-        assert self.max_key is not None
-        after_max, max_params = key_after(self._chunk_columns, self.max_key, sq.quote)
-        bounds = [(f"NOT ({after_max})", max_params)]
-        if self.last_key is not None:
-            bounds.insert(0, key_after(self._chunk_columns, self.last_key, sq.quote))
-        where, params = self._where(bounds)
-        columns = ", ".join(sq.quote(c) for c in self._schema.column_names)
-        order = ", ".join(sq.quote(c) for c in self._chunk_columns)
-        return self._query(f"SELECT TOP {int(self._chunk_size)} {columns} FROM {self._quoted_table()}{where} "
-                           f"ORDER BY {order}", params)
 
     def read_record(self, key: dict[str, Any] | None, values: tuple[Any, ...], position: Any) -> ChangeRecord:
         schema = self._schema
@@ -105,20 +103,11 @@ class SqlServerIncrementalSnapshot(IncrementalSnapshot):
             self._conn = None
 
     # -- SQL ---------------------------------------------------------------------------------
-    def _quoted_table(self) -> str:
+    def chunk_table(self) -> tuple[str, str, str]:
         assert self._table is not None
-        return ".".join(sq.quote(p) for p in (self._database_schema.database, self._table.schema or "dbo",
-                                               self._table.table))
+        return self._database_schema.database, self._table.schema or "dbo", self._table.table
 
-    def _where(self, bounds: list[tuple[str, list[Any]]]) -> tuple[str, list[Any]]:
-        condition = self.condition()
-        params = [p for _, values in bounds for p in values]
-        if condition and params:  # pymssql %-interpolates a statement only when it has parameters
-            condition = condition.replace("%", "%%")
-        parts = [f"({text})" for text, _ in bounds] + ([f"({condition})"] if condition else [])
-        return (" WHERE " + " AND ".join(parts) if parts else ""), params
-
-    def _query(self, statement: str, params: list[Any]) -> list[tuple[Any, ...]]:
+    def run_query(self, statement: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         return self._run(statement, tuple(params) if params else None, fetch=True)
 
     def _run(self, statement: str, params: tuple[Any, ...] | None, fetch: bool) -> list[tuple[Any, ...]]:

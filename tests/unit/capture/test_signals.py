@@ -81,7 +81,7 @@ def test_mysql_signal_table_and_kafka_channel_properties() -> None:
 
 
 def test_chunk_bounds_are_written_out_as_debezium_does() -> None:
-    from lakecdc.capture.incremental import key_after
+    from lakecdc.capture.chunk_query import key_after
     from lakecdc.capture.mysql.connection import quote as mysql_quote
     from lakecdc.capture.sqlserver.connection import quote as sqlserver_quote
 
@@ -89,3 +89,33 @@ def test_chunk_bounds_are_written_out_as_debezium_does() -> None:
     assert key_after(["a", "b", "c"], [1, "x", 3], mysql_quote) == (
         "(`a` > %s) OR (`a` = %s AND `b` > %s) OR (`a` = %s AND `b` = %s AND `c` > %s)", [1, 1, "x", 1, "x", 3])
     assert key_after(["a", "b"], [1, "x"], sqlserver_quote) == ("([a] > %s) OR ([a] = %s AND [b] > %s)", [1, 1, "x"])
+
+
+def test_chunk_statements_in_each_dialect() -> None:
+    """One builder, three dialects: the row limit where each database writes it, and a '%' of the
+    condition doubled only where the driver %-interpolates the statement (pymssql: only with
+    parameters; python-oracledb never, its binds being numbered)."""
+    from lakecdc.capture.chunk_query import ChunkQueries
+    from lakecdc.capture.mysql.incremental import MySqlDialect
+    from lakecdc.capture.oracle.incremental import OracleDialect
+    from lakecdc.capture.sqlserver.incremental import SqlServerDialect
+
+    cond = "label LIKE 'a%'"
+    my = ChunkQueries(MySqlDialect(), ("db", "t"), ["a", "b"], cond)
+    assert my.max_key() == ("SELECT `a`, `b` FROM `db`.`t` WHERE (label LIKE 'a%%') ORDER BY `a` DESC, `b` DESC "
+                            "LIMIT 1", [])
+    assert my.chunk("`a`, `b`, `label`", [1, "x"], [9, "z"], 2) == (
+        "SELECT `a`, `b`, `label` FROM `db`.`t` WHERE ((`a` > %s) OR (`a` = %s AND `b` > %s)) AND "
+        "(NOT ((`a` > %s) OR (`a` = %s AND `b` > %s))) AND (label LIKE 'a%%') ORDER BY `a`, `b` LIMIT 2",
+        [1, 1, "x", 9, 9, "z"])
+    ms = ChunkQueries(SqlServerDialect(), ("db", "dbo", "t"), ["id"], cond)
+    assert ms.max_key() == ("SELECT TOP 1 [id] FROM [db].[dbo].[t] WHERE (label LIKE 'a%') ORDER BY [id] DESC", [])
+    assert ms.chunk("[id], [label]", None, [9], 5) == (
+        "SELECT TOP 5 [id], [label] FROM [db].[dbo].[t] WHERE (NOT (([id] > %s))) AND (label LIKE 'a%%') "
+        "ORDER BY [id]", [9])
+    ora = ChunkQueries(OracleDialect(), ("S", "T"), ["ID"], "NOTE LIKE '%s'")
+    assert ora.chunk('"ID"', [1], [9], 3) == (
+        'SELECT "ID" FROM "S"."T" WHERE (("ID" > :1)) AND (NOT (("ID" > :2))) AND (NOTE LIKE \'%s\') '
+        'ORDER BY "ID" FETCH FIRST 3 ROWS ONLY', [1, 9])
+    assert ChunkQueries(MySqlDialect(), ("db", "t"), ["id"], None).max_key() == (
+        "SELECT `id` FROM `db`.`t` ORDER BY `id` DESC LIMIT 1", [])
