@@ -24,6 +24,7 @@ regexes (Debezium's Oracle table ids, the database being ``database.pdb.name`` o
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import time
 from collections.abc import Sequence
@@ -36,8 +37,10 @@ from lakecdc.capture.oracle import connection as oraconn
 from lakecdc.capture.oracle.change_records import RecordFactory
 from lakecdc.capture.oracle.config import OracleConnectorConfig
 from lakecdc.capture.oracle.errors import OracleConnectionLostError
+from lakecdc.capture.oracle.connection import ColumnInfo
 from lakecdc.capture.oracle.snapshot import select_list
 from lakecdc.capture.oracle.table_schema import TableSchema
+from lakecdc.capture.oracle.types import TIMESTAMP_FORMAT, needs_text_select
 from lakecdc.events.envelope import ChangeRecord
 from lakecdc.events.positions import OraclePosition
 from lakecdc.events.source import OracleSourceBuilder
@@ -50,15 +53,60 @@ def quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+DATE_FORMAT = "YYYY-MM-DD HH24:MI:SS"  #: the session's NLS_DATE_FORMAT (``connection.NLS_SETUP``)
+_KEY_TEXT = re.compile(r"(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?")
+
+
+def _temporal(col: ColumnInfo) -> tuple[str, str] | None:
+    """``(conversion function, format)`` of a DATE or TIMESTAMP key column, else None."""
+    if col.data_type.upper() == "DATE":
+        return "TO_DATE", DATE_FORMAT
+    if needs_text_select(col) == TIMESTAMP_FORMAT:
+        return "TO_TIMESTAMP", TIMESTAMP_FORMAT
+    return None
+
+
 class OracleDialect(ChunkDialect):
     """Double-quoted identifiers, ``FETCH FIRST n ROWS ONLY``, positional binds ``:1``, ``:2``...;
-    nothing is %-interpolated, so the user's condition stays as written."""
+    nothing is %-interpolated, so the user's condition stays as written.
+
+    DATE and TIMESTAMP keys are bound as text in the snapshot's formats through ``TO_DATE`` /
+    ``TO_TIMESTAMP``: python-oracledb binds a ``datetime`` as DATE (a TIMESTAMP bound loses its
+    fraction) and reads a TIMESTAMP into a ``datetime`` (nanoseconds lost), either of which would
+    end a chunk or the snapshot short of rows. The maximum key is read as the chunk query reads
+    the column (TIMESTAMP as ``TO_CHAR`` text), and keys kept in the offset are that text."""
+
+    def __init__(self, table: TableSchema | None = None) -> None:
+        self._temporal = {c.name: t for c in table.columns if (t := _temporal(c))} if table is not None else {}
 
     def quote(self, name: str) -> str:
         return quote(name)
 
     def limited(self, select: str, rest: str, rows: int) -> str:
         return f"SELECT {select} {rest} FETCH FIRST {rows} ROWS ONLY"
+
+    def key_column(self, name: str) -> str:
+        temporal = self._temporal.get(name)
+        if temporal is None or temporal[1] == DATE_FORMAT:  # DATE has no fraction: read as it is
+            return quote(name)
+        return f"TO_CHAR({quote(name)}, '{temporal[1]}') AS {quote(name)}"
+
+    def marker(self, name: str) -> str:
+        temporal = self._temporal.get(name)
+        return f"{temporal[0]}(%s, '{temporal[1]}')" if temporal else "%s"
+
+    def param(self, name: str, value: Any) -> Any:
+        temporal = self._temporal.get(name)
+        if temporal is None:
+            return value
+        if isinstance(value, dt.datetime):  # a DATE read from the table
+            seconds, fraction = value.strftime("%Y-%m-%d %H:%M:%S"), f"{value.microsecond:06d}"
+        else:  # the TO_CHAR text, or a key restored from the offset (also an older str(datetime))
+            m = _KEY_TEXT.fullmatch(str(value).strip())
+            if m is None:
+                return value  # the database names what it cannot convert; the table is skipped
+            seconds, fraction = f"{m.group(1)} {m.group(2)}", m.group(3) or ""
+        return seconds if temporal[1] == DATE_FORMAT else f"{seconds}.{fraction.ljust(9, '0')}"
 
     def numbered(self, text: str) -> str:
         counter = iter(range(1, 10_000))
@@ -136,6 +184,9 @@ class OracleIncrementalSnapshot(SqlChunkSnapshot):
             self._conn = oraconn.connect(self._config)
             self._conn.use_pdb()
         return self._conn
+
+    def chunk_dialect(self) -> ChunkDialect:
+        return OracleDialect(self._schema.table) if self._schema is not None else self.dialect
 
     def select_list(self) -> str:
         assert self._schema is not None

@@ -21,23 +21,19 @@ pytest.importorskip("oracledb", reason="the replay connection has python-oracled
 
 from lakecdc.capture.oracle import connection as oraconn
 from lakecdc.capture.oracle.streaming import OracleStreamingSource
+import oracle_chunks
 from oracle_recorded import CUSTOMERS_COLUMNS, RecordedOracle, Table, customers, insert_sql, redo, update_sql
-from oracle_replay import ReplayConnection, describe
+from oracle_replay import ReplayConnection
 from test_oracle_capture import BASE, config
 
-import oracledb
 
 SIGNAL = Table("DEBEZIUM", "DEBEZIUM_SIGNAL", [("ID", "VARCHAR2", 42, None, None, False),
                                                  ("TYPE", "VARCHAR2", 32, None, None, False),
                                                  ("DATA", "VARCHAR2", 2048, None, None, True)], ["ID"])
 PROPS = {"signal.data.collection": "ORCLPDB1.DEBEZIUM.DEBEZIUM_SIGNAL", "incremental.snapshot.chunk.size": "2"}
 ROWS = [(1000 + i, f"First{i}", f"Last{i}", f"u{i}@example.com") for i in range(1, 6)]
-CHUNK = re.compile(r'SELECT (.+) FROM "([^"]+)"\."([^"]+)"( WHERE .*)? ORDER BY (.+) FETCH FIRST (\d+) ROWS ONLY')
+CHUNK = oracle_chunks.STATEMENT
 INSERT = re.compile(r'INSERT INTO "DEBEZIUM"\."DEBEZIUM_SIGNAL" \(ID, TYPE, DATA\) VALUES \(:1, :2, :3\)')
-
-
-def _num(value: Any) -> decimal.Decimal:
-    return decimal.Decimal(str(value))
 
 
 @dataclass
@@ -76,30 +72,10 @@ class SignalOracle(RecordedOracle):
         return None, []
 
     def _chunk(self, conn: ReplayConnection, binds: dict[Any, Any]) -> Any:
-        match = CHUNK.fullmatch(conn.executed[-1][0])
+        statement = conn.executed[-1][0]
+        match = CHUNK.fullmatch(statement)
         assert match is not None
-        t = self.table(match.group(2), match.group(3))
-        names = [c[0] for c in t.columns]
-        order = [c.strip().split()[0].strip('"') for c in match.group(5).split(",")]
-        descending = "DESC" in match.group(5)
-        idx = [names.index(k) for k in order]
-        n = len(order)
-        per = n * (n + 1) // 2  # key_after's parameters per bound
-        values = [binds[i + 1] for i in range(len(binds))]
-        bounds = [values[i * per + per - n:(i + 1) * per] for i in range(len(values) // per)]
-        rows = sorted(t.rows, key=lambda r: tuple(_num(r[i]) for i in idx), reverse=descending)
-        if len(bounds) == 2:
-            last = tuple(_num(v) for v in bounds[0])
-            rows = [r for r in rows if tuple(_num(r[i]) for i in idx) > last]
-        if bounds:
-            top = tuple(_num(v) for v in bounds[-1])
-            rows = [r for r in rows if tuple(_num(r[i]) for i in idx) <= top]
-        rows = rows[:int(match.group(6))]
-        selected = [c.strip().strip('"') for c in match.group(1).split(",")]
-        columns = [c for c in t.columns if c[0] in selected]
-        out = [tuple(r[names.index(c[0])] for c in columns) for r in rows]
-        return describe(*[(c[0], oracledb.DB_TYPE_NUMBER if c[1] == "NUMBER" else oracledb.DB_TYPE_VARCHAR)
-                          for c in columns]), out
+        return oracle_chunks.answer(self.table(match.group(2), match.group(3)), statement, binds)
 
     def connect(self, config: Any = None) -> ReplayConnection:
         conn = super().connect(config)
