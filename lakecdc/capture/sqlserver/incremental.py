@@ -18,10 +18,16 @@ streaming connection holds the change-table cursors while a watermark is handled
 carry the close watermark's ``commit_lsn``/``change_lsn``/``event_serial_no`` and
 ``snapshot: "incremental"``; ids in ``data-collections`` are ``<database>.<schema>.<table>``
 regexes, as Debezium's SQL Server table ids.
+
+A ``datetime2`` key is bound as its text to the microsecond (pymssql writes a ``datetime`` to the
+millisecond). pymssql reads no seventh fractional digit: a ``datetime2(7)`` key whose seventh digit
+is not 0 cannot bound a chunk exactly (its row may be read twice, or missed as the maximum key).
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -29,6 +35,7 @@ from typing import Any
 from lakecdc.capture.chunk_query import ChunkDialect, SqlChunkSnapshot
 from lakecdc.capture.incremental import ChunkQueryError
 from lakecdc.capture.sqlserver import connection as sq
+from lakecdc.capture.sqlserver.connection import ColumnDef
 from lakecdc.capture.sqlserver.database_schema import DatabaseSchema
 from lakecdc.capture.sqlserver.errors import SqlServerConnectionLostError
 from lakecdc.capture.sqlserver.table_schema import InstanceSchema, with_headers
@@ -38,14 +45,36 @@ from lakecdc.events.source import SqlServerSourceBuilder
 from lakecdc.events.topics import TableId
 
 
+_KEY_TEXT = re.compile(r"(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?")
+
+
 class SqlServerDialect(ChunkDialect):
-    """Bracketed identifiers, ``TOP n``; pymssql %-interpolates a statement only when it has parameters."""
+    """Bracketed identifiers, ``TOP n``; pymssql %-interpolates a statement only when it has parameters.
+
+    pymssql writes a ``datetime`` parameter to the millisecond (``datetime``'s precision): a
+    ``datetime2`` key is bound as its text to the microsecond instead, which SQL Server converts to
+    the column's type, so that a chunk neither repeats nor skips rows of one millisecond. A
+    ``datetime`` / ``smalldatetime`` key restored from the offset (``str`` of the value, six
+    fractional digits, which those types do not convert) is cut back to milliseconds."""
+
+    def __init__(self, columns: Sequence[ColumnDef] = ()) -> None:
+        self._types = {c.name: c.type_name for c in columns}
 
     def quote(self, name: str) -> str:
         return sq.quote(name)
 
     def limited(self, select: str, rest: str, rows: int) -> str:
         return f"SELECT TOP {rows} {select} {rest}"
+
+    def param(self, name: str, value: Any) -> Any:
+        kind = self._types.get(name)
+        if kind == "datetime2" and isinstance(value, dt.datetime):
+            return value.isoformat(sep=" ", timespec="microseconds")
+        if kind in ("datetime", "smalldatetime") and isinstance(value, str):
+            m = _KEY_TEXT.fullmatch(value.strip())
+            if m is not None:
+                return f"{m.group(1)} {m.group(2)}.{(m.group(3) or '').ljust(3, '0')[:3]}"
+        return value
 
     def condition(self, text: str, with_params: bool) -> str:
         return text.replace("%", "%%") if with_params else text
@@ -103,6 +132,9 @@ class SqlServerIncrementalSnapshot(SqlChunkSnapshot):
             self._conn = None
 
     # -- SQL ---------------------------------------------------------------------------------
+    def chunk_dialect(self) -> ChunkDialect:
+        return SqlServerDialect(self._schema.columns) if self._schema is not None else self.dialect
+
     def chunk_table(self) -> tuple[str, str, str]:
         assert self._table is not None
         return self._database_schema.database, self._table.schema or "dbo", self._table.table
