@@ -52,12 +52,18 @@ class SignalingConnectorConfig(CommonConnectorConfig):
                     name, ", ".join(BUILT_CHANNELS))
         if "kafka" in channels and not (self.signal_kafka_topic or "").strip():
             raise ConfigError("signal.enabled.channels includes kafka: set signal.kafka.topic", "signal.kafka.topic")
-        if "kafka" in channels and not (self.signal_data_collection or "").strip():
+        if "kafka" in channels and not (self.signal_data_collection or "").strip() and self.watermarks_in_signal_table:
             # incremental snapshots write their window watermarks to the signal table, as Debezium's
             raise ConfigError("signal.enabled.channels includes kafka: set signal.data.collection too (the table "
                               "incremental snapshots write their watermarks to)", "signal.data.collection")
         _ = self.signal_table
         return self
+
+    @property
+    def watermarks_in_signal_table(self) -> bool:
+        """Whether incremental snapshots write their window watermarks to the signal table (MySQL's
+        ``read.only=true`` bounds them with GTIDs instead)."""
+        return True
 
     @cached_property
     def signal_channels(self) -> tuple[str, ...]:

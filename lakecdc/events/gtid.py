@@ -116,6 +116,18 @@ class GtidSet:
                 return any(lo <= gtid.transaction <= hi for lo, hi in intervals)
         return False
 
+    def latest(self) -> tuple[MySqlGtid | MariaDbGtid, ...]:
+        """The newest GTID of each stream: per MariaDB domain its last GTID, per MySQL source
+        (``uuid`` or ``uuid:tag``) the highest transaction number. Within a stream GTIDs follow
+        binlog order, so a binlog reader that has processed these has processed the whole set."""
+        if self.mariadb:
+            return self.mariadb
+        out: list[MySqlGtid] = []
+        for key, intervals in self.mysql:
+            source, _, tag = key.partition(":")
+            out.append(MySqlGtid(source=source, transaction=intervals[-1][1], tag=tag or None))
+        return tuple(out)
+
     def add(self, gtid: str | MySqlGtid | MariaDbGtid) -> GtidSet:
         """A new set that also holds ``gtid``."""
         if isinstance(gtid, str):

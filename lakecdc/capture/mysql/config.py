@@ -66,6 +66,10 @@ class MySqlConnectorConfig(SignalingConnectorConfig):
     min_row_count_to_stream_results: int = Field(1000, alias="min.row.count.to.stream.results", ge=0)
     read_only: bool = Field(False, alias="read.only")
 
+    @property
+    def watermarks_in_signal_table(self) -> bool:
+        return not self.read_only
+
     @cached_property
     def connector_type(self) -> Literal["mysql", "mariadb"]:
         """``source.connector`` value and schema namespace (``io.debezium.connector.<type>``)."""
