@@ -79,7 +79,7 @@ class ChunkQueryError(Exception):
 
 
 class IncrementalSnapshot(ABC):
-    def __init__(self, chunk_size: int, signal_table: TableId) -> None:
+    def __init__(self, chunk_size: int, signal_table: TableId | None) -> None:
         self._signal_table = signal_table
         self._chunk_size = chunk_size
         self.collections: list[Collection] = []

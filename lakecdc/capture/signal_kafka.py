@@ -9,7 +9,8 @@ been handed to the processor. Brokers: ``signal.kafka.bootstrap.servers``, else
 
 The channel is polled between batches of the change stream, so a Kafka signal lands between two
 WAL messages; an ``execute-snapshot`` then writes its first window to the signal table, which
-the source channel's machinery reads back from the WAL.
+the source channel's machinery reads back from the WAL (MySQL with ``read.only=true`` writes
+nothing: GTIDs bound its windows, ``mysql/read_only.py``).
 """
 
 from __future__ import annotations

@@ -3,12 +3,12 @@ with MySQL's SQL, as Debezium's MySQL connector runs it with a writable signal t
 
 A chunk is ``SELECT <columns> FROM db.t WHERE <after last key> AND NOT <after max key> [AND (condition)]
 ORDER BY <key> LIMIT n`` on an autocommit connection (the statements of ``capture/chunk_query.py``
-in MySQL's dialect). The
-watermark rows are inserted into ``signal.data.collection`` (``<database>.<table>``) on the same
-connection and come back through the binlog.
+in MySQL's dialect). The watermark rows are inserted into ``signal.data.collection``
+(``<database>.<table>``) on the same connection and come back through the binlog (with
+``read.only=true``, ``read_only.py`` bounds the windows with GTID sets instead and writes nothing).
 
-Read events carry the close watermark's binlog coordinates (``file``, ``pos``, ``row``, ``gtid``)
-in ``source``, with the snapshotted table's ``db``/``table``, ``snapshot: "incremental"`` and the
+Read events carry the close watermark's (read-only: the closing transaction's) binlog coordinates
+(``file``, ``pos``, ``row``, ``gtid``) in ``source``, with the snapshotted table's ``db``/``table``, ``snapshot: "incremental"`` and the
 time of emission. Keys are stored in the offset as JSON values: a binary (``BINARY``/``VARBINARY``/
 ``BLOB``) key column is not supported across a restart.
 """
@@ -42,14 +42,15 @@ class MySqlIncrementalSnapshot(SqlChunkSnapshot):
     dialect = MySqlDialect()
 
     def __init__(self, conn: Any, schema: DatabaseSchema, config: Any, source: BinlogSourceBuilder,
-                 signal_table: TableId) -> None:
+                 signal_table: TableId | None) -> None:
         super().__init__(config.incremental_snapshot_chunk_size, signal_table)
         self._conn = conn
         self._database_schema = schema
         self._source = source
 
     def captured_tables(self) -> list[str]:
-        signal = (self._signal_table.schema, self._signal_table.table)
+        table = self._signal_table
+        signal = (table.schema, table.table) if table is not None else None
         return [f"{t.id.database}.{t.id.table}" for t in self._database_schema.captured_tables()
                 if (t.id.database, t.id.table) != signal]
 
@@ -75,6 +76,7 @@ class MySqlIncrementalSnapshot(SqlChunkSnapshot):
 
     def write_watermark(self, watermark_id: str, kind: str, data: str) -> None:
         signal = self._signal_table
+        assert signal is not None, "watermarks are written only when a signal table is configured"
         table = f"{myconn.quote(signal.schema or '')}.{myconn.quote(signal.table)}"
         self.run_query(f"INSERT INTO {table} VALUES (%s, %s, %s)", (watermark_id, kind, data))
 

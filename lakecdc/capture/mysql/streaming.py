@@ -10,6 +10,10 @@ For each binlog event read (in ``poll``):
 - ``QUERY`` with DDL: parsed, recorded in the schema history *before* anything that depends on
   it, then a schema change event; ``TRUNCATE`` gives one ``op: "t"`` event per table.
 
+Signals and incremental snapshots: inserts into the signal table go to ``Signaling`` before their
+own event; with ``read.only=true`` the GTIDs streamed (after each transaction and between batches)
+close the snapshot's windows instead (``read_only.py``).
+
 Nothing is emitted twice: a restart from a stored offset skips the rows the offset says were
 delivered, and within one process every record's position is compared with the highest position
 already handed to the sink (the binlog client can re-deliver events after a reconnect).
@@ -35,6 +39,7 @@ from lakecdc.capture.mysql.errors import (
 )
 from lakecdc.capture.mysql.incremental import MySqlIncrementalSnapshot
 from lakecdc.capture.mysql.offset import ResumePoint, boundary_offset, in_transaction_offset, resume_point
+from lakecdc.capture.mysql.read_only import ReadOnlyIncrementalSnapshot, check_prerequisites
 from lakecdc.capture.mysql.source_info import source_builder
 from lakecdc.capture.mysql.types import TypeModes
 from lakecdc.capture.signaling import Signaling
@@ -105,6 +110,8 @@ class MySqlStreamingSource:
         self._processed_through: tuple[int, int] = (-1, -1)
         self.signaling: Signaling | None = None
         self._sql: Any = None  # autocommit connection of incremental snapshots (chunks, watermarks)
+        #: the incremental snapshot when read.only=true: its windows close on the GTIDs streamed
+        self._gtid_windows: ReadOnlyIncrementalSnapshot | None = None
         signal = config.signal_table
         #: (database, table) of the signal table, whose inserts are signals and watermarks
         self._signal_key = (signal.schema, signal.table) if signal is not None else None
@@ -165,16 +172,22 @@ class MySqlStreamingSource:
         self.reader.start()
         self._last_data = time.monotonic()  # idle time counts from here, not from before a schema snapshot
         log.info("streaming the binlog from %s:%d (server %s)", self.resume.file, self.resume.pos, info.version)
-        if self.config.signal_table is not None:
-            self._start_signals(offset)
+        # read-only: signals may come from Kafka alone, there being no signal table to write watermarks to
+        if self.config.signal_table is not None or (self.config.read_only and "kafka" in self.config.signal_channels):
+            self._start_signals(offset, info)
 
-    def _start_signals(self, offset: dict[str, Any]) -> None:
-        if self.config.read_only:
-            log.warning("read.only=true: lakecdc has no read-only incremental snapshots (GTID watermarks); "
-                        "incremental snapshots write their watermarks to %s", self.config.signal_table)
+    def _start_signals(self, offset: dict[str, Any], info: myconn.ServerInfo) -> None:
         self._sql = myconn.connect(self.config, autocommit=True)
-        incremental = MySqlIncrementalSnapshot(self._sql, self.schema, self.config, self.source,
-                                               self.config.signal_table)
+        incremental: MySqlIncrementalSnapshot
+        if self.config.read_only:
+            check_prerequisites(self._sql, info)
+            incremental = self._gtid_windows = ReadOnlyIncrementalSnapshot(
+                self._sql, self.schema, self.config, self.source, self.config.signal_table, info.is_mariadb,
+                stream_gtids=lambda: self.gtids)
+            log.info("read.only=true: incremental snapshot windows are bounded by GTIDs; nothing is written")
+        else:
+            incremental = MySqlIncrementalSnapshot(self._sql, self.schema, self.config, self.source,
+                                                   self.config.signal_table)
         self.signaling = Signaling(self.config, incremental, self._blocking_snapshot, offset=lambda: self._committed)
         incremental.restore(offset)
         incremental.start()
@@ -203,6 +216,8 @@ class MySqlStreamingSource:
         if self._pending:
             out.extend(self._pending)
             self._pending = []
+        if self._gtid_windows is not None:  # chunks of an idle server go out without waiting for an event
+            self._close_gtid_windows(self._position(), out, max_records)
         reader = self.reader
         assert reader is not None
         deadline = time.monotonic() + timeout
@@ -222,10 +237,19 @@ class MySqlStreamingSource:
             handle(item[0], item[1], out)
         if self.signaling is not None:
             self.signaling.poll_kafka(self._position(), out)
+        if self._gtid_windows is not None:  # between batches, also when the server is idle
+            self._close_gtid_windows(self._position(), out, max_records)
         if self.heartbeat.enabled and self.heartbeat.due(time.monotonic()):
             beat = self.heartbeat.beat()
             if beat is not None:
                 out.append(beat)
+
+    def _close_gtid_windows(self, position: MySqlPosition, out: list[Any], limit: int) -> None:
+        assert self._gtid_windows is not None
+        before = len(out)
+        self._gtid_windows.on_stream(self.gtids, position, out, limit)
+        if len(out) > before:  # a snapshot's rows are work too: an idle-stop must not cut it short
+            self._last_data = time.monotonic()
 
     def _raise_failure(self, error: BaseException) -> None:
         if myconn.is_connection_lost(error) or isinstance(error, (OSError, ConnectionError)):
@@ -463,6 +487,10 @@ class MySqlStreamingSource:
             out.append(transaction_record(self.namer.transaction_topic, self.tracker.end(None, ts_sec * 1000), position))
         self._committed = boundary_offset(self.file, end, self.server_id, str(self.gtids) or None, ts_sec)
         self.tx = _Tx()
+        if self._gtid_windows is not None and tx.gtid:
+            position = MySqlPosition(file=self.file, pos=end, server_id=self.server_id, gtid=tx.gtid,
+                                     gtid_set=self._committed.get("gtids"), ts_sec=ts_sec)
+            self._close_gtid_windows(position, out, len(out) + 1)  # one window per transaction
 
     def _rollback(self, end: int) -> None:
         if self.tracker is not None and self.tracker.in_transaction:
@@ -498,6 +526,7 @@ class MySqlStreamingSource:
         if self.signaling is not None:
             self.signaling.close()
             self.signaling = None
+        self._gtid_windows = None
         if self._sql is not None:
             try:
                 self._sql.close()

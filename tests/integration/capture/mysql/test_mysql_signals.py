@@ -146,12 +146,19 @@ def test_kill_9_mid_snapshot_resumes_at_the_next_chunk(mariadb: Any, tmp_path: P
         first, lambda: "streaming the binlog" in log.read_text(),
         lambda: sql(mariadb, db, signal("big", "execute-snapshot", {"data-collections": [f"{db}.items"]})),
         offsets, "[50]", wait_for)
-    resumed_from = json.loads(stored["incremental_snapshot_primary_key"])[0]
-    assert 50 < resumed_from < rows
-    assert json.loads(stored["incremental_snapshot_maximum_key"]) == [rows]
     assert json.loads(stored["incremental_snapshot_collections"])[0]["incremental_snapshot_collections_id"] == \
         f"{db}.items"
     assert stored["incremental_snapshot_correlation_id"] == "big"
+    resume_after_kill(mariadb, db, config, tmp_path, log, stored, rows, 50)
+
+
+def resume_after_kill(mariadb: Any, db: str, config: Path, tmp_path: Path, log: Path, stored: dict[str, Any],
+                      rows: int, chunk: int) -> None:
+    """After :func:`kill_9_mid_snapshot` stored ``stored`` past the first chunk of ``chunk`` rows: a
+    row changes, a second run goes on from the stored key to the end of the table (``rows`` rows)."""
+    resumed_from = json.loads(stored["incremental_snapshot_primary_key"])[0]
+    assert chunk < resumed_from < rows
+    assert json.loads(stored["incremental_snapshot_maximum_key"]) == [rows]
     sql(mariadb, db, f"UPDATE items SET label = 'between runs' WHERE id = {rows}")
     second = capture_subprocess(config, tmp_path / "run-1.jsonl", 6.0, log)
     assert second.wait(timeout=400) == 0, log.read_text()[-3000:]
