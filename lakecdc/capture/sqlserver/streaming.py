@@ -16,7 +16,10 @@ Each pass::
 or a delete, 2 for an update (its before row is 1), and 1 then 2 for the delete and insert SQL
 Server writes for a primary-key update. ``source.ts_ms`` is the commit time
 (``sys.fn_cdc_map_lsn_to_time``). With ``provide.transaction.metadata`` each commit LSN is one
-transaction: BEGIN before its first event, END after its last, id = the commit LSN text.
+transaction: BEGIN before its first event, END after its last, id = the commit LSN text. As in
+Debezium, BEGIN goes out with the first event emitted (none for a transaction whose events are all
+skipped), after what a signal row of it did: an incremental snapshot's reads at a close watermark
+come before the watermark's BEGIN, with ``transaction: null``.
 
 A table's instance is read only for LSNs before the next instance's start LSN, so when a new
 capture instance appears (seed 1.4.14) events switch to its structure exactly where it begins;
@@ -341,7 +344,8 @@ class SqlServerStreamingSource:
     def _records(self, changes: Iterator[Change]) -> list[_Group]:
         groups: list[_Group] = []
         tx = self.tx
-        open_tx: tuple[int, int, int, int] | None = None  # (commit, change, serial, ts_ms) of the last event
+        # (commit, change, serial, ts_ms) of the last event of the transaction whose BEGIN went out
+        open_tx: tuple[int, int, int, int] | None = None
         db = self.schema.database
         last_commit, commit_text, ts_ms = -1, None, 0
         for ch in changes:
@@ -351,12 +355,12 @@ class SqlServerStreamingSource:
             if ch.commit_lsn != last_commit:  # LSN text and commit time once per transaction
                 last_commit, commit_text, ts_ms = ch.commit_lsn, sq.lsn_text(ch.commit_lsn), self._commit_ms(ch.commit_lsn)
             change_text = sq.lsn_text(ch.change_lsn)
-            if tx is not None and (open_tx is None or open_tx[0] != ch.commit_lsn):
-                if open_tx is not None:
+            if open_tx is not None:
+                if open_tx[0] != ch.commit_lsn:
                     groups.append(self._end(open_tx))
-                groups.append(_Group([transaction_record(self.namer.transaction_topic, tx.begin(commit_text or "", ts_ms))],
-                                     None))
-            open_tx = (ch.commit_lsn, ch.change_lsn, ch.serial, ts_ms)
+                    open_tx = None
+                else:
+                    open_tx = (ch.commit_lsn, ch.change_lsn, ch.serial, ts_ms)  # END's offset covers it
             self._announce(ch.instance)
             schema = self.schema.schema(ch.instance)
             factory = self.schema.factory(ch.instance)
@@ -384,6 +388,13 @@ class SqlServerStreamingSource:
                 groups.append(_Group([], offset, data=False))
                 self._drain(groups)
                 continue
+            if tx is not None and open_tx is None:
+                # BEGIN goes out with the transaction's first event, after what its signal row did (a
+                # close watermark's reads, op "r" with no transaction block), as Debezium's
+                # TransactionMonitor begins a transaction at its first data event
+                groups.append(_Group([transaction_record(self.namer.transaction_topic, tx.begin(commit_text or "", ts_ms))],
+                                     None))
+                open_tx = (ch.commit_lsn, ch.change_lsn, ch.serial, ts_ms)
             source = self.source.build(db=db, schema=ch.instance.source_schema, table=ch.instance.source_table,
                                        ts_ms=ts_ms, commit_lsn=commit_text, change_lsn=change_text,
                                        event_serial_no=ch.serial)

@@ -329,3 +329,34 @@ def test_blocking_snapshot_after_the_signal_event(db: SignalOracle) -> None:
     assert {r.value["source"]["scn"] for r in read} == {str(commit_scn)}
     assert read[0].value["after"] == {"ID": 1001, "FIRST_NAME": "First1", "LAST_NAME": "Last1",
                                       "EMAIL": "u1@example.com"}
+
+
+def test_incremental_reads_stay_outside_the_watermark_transaction(db: SignalOracle) -> None:
+    """provide.transaction.metadata=true: a window's reads go out when its close watermark's COMMIT
+    is mined, before that transaction's BEGIN (Debezium's TransactionMonitor emits BEGIN with a
+    transaction's first data event, and the close signal is handled before it), with
+    ``transaction: null``; the watermark rows' own events are in their transactions."""
+    db.signal("ad-hoc-1", "execute-snapshot", {"data-collections": ["ORCLPDB1.DEBEZIUM.CUSTOMERS"]})
+    src = source(None, **{"provide.transaction.metadata": "true"})
+    records = polls(src, 8)
+    src.close()
+
+    def label(r: Any) -> str:
+        if r.topic == "server1.transaction":
+            return r.value["status"]
+        return f"{r.value['op']} {r.key['ID']}"
+
+    stream = [label(r) for r in records if r.value is not None and r.topic.startswith(("server1.transaction",
+                                                                                         "server1.DEBEZIUM."))]
+    first_close = next(wid for wid, kind in db.watermarks if kind == "snapshot-window-close")
+    at = stream.index(f"c {first_close}")
+    # the open watermark's transaction ends, the reads, then the close watermark's transaction
+    assert stream[at - 4:at + 2] == ["END", "r 1001", "r 1002", "BEGIN", f"c {first_close}", "END"]
+    read = reads([r for r in records if r.topic != "server1.transaction"])
+    assert [r.key["ID"] for r in read] == [1001, 1002, 1003, 1004, 1005]
+    assert all(r.value["transaction"] is None for r in read)
+    close = next(r for r in records if r.key == {"ID": first_close} and r.value is not None)
+    assert close.value["transaction"]["total_order"] == 1
+    ends = [r for r in records if r.topic == "server1.transaction" and r.value["status"] == "END"
+            and r.value["id"] == close.value["transaction"]["id"]]
+    assert len(ends) == 1 and ends[0].value["event_count"] == 1  # the reads are not the transaction's events

@@ -377,3 +377,40 @@ def test_two_column_key_chunks_with_written_out_bounds(tmp_path: Path, chunk_ids
     # the second chunk (window c2, not yet closed) was read from the key after (1, 'b')
     assert server.rec.served(f"{select} WHERE ({bound}) AND (NOT ({bound})) ORDER BY [order_id], [line]",
                              (1, 1, "b", 2, 2, "b")) == 1
+
+
+def test_incremental_reads_stay_outside_the_watermark_transaction(tmp_path: Path, chunk_ids: None) -> None:
+    """provide.transaction.metadata=true: a window's reads go out when its close watermark row is
+    met, before that row's transaction begins (Debezium's TransactionMonitor emits BEGIN with a
+    transaction's first data event, and the close signal is handled before it), with
+    ``transaction: null``; the watermark rows' own events are in their transactions."""
+    server = signal_server()
+    server.passes(START, lsn_at(1), lsn_at(14), lsn_at(24), lsn_at(34))
+    chunks(server)
+    for chunk in ("c1", "c2", "c3"):
+        window(server, chunk)
+    pass_rows(server, START, lsn_at(1), [execute_signal(1, [r"testDB\.dbo\.customers"])])
+    pass_rows(server, lsn_at(1), lsn_at(14), watermarks(10, "c1"))
+    pass_rows(server, lsn_at(14), lsn_at(24), watermarks(20, "c2"))
+    pass_rows(server, lsn_at(24), lsn_at(34), watermarks(30, "c3"))
+    streaming_only(server, tmp_path)
+    props = {k.replace(".", "__"): v for k, v in PROPS.items()}
+    sink, _, _ = run(server, tmp_path, provide__transaction__metadata="true", **props)
+
+    def label(r: Any) -> str:
+        if r.topic == "server1.transaction":
+            return f"{r.value['status']} {r.value['id']}"
+        return f"{r.value['op']} {r.key.get('id')}"
+
+    # the window c1 (open at 10, close at 12): its reads between END of 10 and BEGIN of 12
+    stream = [label(r) for r in sink.records if r.value is not None]
+    assert stream[stream.index(f"END {lsn_at(10)}"):stream.index(f"END {lsn_at(12)}") + 1] == [
+        f"END {lsn_at(10)}", "r 1001", "r 1002", f"BEGIN {lsn_at(12)}", "c c1-close", f"END {lsn_at(12)}"]
+    reads = [r for r in data(sink.records) if r.value["op"] == "r"]
+    assert [r.key["id"] for r in reads] == [1001, 1002, 1003]
+    assert all(r.value["transaction"] is None for r in reads)
+    close = next(r for r in data(sink.records, SIGNAL_TOPIC) if r.key == {"id": "c1-close"})
+    assert close.value["transaction"]["id"] == lsn_at(12) and close.value["transaction"]["total_order"] == 1
+    end = next(r for r in sink.records if r.topic == "server1.transaction" and r.value["id"] == lsn_at(12)
+               and r.value["status"] == "END")
+    assert end.value["event_count"] == 1  # the reads are not the transaction's events
