@@ -106,6 +106,21 @@ def execute_signal(n: int, data_collections: list[str]) -> tuple[Any, ...]:
                                                               "type": "incremental"}))
 
 
+def whole_snapshot(c1_changes: list[tuple[Any, ...]] | None = None) -> RecordedServer:
+    """The signal, then windows c1 (with ``c1_changes`` of customers inside), c2 and c3 in passes of
+    their own: the whole snapshot of customers."""
+    server = signal_server()
+    server.passes(START, lsn_at(1), lsn_at(14), lsn_at(24), lsn_at(34))
+    chunks(server)
+    for chunk in ("c1", "c2", "c3"):
+        window(server, chunk)
+    pass_rows(server, START, lsn_at(1), [execute_signal(1, [r"testDB\.dbo\.customers"])])
+    pass_rows(server, lsn_at(1), lsn_at(14), watermarks(10, "c1"), c1_changes or [])
+    pass_rows(server, lsn_at(14), lsn_at(24), watermarks(20, "c2"))
+    pass_rows(server, lsn_at(24), lsn_at(34), watermarks(30, "c3"))
+    return server
+
+
 def test_log_signal_from_the_signal_change_table(tmp_path: Path, caplog: Any) -> None:
     caplog.set_level("INFO")
     server = signal_server()
@@ -123,18 +138,9 @@ def test_log_signal_from_the_signal_change_table(tmp_path: Path, caplog: Any) ->
 
 def test_incremental_snapshot_reads_chunks_in_windows_and_drops_rows_changed_inside(
         tmp_path: Path, chunk_ids: None) -> None:
-    server = signal_server()
-    server.passes(START, lsn_at(1), lsn_at(14), lsn_at(24), lsn_at(34))
-    chunks(server)
-    for chunk in ("c1", "c2", "c3"):
-        window(server, chunk)
-    pass_rows(server, START, lsn_at(1), [execute_signal(1, [r"testDB\.dbo\.customers"])])
     # window c1 (rows 1001, 1002): 1002 is updated inside it, 1001 after its close
-    pass_rows(server, lsn_at(1), lsn_at(14), watermarks(10, "c1"),
-              [(11, 3, *ROWS[1002]), (11, 4, 1002, "George", "Bailey", "george@new.com"),
-               (13, 3, *ROWS[1001]), (13, 4, 1001, "Sally", "Thomas", "sally@new.com")])
-    pass_rows(server, lsn_at(14), lsn_at(24), watermarks(20, "c2"))
-    pass_rows(server, lsn_at(24), lsn_at(34), watermarks(30, "c3"))
+    server = whole_snapshot([(11, 3, *ROWS[1002]), (11, 4, 1002, "George", "Bailey", "george@new.com"),
+                             (13, 3, *ROWS[1001]), (13, 4, 1001, "Sally", "Thomas", "sally@new.com")])
     streaming_only(server, tmp_path)
     sink, store, _ = run(server, tmp_path, **{k.replace(".", "__"): v for k, v in PROPS.items()})
     events = [(r.op, r.key["id"]) for r in data(sink.records)]
@@ -384,15 +390,7 @@ def test_incremental_reads_stay_outside_the_watermark_transaction(tmp_path: Path
     met, before that row's transaction begins (Debezium's TransactionMonitor emits BEGIN with a
     transaction's first data event, and the close signal is handled before it), with
     ``transaction: null``; the watermark rows' own events are in their transactions."""
-    server = signal_server()
-    server.passes(START, lsn_at(1), lsn_at(14), lsn_at(24), lsn_at(34))
-    chunks(server)
-    for chunk in ("c1", "c2", "c3"):
-        window(server, chunk)
-    pass_rows(server, START, lsn_at(1), [execute_signal(1, [r"testDB\.dbo\.customers"])])
-    pass_rows(server, lsn_at(1), lsn_at(14), watermarks(10, "c1"))
-    pass_rows(server, lsn_at(14), lsn_at(24), watermarks(20, "c2"))
-    pass_rows(server, lsn_at(24), lsn_at(34), watermarks(30, "c3"))
+    server = whole_snapshot()
     streaming_only(server, tmp_path)
     props = {k.replace(".", "__"): v for k, v in PROPS.items()}
     sink, _, _ = run(server, tmp_path, provide__transaction__metadata="true", **props)
