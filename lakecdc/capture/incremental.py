@@ -66,6 +66,29 @@ class Collection:
                 "incremental_snapshot_collections_surrogate_key": self.surrogate_key}
 
 
+@dataclass(frozen=True)
+class AdditionalCondition:
+    """One filter of an ``execute-snapshot`` signal. ``collection`` is the ``data-collection`` as
+    written (a regex for incremental snapshots, a table name for blocking ones); None for the older
+    ``additional-condition`` string, which applies to every requested table."""
+
+    collection: str | None
+    filter: str
+
+
+def additional_conditions(data: dict[str, Any]) -> list[AdditionalCondition]:
+    """``additional-conditions`` ([{"data-collection": ..., "filter": ...}]), then the older
+    ``additional-condition`` string, of an ``execute-snapshot`` signal's data (both snapshot types)."""
+    out: list[AdditionalCondition] = []
+    for entry in data.get("additional-conditions") or []:
+        if isinstance(entry, dict) and entry.get("data-collection") and entry.get("filter"):
+            out.append(AdditionalCondition(str(entry["data-collection"]), str(entry["filter"])))
+    legacy = data.get("additional-condition")
+    if legacy:
+        out.append(AdditionalCondition(None, str(legacy)))
+    return out
+
+
 def instant() -> str:
     """Java ``Instant.toString()`` of now (nanosecond digits), as Debezium writes watermarks."""
     ns = time.time_ns()
@@ -171,16 +194,10 @@ class IncrementalSnapshot(ABC):
 
     @staticmethod
     def _conditions(data: dict[str, Any]) -> list[tuple[re.Pattern[str], str]]:
-        """``additional-conditions`` ([{"data-collection": regex, "filter": sql}]), or the older
-        ``additional-condition`` string for every requested table."""
-        out: list[tuple[re.Pattern[str], str]] = []
-        for entry in data.get("additional-conditions") or []:
-            if isinstance(entry, dict) and entry.get("data-collection") and entry.get("filter"):
-                out.append((compile_collection(str(entry["data-collection"])), str(entry["filter"])))
-        legacy = data.get("additional-condition")
-        if legacy:
-            out.append((re.compile(".*"), str(legacy)))
-        return out
+        """Each condition's ``data-collection`` as a regex (the older string: every table) and its
+        WHERE fragment."""
+        return [(compile_collection(c.collection) if c.collection is not None else re.compile(".*"), c.filter)
+                for c in additional_conditions(data)]
 
     def stop(self, signal: Signal) -> None:
         data = signal.data

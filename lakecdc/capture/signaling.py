@@ -20,14 +20,17 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from lakecdc.capture.blocking import BlockingSnapshotError, blocking_selects
 from lakecdc.capture.incremental import CLOSE, OPEN, IncrementalSnapshot
 from lakecdc.capture.signal_kafka import KafkaSignalChannel
 from lakecdc.capture.signals import Signal, SignalProcessor, signal_from_row
 
 log = logging.getLogger(__name__)
 
-#: (signal, the captured tables it names, the stream position it was met at) -> ``r`` records
-BlockingSnapshot = Callable[[Signal, list[str], Any], list[Any]]
+#: (signal, the captured tables it names, the stream position it was met at, the SELECT statements of
+#: its additional conditions by ``schema.table``) -> ``r`` records; raises BlockingSnapshotError
+#: when the database refuses one of those statements
+BlockingSnapshot = Callable[[Signal, list[str], Any, dict[str, str]], list[Any]]
 
 
 class Signaling:
@@ -88,11 +91,14 @@ class Signaling:
         if kind != "blocking":
             log.warning("signal '%s': unknown snapshot type '%s' (incremental or blocking); ignored", signal.id, kind)
             return
-        if signal.data.get("additional-conditions") or signal.data.get("additional-condition"):
-            log.warning("signal '%s': additional conditions are not applied to blocking snapshots in lakecdc "
-                        "(snapshot.select.statement.overrides are)", signal.id)
         tables = self.incremental.expand(signal)
-        log.info("Requested 'BLOCKING' snapshot of data collections %s (signal '%s'); streaming waits", tables,
-                 signal.id)
-        if tables:
-            self._records.extend(self._blocking(signal, tables, self._position))
+        selects = blocking_selects(signal, tables)
+        log.info("Requested 'BLOCKING' snapshot of data collections %s with additional conditions %s (signal '%s'); "
+                 "streaming waits", tables, selects, signal.id)
+        if not tables:
+            return
+        try:
+            self._records.extend(self._blocking(signal, tables, self._position, selects))
+        except BlockingSnapshotError as exc:
+            # as Debezium: the snapshot is given up, the connector goes on streaming after the signal
+            log.error("signal '%s': %s; nothing of this snapshot is emitted, streaming resumes", signal.id, exc)

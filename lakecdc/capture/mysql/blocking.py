@@ -21,8 +21,10 @@ from lakecdc.events.positions import MySqlPosition
 log = logging.getLogger(__name__)
 
 
-def blocking_snapshot(config: Any, schema: DatabaseSchema, tables: list[str], position: MySqlPosition) -> list[Any]:
-    """The ``r`` records of ``tables`` (``db.table``) as of now, at the signal's ``position``."""
+def blocking_snapshot(config: Any, schema: DatabaseSchema, tables: list[str], position: MySqlPosition,
+                      selects: dict[str, str]) -> list[Any]:
+    """The ``r`` records of ``tables`` (``db.table``) as of now, at the signal's ``position``;
+    ``selects`` the SELECT statements of its additional conditions (``capture/blocking.py``)."""
     records: list[Any] = []
     captured = [(t.schema or "", t.table) for t in map(parse_table_id, tables)]
     started = time.monotonic()
@@ -31,7 +33,7 @@ def blocking_snapshot(config: Any, schema: DatabaseSchema, tables: list[str], po
         with conn.cursor() as cur:
             cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-        reader = MySqlSnapshotSource(config, schema, show_progress=False)
+        reader = MySqlSnapshotSource(config, schema, show_progress=False, selects=selects)
         rows = reader.scan(conn, records.extend, captured, position)
         conn.commit()
     finally:

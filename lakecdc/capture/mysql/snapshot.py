@@ -24,6 +24,7 @@ import logging
 import time
 from typing import Any
 
+from lakecdc.capture.blocking import BlockingSnapshotError
 from lakecdc.capture.mysql import connection as myconn
 from lakecdc.capture.mysql.database_schema import DatabaseSchema
 from lakecdc.capture.mysql.errors import MySqlPrivilegeError
@@ -41,9 +42,11 @@ BATCH = 2000
 
 class MySqlSnapshotSource:
     def __init__(self, config: Any, schema: DatabaseSchema, with_data: bool = True,
-                 show_progress: bool | None = None) -> None:
+                 show_progress: bool | None = None, selects: dict[str, str] | None = None) -> None:
         self.config = config
         self.schema = schema
+        #: a blocking snapshot's SELECT statements from its signal, by ``db.table`` (capture/blocking.py)
+        self.selects = selects or {}
         self.with_data = with_data
         self.show_progress = show_progress
         self.source = source_builder(config.topic_prefix, config.connector_type)
@@ -197,7 +200,8 @@ class MySqlSnapshotSource:
         try:
             for t_index, (db, table, factory) in enumerate(tables):
                 last_table = t_index == len(tables) - 1
-                statement = self.config.snapshot_select_statements.get(f"{db}.{table}") or \
+                from_signal = self.selects.get(f"{db}.{table}")
+                statement = from_signal or self.config.snapshot_select_statements.get(f"{db}.{table}") or \
                     f"SELECT * FROM {myconn.quote(db)}.{myconn.quote(table)}"
                 ts_ms = int(time.time() * 1000)
 
@@ -211,7 +215,10 @@ class MySqlSnapshotSource:
                 table_rows = 0
                 progress.table_started(db, table)
                 try:
-                    cur.execute(statement)
+                    if from_signal is None:
+                        cur.execute(statement)
+                    else:
+                        _execute_signal_select(cur, f"{db}.{table}", statement)
                     block = cur.fetchmany(BATCH)
                     while block:
                         following = cur.fetchmany(BATCH)
@@ -237,6 +244,18 @@ class MySqlSnapshotSource:
         finally:
             progress.close()
         return total
+
+
+def _execute_signal_select(cur: Any, table: str, statement: str) -> None:
+    """A blocking snapshot's SELECT from its signal: a refusal names the table and the statement."""
+    import pymysql
+
+    try:
+        cur.execute(statement)
+    except pymysql.err.Error as exc:
+        if myconn.is_connection_lost(exc) or isinstance(exc, pymysql.err.InterfaceError):
+            raise
+        raise BlockingSnapshotError(table, statement, str(exc.args[-1] if exc.args else exc)) from exc
 
 
 class _Progress:

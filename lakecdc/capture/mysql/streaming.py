@@ -192,8 +192,9 @@ class MySqlStreamingSource:
         incremental.restore(offset)
         incremental.start()
 
-    def _blocking_snapshot(self, signal: Any, tables: list[str], position: MySqlPosition | None) -> list[Any]:
-        return blocking_snapshot(self.config, self.schema, tables, position or self._position())
+    def _blocking_snapshot(self, signal: Any, tables: list[str], position: MySqlPosition | None,
+                           selects: dict[str, str]) -> list[Any]:
+        return blocking_snapshot(self.config, self.schema, tables, position or self._position(), selects)
 
     def _position(self) -> MySqlPosition:
         """Where streaming is between two events: the last committed transaction's end."""

@@ -30,6 +30,7 @@ import sys
 import time
 from typing import Any
 
+from lakecdc.capture.blocking import BlockingSnapshotError
 from lakecdc.capture.oracle import connection as oraconn
 from lakecdc.capture.oracle.change_records import RecordFactory
 from lakecdc.capture.oracle.config import OracleConnectorConfig
@@ -67,8 +68,13 @@ def select_list(schema: TableSchema) -> str:
     return ", ".join(parts)
 
 
-def snapshot_statement(config: OracleConnectorConfig, schema: TableSchema, scn: int) -> str:
-    override = config.snapshot_select_statements.get(f"{schema.owner}.{schema.table}")
+def snapshot_statement(config: OracleConnectorConfig, schema: TableSchema, scn: int,
+                       selects: dict[str, str] | None = None) -> str:
+    """The table's snapshot query: a blocking snapshot's SELECT from its signal (``selects``, by
+    ``OWNER.TABLE``), else ``snapshot.select.statement.overrides``, both as written, else every
+    column ``AS OF SCN scn``."""
+    key = f"{schema.owner}.{schema.table}"
+    override = (selects or {}).get(key) or config.snapshot_select_statements.get(key)
     if override:
         return override
     return f'SELECT {select_list(schema)} FROM "{schema.owner}"."{schema.table}" AS OF SCN {scn}'
@@ -78,8 +84,10 @@ class OracleSnapshotSource:
     def __init__(self, config: OracleConnectorConfig, modes: TypeModes, namer: TopicNamer,
                  with_data: bool = True, show_progress: bool | None = None, console: Any = None,
                  headers: list[tuple[str, bytes]] | None = None,
-                 history: OracleSchemaHistory | None = None) -> None:
+                 history: OracleSchemaHistory | None = None, selects: dict[str, str] | None = None) -> None:
         self.config = config
+        #: a blocking snapshot's SELECT statements from its signal, by ``OWNER.TABLE`` (capture/blocking.py)
+        self.selects = selects or {}
         self.history = history
         self.modes = modes
         self.namer = namer
@@ -113,8 +121,9 @@ class OracleSnapshotSource:
 
     def blocking(self, emit: Emit, tables: list[TableSchema], scn: int) -> int:
         """A blocking snapshot (signal ``execute-snapshot``, ``type: blocking``): ``tables`` read whole
-        as step 4 reads them, ``AS OF SCN scn``, on a connection of its own; no schema history, no
-        offset (streaming goes on after the signal's commit)."""
+        as step 4 reads them, ``AS OF SCN scn`` (a SELECT from the signal's additional conditions
+        runs as written, as Debezium runs it without ``snapshot.enhance.predicate.scn``), on a
+        connection of its own; no schema history, no offset (streaming goes on after the signal's commit)."""
         conn = oraconn.connect(self.config)
         try:
             return self._scan(conn, emit, tables, scn)
@@ -148,6 +157,22 @@ class OracleSnapshotSource:
         names = (f"{self.config.source_db}.{owner}.{table}", f"{owner}.{table}")
         return any(p.fullmatch(n) for p in patterns for n in names)
 
+    def _first_row(self, rows: Any, schema: TableSchema) -> Any:
+        """The query's first row (None: no row), where the database refuses a bad statement: one
+        from the signal fails the blocking snapshot naming the table and the statement."""
+        from_signal = self.selects.get(f"{schema.owner}.{schema.table}")
+        try:
+            return next(rows, None)
+        except oraconn.OracleConnectionLostError:
+            raise
+        except Exception as exc:
+            import oracledb
+
+            if from_signal is None or not isinstance(exc, oracledb.DatabaseError):
+                raise
+            table = f"{self.config.source_db}.{schema.owner}.{schema.table}"
+            raise BlockingSnapshotError(table, from_signal, str(exc)) from exc
+
     def _scan(self, conn: oraconn.OracleConnection, emit: Emit, tables: list[TableSchema], scn: int) -> int:
         progress = _Progress(self.show_progress, conn, tables, self.console)
         position = OraclePosition(scn=scn, snapshot=True)
@@ -166,10 +191,10 @@ class OracleSnapshotSource:
 
                 middle = source("true")
                 progress.table_started(schema)
-                rows = conn.iter_tuples(snapshot_statement(self.config, schema, scn), BATCH)
+                rows = conn.iter_tuples(snapshot_statement(self.config, schema, scn, self.selects), BATCH)
                 block: list[Any] = []
                 table_rows = 0
-                pending = next(rows, None)
+                pending = self._first_row(rows, schema)
                 while pending is not None:
                     following = next(rows, None)
                     names, values = pending

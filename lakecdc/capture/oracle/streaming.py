@@ -143,7 +143,8 @@ class OracleStreamingSource:
             incremental.restore(offset)
             incremental.start()  # a snapshot restored from the offset goes on with a new window
 
-    def _blocking_snapshot(self, signal: Any, tables: list[str], position: OraclePosition | None) -> list[Any]:
+    def _blocking_snapshot(self, signal: Any, tables: list[str], position: OraclePosition | None,
+                           selects: dict[str, str]) -> list[Any]:
         """Streaming waits while ``tables`` (``db.schema.table``) are read whole as the initial snapshot
         reads them, ``AS OF SCN`` the signal's commit (a Kafka signal: the restart SCN), with the
         snapshot markers; their rows go out after the signal's own event. Transactions committed
@@ -154,7 +155,8 @@ class OracleStreamingSource:
         schemas = [self.schemas.get(t.schema or "", t.table) for t in map(parse_table_id, tables)]
         records: list[Any] = []
         started = time.monotonic()
-        source = OracleSnapshotSource(self.config, self.modes, self.namer, show_progress=False, headers=self.headers)
+        source = OracleSnapshotSource(self.config, self.modes, self.namer, show_progress=False, headers=self.headers,
+                                      selects=selects)
         rows = source.blocking(records.extend, schemas, scn)
         log.info("blocking snapshot completed: %d rows from %d tables as of SCN %d in %.1f s; streaming resumes",
                  rows, len(schemas), scn, time.monotonic() - started)

@@ -25,11 +25,12 @@ log = logging.getLogger(__name__)
 
 def blocking_snapshot(conn: Any, config: PostgresConnectorConfig, modes: TypeModes, namer: TopicNamer,
                       schemas: TableSchemas, headers: list[tuple[str, bytes]], tables: list[str],
-                      position: PostgresPosition | None) -> list[Any]:
+                      position: PostgresPosition | None, selects: dict[str, str]) -> list[Any]:
     """The ``r`` records of ``tables`` as of now, read on ``conn`` (an autocommit connection);
-    ``position`` is the signal's."""
+    ``position`` is the signal's; ``selects`` the SELECT statements of its additional conditions
+    (``capture/blocking.py``: a refused one raises BlockingSnapshotError, the transaction rolled back)."""
     records: list[Any] = []
-    reader = PostgresSnapshotSource(config, modes, namer, show_progress=False, headers=headers)
+    reader = PostgresSnapshotSource(config, modes, namer, show_progress=False, headers=headers, selects=selects)
     started = time.monotonic()
     lsn = position.lsn if position is not None else 0
     tx_id = position.tx_id if position is not None and position.tx_id is not None else 0

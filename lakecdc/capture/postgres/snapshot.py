@@ -26,7 +26,10 @@ import sys
 import time
 from typing import Any
 
+import psycopg
 from psycopg import sql
+
+from lakecdc.capture.blocking import BlockingSnapshotError
 
 from lakecdc.capture.postgres import connection as pgconn
 from lakecdc.capture.postgres.config import PostgresConnectorConfig
@@ -48,9 +51,11 @@ BATCH = 5_000
 class PostgresSnapshotSource:
     def __init__(self, config: PostgresConnectorConfig, modes: TypeModes, namer: TopicNamer,
                  with_data: bool = True, show_progress: bool | None = None,
-                 headers: list[tuple[str, bytes]] | None = None) -> None:
+                 headers: list[tuple[str, bytes]] | None = None, selects: dict[str, str] | None = None) -> None:
         self.headers = headers if headers is not None else config.data_headers()
         self.config = config
+        #: a blocking snapshot's SELECT statements from its signal, by ``schema.table`` (capture/blocking.py)
+        self.selects = selects or {}
         self.modes = modes
         self.namer = namer
         self.with_data = with_data
@@ -172,14 +177,22 @@ class PostgresSnapshotSource:
 
     def _rows(self, conn: Any, schema: TableSchema, table: TableId) -> Any:
         columns = sql.SQL(", ").join(sql.Identifier(c) for c in schema.column_names)
-        override = self.config.snapshot_select_statements.get(str(table))
+        from_signal = self.selects.get(str(table))
+        override = from_signal or self.config.snapshot_select_statements.get(str(table))
         if override:
             query = sql.SQL("SELECT {} FROM ({}) AS lakecdc_override").format(columns, sql.SQL(override))
         else:
             query = sql.SQL("SELECT {} FROM {}").format(columns, pgconn.quoted(table))
-        with conn.cursor() as cur:
-            with cur.copy(sql.SQL("COPY ({}) TO STDOUT").format(query)) as copy:
-                yield from copy.rows()
+        try:
+            with conn.cursor() as cur:
+                with cur.copy(sql.SQL("COPY ({}) TO STDOUT").format(query)) as copy:
+                    yield from copy.rows()
+        except psycopg.OperationalError:
+            raise  # connection lost: streaming reconnects
+        except psycopg.Error as exc:
+            if from_signal is None:
+                raise
+            raise BlockingSnapshotError(str(table), from_signal, str(exc)) from exc
 
 
 class _SourceFactory:

@@ -358,9 +358,10 @@ class PostgresStreamingSource:
         out.append(self._messages.record(message, lsn, self._xid if transactional else None, self._commit_ts_us,
                                          self._last_commit_lsn, block))
 
-    def _blocking_snapshot(self, signal: Signal, tables: list[str], position: PostgresPosition | None) -> list[Any]:
+    def _blocking_snapshot(self, signal: Signal, tables: list[str], position: PostgresPosition | None,
+                           selects: dict[str, str]) -> list[Any]:
         return blocking_snapshot(self._sql, self.config, self.modes, self.namer, self._schemas, self._headers, tables,
-                                 position)
+                                 position, selects)
 
     def _dedupe(self, schema: Any, *keys: Any) -> None:
         """Streamed changes of the chunk's table win over its buffered rows (window open)."""

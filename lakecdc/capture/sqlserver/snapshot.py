@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from lakecdc.capture.blocking import BlockingSnapshotError
 from lakecdc.capture.spi import Emit, SnapshotResult
 from lakecdc.capture.sqlserver import connection as sq
 from lakecdc.capture.sqlserver.database_schema import DatabaseSchema
@@ -55,9 +56,11 @@ def no_max_lsn_error(database: str) -> SqlServerSetupError:
 class SqlServerSnapshotSource:
     def __init__(self, config: Any, schema: DatabaseSchema, connect: Callable[[], Any], with_data: bool = True,
                  show_progress: bool | None = None, console: Any = None,
-                 headers: list[tuple[str, bytes]] | None = None) -> None:
+                 headers: list[tuple[str, bytes]] | None = None, selects: dict[str, str] | None = None) -> None:
         self.config = config
         self.headers = config.data_headers() if headers is None else headers
+        #: a blocking snapshot's SELECT statements from its signal, by ``schema.table`` (capture/blocking.py)
+        self.selects = selects or {}
         self.console = console  # where the progress bar draws (default: rich's stderr console)
         self.schema = schema
         self.connect = connect
@@ -121,12 +124,27 @@ class SqlServerSnapshotSource:
             sq.execute(conn, f"SELECT TOP(0) * FROM {db}.{sq.quote(schema)}.{sq.quote(table)} WITH (TABLOCKX)")
 
     def _statement(self, inst: Any) -> str:
-        override = self.config.snapshot_select_statements.get(f"{inst.source_schema}.{inst.source_table}")
+        key = f"{inst.source_schema}.{inst.source_table}"
+        override = self.selects.get(key) or self.config.snapshot_select_statements.get(key)
         if override:
             return str(override)
         columns = ", ".join(sq.quote(c) for c in self.schema.schema(inst).column_names)
         db = sq.quote(self.schema.database)
         return f"SELECT {columns} FROM {db}.{sq.quote(inst.source_schema)}.{sq.quote(inst.source_table)}"
+
+    def _execute(self, cur: Any, inst: Any) -> None:
+        """Run a table's snapshot query; the database refusing a blocking snapshot's SELECT from its
+        signal fails the snapshot naming the table and the statement."""
+        import pymssql
+
+        from_signal = self.selects.get(f"{inst.source_schema}.{inst.source_table}")
+        try:
+            cur.execute(self._statement(inst))
+        except (pymssql.ProgrammingError, pymssql.DataError, pymssql.IntegrityError) as exc:
+            if from_signal is None:
+                raise
+            table = f"{self.schema.database}.{inst.source_schema}.{inst.source_table}"
+            raise BlockingSnapshotError(table, from_signal, str(exc)) from exc
 
     def _included(self, inst: Any) -> bool:
         signal = self.config.signal_table
@@ -166,7 +184,7 @@ class SqlServerSnapshotSource:
                 cur = conn.cursor()
                 table_rows = 0
                 try:
-                    cur.execute(self._statement(inst))
+                    self._execute(cur, inst)
                     block = cur.fetchmany(fetch)
                     while block:
                         following = cur.fetchmany(fetch)

@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from lakecdc.capture.blocking import BlockingSnapshotError
 from lakecdc.capture.heartbeat import Heartbeat
 from lakecdc.capture.signaling import Signaling
 from lakecdc.capture.signals import parse_table_id
@@ -192,19 +193,23 @@ class SqlServerStreamingSource:
         except Exception as exc:
             raise self._lost(exc) from exc
 
-    def _blocking_snapshot(self, signal: Any, tables: list[str], position: SqlServerPosition | None) -> list[Any]:
+    def _blocking_snapshot(self, signal: Any, tables: list[str], position: SqlServerPosition | None,
+                           selects: dict[str, str]) -> list[Any]:
         """Streaming waits while ``tables`` (``db.schema.table``) are read whole as the initial snapshot
-        reads them, every row at the signal's commit LSN with the snapshot markers. As in Debezium, changes
-        committed between the signal and the read are in the snapshot and streamed again after it."""
+        reads them (``selects``: the SELECT statements of the signal's additional conditions), every
+        row at the signal's commit LSN with the snapshot markers. As in Debezium, changes committed
+        between the signal and the read are in the snapshot and streamed again after it."""
         assert self.resume is not None
         lsn = position.commit_lsn if position is not None else self.resume.commit_lsn
         keys = [(t.schema or "dbo", t.table) for t in map(parse_table_id, tables)]
         records: list[Any] = []
         started = time.monotonic()
         source = SqlServerSnapshotSource(self.config, self.schema, self.connect, show_progress=False,
-                                         headers=self.headers)
+                                         headers=self.headers, selects=selects)
         try:
             rows = source.blocking(records.extend, keys, lsn)
+        except BlockingSnapshotError:
+            raise  # the signal's SELECT refused: the snapshot fails, streaming goes on (capture/signaling.py)
         except Exception as exc:
             raise self._lost(exc) from exc
         log.info("blocking snapshot completed: %d rows from %d tables in %.1f s; streaming resumes", rows, len(keys),

@@ -249,6 +249,42 @@ def test_blocking_snapshot(mariadb: Any, tmp_path: Path) -> None:
     assert not any("snapshot-window" in json.dumps(r["value"]) for r in recs)
 
 
+def test_blocking_snapshot_additional_conditions(mariadb: Any, tmp_path: Path,
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    """A blocking snapshot's additional condition is the table's whole SELECT (as Debezium's): one the
+    server refuses fails that snapshot with an error naming the table and the statement, nothing of
+    it is emitted and streaming goes on; a valid one reads only the rows it selects."""
+    caplog.set_level(logging.INFO)
+    db = "sig_block_cond"
+    setup_db(mariadb, db, 6)
+    out = tmp_path / "out.jsonl"
+    capture = start(mariadb, props(tmp_path, mariadb, db, 2), out)
+    bad = f"SELECT no_such_column FROM {db}.items"
+    red = f"SELECT * FROM {db}.items WHERE color = 'red' ORDER BY id"
+    sql(mariadb, db, signal("b-bad", "execute-snapshot", {
+            "data-collections": [f"{db}.items"], "type": "blocking",
+            "additional-conditions": [{"data-collection": f"{db}.items", "filter": bad}]}),
+        "INSERT INTO items VALUES (60, 'between', 'red')",
+        signal("b-red", "execute-snapshot", {
+            "data-collections": [f"{db}.items"], "type": "blocking",
+            "additional-conditions": [{"data-collection": f"{db}.items", "filter": red}]}),
+        "UPDATE items SET label = 'after' WHERE id = 2")
+    capture.wait(180)
+    recs = [r for r in records(out) if r.get("value") and "op" in r["value"]["payload"]]
+    events = [(r["topic"].rsplit(".", 1)[1], r["value"]["payload"]["op"], r["key"]["payload"]["id"]) for r in recs]
+    assert events == [("debezium_signal", "c", "b-bad"), ("items", "c", 60), ("debezium_signal", "c", "b-red"),
+                      ("items", "r", 1), ("items", "r", 3), ("items", "r", 5), ("items", "r", 60),
+                      ("items", "u", 2)]
+    snapshot = [r["value"]["payload"] for r in recs[3:7]]
+    assert [p["source"]["snapshot"] for p in snapshot] == ["first", "true", "true", "last"]
+    state = table_state(mariadb, db)
+    assert [p["after"] for p in snapshot] == [state[i] for i in (1, 3, 5, 60)]
+    failure = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(failure) == 1
+    assert f"blocking snapshot of table '{db}.items' failed" in failure[0] and repr(bad) in failure[0]
+    assert "no_such_column" in failure[0].split(repr(bad), 1)[1]  # the server's reason follows
+
+
 def test_signals_work_when_creates_are_skipped(mariadb: Any, tmp_path: Path) -> None:
     """skipped.operations=c hides the signal table's inserts, not the signals (nor the snapshot)."""
     db = "sig_skip"

@@ -202,6 +202,41 @@ def test_blocking_snapshot(pg: Any, tmp_path: Path) -> None:
     assert not any("snapshot-window" in json.dumps(r["value"]) for r in records)
 
 
+def test_blocking_snapshot_additional_conditions(pg: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A blocking snapshot's additional condition is the table's whole SELECT (as Debezium's): one the
+    database refuses fails that snapshot with an error naming the table and the statement, nothing
+    of it is emitted and streaming goes on; a valid one reads only the rows it selects."""
+    caplog.set_level(logging.INFO)
+    dsn = setup_db(pg, 6)
+    out = tmp_path / "out.jsonl"
+    capture = start(props(tmp_path, pg, 2), out, dsn)
+    bad = "SELECT no_such_column FROM public.items"
+    red = "SELECT * FROM public.items WHERE color = 'red' ORDER BY id"
+    execute(dsn, signal("b-bad", "execute-snapshot", {
+                "data-collections": ["public.items"], "type": "blocking",
+                "additional-conditions": [{"data-collection": "public.items", "filter": bad}]}),
+            "INSERT INTO items VALUES (60, 'between', 'red')",
+            signal("b-red", "execute-snapshot", {
+                "data-collections": ["public.items"], "type": "blocking",
+                "additional-conditions": [{"data-collection": "public.items", "filter": red}]}),
+            "UPDATE items SET label = 'after' WHERE id = 2")
+    capture.wait(180)
+    records = [r for r in load_records(out) if r["value"]]
+    events = [(r["topic"].rsplit(".", 1)[1], r["value"]["payload"]["op"], r["key"]["payload"]["id"])
+              for r in records]
+    assert events == [("debezium_signal", "c", "b-bad"), ("items", "c", 60), ("debezium_signal", "c", "b-red"),
+                      ("items", "r", 1), ("items", "r", 3), ("items", "r", 5), ("items", "r", 60),
+                      ("items", "u", 2)]
+    snapshot = [r["value"]["payload"] for r in records[3:7]]
+    assert [p["source"]["snapshot"] for p in snapshot] == ["first", "true", "true", "last"]
+    state = table_state(dsn)
+    assert [p["after"] for p in snapshot] == [state[i] for i in (1, 3, 5, 60)]
+    failure = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(failure) == 1
+    assert "blocking snapshot of table 'public.items' failed" in failure[0] and repr(bad) in failure[0]
+    assert "no_such_column" in failure[0].split(repr(bad), 1)[1]  # the database's reason follows
+
+
 def test_signals_work_when_creates_are_skipped(pg: Any, tmp_path: Path) -> None:
     """skipped.operations=c hides the signal table's inserts, not the signals (nor the snapshot)."""
     dsn = setup_db(pg, 3)
