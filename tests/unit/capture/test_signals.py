@@ -119,3 +119,31 @@ def test_chunk_statements_in_each_dialect() -> None:
         'ORDER BY "ID" FETCH FIRST 3 ROWS ONLY', [1, 9])
     assert ChunkQueries(MySqlDialect(), ("db", "t"), ["id"], None).max_key() == (
         "SELECT `id` FROM `db`.`t` ORDER BY `id` DESC LIMIT 1", [])
+
+
+def test_blocking_selects_name_tables_as_debezium(caplog: pytest.LogCaptureFixture) -> None:
+    """A blocking snapshot's additional conditions: data-collection is one table's name (with or
+    without the database for three-part ids; no regex), the filter its whole SELECT; the older
+    additional-condition string is not applied. Parsed by the incremental snapshot's parser."""
+    from lakecdc.capture.blocking import blocking_selects
+    from lakecdc.capture.incremental import AdditionalCondition, additional_conditions
+
+    data = {"data-collections": ["public.a", "public.b"], "type": "blocking",
+            "additional-conditions": [{"data-collection": "public.a", "filter": "SELECT * FROM public.a WHERE x"},
+                                      {"data-collection": "public.*", "filter": "SELECT 1"},
+                                      {"data-collection": '"public"."b"', "filter": "SELECT * FROM public.b"},
+                                      {"data-collection": "public.c"}],
+            "additional-condition": "x > 1"}
+    assert additional_conditions(data) == [
+        AdditionalCondition("public.a", "SELECT * FROM public.a WHERE x"), AdditionalCondition("public.*", "SELECT 1"),
+        AdditionalCondition('"public"."b"', "SELECT * FROM public.b"), AdditionalCondition(None, "x > 1")]
+    caplog.set_level(logging.WARNING)
+    assert blocking_selects(Signal("s", "execute-snapshot", data), ["public.a", "public.b"]) == {
+        "public.a": "SELECT * FROM public.a WHERE x", "public.b": "SELECT * FROM public.b"}
+    assert "additional condition for 'public.*' names no table of this blocking snapshot" in caplog.text
+    assert "additional-condition (a WHERE fragment for incremental snapshots) is not applied" in caplog.text
+    three = {"additional-conditions": [{"data-collection": "dbo.t", "filter": "SELECT * FROM dbo.t"},
+                                       {"data-collection": "DB.dbo.u", "filter": "SELECT * FROM dbo.u"},
+                                       {"data-collection": "other.dbo.u", "filter": "SELECT 2"}]}
+    assert blocking_selects(Signal("s", "execute-snapshot", three), ["DB.dbo.t", "DB.dbo.u"]) == {
+        "dbo.t": "SELECT * FROM dbo.t", "dbo.u": "SELECT * FROM dbo.u"}

@@ -23,8 +23,10 @@ from lakecdc.capture.oracle import connection as oraconn
 from lakecdc.capture.oracle.streaming import OracleStreamingSource
 import oracle_chunks
 from oracle_recorded import CUSTOMERS_COLUMNS, RecordedOracle, Table, customers, insert_sql, redo, update_sql
-from oracle_replay import ReplayConnection
+from oracle_replay import ReplayConnection, describe
 from test_oracle_capture import BASE, config
+
+import oracledb
 
 
 SIGNAL = Table("DEBEZIUM", "DEBEZIUM_SIGNAL", [("ID", "VARCHAR2", 42, None, None, False),
@@ -360,3 +362,49 @@ def test_incremental_reads_stay_outside_the_watermark_transaction(db: SignalOrac
     ends = [r for r in records if r.topic == "server1.transaction" and r.value["status"] == "END"
             and r.value["id"] == close.value["transaction"]["id"]]
     assert len(ends) == 1 and ends[0].value["event_count"] == 1  # the reads are not the transaction's events
+
+
+def test_blocking_snapshot_additional_conditions(db: SignalOracle, caplog: Any) -> None:
+    """A blocking snapshot's additional condition is the table's whole SELECT, run as written (as
+    Debezium without snapshot.enhance.predicate.scn): one the database refuses fails that snapshot,
+    naming the table and the statement, and streaming goes on; a valid one reads only its rows."""
+    caplog.set_level(logging.INFO)
+    bad = 'SELECT "NOPE" FROM "DEBEZIUM"."CUSTOMERS"'
+    some = 'SELECT * FROM "DEBEZIUM"."CUSTOMERS" WHERE "ID" > 1003'
+
+    def refuse(binds: dict[str, Any]) -> Any:
+        raise oracledb.DatabaseError('ORA-00904: "NOPE": invalid identifier')
+
+    def answer(binds: dict[str, Any]) -> Any:
+        table = db.table("DEBEZIUM", "CUSTOMERS")
+        return (describe(*[(c[0], oracledb.DB_TYPE_NUMBER if c[1] == "NUMBER" else oracledb.DB_TYPE_VARCHAR)
+                           for c in table.columns]), [r for r in table.rows if r[0] > 1003])
+
+    def connect(config: Any = None) -> ReplayConnection:
+        conn = db.connect(config)
+        conn.pattern_handlers = [(re.compile(re.escape(bad)), refuse), (re.compile(re.escape(some)), answer),
+                                 *conn.pattern_handlers]
+        return conn
+
+    oraconn.set_connection_factory(connect)
+    for signal_id, collection, select in (("b-bad", "ORCLPDB1.DEBEZIUM.CUSTOMERS", bad),
+                                          ("b-some", "DEBEZIUM.CUSTOMERS", some)):
+        db.signal(signal_id, "execute-snapshot", {
+            "data-collections": ["ORCLPDB1.DEBEZIUM.CUSTOMERS"], "type": "blocking",
+            "additional-conditions": [{"data-collection": collection, "filter": select}]})
+    later = {"ID": "1006", "FIRST_NAME": "Six", "LAST_NAME": "Later", "EMAIL": "six@example.com"}
+    db.commit_tx([(insert_sql("DEBEZIUM", "CUSTOMERS", later), "DEBEZIUM", "CUSTOMERS")])
+    src = source(None)
+    records = polls(src, 3)
+    src.close()
+    events = [(r.value["op"], r.key) for r in records if r.value is not None]
+    assert events == [("c", {"ID": "b-bad"}), ("c", {"ID": "b-some"}), ("r", {"ID": 1004}), ("r", {"ID": 1005}),
+                      ("c", {"ID": 1006})]
+    assert [r.value["source"]["snapshot"] for r in reads(records)] == ["first", "last"]
+    executed = [sql for conn in db.connections for sql, _ in conn.executed]
+    assert executed.count(bad) == 1 and executed.count(some) == 1
+    assert db.snapshot_statements == []  # no AS OF SCN read of the whole table
+    failure = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(failure) == 1
+    assert "blocking snapshot of table 'ORCLPDB1.DEBEZIUM.CUSTOMERS' failed" in failure[0]
+    assert repr(bad) in failure[0] and "ORA-00904" in failure[0]

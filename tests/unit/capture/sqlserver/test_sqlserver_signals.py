@@ -9,6 +9,7 @@ Watermark ids and timestamps are fixed (``chunk_ids``) so that the recording can
 from __future__ import annotations
 
 import json
+import logging
 import types
 from pathlib import Path
 from typing import Any
@@ -243,6 +244,46 @@ def test_blocking_snapshot_reads_the_tables_after_the_signal(tmp_path: Path) -> 
     assert rows[0].value["after"] == {"id": 1001, "first_name": "Sally", "last_name": "Thomas",
                                       "email": "sally.thomas@acme.com"}
     assert server.rec.served(f"SELECT {', '.join(f'[{c}]' for c in COLS)} FROM [testDB].[dbo].[customers]") == 1
+
+
+def test_blocking_snapshot_additional_conditions(tmp_path: Path, caplog: Any) -> None:
+    """A blocking snapshot's additional condition is the table's whole SELECT (as Debezium's), its
+    data-collection the table with or without the database: a statement the server refuses fails
+    that snapshot, naming the table and the statement, and streaming goes on; a valid one reads
+    only its rows."""
+    caplog.set_level("INFO")
+    from lakecdc.capture.sqlserver.replay import ResultSet
+
+    server = signal_server()
+    server.passes(START, lsn_at(4))
+    bad = "SELECT [nope] FROM [testDB].[dbo].[customers]"
+    some = "SELECT * FROM [testDB].[dbo].[customers] WHERE [id] > 1001"
+
+    def blocking(collection: str, select: str) -> str:
+        return json.dumps({"data-collections": [r"testDB\.dbo\.customers"], "type": "blocking",
+                           "additional-conditions": [{"data-collection": collection, "filter": select}]})
+
+    pass_rows(server, START, lsn_at(4), [(1, 2, "b-bad", "execute-snapshot", blocking("testDB.dbo.customers", bad)),
+                                         (2, 2, "b-some", "execute-snapshot", blocking("dbo.customers", some))],
+              [(3, 2, 1004, "Anne", "Kretchmar", "annek@noanswer.org")])
+    server.snapshot_locks([("dbo", "customers")])
+    server.rec.add(bad, None, ResultSet([], error="(207, b\"Invalid column name 'nope'.\")",
+                                        error_class="ProgrammingError"))
+    server.rec.add(some, None, server_result(COLS, [ROWS[1002], ROWS[1003]]))
+    streaming_only(server, tmp_path)
+    sink, _, _ = run(server, tmp_path, **{k.replace(".", "__"): v for k, v in PROPS.items()})
+    events = [(r.topic.rsplit(".", 1)[1], r.op, r.key["id"]) for r in sink.records
+              if r.topic in (SIGNAL_TOPIC, "server1.testDB.dbo.customers")]
+    assert events == [("debezium_signal", "c", "b-bad"), ("debezium_signal", "c", "b-some"),
+                      ("customers", "r", 1002), ("customers", "r", 1003), ("customers", "c", 1004)]
+    reads = [r.value["source"] for r in data(sink.records, "server1.testDB.dbo.customers")[:2]]
+    assert [s["snapshot"] for s in reads] == ["first", "last"]
+    assert {s["commit_lsn"] for s in reads} == {lsn_at(2)}
+    assert server.rec.served(bad) == 1 and server.rec.served(some) == 1
+    failure = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(failure) == 1
+    assert "blocking snapshot of table 'testDB.dbo.customers' failed" in failure[0] and repr(bad) in failure[0]
+    assert "Invalid column name 'nope'" in failure[0]
 
 
 def test_kafka_channel_starts_an_incremental_snapshot(tmp_path: Path, chunk_ids: None, broker: Any,
