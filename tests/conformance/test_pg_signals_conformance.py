@@ -7,8 +7,9 @@ chunks must show the changed rows, the deleted one must not come back. The chang
 first window's close watermark is committed, so they follow it in the WAL and both runs emit the
 events in the same order. What differs by nature is masked: the watermark rows' generated ids
 (``<uuid>-open``/``-close``) and their timestamps, besides the harness's positions and times.
-The blocking snapshot's workload sleeps after the signal: Debezium reads on another thread, so a
-change right after the signal could come before or after its rows.
+The blocking snapshots' workload sleeps after each signal: Debezium reads on another thread, so a
+change right after the signal could come before or after its rows. Its second blocking snapshot
+has an additional condition (a whole SELECT of the red rows, as Debezium takes it).
 """
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ BLOCKING_WORKLOAD = """
 INSERT INTO debezium_signal VALUES ('b-1', 'execute-snapshot', '{"data-collections": ["public.items"], "type": "blocking"}');
 SELECT pg_sleep(10);
 UPDATE items SET label = 'after' WHERE id = 3;
+INSERT INTO debezium_signal VALUES ('b-red', 'execute-snapshot', '{"data-collections": ["public.items"], "type": "blocking", "additional-conditions": [{"data-collection": "public.items", "filter": "SELECT * FROM public.items WHERE color = ''red'' ORDER BY id"}]}');
+SELECT pg_sleep(10);
+UPDATE items SET label = 'later' WHERE id = 4;
 """
 
 WATERMARK = re.compile(r"^[0-9a-f-]{36}-(open|close)$")
@@ -122,7 +126,11 @@ def test_incremental_snapshot_with_changes_equals_live_debezium(pg: Any, tmp_pat
 
 
 def test_blocking_snapshot_equals_live_debezium(pg: Any, tmp_path: Path) -> None:
-    expected, actual = both(pg, tmp_path, BLOCKING_WORKLOAD, 26, idle=15.0)
-    # initial snapshot (12), the signal, the blocking snapshot (12), the update
-    assert [r["value"]["payload"]["op"] for r in expected[12:]] == ["c"] + ["r"] * 12 + ["u"]
+    """A whole-table blocking snapshot, then one with an additional condition (its SELECT)."""
+    expected, actual = both(pg, tmp_path, BLOCKING_WORKLOAD, 34, idle=15.0)
+    # initial snapshot (12), the signal, the blocking snapshot (12), the update, then the
+    # conditioned signal, its 6 red rows, the last update
+    assert [r["value"]["payload"]["op"] for r in expected[12:]] == \
+        ["c"] + ["r"] * 12 + ["u"] + ["c"] + ["r"] * 6 + ["u"]
+    assert [r["key"]["payload"]["id"] for r in expected[27:33]] == [1, 3, 5, 7, 9, 11]
     assert_conformant(expected, actual, MaskRules.for_connector("postgres"))
