@@ -3,7 +3,9 @@ shared by the connectors. As in Debezium (``RelationalSnapshotChangeEventSource.
 
 - a condition's ``filter`` is a full ``SELECT`` statement that replaces the table's snapshot query,
   like ``snapshot.select.statement.overrides`` (an incremental snapshot's filter is a WHERE fragment
-  instead); it takes precedence over a configured override of the same table;
+  instead); it takes precedence over a configured override of the same table (lakecdc applies
+  configured overrides to the other tables of a blocking snapshot; Debezium's blocking snapshot
+  uses only the signal's statements);
 - its ``data-collection`` names one table, not a regex: ``schema.table`` (MySQL ``db.table``), or
   with the database first for SQL Server and Oracle (``db.schema.table``); compared exactly, as
   Debezium compares table ids;
