@@ -48,6 +48,7 @@ from lakecdc.ingest.silver import BatchStats, batch_stats, ledger_rows, silver_s
 from lakecdc.writers.conflicts import retry_on_conflict
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
@@ -159,8 +160,9 @@ class LakeWriter(TableWriter):
         """Append the rows bronze lacks (anti-join on identity); returns (rows written, version)."""
 
     @abstractmethod
-    def _append_ledger(self, target: TableTarget, rows: DataFrame) -> None:
-        """Append removals to the delete ledger (append-only: the newest per key is what counts)."""
+    def _append_ledger(self, target: TableTarget, rows: DataFrame | pa.Table) -> None:
+        """Append removals to the delete ledger (append-only: the newest per key is what counts);
+        ``rows`` as ``_silver_rows`` made them."""
 
     @abstractmethod
     def _stored_silver(self, target: TableTarget, keys: DataFrame) -> DataFrame | None:
@@ -171,9 +173,9 @@ class LakeWriter(TableWriter):
         """Every bronze event of these keys (``_key_json`` values, a few), as bronze stores them, or None."""
 
     @abstractmethod
-    def _merge_silver(self, target: TableTarget, source: DataFrame, plan: MergePlan,
+    def _merge_silver(self, target: TableTarget, source: DataFrame | pa.Table, plan: MergePlan,
                       props: dict[str, str], batch_id: int, batch_keys: DataFrame) -> tuple[int, int, int | None]:
-        """MERGE; returns (rows inserted or updated, rows deleted, version). ``batch_keys``: the key
+        """MERGE ``source`` (as ``_silver_rows`` made it); returns (rows inserted or updated, rows deleted, version). ``batch_keys``: the key
         columns of the batch's events (cached with them), the only keys whose removals matter."""
 
     # -- the sequence ------------------------------------------------------------------------
@@ -258,8 +260,9 @@ class LakeWriter(TableWriter):
         if missing:
             raise TerminalError(f"table {target.source_name}: key columns {missing} are not among its columns "
                                 f"{row_names}")
-        if stats.removals:  # 5a: remember deletes/truncates before silver forgets the rows
-            self._append_ledger(target, ledger_rows(df, keys))
+        removals, source = self._silver_rows(target, df, row_names, stats)
+        if removals is not None:  # 5a: remember deletes/truncates before silver forgets the rows
+            self._append_ledger(target, removals)
         progress = (done or CommitProgress()).advanced(offsets, batch_id, stats.max_seq, stats.max_source_ts_ms,
                                                        stats.truncate_seq)
         plan = MergePlan(keys=keys, columns=tuple(row_names), delete_mode=target.delete_mode,
@@ -267,13 +270,20 @@ class LakeWriter(TableWriter):
                          truncated_through=progress.truncated_through, placeholders=stats.has_placeholders,
                          key_ranges=stats.key_ranges)
         props = progress.to_properties()
-        source = silver_source(df, keys, row_names, stats, lambda old_keys: self._stored_silver(target, old_keys),
-                               lambda key_json: self._bronze_events(target, key_json))
         upserts, deletes, version = self._merge_silver(target, source, plan, props, batch_id,
                                                        df.select(*keys))  # 5b
         log.info("silver %s: %d rows inserted or updated, %d deleted (batch %s)", target.silver_table, upserts,
                  deletes, batch_id)
         return upserts, deletes, version
+
+    def _silver_rows(self, target: TableTarget, df: DataFrame, row_names: list[str],
+                     stats: BatchStats) -> tuple[DataFrame | pa.Table | None, DataFrame | pa.Table]:
+        """(the batch's delete-ledger rows or None, the MERGE source): Spark plans here; a format
+        whose engine takes Arrow may prepare them in Arrow instead (same rows)."""
+        keys = target.key_columns
+        source = silver_source(df, keys, row_names, stats, lambda old_keys: self._stored_silver(target, old_keys),
+                               lambda key_json: self._bronze_events(target, key_json))
+        return (ledger_rows(df, keys) if stats.removals else None), source
 
     def _prepare_table(self, name: str, schema: StructType, meta: StructType | None, columns: list[ColumnSpec],
                        kind: str, sort_by: tuple[str, ...] = ()) -> tuple[str, ...]:

@@ -46,6 +46,7 @@ from lakecdc.ingest.merge_plan import (
 from lakecdc.ingest.progress import PROGRESS_KEY
 from lakecdc.ingest.schema_evolution import SchemaChange
 from lakecdc.ingest.silver import BatchStats
+from lakecdc.ingest.silver_arrow import arrow_input_columns, arrow_ledger_rows, arrow_silver_source
 from lakecdc.writers.base import DEAD_LETTER_POSITION, DEAD_LETTER_SCHEMA, LakeWriter
 
 if TYPE_CHECKING:
@@ -225,10 +226,21 @@ class DeltaRsWriter(LakeWriter):
                 merger = merger.when_not_matched_by_source_update(updates=updates, predicate=clause.condition)
         return merger.execute()
 
-    def _append_ledger(self, target: TableTarget, rows: DataFrame) -> None:
+    def _silver_rows(self, target: TableTarget, df: DataFrame, row_names: list[str],
+                     stats: BatchStats) -> tuple[DataFrame | pa.Table | None, DataFrame | pa.Table]:
+        if stats.has_placeholders:
+            return super()._silver_rows(target, df, row_names, stats)
+        # delta-rs takes Arrow: one collect of the batch instead of a Spark job per prepared frame
+        keys = target.key_columns
+        rows = _to_arrow(df.select(*arrow_input_columns(keys, row_names)))
+        return (arrow_ledger_rows(rows, keys) if stats.removals else None,
+                arrow_silver_source(rows, keys, row_names, stats))
+
+    def _append_ledger(self, target: TableTarget, rows: DataFrame | pa.Table) -> None:
         table = self._open(target.ledger_table)
         assert table is not None
-        write_deltalake(table, _conform(_to_arrow(rows), pa.schema(table.schema().to_arrow())), mode="append",
+        data = rows if isinstance(rows, pa.Table) else _to_arrow(rows)
+        write_deltalake(table, _conform(data, pa.schema(table.schema().to_arrow())), mode="append",
                         storage_options=self.storage_options)
 
     def _ledger(self, target: TableTarget, op: str, ranges: KeyRanges | None = None) -> pa.Table:
@@ -266,10 +278,12 @@ class DeltaRsWriter(LakeWriter):
             return None
         return arrow_to_dataframe(self.spark, _conform(stored, _arrow_schema(schema)), schema)
 
-    def _merge_silver(self, target: TableTarget, source: DataFrame, plan: MergePlan,
+    def _merge_silver(self, target: TableTarget, source: DataFrame | pa.Table, plan: MergePlan,
                       props: dict[str, str], batch_id: int, batch_keys: DataFrame) -> tuple[int, int, int | None]:
-        # sorted by key: the files the MERGE writes then cover narrow key ranges (``_create_table``)
-        rows = _to_arrow(source).sort_by([(k, "ascending") for k in target.key_columns])
+        # sorted by key: the files the MERGE writes then cover narrow key ranges (``_create_table``);
+        # ``arrow_silver_source`` sorts already
+        rows = source if isinstance(source, pa.Table) else _to_arrow(source).sort_by(
+            [(k, "ascending") for k in target.key_columns])
         rows = _with_removed_seq(rows, self._ledger(target, "d", plan.key_ranges), target.key_columns)
         table = self._open(target.silver_table)
         assert table is not None
