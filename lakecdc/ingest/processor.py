@@ -101,6 +101,10 @@ class BatchProcessor:
         self._tx = TransactionBuffer()
         self._targets: dict[str, TableTarget] = {}
         self._committed: Offsets = {}
+        #: the highest offset read so far per partition (this run): every record up to it is applied,
+        #: held, a tombstone or a dead letter, so a table commit may cover it once nothing is held
+        #: below it -- also in a later batch that reads nothing more of the table (``_covered_offsets``)
+        self._read_through: Offsets = {}
         self._failed: dict[str, str] = {}
         self._pool = TableApplyPool(config.apply_parallelism)
         self._control_topics = {config.transaction_topic_name, config.heartbeat_topic_name,
@@ -159,6 +163,8 @@ class BatchProcessor:
         records = batch.arrow()
         report.records = records.num_rows
         read_max = _max_offsets(records)
+        for tp, offset in read_max.items():
+            self._read_through[tp] = max(offset, self._read_through.get(tp, -1))
         records = self._drop_replayed(records)  # step 1
         report.replayed = report.records - records.num_rows
         decoded = self._decoder.decode(records, batch.read_at)  # step 2
@@ -177,13 +183,13 @@ class BatchProcessor:
         for segment in ready:
             if segment.num_rows:
                 by_topic[segment.topic].append(segment)
-        applied_seqs = self._apply_tables(by_topic, read_max, held_min, report)  # step 6
+        applied_seqs = self._apply_tables(by_topic, dict(self._read_through), held_min, report)  # step 6
         report.held_events = self._tx.held_events
         self._save_state(read_max, applied_seqs, report)  # step 7
         report.seconds = time.monotonic() - started
         return report
 
-    def _apply_tables(self, by_topic: dict[str, list[DecodedSegment]], read_max: Offsets, held_min: Offsets,
+    def _apply_tables(self, by_topic: dict[str, list[DecodedSegment]], read_through: Offsets, held_min: Offsets,
                       report: BatchReport) -> list[tuple[int, ...]]:
         """Step 6: every table's events, side by side; returns the max ``_seq`` of each applied table."""
         work = []
@@ -196,7 +202,7 @@ class BatchProcessor:
             work.append((target, writer, segments))
         batch_id = self.state.batch_id
         outcomes = self._pool.run([
-            lambda t=target, w=writer, s=segments: self._apply_topic(t, w, s, read_max, held_min, batch_id)
+            lambda t=target, w=writer, s=segments: self._apply_topic(t, w, s, read_through, held_min, batch_id)
             for target, writer, segments in work])
         applied_seqs = []
         error: BaseException | None = None
@@ -226,7 +232,7 @@ class BatchProcessor:
         return applied_seqs
 
     def _apply_topic(self, target: TableTarget, writer: TableWriter, segments: list[DecodedSegment],
-                     read_max: Offsets, held_min: Offsets, batch_id: int) -> _TableOutcome:
+                     read_through: Offsets, held_min: Offsets, batch_id: int) -> _TableOutcome:
         """One table's events of the batch, written; runs on an apply thread (shared state: read only)."""
         topic = target.topic
         try:
@@ -236,7 +242,7 @@ class BatchProcessor:
         rows = order_rows(rows)
         events_through = _max_offsets(pa.table({"topic": rows.column("_topic"), "partition": rows.column("_partition"),
                                                 "offset": rows.column("_offset")}))
-        progress = _covered_offsets(topic, events_through, read_max, held_min)
+        progress = _covered_offsets(topic, events_through, read_through, held_min)
         from pyspark.sql.types import StructField, StructType
 
         from lakecdc.ingest.silver import arrow_batch_stats
@@ -343,14 +349,16 @@ def _max_offsets(records: pa.Table) -> Offsets:
                                          grouped.column("offset_max").to_pylist())}
 
 
-def _covered_offsets(topic: str, released: Offsets, read_max: Offsets, held_min: Offsets) -> Offsets:
-    """Per partition of ``topic``: the last offset this table commit covers (below any held event).
+def _covered_offsets(topic: str, released: Offsets, read_through: Offsets, held_min: Offsets) -> Offsets:
+    """Per partition of ``topic``: the last offset this table commit covers: what was read so far
+    (``read_through``, earlier batches included: events written past an earlier commit's cap are
+    covered once the hold that capped it is released), below any held event.
 
     ``released`` (the highest offset of the events applied now) may lie above the result: those
     events are written all the same (``ChangeBatch.event_offsets``), and a replay after a restart
     finds them again, which bronze's identity anti-join and silver's ``_seq`` guard make harmless.
     """
-    covered: Offsets = {tp: off for tp, off in read_max.items() if tp[0] == topic}
+    covered: Offsets = {tp: off for tp, off in read_through.items() if tp[0] == topic}
     for tp, off in released.items():
         covered[tp] = max(off, covered.get(tp, -1))
     for tp, lowest in held_min.items():
