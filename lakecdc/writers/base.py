@@ -175,8 +175,9 @@ class LakeWriter(TableWriter):
     @abstractmethod
     def _merge_silver(self, target: TableTarget, source: DataFrame | pa.Table, plan: MergePlan,
                       props: dict[str, str], batch_id: int, batch_keys: DataFrame) -> tuple[int, int, int | None]:
-        """MERGE ``source`` (as ``_silver_rows`` made it); returns (rows inserted or updated, rows deleted, version). ``batch_keys``: the key
-        columns of the batch's events (cached with them), the only keys whose removals matter."""
+        """MERGE ``source`` (as ``_silver_rows`` made it); returns (rows inserted or updated, rows
+        deleted, version). ``batch_keys``: the key columns of the batch's events (cached with
+        them), the only keys whose removals matter."""
 
     # -- the sequence ------------------------------------------------------------------------
     def committed_progress(self, target: TableTarget) -> Offsets:
