@@ -17,12 +17,17 @@ through ``COPY`` with row-value comparisons and text literals (``postgres/increm
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from lakecdc.capture.incremental import IncrementalSnapshot
+
+#: A date-time key as text (``str(datetime)``, ISO, or a database's ``TO_CHAR``): date, time to the
+#: second, fraction digits; how a dialect binds a temporal key it restored from the offset
+DATETIME_TEXT = re.compile(r"(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?")
 
 
 class ChunkDialect(ABC):

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lakecdc.capture.chunk_query import ChunkDialect, SqlChunkSnapshot
+from lakecdc.capture.chunk_query import DATETIME_TEXT, ChunkDialect, SqlChunkSnapshot
 from lakecdc.capture.incremental import ChunkQueryError
 from lakecdc.capture.oracle import connection as oraconn
 from lakecdc.capture.oracle.change_records import RecordFactory
@@ -54,7 +54,6 @@ def quote(name: str) -> str:
 
 
 DATE_FORMAT = "YYYY-MM-DD HH24:MI:SS"  #: the session's NLS_DATE_FORMAT (``connection.NLS_SETUP``)
-_KEY_TEXT = re.compile(r"(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?")
 
 
 def _temporal(col: ColumnInfo) -> tuple[str, str] | None:
@@ -102,7 +101,7 @@ class OracleDialect(ChunkDialect):
         if isinstance(value, dt.datetime):  # a DATE read from the table
             seconds, fraction = value.strftime("%Y-%m-%d %H:%M:%S"), f"{value.microsecond:06d}"
         else:  # the TO_CHAR text, or a key restored from the offset (also an older str(datetime))
-            m = _KEY_TEXT.fullmatch(str(value).strip())
+            m = DATETIME_TEXT.fullmatch(str(value).strip())
             if m is None:
                 return value  # the database names what it cannot convert; the table is skipped
             seconds, fraction = f"{m.group(1)} {m.group(2)}", m.group(3) or ""

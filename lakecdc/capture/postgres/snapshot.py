@@ -30,7 +30,6 @@ import psycopg
 from psycopg import sql
 
 from lakecdc.capture.blocking import BlockingSnapshotError
-
 from lakecdc.capture.postgres import connection as pgconn
 from lakecdc.capture.postgres.config import PostgresConnectorConfig
 from lakecdc.capture.postgres.offset import snapshot_offset

@@ -27,12 +27,11 @@ is not 0 cannot bound a chunk exactly (its row may be read twice, or missed as t
 from __future__ import annotations
 
 import datetime as dt
-import re
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from lakecdc.capture.chunk_query import ChunkDialect, SqlChunkSnapshot
+from lakecdc.capture.chunk_query import DATETIME_TEXT, ChunkDialect, SqlChunkSnapshot
 from lakecdc.capture.incremental import ChunkQueryError
 from lakecdc.capture.sqlserver import connection as sq
 from lakecdc.capture.sqlserver.connection import ColumnDef
@@ -45,7 +44,6 @@ from lakecdc.events.source import SqlServerSourceBuilder
 from lakecdc.events.topics import TableId
 
 
-_KEY_TEXT = re.compile(r"(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?")
 
 
 class SqlServerDialect(ChunkDialect):
@@ -71,7 +69,7 @@ class SqlServerDialect(ChunkDialect):
         if kind == "datetime2" and isinstance(value, dt.datetime):
             return value.isoformat(sep=" ", timespec="microseconds")
         if kind in ("datetime", "smalldatetime") and isinstance(value, str):
-            m = _KEY_TEXT.fullmatch(value.strip())
+            m = DATETIME_TEXT.fullmatch(value.strip())
             if m is not None:
                 return f"{m.group(1)} {m.group(2)}.{(m.group(3) or '').ljust(3, '0')[:3]}"
         return value

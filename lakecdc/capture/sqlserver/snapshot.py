@@ -163,15 +163,14 @@ class SqlServerSnapshotSource:
     def _scan(self, conn: Any, emit: Emit, instances: list[Any], max_lsn: int) -> int:
         """One ``r`` record per row of ``instances``; the first and last rows of the snapshot and of each table
         carry Debezium's markers (first / last / first_in_data_collection / last_in_data_collection)."""
-        chosen = instances
-        progress = _Progress(conn, chosen, self.console) if self.show_progress else None
+        progress = _Progress(conn, instances, self.console) if self.show_progress else None
         position = SqlServerPosition(commit_lsn=max_lsn, snapshot=True)
         commit_text = sq.lsn_text(max_lsn)
         fetch = self.config.snapshot_fetch_size or DEFAULT_FETCH
         total = 0
         try:
-            for t_index, inst in enumerate(chosen):
-                last_table = t_index == len(chosen) - 1
+            for t_index, inst in enumerate(instances):
+                last_table = t_index == len(instances) - 1
                 factory = self.schema.factory(inst)
                 ts_ms = int(time.time() * 1000)
 
