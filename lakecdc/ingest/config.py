@@ -34,7 +34,7 @@ from pydantic import Field, field_validator
 from lakecdc.config.base import PropertiesModel
 from lakecdc.errors import ConfigError
 
-ReaderKind = Literal["auto", "spark", "python"]
+ReaderKind = Literal["auto", "spark", "spark-kafka", "python"]
 TableFormatName = Literal["iceberg", "delta"]
 MAPPING_ATTRIBUTES = ("bronze", "silver", "format", "key_columns", "delete_mode")
 DEFAULT_PLACEHOLDER = "__debezium_unavailable_value"
@@ -90,6 +90,7 @@ class IngestConfig(PropertiesModel):
     maintenance_every_batches: int = Field(0, alias="maintenance.compact.every.batches", ge=0)
     topic_refresh_ms: int = Field(2000, alias="topic.refresh.interval.ms", gt=0)
     progress_path: str | None = Field(None, alias="progress.path")
+    #: no longer used (every reader resumes from the tables' offsets); accepted with a warning
     checkpoint_path: str | None = Field(None, alias="spark.checkpoint.location")
     group_id: str | None = Field(None, alias="kafka.group.id")
 

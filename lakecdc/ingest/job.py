@@ -14,8 +14,9 @@ Triggers:
 SIGTERM / SIGINT stop the job cleanly: the batch in progress finishes and commits, then
 ``run_ingest`` returns (``lakecdc ingest`` exits 0). A second signal is not intercepted.
 
-Reading uses Spark's Kafka source when the session has it (Databricks), otherwise the Python
-reader (``reader``); each micro-batch goes through ``processor.BatchProcessor``.
+Every micro-batch starts where the tables' committed offsets say, whichever reader fetches it
+(``reader``: the driver's Python consumer, the Spark executors, or Spark's Kafka source as a bounded
+batch read; see ``spark_reader``); each goes through ``processor.BatchProcessor``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,11 +37,12 @@ from lakecdc.ingest.config import IngestConfig, load_ingest_config
 from lakecdc.ingest.job_state import load_state
 from lakecdc.ingest.metrics import BatchMetrics
 from lakecdc.ingest.processor import BatchProcessor, BatchReport
-from lakecdc.ingest.reader import KafkaMicroBatch, PythonKafkaReader
+from lakecdc.ingest.reader import PythonKafkaReader
+from lakecdc.ingest.spark_reader import SparkRangeReader
 from lakecdc.maintenance.periodic import PeriodicMaintenance
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
 
@@ -129,10 +130,7 @@ def run_ingest(config: str | Path | IngestConfig, trigger: str | None = None, *,
              "available now" if chosen.available_now else f"every {chosen.interval:g}s")
     with _stop_on_signals(stop_event) as signalled:
         try:
-            if _use_spark_source(cfg, session):
-                _run_spark_source(cfg, session, processor, chosen, stop_event, handle)
-            else:
-                _run_python_reader(cfg, session, processor, chosen, stop_event, handle)
+            _run_batches(cfg, session, processor, chosen, stop_event, handle)
         finally:
             processor.close()
         summary.stopped_by_signal = signalled()
@@ -141,16 +139,16 @@ def run_ingest(config: str | Path | IngestConfig, trigger: str | None = None, *,
     return summary
 
 
-def _run_python_reader(cfg: IngestConfig, spark: SparkSession, processor: BatchProcessor, trigger: Trigger,
-                       stop: threading.Event, handle: Callable[[BatchReport], None]) -> None:
-    reader = PythonKafkaReader(cfg, processor.start_offset, stop, trigger.available_now, spark)
+def _run_batches(cfg: IngestConfig, spark: SparkSession, processor: BatchProcessor, trigger: Trigger,
+                 stop: threading.Event, handle: Callable[[BatchReport], None]) -> None:
+    """Every reader's loop: its batches start where the tables' committed offsets say (``start_offset``)."""
+    reader = _open_reader(cfg, spark, processor, trigger, stop)
     try:
         next_at = time.monotonic()
         for batch in reader.batches():
-            empty = batch.records is not None and batch.records.num_rows == 0
             # An empty batch matters only when reading has reached the end with events held back:
             # transactions whose other events will not come are released then.
-            if not empty or (batch.at_end_of_data and processor.held_events):
+            if batch.num_records or (batch.at_end_of_data and processor.held_events):
                 handle(processor.process(batch))
             if trigger.interval > 0 and not trigger.available_now:
                 next_at += trigger.interval
@@ -159,39 +157,38 @@ def _run_python_reader(cfg: IngestConfig, spark: SparkSession, processor: BatchP
         reader.close()
 
 
-def _run_spark_source(cfg: IngestConfig, spark: SparkSession, processor: BatchProcessor, trigger: Trigger,
-                      stop: threading.Event, handle: Callable[[BatchReport], None]) -> None:
-    from lakecdc.ingest.kafka_source import kafka_stream, start_query
-
-    def each(df: DataFrame, _spark_batch_id: int) -> None:
-        batch = KafkaMicroBatch(None, datetime.now(timezone.utc), False, spark, df)
-        batch.at_end_of_data = batch.num_records < cfg.max_batch_records
-        handle(processor.process(batch))
-
-    checkpoint = cfg.checkpoint_path or str(cfg.progress_dir / "spark-checkpoint")
-    query = start_query(kafka_stream(spark, cfg, {}), each, trigger.available_now, trigger.interval, checkpoint)
-    log.info("reading Kafka through Spark's Kafka source")
-    while query.isActive and not stop.is_set():
-        query.awaitTermination(1)
-    if query.isActive:
-        # Stop between batches: wait until no trigger is running, then stop the query.
-        while query.status.get("isTriggerActive"):
-            time.sleep(0.2)
-        query.stop()
-    if query.exception() is not None:
-        raise RuntimeError(f"the Kafka streaming query failed: {query.exception()}")
+def _open_reader(cfg: IngestConfig, spark: SparkSession, processor: BatchProcessor, trigger: Trigger,
+                 stop: threading.Event) -> PythonKafkaReader | SparkRangeReader:
+    kind = reader_kind(cfg, spark)
+    if cfg.checkpoint_path:
+        log.warning("spark.checkpoint.location is not used: every reader resumes from the offsets the tables "
+                    "committed, so no checkpoint can skip events; remove the setting")
+    if kind == "python":
+        return PythonKafkaReader(cfg, processor.start_offset, stop, trigger.available_now, spark)
+    engine = "kafka-source" if kind == "spark-kafka" else "executors"
+    log.info("reading Kafka %s", "through Spark's Kafka source (bounded batch reads)" if engine == "kafka-source"
+             else "on the Spark executors (offset ranges fetched with confluent-kafka)")
+    return SparkRangeReader(cfg, processor.start_offset, stop, trigger.available_now, spark, engine)
 
 
-def _use_spark_source(cfg: IngestConfig, spark: SparkSession) -> bool:
-    if cfg.reader == "python":
-        return False
-    from lakecdc.ingest.kafka_source import spark_kafka_available
+def reader_kind(cfg: IngestConfig, spark: SparkSession) -> str:
+    """``python`` | ``spark`` | ``spark-kafka``; ``auto`` is ``python`` on a local master, else ``spark``.
 
-    available = spark_kafka_available(spark)
-    if cfg.reader == "spark" and not available:
-        raise ConfigError("reader=spark but Spark's Kafka source is not on the classpath "
-                          "(add org.apache.spark:spark-sql-kafka-0-10_2.12 or use reader=python)", "reader")
-    return available
+    In local mode the executors share the driver's machine, so fetching there adds a Spark job per
+    batch and nothing else; on a cluster the executors fetch and the driver only plans.
+    """
+    if cfg.reader == "spark-kafka":
+        from lakecdc.ingest.kafka_source import spark_kafka_available
+
+        if not spark_kafka_available(spark):
+            raise ConfigError("reader=spark-kafka but Spark's Kafka source is not on the classpath (add "
+                              "org.apache.spark:spark-sql-kafka-0-10_2.12, or use reader=spark, which fetches "
+                              "on the executors with confluent-kafka)", "reader")
+        return "spark-kafka"
+    if cfg.reader != "auto":
+        return cfg.reader
+    master = spark.sparkContext.master
+    return "python" if master == "local" or master.startswith("local[") else "spark"
 
 
 def ingest_session(cfg: IngestConfig) -> SparkSession:

@@ -1,36 +1,26 @@
-"""Spark's own Kafka source (``spark.readStream.format("kafka")``), used when it is on the classpath.
+"""Spark's own Kafka source as a bounded batch read of the ranges lakecdc's loop decides.
 
-On Databricks (or with ``spark-sql-kafka-0-10`` in ``spark.jars.packages``) the job reads through
-Structured Streaming: ``subscribePattern`` over the topic prefix, ``includeHeaders=true`` so the
-columns equal the Python reader's, and ``foreachBatch`` calling the same batch processor.
-
-Positions still come from the tables: with a new checkpoint the query starts at the earliest
-offsets (``startingOffsets`` with specific offsets would have to name every partition of every
-matching topic, which the job cannot list without a Kafka client), and the processor drops every
-record at or below a table's committed offset, so a lost or older checkpoint causes no duplicates;
-Spark marks a batch done only after ``foreachBatch`` returned (the tables committed), so the
-checkpoint is never ahead of the tables. ``starting_offsets_json`` builds the specific form
-for callers that know every partition. Topics that appear later are picked up by the pattern and
-start at their beginning (Spark's default for partitions discovered after the start).
+With ``reader=spark-kafka`` (``spark-sql-kafka-0-10`` on the classpath: Databricks has it) each
+micro-batch is ``spark.read.format("kafka")`` with ``assign``, ``startingOffsets`` and
+``endingOffsets`` naming every partition of the batch (``spark_reader.SparkRangeReader``), and
+``includeHeaders=true`` so the columns equal the other readers'. There is no streaming query and no
+checkpoint: where each batch starts comes from the tables' committed offsets, so events held back
+by the job (a transaction waiting for its END, a stopped table) are read again after a restart.
 """
 
 from __future__ import annotations
 
 import json
-import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from lakecdc.ingest.config import IngestConfig
+from lakecdc.ingest.offset_ranges import OffsetRange
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.streaming import StreamingQuery
-
-log = logging.getLogger(__name__)
 
 KAFKA_SOURCE_CLASS = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
-EARLIEST = -2  # Spark's startingOffsets code for "earliest"
 
 
 def spark_kafka_available(spark: SparkSession) -> bool:
@@ -44,42 +34,32 @@ def spark_kafka_available(spark: SparkSession) -> bool:
         return False
 
 
-def starting_offsets_json(start: Mapping[tuple[str, int], int]) -> str:
-    """Spark's ``startingOffsets`` JSON: next offset to read per partition (committed + 1).
+def offsets_json(offsets: Mapping[tuple[str, int], int]) -> str:
+    """Spark's per-partition offsets JSON (``startingOffsets`` / ``endingOffsets``).
 
-    >>> starting_offsets_json({("shop.public.a", 0): 41})
+    >>> offsets_json({("shop.public.a", 0): 42})
     '{"shop.public.a": {"0": 42}}'
     """
     nested: dict[str, dict[str, int]] = {}
-    for (topic, partition), committed in sorted(start.items()):
-        nested.setdefault(topic, {})[str(partition)] = committed + 1 if committed >= 0 else EARLIEST
+    for (topic, partition), offset in sorted(offsets.items()):
+        nested.setdefault(topic, {})[str(partition)] = offset
     return json.dumps(nested)
 
 
-def kafka_stream(spark: SparkSession, config: IngestConfig,
-                 committed: Mapping[tuple[str, int], int]) -> DataFrame:
-    """The streaming DataFrame with the Kafka source's columns over every matching topic."""
-    reader = (spark.readStream.format("kafka")
-              .option("subscribePattern", config.subscribe_pattern)
+def bounded_read(spark: SparkSession, config: IngestConfig, ranges: Iterable[OffsetRange]) -> DataFrame:
+    """The records ``[start, start + limit)`` of each range, read by Spark's Kafka source."""
+    ranges = list(ranges)
+    assign: dict[str, list[int]] = {}
+    for r in ranges:
+        assign.setdefault(r.topic, []).append(r.partition)
+    reader = (spark.read.format("kafka")
+              .option("assign", json.dumps({t: sorted(ps) for t, ps in sorted(assign.items())}))
+              .option("startingOffsets", offsets_json({(r.topic, r.partition): r.start for r in ranges}))
+              .option("endingOffsets", offsets_json({(r.topic, r.partition): r.start + r.limit for r in ranges}))
               .option("includeHeaders", "true")
-              .option("failOnDataLoss", "false")
-              .option("maxOffsetsPerTrigger", str(config.max_batch_records))
-              .option("startingOffsets", starting_offsets_json(committed) if committed else "earliest"))
+              # A range below the log start (retention) is moved up by the reader, not an error.
+              .option("failOnDataLoss", "false"))
     for key, value in config.kafka_client_properties().items():
         reader = reader.option(f"kafka.{key}", value)
-    return reader.load()
-
-
-def start_query(stream: DataFrame, process: Callable[[DataFrame, int], None], available_now: bool,
-                interval_seconds: float, checkpoint: str) -> StreamingQuery:
-    """``foreachBatch(process)``: once over what is present, or every ``interval_seconds``.
-
-    Spark's experimental continuous mode does not support ``foreachBatch``; the job's
-    ``continuous`` trigger is back-to-back micro-batches (interval 0).
-    """
-    writer = stream.writeStream.foreachBatch(process).option("checkpointLocation", checkpoint)
-    if available_now:
-        writer = writer.trigger(availableNow=True)
-    else:
-        writer = writer.trigger(processingTime=f"{int(interval_seconds * 1000)} milliseconds")
-    return writer.start()
+    return reader.load().select("key", "value", "topic", "partition", "offset", "timestamp", "timestampType",
+                                "headers")

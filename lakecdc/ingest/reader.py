@@ -65,6 +65,8 @@ class KafkaMicroBatch:
     at_end_of_data: bool
     spark: SparkSession | None = None
     _df: DataFrame | None = field(default=None, repr=False)
+    #: the number of records, when the reader counted them without collecting (Spark readers)
+    known_count: int | None = None
 
     @property
     def df(self) -> DataFrame:
@@ -82,6 +84,8 @@ class KafkaMicroBatch:
 
     @property
     def num_records(self) -> int:
+        if self.known_count is not None:
+            return self.known_count
         return self.arrow().num_rows
 
 

@@ -12,7 +12,7 @@ from lakecdc.errors import ConfigError
 from lakecdc.ingest.config import IngestConfig, load_ingest_config
 from lakecdc.ingest.job import Trigger
 from lakecdc.ingest.job_state import JobState, load_state, save_state
-from lakecdc.ingest.kafka_source import starting_offsets_json
+from lakecdc.ingest.kafka_source import offsets_json
 from lakecdc.ingest.naming import TableNamer
 from lakecdc.ingest.segments import SourceTable
 
@@ -95,6 +95,6 @@ def test_state_file_round_trip_and_atomic_replace(tmp_path: Path) -> None:
     assert not (tmp_path / "state.tmp").exists()
 
 
-def test_spark_starting_offsets_resume_after_the_committed_offset() -> None:
-    assert json.loads(starting_offsets_json({("shop.public.a", 0): 41, ("shop.public.a", 1): -1})) == {
-        "shop.public.a": {"0": 42, "1": -2}}
+def test_spark_offsets_json_names_every_partition_of_the_batch() -> None:
+    assert json.loads(offsets_json({("shop.public.a", 0): 42, ("shop.public.a", 1): 0, ("shop.public.b", 0): 7})) == {
+        "shop.public.a": {"0": 42, "1": 0}, "shop.public.b": {"0": 7}}
