@@ -15,6 +15,7 @@ import pymysql
 import pytest
 
 from incremental_checks import (
+    assert_untouched_rows_have_one_read,
     check_signals_and_windows,
     data_payloads,
     kill_9_mid_snapshot,
@@ -124,12 +125,10 @@ def test_incremental_snapshot_with_concurrent_changes(mariadb: Any, tmp_path: Pa
         conn.close()
     capture.wait(300)
     recs = records(out)
-    assert changes[0] > 50
-    assert replay(recs) == table_state(mariadb, db)
-    snapshot = reads(recs)
-    # rows deleted before their chunk, or changed inside its window, have no read; most have one
-    assert len(snapshot) > 1000
-    assert len({p["after"]["id"] for p in snapshot}) == len(snapshot), "a row was read twice"
+    assert changes[0] > 0  # the churn ran while the chunks were read
+    final = table_state(mariadb, db)
+    assert replay(recs) == final
+    assert_untouched_rows_have_one_read(recs, final)
 
 
 def test_kill_9_mid_snapshot_resumes_at_the_next_chunk(mariadb: Any, tmp_path: Path) -> None:
