@@ -14,7 +14,7 @@ import sys
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="ingest_job", description=__doc__.splitlines()[0])
-    parser.add_argument("--config", required=True, help="ingest YAML (topics, tables, formats, checkpoints)")
+    parser.add_argument("--config", required=True, help="ingest YAML (topics, tables, formats, state)")
     parser.add_argument("--trigger", default="availableNow",
                         help="availableNow: drain what is there and stop (scheduled jobs); continuous: keep running")
     return parser.parse_args(argv)
