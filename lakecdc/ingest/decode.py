@@ -227,6 +227,10 @@ class Decoder:
 
     # ------------------------------------------------------------------ schemas
 
+    def schema_bytes(self) -> dict[int, bytes]:
+        """``{schema_id: value schema bytes}`` of every schema seen (executor decoding renumbers them)."""
+        return {layout.schema_id: raw for raw, layout in self._layouts.items()}
+
     def _layout(self, schema_bytes: bytes) -> _ValueLayout:
         layout = self._layouts.get(schema_bytes)
         if layout is not None:

@@ -67,7 +67,10 @@ def max_offsets(records: pa.Table) -> Offsets:
 def _decode_task(config: IngestConfig, committed: Offsets, ingest_ts: datetime) -> Any:
     """The ``mapInArrow`` function: one Spark partition's records in, one pickled result out."""
     def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        records = pa.Table.from_batches(list(batches))
+        chunks = list(batches)
+        if not chunks:
+            return
+        records = pa.Table.from_batches(chunks)
         if records.num_rows == 0:
             return
         fresh = drop_committed(records, committed)
@@ -95,7 +98,7 @@ def decode_on_executors(df: DataFrame, config: IngestConfig, committed: Offsets,
     """Decode ``df`` (the Kafka source's columns) task by task and merge the results (module docstring)."""
     from lakecdc.ingest.frames import spark_to_arrow
 
-    parts = spark_to_arrow(df.mapInArrow(_decode_task(config, dict(committed), ingest_ts), _RESULT))
+    parts = spark_to_arrow(df.mapInArrow(_decode_task(config, dict(committed), ingest_ts), "part binary"))
     merged = RemoteDecoded(DecodedBatch(), 0, 0, {})
     out = merged.decoded
     for blob in parts.column("part").to_pylist():

@@ -4,7 +4,8 @@
 step's invariant is what makes a crash at any point safe):
 
 1. Drop records at or below the offset a table already committed (replays after a restart).
-2. Decode (``decode``); undecodable records become dead letters.
+2. Decode (``decode``); undecodable records become dead letters. A batch Spark fetched is dropped
+   and decoded on the executors (``executor_decode``), the driver gets the decoded form back.
 3. Write dead letters first: the table commits below move progress past them.
 4. Feed BEGIN/END markers to the transaction buffer; record schema changes and heartbeats.
 5. Release the events whose transactions are complete; hold back the rest (``transactions``).
@@ -35,6 +36,7 @@ from lakecdc.ingest.batch import ChangeBatch, TableTarget
 from lakecdc.ingest.config import IngestConfig
 from lakecdc.ingest.dead_letter import DeadLetterSink, dead_letter_frame
 from lakecdc.ingest.decode import Decoder
+from lakecdc.ingest.executor_decode import SchemaRegistry, decode_on_executors, drop_committed, max_offsets
 from lakecdc.ingest.frames import arrow_to_spark, metadata_fields
 from lakecdc.ingest.job_state import JobState, append_schema_changes, save_state
 from lakecdc.ingest.naming import TableNamer
@@ -97,6 +99,7 @@ class BatchProcessor:
         self._writer_factory = writer_factory
         self._writers: dict[str, TableWriter] = {}
         self._decoder = Decoder(config)
+        self._schemas = SchemaRegistry()  # schema ids of batches decoded on the executors
         self._namer = TableNamer(config)
         self._tx = TransactionBuffer()
         self._targets: dict[str, TableTarget] = {}
@@ -160,14 +163,19 @@ class BatchProcessor:
         started = time.monotonic()
         self.state.batch_id += 1
         report = BatchReport(self.state.batch_id)
-        records = batch.arrow()
-        report.records = records.num_rows
-        read_max = _max_offsets(records)
+        if batch.records is None:  # fetched by Spark: steps 1-2 run on the executors, where the records are
+            remote = decode_on_executors(batch.df, self.config, self._committed, batch.read_at, self._schemas)
+            report.records, report.replayed, read_max, decoded = (remote.records, remote.replayed,
+                                                                  remote.read_max, remote.decoded)
+        else:
+            records = batch.arrow()
+            report.records = records.num_rows
+            read_max = max_offsets(records)
+            records = drop_committed(records, self._committed)  # step 1
+            report.replayed = report.records - records.num_rows
+            decoded = self._decoder.decode(records, batch.read_at)  # step 2
         for tp, offset in read_max.items():
             self._read_through[tp] = max(offset, self._read_through.get(tp, -1))
-        records = self._drop_replayed(records)  # step 1
-        report.replayed = report.records - records.num_rows
-        decoded = self._decoder.decode(records, batch.read_at)  # step 2
         report.tombstones = decoded.tombstones
         self._dead_letters.write(decoded.dead_letters)  # step 3
         report.dead_letters = len(decoded.dead_letters)
@@ -240,7 +248,7 @@ class BatchProcessor:
         except SchemaEvolutionError as exc:
             return _TableOutcome(target, failure=str(exc))
         rows = order_rows(rows)
-        events_through = _max_offsets(pa.table({"topic": rows.column("_topic"), "partition": rows.column("_partition"),
+        events_through = max_offsets(pa.table({"topic": rows.column("_topic"), "partition": rows.column("_partition"),
                                                 "offset": rows.column("_offset")}))
         progress = _covered_offsets(topic, events_through, read_through, held_min)
         from pyspark.sql.types import StructField, StructType
@@ -266,17 +274,6 @@ class BatchProcessor:
         self._failed[target.topic] = reason
         report.failed_tables[target.source_name or target.topic] = reason
         log.error("table %s stopped (the other tables go on): %s", target.source_name or target.topic, reason)
-
-    def _drop_replayed(self, records: pa.Table) -> pa.Table:
-        if not self._committed or records.num_rows == 0:
-            return records
-        keep = None
-        topic_col, part_col, off_col = (records.column(n) for n in ("topic", "partition", "offset"))
-        for (topic, partition), committed in self._committed.items():
-            old = pc.and_(pc.and_(pc.equal(topic_col, topic), pc.equal(part_col, partition)),
-                          pc.less_equal(off_col, committed))
-            keep = pc.invert(old) if keep is None else pc.and_(keep, pc.invert(old))
-        return records.filter(keep) if keep is not None else records
 
     def _drop_replayed_rows(self, segments: list[DecodedSegment]) -> list[DecodedSegment]:
         """Step 1 again, after decoding: a topic seen for the first time only now has its target
@@ -339,14 +336,6 @@ class BatchProcessor:
     @property
     def failed_tables(self) -> dict[str, str]:
         return dict(self._failed)
-
-
-def _max_offsets(records: pa.Table) -> Offsets:
-    if records.num_rows == 0:
-        return {}
-    grouped = records.group_by(["topic", "partition"]).aggregate([("offset", "max")])
-    return {(t, p): o for t, p, o in zip(grouped.column("topic").to_pylist(), grouped.column("partition").to_pylist(),
-                                         grouped.column("offset_max").to_pylist())}
 
 
 def _covered_offsets(topic: str, released: Offsets, read_through: Offsets, held_min: Offsets) -> Offsets:

@@ -1,6 +1,6 @@
 """The chaos driver: capture and two ingest jobs killed with SIGKILL while a seeded workload runs.
 
-A seeded PostgreSQL workload (``chaos_workload``) runs against a database captured by
+A seeded PostgreSQL or MariaDB workload (``chaos_workload``) runs against a database captured by
 ``lakecdc capture`` into the broker, and two continuous ``lakecdc ingest`` jobs (one writing
 Iceberg, one Delta) read it. A seeded schedule kills one of the three processes with SIGKILL (its
 whole process group, JVM included) at a chosen kind of moment, then restarts it:
@@ -16,6 +16,7 @@ once, and no log may contain the database password.
 By hand (its own local stack and Spark session)::
 
     .venv/bin/python tests/chaos/chaos_driver.py --seed 7 --operations 3000 --kills 60
+    .venv/bin/python tests/chaos/chaos_driver.py --source mariadb --seed 7 --kills 30
 """
 
 from __future__ import annotations
@@ -39,10 +40,11 @@ for extra in (HERE.parent / "e2e", HERE.parent):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
-from chaos_workload import KEYLESS, KEYS, ChaosWorkload, create_schema  # noqa: E402
+from chaos_workload import KEYLESS, KEYS, ChaosWorkload, MariaDbChaosWorkload, create_schema  # noqa: E402
 from e2e_lake import Differences, check  # noqa: E402
+from e2e_mysql import MariaDbPipeline  # noqa: E402
 from e2e_pipeline import PgPipeline, unique_name  # noqa: E402
-from workloads.changelog import ChangeLog  # noqa: E402
+from workloads.changelog import ChangeLog, MySqlChangeLog  # noqa: E402
 
 LAKECDC = Path(sys.executable).with_name("lakecdc")
 COMMIT_LINE = (" INFO lakecdc.writers.base: bronze ", " INFO lakecdc.writers.base: silver ")
@@ -101,14 +103,19 @@ class ChaosReport:
 class ChaosRun:
     """The pipeline, its three processes and the kill schedule (module docstring)."""
 
-    def __init__(self, pg: Any, broker: Any, spark: Any, workdir: Path, seed: int) -> None:
+    def __init__(self, database: Any, broker: Any, spark: Any, workdir: Path, seed: int) -> None:
+        """``database``: the ``pg`` (PostgreSQL) or ``mariadb`` fixture's server."""
         self.rng = random.Random(seed)
         self.report = ChaosReport(seed)
-        self.pipe = PgPipeline(pg, broker, spark, workdir, unique_name("chaos"))
-        self.password = pg.password
-        tables = list(KEYS)
-        self.pipe.add_lake("ice", "iceberg", tables, **{"batch.max.records": "120"})
-        self.pipe.add_lake("dlt", "delta", tables, **{"batch.max.records": "90"})
+        self.mariadb = not hasattr(database, "dsn_for")
+        pipeline = MariaDbPipeline if self.mariadb else PgPipeline
+        self.pipe = pipeline(database, broker, spark, workdir, unique_name("chaos"))
+        self.password = database.password
+        self.keys = MariaDbChaosWorkload.KEYS if self.mariadb else KEYS
+        tables = list(self.keys)
+        # batches smaller than the backlog: transactions straddle batch ends and are held
+        self.pipe.add_lake("ice", "iceberg", tables, **{"batch.max.records": "1500"})
+        self.pipe.add_lake("dlt", "delta", tables, **{"batch.max.records": "400"})
         self.capture = Process("capture", ["capture", "--config", str(self.pipe.properties),
                                            "--sink", f"kafka:{broker.bootstrap_servers}"], workdir / "capture.log")
         self.jobs = {label: Process(f"ingest-{label}", ["ingest", "--config", str(self.pipe.ingest_config_file(label)),
@@ -121,12 +128,20 @@ class ChaosRun:
     def run(self, operations: int, min_kills: int) -> ChaosReport:
         started = time.monotonic()
         conn = self.pipe.connect()
-        create_schema(conn)
-        self.log = ChangeLog(conn, KEYS, keyless=KEYLESS)
-        workload = ChaosWorkload(self.log, self.rng.randrange(2**32))
+        workload: ChaosWorkload | MariaDbChaosWorkload
+        if self.mariadb:
+            self.log = MySqlChangeLog(conn, self.keys, keyless=MariaDbChaosWorkload.KEYLESS)
+            workload = MariaDbChaosWorkload(self.log, self.rng.randrange(2**32))
+            readers_before = self.pipe._binlog_readers()
+            streaming = lambda: bool(self.pipe._binlog_readers() - readers_before)  # noqa: E731
+        else:
+            create_schema(conn)
+            self.log = ChangeLog(conn, KEYS, keyless=KEYLESS)
+            workload = ChaosWorkload(self.log, self.rng.randrange(2**32))
+            streaming = self.pipe.slot_active
         workload.seed_rows()
         self.capture.start()
-        self._wait(self.pipe.slot_active, 120, "capture streaming")
+        self._wait(streaming, 120, "capture streaming")
         for job in self.jobs.values():
             job.start()
         done = threading.Event()
@@ -242,6 +257,7 @@ class ChaosRun:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--source", choices=["postgres", "mariadb"], default="postgres")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--operations", type=int, default=3000, help="source changes the workload makes")
     parser.add_argument("--kills", type=int, default=50, help="at least this many SIGKILLs in all")
@@ -250,13 +266,14 @@ def main() -> None:
     import tempfile
 
     from lakecdc.devstack.broker import Broker
+    from lakecdc.devstack.mariadb import MariaDB
     from lakecdc.devstack.postgres import Postgres
     from lakecdc.devstack.spark import spark_session
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="lakecdc-chaos-"))
-    with Broker() as broker, Postgres(version=18) as pg:
+    with Broker() as broker, (MariaDB() if args.source == "mariadb" else Postgres(version=18)) as database:
         spark = spark_session(workdir / "reader-warehouse", app_name="lakecdc-chaos")
-        run = ChaosRun(pg, broker, spark, workdir, args.seed)
+        run = ChaosRun(database, broker, spark, workdir, args.seed)
         try:
             report = run.run(args.operations, args.kills)
             print(report.summary())

@@ -19,7 +19,7 @@ import string
 import uuid
 from typing import Any
 
-from workloads import pg_scenario
+from workloads import mariadb_scenario, pg_scenario
 from workloads.changelog import ChangeLog
 from workloads.pg_random import RandomWorkload
 
@@ -106,4 +106,54 @@ class ChaosWorkload(RandomWorkload):
             with self.log.transaction():
                 for _ in range(size):
                     self.chaos_step()
+            done += size
+
+
+class MariaDbChaosWorkload:
+    """The MariaDB scenario tables plus a keyless one, with a seeded random mix (``run_for``)."""
+
+    KEYS: dict[str, tuple[str, ...]] = {**mariadb_scenario.KEYS, "nopk_events": ("msg",)}
+    KEYLESS = ("nopk_events",)
+
+    def __init__(self, log: ChangeLog, seed: int) -> None:
+        self.log = log
+        self.rng = random.Random(seed)
+        self.next_id = 10_000
+
+    def seed_rows(self) -> None:
+        self.log.run("CREATE TABLE nopk_events (msg VARCHAR(40) NOT NULL, n INT)")
+        with self.log.transaction():
+            for _ in range(3):  # identical snapshot rows of a table without a key
+                self.log.run("INSERT INTO nopk_events VALUES ('snap-dup', 7)")
+        mariadb_scenario.create_and_seed(self.log, self.rng)  # notes every table's snapshot rows
+
+    def step(self) -> None:
+        rng, log = self.rng, self.log
+        if rng.random() < 0.08:
+            self.next_id += 1
+            for _ in range(rng.randint(2, 3)):
+                log.insert("nopk_events", {"msg": f"dup-{self.next_id}", "n": self.next_id})
+            return
+        table = rng.choice(list(mariadb_scenario.KEYS))
+        live = sorted(log.live[table])
+        roll = rng.random()
+        if not live or roll < 0.4:
+            self.next_id += 1
+            key = (rng.randint(1, 50), self.next_id) if table == "order_lines" else (self.next_id,)
+            log.insert(table, mariadb_scenario.random_row(table, rng, key))
+        elif roll < 0.85:
+            key = rng.choice(live)
+            fresh = mariadb_scenario.random_row(table, rng, key)
+            names = [c for c in fresh if c not in self.KEYS[table]]
+            log.update(table, key, {c: fresh[c] for c in rng.sample(names, rng.randint(1, len(names)))})
+        else:
+            log.delete(table, rng.choice(live))
+
+    def run_for(self, operations: int) -> None:
+        done = 0
+        while done < operations:
+            size = self.rng.randint(1, 5)
+            with self.log.transaction():
+                for _ in range(size):
+                    self.step()
             done += size

@@ -12,7 +12,7 @@ import pytest
 from chaos_driver import ChaosRun
 from e2e_lake import check
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.chaos]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.chaos, pytest.mark.timeout(2400)]
 
 SEED = 20261126
 

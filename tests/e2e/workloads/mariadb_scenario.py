@@ -46,7 +46,7 @@ def customer_row(rng: random.Random, i: int) -> dict[str, Any]:
     }
 
 
-def _row(table: str, rng: random.Random, key: tuple[Any, ...]) -> dict[str, Any]:
+def random_row(table: str, rng: random.Random, key: tuple[Any, ...]) -> dict[str, Any]:
     if table == "customers":
         return customer_row(rng, key[0])
     if table == "orders":
@@ -104,13 +104,13 @@ def random_changes(log: ChangeLog, seed: int, operations: int) -> None:
                 if not live or roll < 0.4:
                     next_id += 1
                     key = (rng.randint(1, 50), next_id) if table == "order_lines" else (next_id,)
-                    row = _row(table, rng, key)
+                    row = random_row(table, rng, key)
                     if table == "customers":
                         row["nickname"] = rng.choice([None, "n"])
                     log.insert(table, row)
                 elif roll < 0.85:
                     key = rng.choice(live)
-                    fresh = _row(table, rng, key)
+                    fresh = random_row(table, rng, key)
                     names = [c for c in fresh if c not in KEYS[table]]
                     log.update(table, key, {c: fresh[c] for c in rng.sample(names, rng.randint(1, len(names)))})
                 else:
