@@ -1,0 +1,84 @@
+"""The Prometheus exporters' pieces without services: port parsing, offset positions, what is counted.
+
+The end-to-end scrape of a running capture and ingest is tests/integration/metrics/."""
+
+from __future__ import annotations
+
+import urllib.request
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from lakecdc.errors import ConfigError
+from lakecdc.events.envelope import ChangeRecord
+from lakecdc.metrics.capture_exporter import CaptureMetrics, capture_metrics, offset_position, table_label
+from lakecdc.metrics.prometheus import parse_port
+
+
+def test_parse_port() -> None:
+    assert parse_port(None) is None and parse_port(" ") is None
+    assert parse_port("9464") == 9464 and parse_port(0) == 0
+    with pytest.raises(ConfigError, match="metrics.port"):
+        parse_port("http")
+    with pytest.raises(ConfigError, match="between 0 and 65535"):
+        parse_port("70000")
+
+
+def test_offset_position_per_connector() -> None:
+    assert offset_position({"lsn": 24023128, "txId": 7}) == ("lsn", 24023128.0)
+    assert offset_position({"file": "binlog.000003", "pos": 1544}) == ("pos", 1544.0)
+    assert offset_position({"scn": "2710345"}) == ("scn", 2710345.0)
+    sqlserver = (0x27 << 48) | (0x758 << 16) | 3
+    assert offset_position({"commit_lsn": "00000027:00000758:0003"}) == ("commit_lsn", float(sqlserver))
+    assert offset_position({"snapshot": True}) is None and offset_position(None) is None
+
+
+def test_table_label_matches_the_ingest_source_name() -> None:
+    assert table_label({"db": "inventory", "schema": "public", "table": "customers"}) == "inventory.public.customers"
+    assert table_label({"db": "inventory", "schema": None, "table": "orders"}) == "inventory.orders"  # MySQL
+
+
+def _connector(port: str | None) -> Any:
+    passthrough = {"metrics.port": port} if port is not None else {}
+    return SimpleNamespace(name="shop", config=SimpleNamespace(passthrough=passthrough))
+
+
+def test_no_port_no_endpoint() -> None:
+    metrics = capture_metrics(_connector(None))
+    assert type(metrics) is CaptureMetrics and metrics.port is None
+
+
+def _record(op: str | None, table: str = "customers", ts_ms: int = 1_700_000_000_000) -> ChangeRecord:
+    source = {"db": "inventory", "schema": "public", "table": table, "ts_ms": ts_ms}
+    value = None if op is None else {"op": op, "source": source, "before": None, "after": {"id": 1}}
+    return ChangeRecord(f"shop.public.{table}", None, {"id": 1}, None, value)
+
+
+def test_counts_change_events_only_and_lag_at_commit() -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    metrics = capture_metrics(_connector("0"))  # the system picks a free port
+    try:
+        transaction = ChangeRecord("shop.transaction", None, {"id": "1"}, None, {"status": "END", "id": "1"})
+        metrics.sent([_record("c"), _record("c"), _record("u", "orders"), _record(None), transaction,
+                      _record("r", "orders")])
+        metrics.committed({"lsn": 42}, 0.25)
+        with urllib.request.urlopen(f"http://127.0.0.1:{metrics.port}/metrics", timeout=10) as response:
+            text = response.read().decode()
+    finally:
+        metrics.close()
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for family in text_string_to_metric_families(text) for s in family.samples}
+    def at(name: str, table: str | None = None, **labels: str) -> float:
+        labels = {"connector": "shop", **({"table": f"inventory.public.{table}"} if table else {}), **labels}
+        return samples[(name, tuple(sorted(labels.items())))]
+
+    assert at("lakecdc_capture_events_total", "customers", op="c") == 2
+    assert at("lakecdc_capture_events_total", "orders", op="u") == 1
+    assert at("lakecdc_capture_snapshot_rows_total", "orders") == 1
+    assert sum(v for (name, _), v in samples.items() if name == "lakecdc_capture_events_total") == 4
+    assert at("lakecdc_capture_source_timestamp_seconds", "customers") == 1_700_000_000
+    assert at("lakecdc_capture_lag_seconds", "customers") > 0
+    assert at("lakecdc_capture_source_position", field="lsn") == 42
+    assert at("lakecdc_capture_commit_duration_seconds_sum") == 0.25
