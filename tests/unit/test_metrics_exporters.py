@@ -82,3 +82,33 @@ def test_counts_change_events_only_and_lag_at_commit() -> None:
     assert at("lakecdc_capture_lag_seconds", "customers") > 0
     assert at("lakecdc_capture_source_position", field="lsn") == 42
     assert at("lakecdc_capture_commit_duration_seconds_sum") == 0.25
+
+
+def _exposed_names(registry: Any) -> set[str]:
+    """The sample names a registry's metrics are scraped under, whether or not they have samples yet."""
+    suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_count", "_sum"), "gauge": ("",)}
+    return {family.name + suffix for family in registry.collect() for suffix in suffixes[family.type]}
+
+
+def test_the_grafana_dashboard_queries_exactly_the_exported_metrics() -> None:
+    import json
+    import re
+    from pathlib import Path
+
+    from lakecdc.metrics.ingest_exporter import IngestExporter
+    from lakecdc.metrics.prometheus import MetricsEndpoint
+
+    capture = capture_metrics(_connector("0"))
+    ingest = IngestExporter(MetricsEndpoint(0, "ingest test"), "job")
+    try:
+        exported = _exposed_names(capture.endpoint.registry) | _exposed_names(ingest.endpoint.registry)
+    finally:
+        capture.close()
+        ingest.close()
+    dashboard = json.loads((Path(__file__).resolve().parents[2] / "conf" / "grafana-lakecdc.json").read_text())
+    expressions = [t["expr"] for panel in dashboard["panels"] for t in panel.get("targets", [])]
+    used = {name for expr in expressions for name in re.findall(r"\blakecdc_[a-z_]+", expr)}
+    assert used - exported == set(), "the dashboard queries metrics no exporter has"
+    families = {re.sub(r"_(total|bucket|count|sum)$", "", name) for name in exported}
+    shown = {re.sub(r"_(total|bucket|count|sum)$", "", name) for name in used}
+    assert families - shown == set(), "exported metrics missing from the dashboard"
