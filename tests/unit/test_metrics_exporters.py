@@ -9,6 +9,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lakecdc.errors import ConfigError
 from lakecdc.events.envelope import ChangeRecord
@@ -112,3 +114,51 @@ def test_the_grafana_dashboard_queries_exactly_the_exported_metrics() -> None:
     families = {re.sub(r"_(total|bucket|count|sum)$", "", name) for name in exported}
     shown = {re.sub(r"_(total|bucket|count|sum)$", "", name) for name in used}
     assert families - shown == set(), "exported metrics missing from the dashboard"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.integers(-5_000, 5_000_000)), max_size=60), st.integers(1, 4))
+def test_arrow_histogram_equals_the_client_histogram(values: list[int | None], parts: int) -> None:
+    import pyarrow as pa
+    from prometheus_client import CollectorRegistry, Histogram
+
+    from lakecdc.metrics.ingest_exporter import ArrowHistogram
+    from lakecdc.metrics.prometheus import LAG_BUCKETS
+
+    ours, theirs = CollectorRegistry(), CollectorRegistry()
+    arrow = ArrowHistogram("h_seconds", "test", "job")
+    ours.register(arrow)
+    client = Histogram("h_seconds", "test", ["connector"], buckets=LAG_BUCKETS, registry=theirs).labels("job")
+    size = -(-len(values) // parts) or 1
+    for start in range(0, len(values), size):  # a batch's several tables
+        arrow.observe_ms(pa.array(values[start:start + size], pa.int64()))
+    for ms in values:
+        if ms is not None:
+            client.observe(max(0, ms) / 1000)
+
+    def samples(registry: CollectorRegistry) -> dict[tuple[str, str], float]:
+        return {(s.name, s.labels.get("le", "")): s.value for family in registry.collect() for s in family.samples
+                if not s.name.endswith("_created")}
+    got, expected = samples(ours), samples(theirs)
+    assert got.keys() == expected.keys()
+    for key, value in expected.items():
+        assert got[key] == pytest.approx(value), key
+
+
+def test_cached_estimates_read_once_refresh_on_a_new_table_and_never_fail_capture() -> None:
+    from lakecdc.metrics.snapshot_estimates import CachedEstimates
+
+    fetched: list[int] = []
+    tables = {("public", "a"): 10, ("public", "never_analysed"): -1}
+
+    def fetch() -> dict[tuple[str, str], int]:
+        fetched.append(1)
+        if len(fetched) == 3:
+            raise OSError("connection refused")
+        return dict(tables)
+    estimate = CachedEstimates(fetch, lambda s: (s["schema"], s["table"]))
+    assert estimate({"schema": "public", "table": "a"}) == 10 and len(fetched) == 1
+    assert estimate({"schema": "public", "table": "never_analysed"}) is None and len(fetched) == 1
+    tables[("public", "b")] = 7  # created after the first look
+    assert estimate({"schema": "public", "table": "b"}) == 7 and len(fetched) == 2
+    assert estimate({"schema": "public", "table": "c"}) is None and len(fetched) == 3  # the lookup failed
