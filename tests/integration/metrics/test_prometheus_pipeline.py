@@ -15,15 +15,14 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 from psycopg import sql
+from metrics_scrape import Samples, scrape, value, wait_for
 
 from lakecdc.devstack.ports import free_port
 from lakecdc.ingest.config import IngestConfig
@@ -35,38 +34,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[3]
 SEED_ROWS, INSERTS, UPDATES, DELETES = 10, 5, 3, 2
 TABLES = {"items": "iceberg", "parts": "delta"}
-Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
-
-
-def scrape(port: int) -> Samples:
-    """Every sample of ``/metrics``: (name, sorted labels) -> value."""
-    from prometheus_client.parser import text_string_to_metric_families
-
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
-        text = response.read().decode()
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
-
-
-def value(samples: Samples, name: str, **labels: str) -> float | None:
-    return samples.get((name, tuple(sorted(labels.items()))))
-
-
-def wait_for(port: int, done: Callable[[Samples], bool], what: str, timeout: float = 180) -> Samples:
-    deadline = time.monotonic() + timeout
-    samples: Samples = {}
-    while time.monotonic() < deadline:
-        try:
-            samples = scrape(port)
-        except OSError:
-            samples = {}
-        if samples and done(samples):
-            return samples
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}; last scrape:\n"
-                         + "\n".join(f"{k}: {v}" for k, v in sorted(samples.items()) if "lakecdc" in k[0]))
-
-
 def _workload(conn: psycopg.Connection, table: str) -> None:
     ident = sql.Identifier(table)
     with conn.transaction():
