@@ -162,3 +162,30 @@ def test_cached_estimates_read_once_refresh_on_a_new_table_and_never_fail_captur
     tables[("public", "b")] = 7  # created after the first look
     assert estimate({"schema": "public", "table": "b"}) == 7 and len(fetched) == 2
     assert estimate({"schema": "public", "table": "c"}) is None and len(fetched) == 3  # the lookup failed
+
+
+def test_serve_ingest_metrics_port_from_the_file_or_the_option_and_a_busy_port_named(tmp_path: Any) -> None:
+    import socket
+
+    from lakecdc.devstack.ports import free_port
+    from lakecdc.metrics.ingest_exporter import active_ingest_exporter, serve_ingest_metrics
+
+    path = tmp_path / "ingest.yaml"
+    base = "name: shop-ingest\nkafka.bootstrap.servers: 127.0.0.1:9\ntopic.prefix: shop\n"
+    path.write_text(base)
+    with serve_ingest_metrics(path) as exporter:
+        assert exporter is None and active_ingest_exporter() is None  # off by default
+    port = free_port()
+    path.write_text(base + f"metrics.port: {port}\n")
+    with serve_ingest_metrics(path) as exporter:
+        assert exporter is not None and exporter.port == port and active_ingest_exporter() is exporter
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+            assert b"lakecdc_ingest_held_events" in response.read()
+    assert active_ingest_exporter() is None
+    with socket.socket() as busy:
+        busy.bind(("0.0.0.0", 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        with pytest.raises(ConfigError, match=f"cannot serve ingest shop-ingest metrics on port {taken}"), \
+                serve_ingest_metrics(path, port=taken):
+            pass
