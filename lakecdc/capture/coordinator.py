@@ -28,7 +28,7 @@ from lakecdc.capture.offsets import Offset, OffsetStore, offset_key
 from lakecdc.capture.snapshot_modes import plan_start
 from lakecdc.capture.spi import CaptureConnector
 from lakecdc.errors import TransientError
-from lakecdc.metrics.capture_exporter import capture_metrics
+from lakecdc.metrics.capture_exporter import CaptureMetrics, capture_metrics
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ class CaptureCoordinator:
         self._key = offset_key(connector.name, connector.partition)
         self._stop = threading.Event()
         self._streaming_started = False
-        self.metrics = capture_metrics(connector)  # Prometheus when metrics.port is set, else no-op
+        self.metrics = CaptureMetrics()  # no-op until run() opens the Prometheus endpoint (metrics.port)
 
     # -- control ----------------------------------------------------------------------------
     def request_stop(self) -> None:
@@ -118,6 +118,7 @@ class CaptureCoordinator:
 
     # -- main -------------------------------------------------------------------------------
     def run(self) -> CaptureStats:
+        self.metrics = capture_metrics(self.connector)
         with fewer_gc_passes():
             try:
                 return self._run()

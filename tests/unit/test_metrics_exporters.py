@@ -189,3 +189,26 @@ def test_serve_ingest_metrics_port_from_the_file_or_the_option_and_a_busy_port_n
         with pytest.raises(ConfigError, match=f"cannot serve ingest shop-ingest metrics on port {taken}"), \
                 serve_ingest_metrics(path, port=taken):
             pass
+
+
+def test_capture_cli_names_a_busy_metrics_port_before_touching_the_source(tmp_path: Any) -> None:
+    import socket
+
+    from typer.testing import CliRunner
+
+    from lakecdc.cli.main import app
+
+    config = tmp_path / "pg.properties"
+    config.write_text("name=shop\ntopic.prefix=shop\ndatabase.hostname=127.0.0.1\ndatabase.port=9\n"
+                      "database.user=u\ndatabase.password=secret-pw\ndatabase.dbname=shop\n"
+                      f"offset.storage.file.filename={tmp_path / 'offsets.json'}\n")
+    with socket.socket() as busy:
+        busy.bind(("0.0.0.0", 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        result = CliRunner().invoke(app, ["capture", "--config", str(config), "--sink",
+                                          f"jsonl:{tmp_path / 'events.jsonl'}", "--metrics-port", str(taken)],
+                                    env={"COLUMNS": "200"})
+    assert result.exit_code == 1, result.output
+    assert f"cannot serve capture shop metrics on port {taken}" in result.output
+    assert "secret-pw" not in result.output
