@@ -68,6 +68,8 @@ def table_label(source: dict[str, Any]) -> str:
 
 
 class PrometheusCaptureMetrics(CaptureMetrics):
+    """The metrics of the module docstring, in the endpoint's own registry."""
+
     def __init__(self, endpoint: MetricsEndpoint, connector: str, estimate: Estimator | None) -> None:
         from prometheus_client import Counter, Gauge, Histogram
 

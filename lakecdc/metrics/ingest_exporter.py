@@ -69,6 +69,8 @@ def serve_ingest_metrics(config: str | Path | IngestConfig,
 
 
 class IngestExporter:
+    """The metrics of the module docstring, in the endpoint's own registry."""
+
     def __init__(self, endpoint: MetricsEndpoint, job: str) -> None:
         from prometheus_client import Counter, Gauge, Histogram
 
