@@ -28,6 +28,7 @@ from lakecdc.capture.offsets import Offset, OffsetStore, offset_key
 from lakecdc.capture.snapshot_modes import plan_start
 from lakecdc.capture.spi import CaptureConnector
 from lakecdc.errors import TransientError
+from lakecdc.metrics.capture_exporter import CaptureMetrics, capture_metrics
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +105,7 @@ class CaptureCoordinator:
         self._key = offset_key(connector.name, connector.partition)
         self._stop = threading.Event()
         self._streaming_started = False
+        self.metrics = CaptureMetrics()  # no-op until run() opens the Prometheus endpoint (metrics.port)
 
     # -- control ----------------------------------------------------------------------------
     def request_stop(self) -> None:
@@ -116,8 +118,12 @@ class CaptureCoordinator:
 
     # -- main -------------------------------------------------------------------------------
     def run(self) -> CaptureStats:
+        self.metrics = capture_metrics(self.connector)
         with fewer_gc_passes():
-            return self._run()
+            try:
+                return self._run()
+            finally:
+                self.metrics.close()
 
     def _run(self) -> CaptureStats:
         stored = self.offsets.load(self._key)
@@ -139,12 +145,15 @@ class CaptureCoordinator:
 
         def emit(records: list[Any]) -> None:
             self.sink.send(records)  # step 1
+            self.metrics.sent(records)
 
+        self.metrics.snapshot_running(True)
         result = source.run(emit)
         self.stats.snapshot_rows += result.rows
         # Snapshot rows carry no resumable position: the offset is stored only once every row
         # is durable, so a crash mid-snapshot restarts the snapshot (the seed's rule).
         self._commit(result.offset, acknowledge=None)
+        self.metrics.snapshot_running(False)
         log.info("snapshot completed: %d rows from %d tables", result.rows, result.tables)
 
     def _run_streaming_with_retries(self) -> None:
@@ -183,6 +192,7 @@ class CaptureCoordinator:
                 idle = source.idle_seconds()
                 if batch:
                     self.sink.send(batch)  # step 1
+                    self.metrics.sent(batch)
                     unflushed += len(batch)
                     self.stats.streamed_records += len(batch)
                     batch = []
@@ -203,6 +213,7 @@ class CaptureCoordinator:
             source.close()
 
     def _commit(self, offset: Offset, acknowledge: Any | None) -> None:
+        started = time.monotonic()
         log.debug("commit step 2: flushing the sink")
         self.sink.flush()  # step 2: durable when it returns
         log.debug("commit step 3: storing offset %s", offset)
@@ -211,3 +222,4 @@ class CaptureCoordinator:
             log.debug("commit step 4: acknowledging the source")
             acknowledge.acknowledge(offset)  # step 4: never before steps 2 and 3
         self.stats.commits += 1
+        self.metrics.committed(offset, time.monotonic() - started)

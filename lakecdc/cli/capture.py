@@ -32,6 +32,9 @@ def capture(
     stop_when_idle: float | None = typer.Option(
         None, "--stop-when-idle", help="Stop after streaming has seen no change for this many seconds."),
     log_level: str = typer.Option("INFO", "--log-level", help="DEBUG shows each commit step."),
+    metrics_port: int | None = typer.Option(
+        None, "--metrics-port", min=0, max=65535,
+        help="Serve Prometheus metrics on this port (/metrics); overrides the file's metrics.port."),
 ) -> None:
     """Snapshot (per snapshot.mode), then stream changes as Debezium change events.
 
@@ -42,7 +45,8 @@ def capture(
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        stats = run_capture(config, sink, stop_when_idle=stop_when_idle, install_signals=True)
+        overrides = {"metrics.port": str(metrics_port)} if metrics_port is not None else None
+        stats = run_capture(config, sink, stop_when_idle=stop_when_idle, overrides=overrides, install_signals=True)
     except LakecdcError as error:
         console.print(f"[red]error:[/red] {error}")
         raise typer.Exit(2 if error.is_transient else 1) from None

@@ -9,7 +9,15 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-console = Console()
+
+
+def _console() -> Console:
+    """Text wraps at the width of a terminal; in a pipe, a file or a CI log each sentence stays one line."""
+    console = Console()
+    return console if console.is_terminal else Console(soft_wrap=True)
+
+
+console = _console()
 
 
 def register(app: typer.Typer) -> None:
@@ -34,7 +42,7 @@ def demo(
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     directory.mkdir(parents=True, exist_ok=True)
-    result = run_demo(directory, seconds=seconds, say=console.print)
+    result = run_demo(directory, seconds=seconds, say=lambda text: console.print(text, markup=False))
     table = Table(title="7. source vs silver")
     for column in ("table", "source rows", "silver rows", "equal"):
         table.add_column(column)
@@ -53,5 +61,6 @@ def demo(
                       f"{travel['rows_then']} rows, balance {travel['balance_then']}; now: {travel['rows_now']} rows, "
                       f"balance {travel['balance_now']} ({travel['snapshots']} snapshots)")
     console.print(f"tables: {result.warehouse}")
+    console.print(f"Spark's and Java's log: {result.spark_log}")
     if not result.all_equal:
         raise typer.Exit(1)

@@ -33,16 +33,21 @@ def ingest(
         help="available-now (read what is there, then exit), continuous, or every:<n>s. "
              "Default: the file's 'trigger', else available-now."),
     log_level: str = typer.Option("INFO", "--log-level", help="DEBUG shows each commit step."),
+    metrics_port: int | None = typer.Option(
+        None, "--metrics-port", min=0, max=65535,
+        help="Serve Prometheus metrics on this port (/metrics); overrides the file's metrics.port."),
 ) -> None:
     """Read Debezium topics and apply them to bronze change logs and silver tables, exactly once.
 
     Resumes from the Kafka offsets committed in the tables. SIGTERM or Ctrl-C finishes and commits the current batch, then exits 0.
     """
     from lakecdc.ingest.job import run_ingest
+    from lakecdc.metrics.ingest_exporter import serve_ingest_metrics
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        summary = run_ingest(config, trigger)
+        with serve_ingest_metrics(config, metrics_port):
+            summary = run_ingest(config, trigger)
     except LakecdcError as error:
         console.print(f"[red]error:[/red] {error}")
         raise typer.Exit(2 if error.is_transient else 1) from None

@@ -12,6 +12,9 @@ Steps (each printed as it happens):
 6. print per table: source rows, silver rows, equal or not; changes/s; source-to-silver latency
    p50/p99; then a time-travel query of ``silver.customers`` at its first version;
 7. stop everything; the tables stay under ``<directory>/warehouse``.
+
+Spark's and Java's own log lines go to ``<directory>/spark.log`` (named at step 3 and at the end),
+capture's to ``<directory>/capture.log``: the demo's output is its own sentences only.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ class DemoResult:
     latency_p99_ms: float | None = None
     time_travel: dict[str, Any] = field(default_factory=dict)
     warehouse: Path | None = None
+    spark_log: Path | None = None  # Spark's and Java's own output
 
     @property
     def all_equal(self) -> bool:
@@ -85,12 +89,12 @@ def run_demo(directory: Path, seconds: float = 20.0, say: Any = print, catch_up_
 
     from lakecdc.devstack.broker import Broker
     from lakecdc.devstack.postgres import Postgres
-    from lakecdc.devstack.spark import spark_session
+    from lakecdc.demo.spark_log import spark_session_logged
     from lakecdc.ingest.job import run_ingest
 
     directory = directory.resolve()
     warehouse = directory / "warehouse"
-    result = DemoResult(warehouse=warehouse)
+    result = DemoResult(warehouse=warehouse, spark_log=directory / "spark.log")
     (directory / "stack").mkdir(parents=True, exist_ok=True)
     say(f"1. starting the broker and PostgreSQL under {directory / 'stack'}")
     with Broker(base_dir=directory / "stack") as broker, Postgres(base_dir=directory / "stack") as pg:
@@ -102,8 +106,8 @@ def run_demo(directory: Path, seconds: float = 20.0, say: Any = print, catch_up_
             workload.seed()
             capture_file = capture_config(directory, pg, broker)
             ingest_config = demo_ingest_config(directory, warehouse, broker)
-            say("3. starting capture and ingest (Spark starts in a few seconds)")
-            spark = spark_session(warehouse, app_name="lakecdc-demo")
+            say(f"3. starting capture and ingest (Spark starts in a few seconds; its log: {result.spark_log})")
+            spark = spark_session_logged(result.spark_log, warehouse, app_name="lakecdc-demo")
             stop_ingest = threading.Event()
             latencies: list[pa.Array] = []
             applied: list[tuple[float, int]] = []  # (when, changes) per batch

@@ -6,7 +6,9 @@ One log line per micro-batch, e.g.::
     4 held back for open transactions; 1 record to the dead-letter table
 
 ``lag`` is now minus the newest source commit time applied (``source.ts_ms``). When the job runs
-in a terminal, the same line is shown as a live status line (rich) instead of scrolling.
+in a terminal, the same line is shown as a live status line (rich) instead of scrolling. While
+``lakecdc.metrics.ingest_exporter.serve_ingest_metrics`` serves an endpoint, every batch is also
+counted in its Prometheus metrics.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import logging
 import sys
 import time
 from typing import TYPE_CHECKING, Any
+
+from lakecdc.metrics.ingest_exporter import IngestExporter, active_ingest_exporter
 
 if TYPE_CHECKING:
     from lakecdc.ingest.job import IngestSummary
@@ -46,10 +50,12 @@ def describe(report: BatchReport, now_ms: int | None = None) -> str:
 
 
 class BatchMetrics:
-    """Logs every batch; also keeps a live status line when stderr is a terminal."""
+    """Logs every batch; also keeps a live status line when stderr is a terminal, and feeds the
+    Prometheus exporter being served (if any)."""
 
-    def __init__(self, interactive: bool | None = None) -> None:
+    def __init__(self, interactive: bool | None = None, exporter: IngestExporter | None = None) -> None:
         self._interactive = sys.stderr.isatty() if interactive is None else interactive
+        self._exporter = exporter or active_ingest_exporter()
         self._status: Any = None
         if self._interactive:
             from rich.console import Console
@@ -60,6 +66,8 @@ class BatchMetrics:
     def report(self, report: BatchReport) -> None:
         line = describe(report)
         log.info(line)
+        if self._exporter is not None:
+            self._exporter.batch(report)
         if self._status is not None:
             self._status.update(line)
 
