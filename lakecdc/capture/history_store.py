@@ -166,7 +166,7 @@ class KafkaHistoryStore:
         from confluent_kafka import Producer
         from confluent_kafka.admin import AdminClient
 
-        from lakecdc.transport.kafka_config import client_settings
+        from lakecdc.transport.kafka_config import client_settings, describe
 
         self.topic = topic
         self.server = server
@@ -180,6 +180,7 @@ class KafkaHistoryStore:
             if not built.get("bootstrap.servers"):
                 raise error("Kafka schema history needs 'schema.history.internal.kafka.bootstrap.servers'")
             self.settings[role] = built
+            log.debug("schema history %s settings: %s", role, describe(built))
         admin = self._client(AdminClient, "admin")
         self._ensure_topic(admin, replication_factor)
         self._producer = self._client(Producer, "producer")

@@ -134,7 +134,7 @@ class KafkaOffsetStore:
             from lakecdc.errors import MissingExtraError
 
             raise MissingExtraError("the Kafka offset store", "kafka", str(exc)) from exc
-        from lakecdc.transport.kafka_config import client_settings
+        from lakecdc.transport.kafka_config import client_settings, describe
 
         self.topic = topic
         props = dict(properties or {})
@@ -148,6 +148,7 @@ class KafkaOffsetStore:
             if not built.get("bootstrap.servers"):
                 raise ConfigError("Kafka offset storage needs 'bootstrap.servers'", "bootstrap.servers")
             self.settings[role] = built
+            log.debug("offset store %s settings: %s", role, describe(built))
         self.bootstrap_servers = self.settings["producer"]["bootstrap.servers"]
         self.partitions = self._ensure_topic(partitions, replication_factor)
         self._producer = _client(Producer, self.settings["producer"], "producer")
