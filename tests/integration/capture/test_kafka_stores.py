@@ -168,3 +168,23 @@ def test_signal_channel_gets_the_producer_connection_settings(broker: Broker) ->
         KafkaSignalChannel.__init__ = original  # type: ignore[method-assign]
     assert built[0]["bootstrap.servers"] == broker.bootstrap_servers
     assert built[0]["security.protocol"] == "PLAINTEXT" and built[0]["client.id"] == "sig"
+
+
+def test_topic_configs_on_real_kafka(request: pytest.FixtureRequest) -> None:
+    """The same configs as Apache Kafka reports them (tansu only echoes what it was given)."""
+    try:
+        kafka = request.getfixturevalue("kafka_broker")
+    except pytest.FixtureLookupError:
+        pytest.skip("needs the kafka_broker fixture (real Apache Kafka)")
+    prefix = f"k{uuid.uuid4().hex[:8]}"
+    cfg = CommonConnectorConfig.from_properties({
+        "topic.prefix": prefix, "bootstrap.servers": kafka.bootstrap_servers,
+        "offset.storage.topic": f"{prefix}.offsets", "offset.storage.partitions": "5",
+        "schema.history.internal.kafka.topic": f"{prefix}.history"})
+    KafkaOffsetStore.from_config(cfg).close()
+    KafkaHistoryStore.from_config(cfg).close()
+    offsets = topic_config(kafka.bootstrap_servers, f"{prefix}.offsets")
+    history = topic_config(kafka.bootstrap_servers, f"{prefix}.history")
+    assert offsets["cleanup.policy"] == "compact" and partitions(kafka.bootstrap_servers, f"{prefix}.offsets") == 5
+    assert history["cleanup.policy"] == "delete" and history["retention.ms"] == str(2**63 - 1)
+    assert history["retention.bytes"] == "-1" and partitions(kafka.bootstrap_servers, f"{prefix}.history") == 1
