@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -150,7 +151,8 @@ class OracleStreamingSource:
     # -- lifecycle -------------------------------------------------------------------------
     def start(self, offset: dict[str, Any] | None) -> None:
         c = self.config
-        spill = SpillStore(name=f"lakecdc-logminer-{c.connector_name}") if c.buffer_spills else None
+        name = re.sub(r"[^A-Za-z0-9._-]", "_", c.connector_name)
+        spill = SpillStore(name=f"lakecdc-logminer-{name}") if c.buffer_spills else None
         self.buffer = TransactionBuffer(spill, c.log_mining_buffer_memory_threshold,
                                         c.log_mining_buffer_transaction_events_threshold)
         self._window = self._emission = None
@@ -536,7 +538,5 @@ def _rs_id(row: dict[str, Any]) -> str | None:
 
 
 def _full_match(pattern: str, value: str) -> bool:
-    import re
-
     return re.fullmatch(pattern, value, re.IGNORECASE) is not None
 
