@@ -10,6 +10,18 @@ The commit sequence (each step logged with its number at DEBUG, and a summary at
 
 A crash between any two steps loses nothing: at worst records after the stored offset are sent
 again on restart, and the connector skips events at or before the stored position.
+
+With a transactional producer (``producer.transactional.id``, Kafka Connect's exactly-once source
+support) and offsets in a Kafka topic of the same cluster, steps 2 and 3 are one step: the offset
+record is written by the sink's producer into the transaction that holds the events it covers, and
+the transaction's commit makes both visible at once (DESIGN.md §2.7). A crash before the commit
+leaves neither to a ``read_committed`` reader; the restart resumes from the previous offset.
+
+A snapshot is committed periodically too (every ``snapshot_commit_interval_s``, at most a quarter of
+the producer's ``transaction.timeout.ms``, or ``max_unflushed_records``), so no Kafka transaction
+outlives its timeout. Those commits store :data:`SNAPSHOT_IN_PROGRESS`: a restart then sees an
+unfinished snapshot and snapshots again, as Debezium does when its offset says ``snapshot=true``
+without the last snapshot record.
 """
 
 from __future__ import annotations
@@ -32,6 +44,10 @@ from lakecdc.metrics.capture_exporter import CaptureMetrics, capture_metrics
 
 log = logging.getLogger(__name__)
 
+#: the offset stored by commits during a snapshot: every connector's ``snapshot_completed`` reads it
+#: as an unfinished snapshot (PostgreSQL: no ``last_snapshot_record``; others: no ``snapshot_completed``)
+SNAPSHOT_IN_PROGRESS: Offset = {"snapshot": True, "snapshot_completed": False, "last_snapshot_record": False}
+
 
 @dataclass
 class CoordinatorSettings:
@@ -46,6 +62,9 @@ class CoordinatorSettings:
     #: Debezium's ``offset.flush.interval.ms``, not one per poll batch (MySQL polls 2048 records:
     #: an fsync of the sink and of the offset file every 2048 records).
     max_unflushed_records: int = 50_000
+    #: how often a running snapshot is committed (bounded below the transaction timeout when the
+    #: producer is transactional): a commit waits for the broker, so less often than streaming
+    snapshot_commit_interval_s: float = 10.0
     poll_timeout_s: float = 0.2
     #: stop once streaming has produced nothing for this many seconds (None: run until stopped)
     stop_when_idle_s: float | None = None
@@ -106,6 +125,7 @@ class CaptureCoordinator:
         self._stop = threading.Event()
         self._streaming_started = False
         self.metrics = CaptureMetrics()  # no-op until run() opens the Prometheus endpoint (metrics.port)
+        self._offsets_in_transaction = offsets_in_transaction(sink, offsets)
 
     # -- control ----------------------------------------------------------------------------
     def request_stop(self) -> None:
@@ -142,16 +162,29 @@ class CaptureCoordinator:
 
     def _run_snapshot(self, stored: Offset | None) -> None:
         source = self.connector.snapshot_source(stored)
+        interval = self.settings.snapshot_commit_interval_s
+        timeout = getattr(self.sink, "transaction_timeout_s", None)
+        if getattr(self.sink, "transactional", False) and timeout:
+            interval = min(interval, timeout / 4)
+        unflushed = 0
+        last_commit = time.monotonic()
 
         def emit(records: list[Any]) -> None:
+            nonlocal unflushed, last_commit
             self.sink.send(records)  # step 1
             self.metrics.sent(records)
+            unflushed += len(records)
+            now = time.monotonic()
+            if unflushed >= self.settings.max_unflushed_records or now - last_commit >= interval:
+                # Snapshot rows carry no resumable position: the stored offset says "snapshot not
+                # finished", so a crash from here on restarts the snapshot.
+                self._commit(SNAPSHOT_IN_PROGRESS, acknowledge=None)
+                unflushed, last_commit = 0, time.monotonic()
 
         self.metrics.snapshot_running(True)
         result = source.run(emit)
         self.stats.snapshot_rows += result.rows
-        # Snapshot rows carry no resumable position: the offset is stored only once every row
-        # is durable, so a crash mid-snapshot restarts the snapshot (the seed's rule).
+        # The streaming offset is stored only once every row is durable.
         self._commit(result.offset, acknowledge=None)
         self.metrics.snapshot_running(False)
         log.info("snapshot completed: %d rows from %d tables", result.rows, result.tables)
@@ -163,6 +196,8 @@ class CaptureCoordinator:
                 self._run_streaming()
                 return
             except TransientError as exc:
+                if getattr(self.sink, "transactional", False):
+                    self._abort_transaction()
                 # retries count consecutive failures: a connection that streamed, then dropped
                 # (a restart days later), starts a fresh series instead of using up the budget
                 attempt = 1 if self._streaming_started else attempt + 1
@@ -176,12 +211,21 @@ class CaptureCoordinator:
                 if self._stop.wait(delay):
                     return
 
+    def _abort_transaction(self) -> None:
+        """Nothing of a failed transaction may be committed with the records sent again after it."""
+        try:
+            self.sink.abort()
+        except TransientError as exc:  # the broker aborts it at transaction.timeout.ms, or fences it
+            log.warning("cannot abort the Kafka transaction yet (%s); the broker aborts it when it times out", exc)
+
     def _run_streaming(self) -> None:
         self._streaming_started = False
         source = self.connector.streaming_source()
         settings = self.settings
         try:
-            source.start(self.offsets.load(self._key))
+            stored = self.offsets.load(self._key)
+            # an unfinished snapshot's marker has no position (snapshot.mode changed to never/no_data)
+            source.start(None if stored == SNAPSHOT_IN_PROGRESS else stored)
             self._streaming_started = True
             batch: list[Any] = []
             unflushed = 0
@@ -214,12 +258,41 @@ class CaptureCoordinator:
 
     def _commit(self, offset: Offset, acknowledge: Any | None) -> None:
         started = time.monotonic()
-        log.debug("commit step 2: flushing the sink")
-        self.sink.flush()  # step 2: durable when it returns
-        log.debug("commit step 3: storing offset %s", offset)
-        self.offsets.save(self._key, offset)  # step 3
+        if self._offsets_in_transaction:
+            record = self.offsets.record(self._key, offset)  # type: ignore[attr-defined]
+            log.debug("commit steps 2+3: offset %s in the Kafka transaction of its events", offset)
+            self.sink.send_raw(record.topic, record.key, record.value, partition=record.partition)
+            self.sink.flush()  # commits events and offset together, or raises having kept neither
+            self.offsets.remember(self._key, offset)  # type: ignore[attr-defined]
+        else:
+            log.debug("commit step 2: flushing the sink")
+            self.sink.flush()  # step 2: durable when it returns
+            log.debug("commit step 3: storing offset %s", offset)
+            self.offsets.save(self._key, offset)  # step 3
         if acknowledge is not None:
             log.debug("commit step 4: acknowledging the source")
             acknowledge.acknowledge(offset)  # step 4: never before steps 2 and 3
         self.stats.commits += 1
         self.metrics.committed(offset, time.monotonic() - started)
+
+
+def offsets_in_transaction(sink: Any, offsets: OffsetStore) -> bool:
+    """True when the offset can be written in the sink's Kafka transaction: a transactional sink and
+    an offsets topic on the same cluster (Kafka Connect's exactly-once source support needs both)."""
+    if not getattr(sink, "transactional", False):
+        return False
+    if not hasattr(offsets, "record"):
+        log.warning("the Kafka producer is transactional but offsets are kept in %s: each offset is stored "
+                    "after its transaction commits, not in it; set offset.storage.topic for exactly-once",
+                    type(offsets).__name__)
+        return False
+    if _servers(getattr(offsets, "bootstrap_servers", "")) != _servers(getattr(sink, "bootstrap_servers", "")):
+        log.warning("the offsets topic is on other brokers than the events (%s, %s): offsets are stored after "
+                    "each transaction commits, not in it", offsets.bootstrap_servers,  # type: ignore[attr-defined]
+                    sink.bootstrap_servers)
+        return False
+    return True
+
+
+def _servers(text: str) -> frozenset[str]:
+    return frozenset(s.strip() for s in text.split(",") if s.strip())

@@ -20,14 +20,21 @@ import json
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from lakecdc.config.redact import redact
 from lakecdc.errors import SourceTerminalError
 
 log = logging.getLogger(__name__)
+
+
+#: Debezium's KafkaSchemaHistory topic settings: DDL records are never deleted
+HISTORY_TOPIC_CONFIG = {"cleanup.policy": "delete", "retention.ms": str(2**63 - 1), "retention.bytes": "-1"}
+#: lakecdc's own (Debezium takes the broker's default.replication.factor and has no property)
+REPLICATION_FACTOR_PROPERTY = "schema.history.internal.kafka.replication.factor"
 
 
 class SchemaHistoryError(SourceTerminalError):
@@ -142,36 +149,87 @@ class FileHistoryStore:
 
 
 class KafkaHistoryStore:
-    """A single-partition Kafka topic; created with one partition, and refused if it has more."""
+    """A single-partition Kafka topic; created with one partition, and refused if it has more.
 
-    def __init__(self, bootstrap_servers: str, topic: str, server: str, client_config: dict[str, Any] | None = None,
-                 error: type[Exception] = SchemaHistoryError):
+    Created as Debezium's KafkaSchemaHistory creates it: one partition, ``cleanup.policy=delete``
+    with ``retention.ms`` = Long.MAX_VALUE and ``retention.bytes=-1`` (never deleted), and the broker's
+    default replication factor (``replication_factor=-1``; lakecdc also takes
+    ``schema.history.internal.kafka.replication.factor``, which Debezium does not have). Clients get
+    :func:`client_settings`: ``schema.history.internal.producer.*`` / ``.consumer.*`` (the admin
+    client the consumer's, as Debezium), over the connection settings of ``producer.*`` and the
+    worker level, so a SASL/SSL cluster configured once works here too.
+    """
+
+    def __init__(self, bootstrap_servers: str | None, topic: str, server: str,
+                 client_config: dict[str, Any] | None = None, error: type[Exception] = SchemaHistoryError, *,
+                 properties: Mapping[str, str] | None = None, replication_factor: int = -1):
         from confluent_kafka import Producer
-        from confluent_kafka.admin import AdminClient, NewTopic
+        from confluent_kafka.admin import AdminClient
+
+        from lakecdc.transport.kafka_config import client_settings, describe
 
         self.topic = topic
         self.server = server
         self._error = error
-        self._config = {"bootstrap.servers": bootstrap_servers, **(client_config or {})}
-        admin = AdminClient(self._config)
-        metadata = admin.list_topics(timeout=10)
-        if topic not in metadata.topics:
-            futures = admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1,
-                                                    config={"cleanup.policy": "delete", "retention.ms": "-1"})])
+        props = dict(properties or {})
+        #: the librdkafka settings each client is built with, by role
+        self.settings: dict[str, dict[str, Any]] = {}
+        for role in ("producer", "consumer", "admin"):
+            built = client_settings(props, f"history.{role}", bootstrap_servers)  # type: ignore[arg-type]
+            built.update(client_config or {})
+            if not built.get("bootstrap.servers"):
+                raise error("Kafka schema history needs 'schema.history.internal.kafka.bootstrap.servers'")
+            self.settings[role] = built
+            log.debug("schema history %s settings: %s", role, describe(built))
+        admin = self._client(AdminClient, "admin")
+        self._ensure_topic(admin, replication_factor)
+        self._producer = self._client(Producer, "producer")
+
+    @classmethod
+    def from_config(cls, config: Any, error: type[Exception] = SchemaHistoryError) -> KafkaHistoryStore:
+        from lakecdc.transport.kafka_config import connector_kafka_properties
+
+        properties = connector_kafka_properties(config)
+        factor = properties.get(REPLICATION_FACTOR_PROPERTY, "-1")
+        try:
+            replication = int(factor)
+        except ValueError:
+            raise error(f"invalid value '{factor}' for property '{REPLICATION_FACTOR_PROPERTY}': expected an "
+                        "integer (-1: the broker's default.replication.factor)") from None
+        return cls(None, config.schema_history_internal_kafka_topic, config.topic_prefix, error=error,
+                   properties=properties, replication_factor=replication)
+
+    def _client(self, cls: Any, role: str) -> Any:
+        from confluent_kafka import KafkaException
+
+        try:
+            return cls({**self.settings[role], "logger": logging.getLogger("lakecdc.transport.librdkafka")})
+        except (KafkaException, ValueError, TypeError) as exc:
+            detail = exc.args[0].str() if isinstance(exc, KafkaException) else str(exc)
+            raise self._error(f"invalid Kafka {role} setting for the schema history: {redact(detail)}") from None
+
+    def _ensure_topic(self, admin: Any, replication_factor: int) -> None:
+        from confluent_kafka.admin import NewTopic
+
+        metadata = admin.list_topics(timeout=30)
+        if self.topic not in metadata.topics:
+            futures = admin.create_topics([NewTopic(self.topic, num_partitions=1, replication_factor=replication_factor,
+                                                    config=dict(HISTORY_TOPIC_CONFIG))])
             for future in futures.values():
                 try:
-                    future.result(10)
+                    future.result(30)
+                    log.info("created schema history topic %s", self.topic)
                 except Exception as exc:  # already created by a concurrent start
                     if "exist" not in str(exc).lower():
-                        raise
+                        raise self._error(f"cannot create schema history topic '{self.topic}': "
+                                          f"{redact(str(exc))}") from None
         else:
-            partitions = len(metadata.topics[topic].partitions)
+            partitions = len(metadata.topics[self.topic].partitions)
             if partitions != 1:
                 raise self._error(
-                    f"schema history topic '{topic}' has {partitions} partitions; it must have exactly 1 "
+                    f"schema history topic '{self.topic}' has {partitions} partitions; it must have exactly 1 "
                     "or the order of DDL statements is lost"
                 )
-        self._producer = Producer({**self._config, "enable.idempotence": True, "acks": "all", "linger.ms": 0})
 
     def append(self, record: HistoryRecord) -> None:
         errors: list[str] = []
@@ -181,13 +239,14 @@ class KafkaHistoryStore:
         )
         self._producer.flush(30)
         if errors:
-            raise self._error(f"schema history topic '{self.topic}' rejected a record: {errors[0]}")
+            raise self._error(f"schema history topic '{self.topic}' rejected a record: {redact(errors[0])}")
 
     def records(self) -> Iterator[HistoryRecord]:
         from confluent_kafka import Consumer, TopicPartition
 
-        consumer = Consumer({**self._config, "group.id": f"lakecdc-history-{self.server}-{time.time_ns()}",
-                             "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+        consumer = Consumer({**self.settings["consumer"], "enable.partition.eof": False,
+                             "group.id": f"lakecdc-history-{self.server}-{time.time_ns()}",
+                             "logger": logging.getLogger("lakecdc.transport.librdkafka")})
         out = []
         try:
             low, high = consumer.get_watermark_offsets(TopicPartition(self.topic, 0), timeout=10)
@@ -221,10 +280,7 @@ def open_store(config: Any, error: type[Exception] = SchemaHistoryError) -> Hist
     if kind == "file":
         return FileHistoryStore(config.schema_history_internal_file_filename, server, error)
     if kind == "kafka":
-        bootstrap = config.schema_history_internal_kafka_bootstrap_servers or config.bootstrap_servers
-        if not bootstrap:
-            raise error("Kafka schema history needs 'schema.history.internal.kafka.bootstrap.servers'")
-        return KafkaHistoryStore(bootstrap, config.schema_history_internal_kafka_topic, server, error=error)
+        return KafkaHistoryStore.from_config(config, error)
     log.warning("no schema history storage configured: table structures are kept in memory only and a "
                 "restart needs a new snapshot (set schema.history.internal.file.filename)")
     return MemoryHistoryStore()

@@ -54,10 +54,7 @@ def load_postgres_config(config_path: str | Path, overrides: dict[str, str] | No
 def open_offsets(config: Any, config_path: Path) -> OffsetStore:
     kind = config.offset_storage_kind
     if kind == "kafka":
-        bootstrap = config.bootstrap_servers or config.producer_properties().get("bootstrap.servers")
-        if not bootstrap:
-            raise ConfigError("Kafka offset storage needs 'bootstrap.servers'", "bootstrap.servers")
-        return KafkaOffsetStore(bootstrap, config.offset_storage_topic)
+        return KafkaOffsetStore.from_config(config)
     if kind == "file":
         return FileOffsetStore(config.offset_storage_file_filename)
     # Debezium's MemoryOffsetBackingStore forgets everything at exit; lakecdc keeps a file beside

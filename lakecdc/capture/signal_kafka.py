@@ -5,7 +5,8 @@ skipped with a log line), as Debezium's ``KafkaSignalChannel``. The consumer joi
 ``signal.kafka.groupId`` (default ``kafka-signal``), reads the topic's partition 0 from the
 group's committed position (earliest when none) and commits each message once its signal has
 been handed to the processor. Brokers: ``signal.kafka.bootstrap.servers``, else
-``bootstrap.servers``; ``signal.consumer.*`` properties go to the consumer unchanged.
+``bootstrap.servers``; ``signal.consumer.*`` properties go to the consumer, over the connection
+settings (SASL/SSL) of ``producer.*`` and the worker level (``transport/kafka_config.py``).
 
 The channel is polled between batches of the change stream, so a Kafka signal lands between two
 WAL messages; an ``execute-snapshot`` then writes its first window to the signal table, which
@@ -32,25 +33,27 @@ class KafkaSignalChannel:
 
         self._topic = topic
         self._key = key
-        settings: dict[str, Any] = {
-            "bootstrap.servers": bootstrap_servers, "group.id": group_id, "auto.offset.reset": "earliest",
-            "enable.auto.commit": False, "fetch.wait.max.ms": 100, "fetch.min.bytes": 1,
-        }
+        from lakecdc.transport.kafka_config import client_settings
+
+        settings = client_settings({}, "signal.consumer", bootstrap_servers)
         settings.update(consumer_settings or {})
-        self._consumer = Consumer(settings)
+        settings["group.id"] = group_id
+        self._consumer = Consumer({**settings, "logger": logging.getLogger("lakecdc.transport.librdkafka")})
         # partition 0 only, as Debezium: one ordered stream of signals, no group rebalancing to wait for
         self._consumer.assign([TopicPartition(topic, 0)])
         log.info("reading signals from Kafka topic %s (key %s, group %s)", topic, key, group_id)
 
     @classmethod
     def from_config(cls, config: Any) -> KafkaSignalChannel:
-        servers = config.signal_kafka_bootstrap_servers or config.bootstrap_servers
+        from lakecdc.transport.kafka_config import client_settings, connector_kafka_properties
+
+        # signal.consumer.* over the connection settings of producer.* and the worker level
+        settings = client_settings(connector_kafka_properties(config), "signal.consumer")
+        servers = settings.pop("bootstrap.servers", None)
         if not servers:
             raise ConfigError("the kafka signaling channel needs signal.kafka.bootstrap.servers (or bootstrap.servers)",
                               "signal.kafka.bootstrap.servers")
-        prefix = "signal.consumer."
-        extra = {k[len(prefix):]: v for k, v in config.passthrough.items() if k.startswith(prefix)}
-        return cls(config.signal_kafka_topic, servers, config.topic_prefix, config.signal_kafka_groupid, extra)
+        return cls(config.signal_kafka_topic, servers, config.topic_prefix, config.signal_kafka_groupid, settings)
 
     def poll(self, timeout: float = 0.0, max_messages: int = 100) -> list[Signal]:
         """Signals that arrived since the last call (non-blocking with ``timeout=0``)."""

@@ -167,7 +167,7 @@ class CommonConnectorConfig(PropertiesModel):
     offset_storage_file_filename: str | None = Field(None, alias="offset.storage.file.filename")
     offset_storage_topic: str | None = Field(None, alias="offset.storage.topic")
     offset_storage_partitions: int = Field(1, alias="offset.storage.partitions", ge=1)
-    offset_storage_replication_factor: int = Field(1, alias="offset.storage.replication.factor", ge=-1)
+    offset_storage_replication_factor: int = Field(-1, alias="offset.storage.replication.factor", ge=-1)
     offset_flush_interval_ms: int = Field(60000, alias="offset.flush.interval.ms", ge=0)
     schema_history_internal: str | None = Field(None, alias="schema.history.internal")
     schema_history_internal_file_filename: str | None = Field(None, alias="schema.history.internal.file.filename")

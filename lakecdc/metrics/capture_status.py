@@ -127,8 +127,7 @@ def capture_status(config_path: str | Path) -> CaptureStatus:
 def _open_store(config: Any, path: Path) -> tuple[OffsetStore, str, str | None]:
     kind = config.offset_storage_kind
     if kind == "kafka":
-        bootstrap = config.bootstrap_servers or config.producer_properties().get("bootstrap.servers")
-        return (KafkaOffsetStore(bootstrap, config.offset_storage_topic),
+        return (KafkaOffsetStore.from_config(config),
                 f"kafka topic {config.offset_storage_topic}", None)
     file = Path(config.offset_storage_file_filename) if kind == "file" \
         else path.with_name(path.stem + ".offsets.json")  # the runner's fallback for memory storage

@@ -28,7 +28,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from lakecdc.config.redact import redact
 from lakecdc.errors import ConfigError, SinkDeliveryError, SinkTransientError
-from lakecdc.transport.kafka_config import producer_settings
+from lakecdc.transport.kafka_config import connection_subset, producer_settings
 from lakecdc.transport.sink import RecordSerializer
 from lakecdc.transport.topics import TopicCreator
 
@@ -69,6 +69,7 @@ class KafkaSink:
         single_partition_topics: Iterable[str] = (),
         transactional_id: str | None = None,
         flush_timeout_s: float | None = None,
+        admin_config: Mapping[str, Any] | None = None,
     ) -> None:
         settings = producer_settings(bootstrap_servers, producer_config, transactional_id=transactional_id)
         self.bootstrap_servers = bootstrap_servers
@@ -82,6 +83,9 @@ class KafkaSink:
         self._closed = False
         timeout_ms = int(settings.get("message.timeout.ms", settings.get("delivery.timeout.ms", 300_000)))
         self.flush_timeout_s = flush_timeout_s if flush_timeout_s is not None else timeout_ms / 1000 + 5
+        #: how long the broker lets a transaction stay open before aborting it (librdkafka's default
+        #: 60 s): the capture commits well within it, also during a long snapshot
+        self.transaction_timeout_s = int(settings.get("transaction.timeout.ms", 60_000)) / 1000
         settings["error_cb"] = self._on_error
         settings["on_delivery"] = self._on_delivery  # one default callback: no per-record closure
         settings["logger"] = _librdkafka_logger()
@@ -92,7 +96,8 @@ class KafkaSink:
             raise _config_error(exc.args[0].str()) from None
         except (ValueError, TypeError) as exc:
             raise _config_error(str(exc)) from None
-        admin = {k: v for k, v in settings.items() if k.startswith(("bootstrap.", "security.", "sasl.", "ssl."))}
+        # topic creation: the producer's connection settings unless the caller built the admin's own
+        admin = {**connection_subset(settings), **(admin_config or {})}
         self._topics = (
             TopicCreator(admin, partitions=topic_partitions, replication_factor=topic_replication_factor,
                          topic_config=topic_config, single_partition_topics=single_partition_topics)
@@ -109,8 +114,7 @@ class KafkaSink:
         try:
             reason = error.str()
             transient = error.code() in _UNAVAILABLE or error.retriable()
-        except Exception as _dbg:  # called while librdkafka is raising a fatal error: classify later
-            import sys; print("DBG on_delivery", repr(_dbg), file=sys.stderr)
+        except Exception:  # called while librdkafka is raising a fatal error: classify later
             reason, transient = str(error), False
         with self._lock:
             self._failures.append((message.topic() or "?", reason, transient))
@@ -144,20 +148,22 @@ class KafkaSink:
                 self._produce(record.topic, key, value, headers)
 
     def send_raw(self, topic: str, key: bytes | None, value: bytes | None,
-                 headers: list[tuple[str, bytes]] | None = None) -> None:
-        """Queue already-encoded bytes (offset records) in the same stream or transaction as data."""
+                 headers: list[tuple[str, bytes]] | None = None, partition: int | None = None) -> None:
+        """Queue already-encoded bytes (offset records) in the same stream or transaction as data;
+        ``partition`` when the caller places the key itself (the offsets topic: Kafka's partitioner)."""
         self._check_usable()
         if self._topics is not None:
             self._topics.ensure([topic])
         self._begin_if_needed()
-        self._produce(topic, key, value, headers)
+        self._produce(topic, key, value, headers, partition)
 
     def _produce(self, topic: str, key: bytes | None, value: bytes | None,
-                 headers: list[tuple[str, bytes]] | None) -> None:
+                 headers: list[tuple[str, bytes]] | None, partition: int | None = None) -> None:
         produce = self._producer.produce
+        placed = {} if partition is None else {"partition": partition}
         while True:
             try:
-                produce(topic, value, key, headers=headers)
+                produce(topic, value, key, headers=headers, **placed)
                 return
             except BufferError:
                 # librdkafka's queue is full: serve delivery reports until there is room.

@@ -1,14 +1,31 @@
-"""Producer settings: lakecdc's safe defaults, overridden by ``producer.*`` properties.
+"""Kafka client settings for every client capture builds, from one set of connector properties.
 
-Debezium users configure the Java Kafka client (``producer.acks=all``,
-``producer.sasl.jaas.config=...``). librdkafka accepts most of those names unchanged; this module
-translates the few that differ and drops the Java-only ones (serializers, JVM buffer settings):
+Debezium users configure the Java Kafka client; librdkafka accepts most of those names unchanged.
+This module translates the few that differ and drops the Java-only ones (serializers, JVM buffer
+settings):
 
 - ``sasl.jaas.config`` with ``username="..." password="..."`` -> ``sasl.username`` / ``sasl.password``;
-- values of password-like keys may be ``env:``/``file:`` references (see :class:`Secret`);
-- anything librdkafka still rejects is reported as a ``ConfigError`` naming ``producer.<name>``.
+- values of password-like keys may be ``env:``/``file:`` references (see :class:`Secret`); every
+  resolved value is registered with the log redaction, so it never shows in a log or an error.
 
-Defaults (exactly-once friendly, and what the tansu broker needs)::
+Which properties reach which client (:func:`client_settings`), lowest precedence first, as Kafka
+Connect and Debezium layer them:
+
+1. lakecdc's defaults for the role (:data:`ROLE_DEFAULTS`);
+2. the *connection* settings (``bootstrap.servers``, ``security.*``, ``sasl.*``, ``ssl.*``,
+   ``client.dns.lookup``) of ``producer.*``, then of the worker level (unprefixed, as a Kafka
+   Connect worker file has them): a SASL/SSL cluster configured once for the data producer is
+   reached by the offset store, the schema history and the signal consumer too (in Kafka Connect
+   the worker's settings reach its offset store, and users repeat them in ``producer.*``);
+3. the role's own prefix, every setting: ``producer.*`` (the data producer), ``consumer.*`` /
+   ``admin.*`` (Kafka Connect's other clients, here: the offset store's reader and topic creation),
+   ``schema.history.internal.producer.*`` / ``schema.history.internal.consumer.*`` (Debezium's
+   KafkaSchemaHistory; its admin client uses the consumer's settings, as Debezium's does),
+   ``signal.consumer.*`` (Debezium's KafkaSignalChannel);
+4. the role's own brokers (``schema.history.internal.kafka.bootstrap.servers``,
+   ``signal.kafka.bootstrap.servers``) when given.
+
+Producer defaults (exactly-once friendly, and what the tansu broker needs)::
 
     {"acks": "all", "enable.idempotence": true, "compression.type": "lz4", "linger.ms": 20,
      "delivery.report.only.error": true}
@@ -19,8 +36,9 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
+from lakecdc.config.redact import register_secret
 from lakecdc.config.secret import Secret
 
 log = logging.getLogger(__name__)
@@ -35,13 +53,59 @@ PRODUCER_DEFAULTS: dict[str, Any] = {
     "delivery.report.only.error": True,
 }
 
+Role = Literal[
+    "producer", "admin", "offsets.producer", "offsets.consumer",
+    "history.producer", "history.consumer", "history.admin", "signal.consumer",
+]
+
+#: the property prefix whose every setting reaches the role's client (step 3 above)
+ROLE_PREFIXES: dict[str, tuple[str, ...]] = {
+    "producer": ("producer.",),
+    "admin": ("admin.",),
+    # Kafka Connect's offset store producer is the worker's: acks/idempotence are ours, not producer.*'s
+    # (a producer.transactional.id there would fence the data producer).
+    "offsets.producer": (),
+    "offsets.consumer": ("consumer.",),
+    "history.producer": ("schema.history.internal.producer.",),
+    "history.consumer": ("schema.history.internal.consumer.",),
+    "history.admin": ("schema.history.internal.consumer.",),
+    "signal.consumer": ("signal.consumer.",),
+}
+
+#: the property naming the role's own brokers, over ``bootstrap.servers`` (step 4)
+ROLE_BOOTSTRAP: dict[str, str] = {
+    "history.producer": "schema.history.internal.kafka.bootstrap.servers",
+    "history.consumer": "schema.history.internal.kafka.bootstrap.servers",
+    "history.admin": "schema.history.internal.kafka.bootstrap.servers",
+    "signal.consumer": "signal.kafka.bootstrap.servers",
+}
+
+_CONSUMER_DEFAULTS: dict[str, Any] = {"enable.auto.commit": False, "auto.offset.reset": "earliest",
+                                      "isolation.level": "read_committed", "enable.partition.eof": True}
+ROLE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "producer": PRODUCER_DEFAULTS,
+    "admin": {},
+    # Offsets and DDL are tiny and must be durable before save() returns: no lingering, acks from all.
+    "offsets.producer": {"acks": "all", "enable.idempotence": True, "linger.ms": 5},
+    "offsets.consumer": _CONSUMER_DEFAULTS,
+    "history.producer": {"acks": "all", "enable.idempotence": True, "linger.ms": 0},
+    "history.consumer": _CONSUMER_DEFAULTS,
+    "history.admin": {},
+    "signal.consumer": {"auto.offset.reset": "earliest", "enable.auto.commit": False,
+                        "fetch.wait.max.ms": 100, "fetch.min.bytes": 1},
+}
+
+_CONNECTION_PREFIXES = ("security.", "sasl.", "ssl.")
+_CONNECTION_NAMES = frozenset({"bootstrap.servers", "client.dns.lookup", "sasl.jaas.config"})
+
 # Java client settings with no librdkafka meaning; dropping them changes nothing here.
 JAVA_ONLY = frozenset(
     {
-        "key.serializer", "value.serializer", "buffer.memory", "max.block.ms", "interceptor.classes",
-        "metric.reporters", "metrics.num.samples", "metrics.sample.window.ms", "partitioner.class",
-        "ssl.keystore.type", "ssl.truststore.type", "sasl.login.callback.handler.class",
-        "sasl.client.callback.handler.class", "security.providers", "auto.include.jmx.reporter",
+        "key.serializer", "value.serializer", "key.deserializer", "value.deserializer", "buffer.memory",
+        "max.block.ms", "interceptor.classes", "metric.reporters", "metrics.num.samples",
+        "metrics.sample.window.ms", "partitioner.class", "ssl.keystore.type", "ssl.truststore.type",
+        "sasl.login.callback.handler.class", "sasl.client.callback.handler.class", "security.providers",
+        "auto.include.jmx.reporter",
     }
 )
 
@@ -49,24 +113,84 @@ _SECRET_WORDS = ("password", "secret", "jaas")
 _JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
 
 
-def producer_settings(bootstrap_servers: str, overrides: Mapping[str, str] | None = None,
-                      *, transactional_id: str | None = None) -> dict[str, Any]:
-    """librdkafka settings: defaults, then ``overrides`` (``producer.*`` with the prefix stripped)."""
-    settings: dict[str, Any] = {"bootstrap.servers": bootstrap_servers, **PRODUCER_DEFAULTS}
+def is_connection_setting(name: str) -> bool:
+    """Settings every client of one cluster shares (where and how to connect, credentials)."""
+    return name in _CONNECTION_NAMES or name.startswith(_CONNECTION_PREFIXES)
+
+
+def connection_subset(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The connection settings of librdkafka ``settings`` (as translated: ``sasl.username`` ...)."""
+    return {k: v for k, v in settings.items() if is_connection_setting(k)}
+
+
+def translate(overrides: Mapping[str, str] | None, prefix: str = "") -> dict[str, Any]:
+    """Java client names -> librdkafka settings; secrets resolved (and registered for redaction)."""
+    settings: dict[str, Any] = {}
     for name, raw in (overrides or {}).items():
         if name in JAVA_ONLY:
-            log.info("producer.%s is a Java client setting with no effect here; ignored", name)
+            log.info("%s%s is a Java client setting with no effect here; ignored", prefix, name)
             continue
         value = _resolve(name, raw)
         if name == "sasl.jaas.config":
             settings.update(_jaas_to_sasl(value))
             continue
         settings[name] = value
-    if transactional_id:
-        settings["transactional.id"] = transactional_id
-    if settings.get("transactional.id"):
+    return settings
+
+
+def client_settings(properties: Mapping[str, str], role: Role,
+                    bootstrap_servers: str | None = None) -> dict[str, Any]:
+    """librdkafka settings for ``role``'s client from the connector ``properties`` (all of them,
+    prefixed names included, as a Debezium file has them); ``bootstrap_servers`` wins when given."""
+    settings: dict[str, Any] = dict(ROLE_DEFAULTS[role])
+    if role != "producer":  # the data producer takes all of producer.* below, over the worker's
+        producer = _with_prefix(properties, "producer.")
+        settings.update(translate({k: v for k, v in producer.items() if is_connection_setting(k)}, "producer."))
+    settings.update(translate({k: v for k, v in properties.items() if is_connection_setting(k)}))
+    for prefix in ROLE_PREFIXES[role]:
+        settings.update(translate(_with_prefix(properties, prefix), prefix))
+    own = ROLE_BOOTSTRAP.get(role)
+    if own and properties.get(own):
+        settings["bootstrap.servers"] = properties[own]
+    if bootstrap_servers:
+        settings["bootstrap.servers"] = bootstrap_servers
+    if role == "producer" and settings.get("transactional.id"):
         settings["enable.idempotence"] = True
     return settings
+
+
+def producer_settings(bootstrap_servers: str, overrides: Mapping[str, str] | None = None,
+                      *, transactional_id: str | None = None) -> dict[str, Any]:
+    """The data producer's settings: defaults, then ``overrides`` (``producer.*``, prefix stripped)."""
+    properties = {f"producer.{k}": v for k, v in (overrides or {}).items()}
+    if transactional_id:
+        properties["producer.transactional.id"] = transactional_id
+    return client_settings(properties, "producer", bootstrap_servers)
+
+
+def connector_kafka_properties(config: Any) -> dict[str, str]:
+    """The Kafka-related properties of a connector configuration as one flat map (its passthrough
+    ``producer.*``/``consumer.*``/... and the modelled broker properties) for :func:`client_settings`."""
+    properties = dict(config.passthrough)
+    for name in ("bootstrap.servers", "schema.history.internal.kafka.bootstrap.servers",
+                 "signal.kafka.bootstrap.servers"):
+        value = getattr(config, name.replace(".", "_"), None)
+        if value:
+            properties[name] = value
+    return properties
+
+
+def describe(settings: Mapping[str, Any]) -> str:
+    """``settings`` for a log line or an error: secret values masked, callbacks left out."""
+    from lakecdc.config.redact import MASK
+
+    shown = {k: (MASK if any(w in k for w in _SECRET_WORDS) else v) for k, v in settings.items()
+             if not callable(v) and k != "logger"}
+    return ", ".join(f"{k}={v}" for k, v in sorted(shown.items()))
+
+
+def _with_prefix(properties: Mapping[str, str], prefix: str) -> dict[str, str]:
+    return {k[len(prefix):]: v for k, v in properties.items() if k.startswith(prefix)}
 
 
 def _resolve(name: str, value: str) -> str:
@@ -82,4 +206,5 @@ def _jaas_to_sasl(jaas: str) -> dict[str, str]:
         translated["sasl.username"] = options["username"]
     if "password" in options:
         translated["sasl.password"] = options["password"]
+        register_secret(options["password"])
     return translated

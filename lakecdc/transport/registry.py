@@ -62,6 +62,14 @@ def _make_kafka(target: str, config: CommonConnectorConfig | None, options: dict
             options.setdefault("topic_replication_factor", _int(replication, "topic.creation.default.replication.factor"))
         single = [t for t in (config.offset_storage_topic, config.schema_history_internal_kafka_topic) if t]
         options.setdefault("single_partition_topics", single)
+        from lakecdc.transport.kafka_config import client_settings, connector_kafka_properties, is_connection_setting
+
+        # the worker level's connection settings (unprefixed security.*/sasl.*/ssl.*) reach the producer
+        # too, under producer.*, as a Kafka Connect worker's reach its clients
+        properties = connector_kafka_properties(config)
+        worker = {k: v for k, v in properties.items() if is_connection_setting(k) and k != "bootstrap.servers"}
+        options["producer_config"] = {**worker, **options["producer_config"]}
+        options.setdefault("admin_config", client_settings(properties, "admin", bootstrap))
     return KafkaSink(bootstrap, **options)
 
 

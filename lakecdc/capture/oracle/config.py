@@ -72,6 +72,14 @@ class OracleConnectorConfig(SignalingConnectorConfig):
     log_mining_username_include_list: str | None = Field(None, alias="log.mining.username.include.list")
     log_mining_username_exclude_list: str | None = Field(None, alias="log.mining.username.exclude.list")
     log_mining_include_redo_sql: bool = Field(False, alias="log.mining.include.redo.sql")
+    # the transaction buffer (logminer/transactions.py): Debezium's names; "sqlite" and
+    # log.mining.buffer.memory.threshold are lakecdc's (Debezium's off-heap types select the same store)
+    log_mining_buffer_type: Literal["memory", "sqlite", "ehcache", "infinispan_embedded", "infinispan_remote"] = Field(
+        "memory", alias="log.mining.buffer.type")
+    log_mining_buffer_memory_threshold: int = Field(10_000, alias="log.mining.buffer.memory.threshold", ge=1)
+    log_mining_buffer_transaction_events_threshold: int = Field(
+        0, alias="log.mining.buffer.transaction.events.threshold", ge=0)
+    log_mining_buffer_drop_on_stop: bool = Field(False, alias="log.mining.buffer.drop.on.stop")
     lob_enabled: bool = Field(False, alias="lob.enabled")
     interval_handling_mode: Literal["numeric", "string"] = Field("numeric", alias="interval.handling.mode")
 
@@ -106,6 +114,11 @@ class OracleConnectorConfig(SignalingConnectorConfig):
                 f"log.mining.sleep.time.max.ms ({hi}) must hold", "log.mining.sleep.time.default.ms")
         _ = (self.username_include, self.username_exclude)
         return self
+
+    @property
+    def buffer_spills(self) -> bool:
+        """Large transactions' rows go to the local spill store (any non-memory buffer type)."""
+        return self.log_mining_buffer_type != "memory"
 
     @cached_property
     def connector_name(self) -> str:

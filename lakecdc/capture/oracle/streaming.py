@@ -24,6 +24,12 @@ code  operation   handling
 The offset after a window is ``scn`` = the window end, or just before the oldest still-open
 transaction, and ``commit_scn`` = the last emitted commit per redo thread (see ``offset``).
 
+Memory is bounded: open transactions' rows are buffered per ``log.mining.buffer.*``
+(``logminer.transactions``), and a poll hands over at most ``max.batch.size`` records. A committed
+transaction's records are produced as its rows are read back, and mining the window pauses (its
+LogMiner session and cursor stay open) until they are all handed over; its commit is recorded in the
+offset only then, so an offset stored in between makes a restart emit the whole transaction again.
+
 With ``signal.data.collection`` the signal table is captured like any other table: at the COMMIT of
 a transaction, an insert into it is a signal or a window watermark (``capture/signaling.py``),
 acted on before the row's own event (also when creates are skipped); an incremental snapshot's read
@@ -37,7 +43,10 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import re
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from lakecdc.capture.heartbeat import Heartbeat
@@ -47,8 +56,9 @@ from lakecdc.capture.oracle import connection as oraconn
 from lakecdc.capture.oracle.change_records import RecordFactory
 from lakecdc.capture.oracle.config import OracleConnectorConfig
 from lakecdc.capture.oracle.logminer import query as q
-from lakecdc.capture.oracle.logminer.changes import Change, transaction_changes
+from lakecdc.capture.oracle.logminer.changes import LOB_MERGE_WINDOW, Change, transaction_changes
 from lakecdc.capture.oracle.logminer.session import end_session, start_session
+from lakecdc.capture.oracle.logminer.spill import SpillStore
 from lakecdc.capture.oracle.logminer.transactions import Transaction, TransactionBuffer
 from lakecdc.capture.oracle.offset import OracleOffset, ThreadCommit
 from lakecdc.capture.oracle.source_info import source_builder
@@ -76,6 +86,26 @@ def tx_id_text(xid: Any) -> str:
     return str(xid).lower()
 
 
+@dataclass
+class _Window:
+    """A mining window being read: its LogMiner session stays open while its rows are handled."""
+
+    start: int
+    end: int
+    current: int  # the database's SCN when the window was chosen
+    rows: Iterator[dict[str, Any]]
+    last_ts: Any = None
+
+
+@dataclass
+class _Emission:
+    """A committed transaction whose records are being handed over, a few at a time."""
+
+    tx: Transaction
+    commit: ThreadCommit
+    records: Iterator[list[Any]]
+
+
 class OracleStreamingSource:
     def __init__(self, config: OracleConnectorConfig, modes: TypeModes, namer: TopicNamer,
                  sleep: Any = time.sleep, headers: list[tuple[str, bytes]] | None = None,
@@ -90,6 +120,9 @@ class OracleStreamingSource:
         self._first_scn = first_scn if first_scn is not None else []
         self.headers = headers if headers is not None else config.data_headers()
         self.buffer = TransactionBuffer()
+        self._window: _Window | None = None
+        self._emission: _Emission | None = None
+        self._carry: list[Any] = []  # records of the current change past the last hand-over's limit
         self.tracker = TransactionTracker()
         self.batch_size = config.log_mining_batch_size_default
         self.sleep_ms = config.log_mining_sleep_time_default_ms
@@ -117,6 +150,13 @@ class OracleStreamingSource:
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self, offset: dict[str, Any] | None) -> None:
+        c = self.config
+        name = re.sub(r"[^A-Za-z0-9._-]", "_", c.connector_name)
+        spill = SpillStore(name=f"lakecdc-logminer-{name}") if c.buffer_spills else None
+        self.buffer = TransactionBuffer(spill, c.log_mining_buffer_memory_threshold,
+                                        c.log_mining_buffer_transaction_events_threshold)
+        self._window = self._emission = None
+        self._carry = []
         self.conn = oraconn.connect(self.config)
         self.meta_conn = oraconn.connect(self.config)
         self.schemas = OracleDatabaseSchema(self.meta_conn, self.config, self.namer, self.modes, self.history)
@@ -166,6 +206,8 @@ class OracleStreamingSource:
         if self.signaling is not None:
             self.signaling.close()
             self.signaling = None
+        self._window = self._emission = None
+        self.buffer.close(self.config.log_mining_buffer_drop_on_stop)
         for conn in (self.conn, self.meta_conn):
             if conn is not None:
                 conn.close()
@@ -189,6 +231,21 @@ class OracleStreamingSource:
     # -- mining ----------------------------------------------------------------------------
     def poll(self, out: list[Any], max_records: int, timeout: float) -> None:
         assert self.conn is not None and self.offset is not None
+        limit = max(1, min(max_records, self.config.max_batch_size))
+        if self._window is None and not self._open_window(out, timeout):
+            return
+        try:
+            done = self._mine(out, limit)
+        except BaseException:
+            self._abandon_window()
+            raise
+        if done:
+            self._close_window()
+        if len(out) < limit:
+            self._beat(out)
+
+    def _open_window(self, out: list[Any], timeout: float) -> bool:
+        assert self.conn is not None and self.offset is not None
         conn = self.conn
         if self.signaling is not None:
             # a Kafka signal acts between mining windows: a ``log`` message names the restart offset
@@ -201,32 +258,83 @@ class OracleStreamingSource:
             self._adjust(caught_up=True)
             self._beat(out)
             self._sleep(min(timeout, self.sleep_ms / 1000.0))
-            return
+            return False
         end = min(current, start + self.batch_size)
         end = start_session(conn, start, end, self.config.log_mining_archive_log_only_mode)
         if end <= start:  # archive-log-only mode, nothing newer archived yet
             self._sleep(min(timeout, self.sleep_ms / 1000.0))
-            return
-        last_ts = None
+            return False
         try:
-            for row in conn.iter_query(q.contents_query(self.config.excluded_schemas, self.config.lob_enabled),
-                                       {"start_scn": start, "end_scn": end}):
-                self._handle(row, out)
-                last_ts = row.get("TIMESTAMP") or last_ts
-        finally:
+            rows = conn.iter_query(q.contents_query(self.config.excluded_schemas, self.config.lob_enabled),
+                                   {"start_scn": start, "end_scn": end})
+        except BaseException:
             end_session(conn)
+            raise
+        self._window = _Window(start, end, current, rows)
+        return True
+
+    def _mine(self, out: list[Any], limit: int) -> bool:
+        """Handle the window's rows until it is read (True) or ``limit`` records are in ``out``."""
+        window = self._window
+        assert window is not None
+        while True:
+            if self._emission is not None and not self._hand_over(out, limit):
+                return False
+            if len(out) >= limit:  # a row adds at most one record of its own (a schema change)
+                return False
+            row = next(window.rows, None)
+            if row is None:
+                return True
+            self._handle(row, out)
+            window.last_ts = row.get("TIMESTAMP") or window.last_ts
+
+    def _hand_over(self, out: list[Any], limit: int) -> bool:
+        """Move the committing transaction's records to ``out`` up to ``limit``; True once all are."""
+        emission = self._emission
+        assert emission is not None and self.offset is not None
+        while len(out) < limit:
+            if self._carry:
+                room = limit - len(out)
+                out.extend(self._carry[:room])
+                del self._carry[:room]
+                continue
+            chunk = next(emission.records, None)
+            if chunk is None:
+                self._emission = None
+                self.buffer.release(emission.tx)
+                self.offset.record_commit(emission.commit)  # every record of it is handed over
+                self._dirty = True
+                self._last_change = time.monotonic()
+                return True
+            self._carry = chunk
+        return False
+
+    def _close_window(self) -> None:
+        window = self._window
+        assert window is not None and self.conn is not None and self.offset is not None
+        self._window = None
+        end_session(self.conn)
         retention = self.config.log_mining_transaction_retention_ms
-        if retention and last_ts is not None:
-            for tx in self.buffer.abandon_started_before(last_ts - dt.timedelta(milliseconds=retention)):
+        if retention and window.last_ts is not None:
+            for tx in self.buffer.abandon_started_before(window.last_ts - dt.timedelta(milliseconds=retention)):
                 log.warning("transaction %s (started at SCN %d) has been open longer than "
                             "log.mining.transaction.retention.ms=%d; its %d buffered changes are dropped",
-                            tx.xid, tx.start_scn, retention, len(tx.events))
-        self._next_start = end
-        self.offset.scn = self.buffer.restart_scn(end)
+                            tx.xid, tx.start_scn, retention, tx.size)
+        self._next_start = window.end
+        self.offset.scn = self.buffer.restart_scn(window.end)
         self.offset.passed_snapshot(self.offset.scn)
         self._dirty = True
-        self._adjust(caught_up=end >= current)
-        self._beat(out)
+        self._adjust(caught_up=window.end >= window.current)
+
+    def _abandon_window(self) -> None:
+        """A failure mid-window: the session ends; the restart mines from the stored offset."""
+        self._window = self._emission = None
+        self._carry = []
+        if self.conn is not None:
+            try:
+                end_session(self.conn)
+            except Exception:  # noqa: BLE001 - the connection is likely gone; the failure is raised
+                log.debug("ending the LogMiner session after a failure failed too", exc_info=True)
 
     def _adjust(self, caught_up: bool) -> None:
         c = self.config
@@ -267,8 +375,8 @@ class OracleStreamingSource:
             self._commit(row, tx, out)
         elif code == q.OP_ROLLBACK:
             tx = self.buffer.rollback(xid)
-            if tx is not None and tx.events:
-                log.debug("transaction %s rolled back: %d buffered changes dropped", xid, len(tx.events))
+            if tx is not None and tx.size:
+                log.debug("transaction %s rolled back: %d buffered changes dropped", xid, tx.size)
 
     def _wanted(self, row: dict[str, Any]) -> bool:
         assert self.schemas is not None
@@ -320,25 +428,31 @@ class OracleStreamingSource:
         commit_scn, thread = int(row["SCN"]), int(row.get("THREAD") or 1)
         commit = ThreadCommit(commit_scn, _rs_id(row), int(row.get("SSN") or 0), thread)
         if self.offset.already_emitted(thread, commit_scn):
-            if tx is not None and tx.events:
-                log.debug("transaction %s (commit SCN %d) was emitted before the restart; skipped", tx.xid,
-                          commit_scn)
+            if tx is not None:
+                if tx.size:
+                    log.debug("transaction %s (commit SCN %d) was emitted before the restart; skipped", tx.xid,
+                              commit_scn)
+                self.buffer.release(tx)
             return
-        if tx is not None and tx.events:
-            self._emit(tx, row, commit, out)
-            self._last_change = time.monotonic()
+        if tx is not None and tx.size:
+            # handed over by _hand_over, which records the commit once every record is out
+            self._emission = _Emission(tx, commit, self._emit(tx, row, commit))
+            return
         self.offset.record_commit(commit)
         self._dirty = True
 
-    def _emit(self, tx: Transaction, commit_row: dict[str, Any], commit: ThreadCommit, out: list[Any]) -> None:
+    def _emit(self, tx: Transaction, commit_row: dict[str, Any], commit: ThreadCommit) -> Iterator[list[Any]]:
+        """The transaction's records, a change's worth at a time, produced as its rows are read."""
         assert self.schemas is not None
         commit_ts_ms = self._ms(commit_row.get("TIMESTAMP"))
         start_ts_ms = self._ms(tx.start_ts)
         metadata = self.config.provide_transaction_metadata
         tracker = self.tracker
         began = False
-        changes = transaction_changes(tx.xid, tx.events, self.config.event_processing_failure_handling_mode)
+        changes = transaction_changes(tx.xid, self.buffer.rows(tx), self.config.event_processing_failure_handling_mode,
+                                      lob_window=LOB_MERGE_WINDOW if self.config.lob_enabled else 0)
         for seq, change in enumerate(changes, start=1):
+            out: list[Any] = []
             ev, op = change.row, change.op
             owner, table = ev["SEG_OWNER"], ev["TABLE_NAME"]
             if self.signaling is not None and op != "t":
@@ -346,6 +460,8 @@ class OracleStreamingSource:
             if op in self.skipped:
                 if self.signaling is not None:
                     self.signaling.drain(out)  # a blocking snapshot's rows, where the signal's event would be
+                if out:
+                    yield out
                 continue
             self.schemas.scn = int(ev["SCN"])
             schema = self.schemas.get(owner, table)
@@ -365,8 +481,9 @@ class OracleStreamingSource:
             self._records(out, schema, change, source, position, tx_for)
             if self.signaling is not None:
                 self.signaling.drain(out)  # a blocking snapshot's rows, after the signal's own event
+            yield out
         if began:
-            out.append(transaction_record(self.namer.transaction_topic, tracker.end(None, commit_ts_ms or 0)))
+            yield [transaction_record(self.namer.transaction_topic, tracker.end(None, commit_ts_ms or 0))]
 
     def _signal(self, change: Change, commit: ThreadCommit, xid: str, out: list[Any]) -> None:
         """Before a committed change's own event: a change inside an incremental snapshot's window
@@ -421,7 +538,5 @@ def _rs_id(row: dict[str, Any]) -> str | None:
 
 
 def _full_match(pattern: str, value: str) -> bool:
-    import re
-
     return re.fullmatch(pattern, value, re.IGNORECASE) is not None
 

@@ -3,12 +3,14 @@
 DML rows are parsed (``dml_parser``); a row that cannot be parsed follows
 ``event.processing.failure.handling.mode`` (fail: stop naming table, SCN and transaction; warn: log
 and skip; skip/ignore: skip). LOB locator and LOB write rows (``lob``) are assembled and merged into
-the latest change of the same row.
+the latest change of the same row. Changes are produced lazily, as the rows are read.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import deque
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +23,8 @@ from lakecdc.capture.oracle.logminer.query import OP_LOB_WRITE, OP_SELECT_LOB_LO
 log = logging.getLogger(__name__)
 
 OPS = {q.OP_INSERT: "c", q.OP_UPDATE: "u", q.OP_DELETE: "d", q.OP_DDL: "t"}
+#: parsed changes held back for a LOB merge (bounds the memory of emitting a large transaction)
+LOB_MERGE_WINDOW = 1000
 
 
 @dataclass
@@ -31,8 +35,14 @@ class Change:
     new: dict[str, RedoValue]
 
 
-def transaction_changes(xid: str, events: list[dict[str, Any]], failure_mode: str) -> list[Change]:
-    changes: list[Change] = []
+def transaction_changes(xid: str, events: Iterable[dict[str, Any]], failure_mode: str,
+                        lob_window: int = LOB_MERGE_WINDOW) -> Iterator[Change]:
+    """The changes of a committed transaction's rows, produced as the rows are read (a spilled
+    transaction is never held whole). A change is held back while ``lob_window`` newer changes have
+    not followed it, so that LOB writes after its DML can still be merged into it; a LOB write for
+    an older change becomes an update of that row (LogMiner writes a row's LOB chunks right after
+    its DML, so this is the rare case)."""
+    pending: deque[Change] = deque()
     by_row: dict[tuple[str, str, Any], Change] = {}
     locator: LobLocator | None = None
     locator_row: dict[str, Any] | None = None
@@ -45,8 +55,16 @@ def transaction_changes(xid: str, events: list[dict[str, Any]], failure_mode: st
         if target is not None and target.op in ("c", "u"):
             target.new[locator.column] = locator.value()
         else:  # a LOB written alone: an update of that row
-            changes.append(Change(locator_row, "u", dict(locator.where),
+            pending.append(Change(locator_row, "u", dict(locator.where),
                                   {**locator.where, locator.column: locator.value()}))
+
+    def release(keep: int) -> Iterator[Change]:
+        while len(pending) > keep:
+            change = pending.popleft()
+            key = (change.row["SEG_OWNER"], change.row["TABLE_NAME"], change.row.get("ROW_ID"))
+            if by_row.get(key) is change:
+                del by_row[key]
+            yield change
 
     for ev in events:
         code = int(ev["OPERATION_CODE"])
@@ -62,18 +80,19 @@ def transaction_changes(xid: str, events: list[dict[str, Any]], failure_mode: st
             continue
         finish_lob()
         locator = locator_row = None
+        yield from release(lob_window)
         op = OPS[code]
         if op == "t":
-            changes.append(Change(ev, op, {}, {}))
+            pending.append(Change(ev, op, {}, {}))
             continue
         parsed = _guard(lambda: parse_dml(ev["SQL_REDO"]), ev, xid, failure_mode)
         if parsed is None:
             continue
         change = Change(ev, op, parsed.old, parsed.new)
-        changes.append(change)
+        pending.append(change)
         by_row[(ev["SEG_OWNER"], ev["TABLE_NAME"], ev.get("ROW_ID"))] = change
     finish_lob()
-    return changes
+    yield from release(0)
 
 
 def _guard(parse: Any, ev: dict[str, Any], xid: str, mode: str) -> Any:

@@ -1,5 +1,6 @@
 """PostgreSQL capture into a Kafka-protocol broker, with offsets in a Kafka topic (Kafka Connect's
-KafkaOffsetBackingStore layout); a restart resumes from the offset read back from the broker."""
+KafkaOffsetBackingStore layout); a restart resumes from the offset read back from the broker. With
+``producer.transactional.id`` every offset is committed in the transaction of its events."""
 
 from __future__ import annotations
 
@@ -40,15 +41,22 @@ def read_topic(bootstrap: str, topic: str, expected: int, timeout: float = 30.0)
     return messages
 
 
-def test_capture_to_kafka_with_kafka_offsets(pg: Any, broker: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("transactional", [False, True], ids=["idempotent", "transactional"])
+def test_capture_to_kafka_with_kafka_offsets(pg: Any, broker: Any, tmp_path: Path, transactional: bool,
+                                             caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    caplog.set_level(logging.DEBUG, logger="lakecdc.capture.coordinator")
     dsn = fresh_database(pg, "kafkacap")
+    prefix = "dbztx" if transactional else "dbz"  # topics of their own: the session's broker is shared
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("CREATE TABLE items (id int PRIMARY KEY, name text)")
         conn.execute("INSERT INTO items VALUES (1, 'one'), (2, 'two')")
     offsets_topic = f"lakecdc-offsets-{time.time_ns()}"
     config = write_properties(tmp_path / "kafka.properties", pg, "kafkacap", {
         "table.include.list": "public.items", "bootstrap.servers": broker.bootstrap_servers,
-        "producer.linger.ms": "5",
+        "producer.linger.ms": "5", "topic.prefix": prefix,
+        **({"producer.transactional.id": f"kafkacap-{time.time_ns()}"} if transactional else {}),
     })
     text = config.read_text().replace("FileOffsetBackingStore", "KafkaOffsetBackingStore")
     text = "\n".join(l for l in text.splitlines() if not l.startswith("offset.storage.file.filename"))
@@ -76,11 +84,16 @@ def test_capture_to_kafka_with_kafka_offsets(pg: Any, broker: Any, tmp_path: Pat
         conn.execute("INSERT INTO items VALUES (4, 'four')")  # while stopped
     run("INSERT INTO items VALUES (5, 'five')", "second")
 
-    messages = read_topic(broker.bootstrap_servers, "dbz.public.items", expected=5)
+    messages = read_topic(broker.bootstrap_servers, f"{prefix}.public.items", expected=5)
     events = [(json.loads(m.value())["payload"]["op"], json.loads(m.key())["payload"]["id"]) for m in messages]
     assert events == [("r", 1), ("r", 2), ("c", 3), ("c", 4), ("c", 5)]
     headers = dict(messages[0].headers() or [])
-    assert json.loads(headers["__debezium.context.connectorLogicalName"])["payload"] == "dbz"
+    assert json.loads(headers["__debezium.context.connectorLogicalName"])["payload"] == prefix
     stored = read_topic(broker.bootstrap_servers, offsets_topic, expected=1, timeout=10)
-    assert json.loads(stored[-1].key()) == ["dbz", {"server": "dbz"}]
+    assert json.loads(stored[-1].key()) == [prefix, {"server": prefix}]
     assert "lsn" in json.loads(stored[-1].value())
+    in_transaction = [r for r in caplog.records if "in the Kafka transaction of its events" in r.getMessage()]
+    # both runs: the snapshot's offset, then streaming commits, each in its events' transaction
+    assert bool(in_transaction) == transactional
+    if transactional:
+        assert len(in_transaction) >= 2

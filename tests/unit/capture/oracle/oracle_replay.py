@@ -84,7 +84,9 @@ class ReplayCursor:
             raise ReplayMismatchError(f"unrecorded statement: {key}  binds={binds}")
         description, rows = handler(binds)
         self.description = description
-        self._rows = [self._typed(row) for row in rows] if description else []
+        # typed as fetched, as python-oracledb converts each fetched block (a recorded result set is not
+        # copied whole: tests measure what the connector itself holds)
+        self._rows = rows if description else []
         self._at = 0
 
     def _typed(self, row: Sequence[Any]) -> tuple[Any, ...]:
@@ -106,18 +108,18 @@ class ReplayCursor:
         if self._at >= len(self._rows):
             return None
         self._at += 1
-        return self._rows[self._at - 1]
+        return self._typed(self._rows[self._at - 1])
 
     def fetchmany(self, size: int | None = None) -> list[tuple[Any, ...]]:
         n = size or self.arraysize
         block = self._rows[self._at:self._at + n]
         self._at += len(block)
-        return block
+        return [self._typed(row) for row in block]
 
     def fetchall(self) -> list[tuple[Any, ...]]:
         block = self._rows[self._at:]
         self._at = len(self._rows)
-        return block
+        return [self._typed(row) for row in block]
 
     def __iter__(self) -> Any:
         return iter(self.fetchone, None)
