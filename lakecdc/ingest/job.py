@@ -27,7 +27,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,6 +40,7 @@ from lakecdc.ingest.processor import BatchProcessor, BatchReport
 from lakecdc.ingest.reader import PythonKafkaReader
 from lakecdc.ingest.spark_reader import SparkRangeReader
 from lakecdc.maintenance.periodic import PeriodicMaintenance
+from lakecdc.metrics.ingest_exporter import active_ingest_exporter, serve_ingest_metrics
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -115,7 +116,9 @@ def run_ingest(config: str | Path | IngestConfig, trigger: str | None = None, *,
     processor = BatchProcessor(cfg, session, state, _writer_factory(cfg, session))
     periodic = _periodic_maintenance(cfg, session)
     summary = IngestSummary()
-    metrics = BatchMetrics()
+    # metrics.port serves Prometheus metrics for callers of run_ingest too (the Databricks job), unless
+    # the caller (lakecdc ingest --metrics-port) already serves them
+    serving = nullcontext() if active_ingest_exporter() is not None else serve_ingest_metrics(cfg)
     started = time.monotonic()
 
     def handle(report: BatchReport) -> None:
@@ -128,14 +131,15 @@ def run_ingest(config: str | Path | IngestConfig, trigger: str | None = None, *,
     log.info("ingest %s: reading topics matching %s into the %s tables under %s (%s)", cfg.name,
              cfg.subscribe_pattern, cfg.table_format, cfg.warehouse,
              "available now" if chosen.available_now else f"every {chosen.interval:g}s")
-    with _stop_on_signals(stop_event) as signalled:
+    with serving, _stop_on_signals(stop_event) as signalled:
+        metrics = BatchMetrics()
         try:
             _run_batches(cfg, session, processor, chosen, stop_event, handle)
         finally:
             processor.close()
         summary.stopped_by_signal = signalled()
-    summary.seconds = time.monotonic() - started
-    metrics.finish(summary)
+        summary.seconds = time.monotonic() - started
+        metrics.finish(summary)
     return summary
 
 

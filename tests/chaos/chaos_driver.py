@@ -122,6 +122,7 @@ class ChaosRun:
                                                          "--trigger", "continuous"], workdir / f"ingest-{label}.log")
                      for label in ("ice", "dlt")}
         self.log: ChangeLog | None = None
+        self._deck: list[str] = []
 
     # ------------------------------------------------------------------ the run
 
@@ -172,7 +173,10 @@ class ChaosRun:
 
     def _one_kill(self) -> None:
         rng = self.rng
-        victim = rng.choice(["capture", "capture", "ice", "dlt"])
+        if not self._deck:  # every process is killed each round, capture twice, in a seeded order
+            self._deck = ["capture", "capture", "ice", "dlt"]
+            rng.shuffle(self._deck)
+        victim = self._deck.pop()
         proc = self.capture if victim == "capture" else self.jobs[victim]
         moment = "random" if victim == "capture" else rng.choice(["random", "after-commit", "held"])
         if not proc.alive:

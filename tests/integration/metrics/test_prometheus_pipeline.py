@@ -27,7 +27,6 @@ from metrics_scrape import Samples, scrape, value, wait_for
 from lakecdc.devstack.ports import free_port
 from lakecdc.ingest.config import IngestConfig
 from lakecdc.ingest.job import run_ingest
-from lakecdc.metrics.ingest_exporter import serve_ingest_metrics
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -154,20 +153,19 @@ def _ingest_and_scrape(stack: Any, spark: Any, tables: dict[str, str], capture_s
     stop = threading.Event()
     job = f"{name}-ingest"
     per_table = SEED_ROWS + INSERTS + UPDATES + DELETES
-    with serve_ingest_metrics(config) as exporter:
-        assert exporter is not None and exporter.port == port
-        worker = threading.Thread(target=lambda: reports.append(
-            run_ingest(config, "continuous", spark=session, stop=stop, on_batch=reports.append)), daemon=True)
-        worker.start()
-        try:
-            samples = wait_for(port, lambda s: all(
-                value(s, "lakecdc_ingest_events_total", connector=job, table=t, format=TABLES[t.rsplit(".", 1)[1]])
-                == per_table for t in tables.values())
-                and value(s, "lakecdc_ingest_dead_letters_total", connector=job) == 1, "ingest", timeout=600)
-        finally:
-            stop.set()
-            worker.join(300)
-        assert not worker.is_alive()
+    # run_ingest serves the configuration's metrics.port itself (as the Databricks job calls it)
+    worker = threading.Thread(target=lambda: reports.append(
+        run_ingest(config, "continuous", spark=session, stop=stop, on_batch=reports.append)), daemon=True)
+    worker.start()
+    try:
+        samples = wait_for(port, lambda s: all(
+            value(s, "lakecdc_ingest_events_total", connector=job, table=t, format=TABLES[t.rsplit(".", 1)[1]])
+            == per_table for t in tables.values())
+            and value(s, "lakecdc_ingest_dead_letters_total", connector=job) == 1, "ingest", timeout=600)
+    finally:
+        stop.set()
+        worker.join(300)
+    assert not worker.is_alive()
     summary, batches = reports[-1], reports[:-1]
     assert summary.events == 2 * per_table and summary.dead_letters == 1 and not summary.failed_tables
     assert value(samples, "lakecdc_ingest_batches_total", connector=job) == len(batches)
@@ -183,6 +181,6 @@ def _ingest_and_scrape(stack: Any, spark: Any, tables: dict[str, str], capture_s
     changes = sum(len(a) for b in batches for a in b.latency_ms)
     assert changes > 0
     assert value(samples, "lakecdc_ingest_source_to_silver_seconds_count", connector=job) == changes
-    # the endpoint closes with the block
+    # the endpoint closes when the job returns
     with pytest.raises(OSError):
         scrape(port)
