@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
+import logging
+import os
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +32,7 @@ from lakecdc.ingest.decode import DecodedBatch, Decoder
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+log = logging.getLogger(__name__)
 Offsets = dict[tuple[str, int], int]
 _RESULT = pa.schema([pa.field("part", pa.binary())])
 
@@ -42,6 +45,8 @@ class RemoteDecoded:
     records: int  # records fetched, replays included
     replayed: int  # records at or below an offset a table already committed
     read_max: Offsets  # highest offset fetched per partition
+    #: the Python worker daemons that decoded (one per executor JVM: two or more = the work was spread)
+    workers: set[int] = field(default_factory=set)
 
 
 def drop_committed(records: pa.Table, committed: Mapping[tuple[str, int], int]) -> pa.Table:
@@ -76,8 +81,9 @@ def _decode_task(config: IngestConfig, committed: Offsets, ingest_ts: datetime) 
         fresh = drop_committed(records, committed)
         decoder = Decoder(config)
         decoded = decoder.decode(fresh, ingest_ts)
+        # a task runs in a worker forked by its executor's Python daemon: the parent names the executor
         part = (decoded, decoder.schema_bytes(), records.num_rows, records.num_rows - fresh.num_rows,
-                max_offsets(records))
+                max_offsets(records), os.getppid())
         yield pa.RecordBatch.from_arrays([pa.array([pickle.dumps(part, protocol=5)], pa.binary())],
                                          schema=_RESULT)
     return decode
@@ -101,8 +107,10 @@ def decode_on_executors(df: DataFrame, config: IngestConfig, committed: Offsets,
     parts = spark_to_arrow(df.mapInArrow(_decode_task(config, dict(committed), ingest_ts), "part binary"))
     merged = RemoteDecoded(DecodedBatch(), 0, 0, {})
     out = merged.decoded
-    for blob in parts.column("part").to_pylist():
-        decoded, schemas, records, replayed, read_max = pickle.loads(blob)
+    blobs = parts.column("part").to_pylist()
+    for blob in blobs:
+        decoded, schemas, records, replayed, read_max, worker = pickle.loads(blob)
+        merged.workers.add(worker)
         merged.records += records
         merged.replayed += replayed
         merged.read_max.update(read_max)
@@ -115,4 +123,6 @@ def decode_on_executors(df: DataFrame, config: IngestConfig, committed: Offsets,
         out.skipped += decoded.skipped
         if decoded.last_heartbeat_ts_ms is not None:
             out.last_heartbeat_ts_ms = max(decoded.last_heartbeat_ts_ms, out.last_heartbeat_ts_ms or 0)
+    log.info("decoded %d records in %d Spark tasks on %d executor process(es)", merged.records, len(blobs),
+             len(merged.workers))
     return merged
