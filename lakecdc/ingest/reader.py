@@ -107,6 +107,18 @@ def records_to_arrow(messages: list[Any]) -> pa.Table:
     ], schema=KAFKA_ARROW_SCHEMA)
 
 
+def matching_partitions(consumer: Any, pattern: re.Pattern[str], bootstrap_servers: str) -> list[tuple[str, int]]:
+    """Every ``(topic, partition)`` of the topics whose name matches ``pattern``, from the broker's metadata."""
+    from confluent_kafka import KafkaException
+
+    try:
+        metadata = consumer.list_topics(timeout=10)
+    except KafkaException as exc:
+        raise TransientError(f"cannot list topics on {bootstrap_servers}: {exc}") from exc
+    return sorted((name, p) for name, topic in metadata.topics.items()
+                  if topic.error is None and pattern.match(name) for p in topic.partitions)
+
+
 class PythonKafkaReader:
     """Micro-batches from every topic matching the job's pattern (see the module docstring)."""
 
@@ -150,23 +162,16 @@ class PythonKafkaReader:
 
     def refresh_topics(self) -> list[tuple[str, int]]:
         """Assign partitions of topics that appeared since the last look; returns the new ones."""
-        from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
+        from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
         self._last_refresh = time.monotonic()
-        try:
-            metadata = self._consumer.list_topics(timeout=10)
-        except KafkaException as exc:
-            raise TransientError(f"cannot list topics on {self._config.bootstrap_servers}: {exc}") from exc
         new: list[TopicPartition] = []
-        for name, topic in metadata.topics.items():
-            if topic.error is not None or not self._pattern.match(name):
+        for name, partition in matching_partitions(self._consumer, self._pattern, self._config.bootstrap_servers):
+            if (name, partition) in self._assigned:
                 continue
-            for partition in topic.partitions:
-                if (name, partition) in self._assigned:
-                    continue
-                committed = self._start_offset(name, partition)
-                offset = OFFSET_BEGINNING if committed is None else committed + 1
-                new.append(TopicPartition(name, partition, offset))
+            committed = self._start_offset(name, partition)
+            offset = OFFSET_BEGINNING if committed is None else committed + 1
+            new.append(TopicPartition(name, partition, offset))
         if new:
             self._consumer.incremental_assign(new)
             for tp in new:

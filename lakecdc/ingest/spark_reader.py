@@ -27,10 +27,10 @@ from collections.abc import Iterator
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal
 
-from lakecdc.errors import MissingExtraError, TransientError
+from lakecdc.errors import MissingExtraError
 from lakecdc.ingest.config import IngestConfig
 from lakecdc.ingest.offset_ranges import FetchedRange, OffsetRange, RangePlanner, StartOffset
-from lakecdc.ingest.reader import KafkaMicroBatch
+from lakecdc.ingest.reader import KafkaMicroBatch, matching_partitions
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -73,16 +73,8 @@ class SparkRangeReader:
 
     def refresh_topics(self) -> list[tuple[str, int]]:
         """Start reading partitions of topics that appeared since the last look; returns the new ones."""
-        from confluent_kafka import KafkaException
-
         self._last_refresh = time.monotonic()
-        try:
-            metadata = self._metadata.list_topics(timeout=10)
-        except KafkaException as exc:
-            raise TransientError(f"cannot list topics on {self._config.bootstrap_servers}: {exc}") from exc
-        found = [(name, p) for name, topic in metadata.topics.items()
-                 if topic.error is None and self._pattern.match(name) for p in topic.partitions]
-        new = self._planner.add(sorted(found))
+        new = self._planner.add(matching_partitions(self._metadata, self._pattern, self._config.bootstrap_servers))
         if new:
             log.info("reading %d new partition(s): %s", len(new), ", ".join(
                 f"{t}[{p}] from offset {self._planner.next_offset((t, p))}" for t, p in new))

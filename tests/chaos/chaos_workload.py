@@ -17,6 +17,7 @@ from __future__ import annotations
 import random
 import string
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from workloads import mariadb_scenario, pg_scenario
@@ -36,6 +37,18 @@ ALTER TABLE tokens ALTER COLUMN payload SET STORAGE EXTERNAL;
 
 def toast(rng: random.Random) -> str:
     return "".join(rng.choice(string.ascii_letters) for _ in range(rng.randint(2500, 6000)))
+
+
+def in_transactions(log: ChangeLog, rng: random.Random, step: Callable[[], None], operations: int,
+                    largest: int) -> None:
+    """``operations`` calls of ``step``, in source transactions of 1 to ``largest`` of them."""
+    done = 0
+    while done < operations:
+        size = rng.randint(1, largest)
+        with log.transaction():
+            for _ in range(size):
+                step()
+        done += size
 
 
 def create_schema(conn: Any) -> None:
@@ -100,13 +113,7 @@ class ChaosWorkload(RandomWorkload):
             self.step()
 
     def run_for(self, operations: int) -> None:
-        done = 0
-        while done < operations:
-            size = self.rng.randint(1, 6)
-            with self.log.transaction():
-                for _ in range(size):
-                    self.chaos_step()
-            done += size
+        in_transactions(self.log, self.rng, self.chaos_step, operations, 6)
 
 
 class MariaDbChaosWorkload:
@@ -150,10 +157,4 @@ class MariaDbChaosWorkload:
             log.delete(table, rng.choice(live))
 
     def run_for(self, operations: int) -> None:
-        done = 0
-        while done < operations:
-            size = self.rng.randint(1, 5)
-            with self.log.transaction():
-                for _ in range(size):
-                    self.step()
-            done += size
+        in_transactions(self.log, self.rng, self.step, operations, 5)
