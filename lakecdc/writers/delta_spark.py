@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from pyspark.errors import AnalysisException
 from pyspark.sql.types import StructType
 
 from lakecdc.ingest.bronze import DELTA_PARTITION_COLUMN
@@ -99,8 +100,36 @@ class DeltaSparkWriter(SparkSqlWriter):
     def _create_table(self, name: str, schema: StructType, kind: str, sort_by: tuple[str, ...] = ()) -> None:
         full = self.resolve(name)
         self._ensure_namespace(full)
-        self.spark.sql(create_table_sql(full, schema, kind))
+        try:
+            self.spark.sql(create_table_sql(full, schema, kind))
+        except AnalysisException as error:
+            if kind != "bronze" or "generated columns" not in str(error):
+                raise
+            # Open-source Delta on Spark 3.5 refuses GENERATED ALWAYS AS in SQL DDL (Databricks takes
+            # it); Delta's DeltaTableBuilder creates the same table.
+            self._create_bronze_with_builder(full, schema)
         log.info("created Delta %s table %s", kind, full)
+
+    def _create_bronze_with_builder(self, full: str, schema: StructType) -> None:
+        """``create_table_sql``'s bronze table through ``io.delta.tables.DeltaTable.createIfNotExists``,
+        whose table name is resolved in the session's current catalog (it takes no catalog part)."""
+        catalog, rest = full.split(".", 1)
+        session = self._commit_session()
+        jvm = session._jvm  # type: ignore[attr-defined]
+        jsession = session._jsparkSession  # type: ignore[attr-defined]
+        previous = session.conf.get("spark.sql.defaultCatalog")
+        session.conf.set("spark.sql.defaultCatalog", catalog)
+        try:
+            tables = jvm.io.delta.tables.DeltaTable
+            generated = (tables.columnBuilder(jsession, DELTA_PARTITION_COLUMN).dataType("date")
+                         .generatedAlwaysAs("CAST(_ingest_ts AS DATE)").build())
+            builder = (tables.createIfNotExists(jsession).tableName(rest)
+                       .addColumns(jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json()))
+                       .addColumn(generated)
+                       .partitionedBy(jvm.PythonUtils.toSeq([DELTA_PARTITION_COLUMN])))
+            builder.execute()
+        finally:
+            session.conf.set("spark.sql.defaultCatalog", previous)
 
     def _table_schema(self, name: str) -> StructType | None:
         schema = super()._table_schema(name)
@@ -151,13 +180,18 @@ class DeltaSparkWriter(SparkSqlWriter):
         if session is None:
             session = self.spark.newSession()
             # newSession starts from the SparkContext's settings: copy what was set at runtime on
-            # the writer's session (catalogs, shuffle partitions, Delta options), statics excluded.
-            # SET names the keys; values come from conf.get, which SET would show redacted.
+            # the writer's session (catalogs, shuffle partitions, Delta options). SET names the
+            # keys; values come from conf.get, which SET would show redacted. Static and Spark core
+            # settings cannot be set on a session (and are the same in both): they are refused.
             for row in self.spark.sql("SET").collect():
                 key = row["key"]
                 value = self.spark.conf.get(key, None)
-                if value is not None and session.conf.isModifiable(key):
+                if value is None or session.conf.get(key, None) == value:
+                    continue
+                try:
                     session.conf.set(key, value)
+                except AnalysisException:
+                    pass
             self._local.session = session
         return session
 
