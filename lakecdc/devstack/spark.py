@@ -159,6 +159,9 @@ def spark_session(warehouse: Path | str, catalog: CatalogKind = "hadoop", app_na
         # rewrites plans over its own tables.
         extensions.append(DELTA_EXTENSIONS)
         builder = builder.config("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
+        # Delta rebuilds a table's snapshot in 50 partitions by default (sized for clusters); on
+        # local[2] that made every table read and commit of a small table take seconds.
+        builder = builder.config("spark.databricks.delta.snapshotPartitions", "2")
     builder = builder.config("spark.sql.extensions", ",".join(extensions))
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)

@@ -1,4 +1,9 @@
-"""Spark's own Kafka source: detected when on the classpath, used by the job, refused when forced without it."""
+"""Spark's own Kafka source: detected when on the classpath, used by the job, refused when forced without it.
+
+The golden-records test needs ``spark-sql-kafka-0-10`` on Spark's classpath (``connector_spark``:
+``tests/integration/test_spark_connectors.py`` runs it in a Spark JVM that has it); the refusal runs
+in the suite's own JVM, which has no Kafka source.
+"""
 
 from __future__ import annotations
 
@@ -32,10 +37,9 @@ def test_forcing_the_spark_reader_without_the_connector_names_the_fix(broker, sp
 
 
 @pytest.mark.slow
-def test_golden_records_through_sparks_kafka_source(broker, spark, tmp_path: Path) -> None:
-    if not spark_kafka_available(spark):
-        pytest.skip("org.apache.spark:spark-sql-kafka-0-10_2.12 is not on the classpath here (Maven Central is "
-                    "unreachable, no wheel ships it); on Databricks or with spark.jars.packages this test runs")
+def test_golden_records_through_sparks_kafka_source(broker, connector_spark, tmp_path: Path) -> None:
+    spark = connector_spark
+    assert spark_kafka_available(spark), "the connector session must have Spark's Kafka source"
     prefix = unique_prefix("sk")
     records = golden_records(prefix)
     create_topics(broker.bootstrap_servers, [r["topic"] for r in records])
