@@ -66,7 +66,10 @@ pick_python() {
 
 current_stamp() {
   # The jar cache location is part of the stamp: a new LAKECDC_JAR_CACHE is filled on the next run.
-  { cat pyproject.toml scripts/bootstrap.sh lakecdc/devstack/jars.py lakecdc/devstack/maven.py
+  local input
+  { for input in pyproject.toml scripts/bootstrap.sh lakecdc/devstack/jars.py lakecdc/devstack/maven.py; do
+      [ ! -f "$input" ] || cat "$input"
+    done
     echo "${LAKECDC_JAR_CACHE:-}"; } | sha256sum | cut -d' ' -f1
 }
 
