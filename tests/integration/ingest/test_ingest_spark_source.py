@@ -37,7 +37,10 @@ def test_forcing_the_spark_reader_without_the_connector_names_the_fix(broker, sp
 
 
 @pytest.mark.slow
-def test_golden_records_through_sparks_kafka_source(broker, connector_spark, tmp_path: Path) -> None:
+def test_golden_records_through_sparks_kafka_source(kafka_broker, connector_spark, tmp_path: Path) -> None:
+    # On Apache Kafka: Spark's source plans each batch up to the partitions' high watermarks, which
+    # tansu reports wrong when a record batch holds several records (it then read 3 of 20 events).
+    broker = kafka_broker
     spark = connector_spark
     assert spark_kafka_available(spark), "the connector session must have Spark's Kafka source"
     prefix = unique_prefix("sk")

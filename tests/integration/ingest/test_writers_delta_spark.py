@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import json
 import threading
+from pathlib import Path
 
 import pytest
+from ingest_broker import create_topics, golden_records, publish_records, unique_prefix
+from ingest_tables import assert_final_state
 from pyspark.sql import SparkSession
 from writer_harness import LONG, STR, Ev, Stream
 
+from lakecdc.ingest.config import IngestConfig
+from lakecdc.ingest.job import run_ingest
 from lakecdc.ingest.progress import PROGRESS_KEY
 from lakecdc.writers.base import create_writer, delta_in_session
 from lakecdc.writers.delta_spark import DeltaSparkWriter
@@ -112,3 +117,33 @@ def test_tables_applied_in_parallel_each_record_their_own_progress(connector_spa
             assert len(recorded) == rounds, f"{table}: {recorded}"
             assert all(set(progress) == {s.topic} for progress in recorded), f"{table} records another topic: {recorded}"
         assert silver(spark, s) == {n: f"{s.topic}-{n}" for n in range(rounds)}
+
+
+@pytest.mark.slow
+def test_job_with_state_json_lost_between_runs_takes_the_new_events(broker, connector_spark: SparkSession,
+                                                                    tmp_path: Path) -> None:
+    # The ingest job end to end into Delta through Spark: half of the real Debezium records, then
+    # the job's state.json is deleted (its batch counter restarts), then the other half.
+    spark = connector_spark
+    prefix = unique_prefix("ds")
+    records = golden_records(prefix)
+    create_topics(broker.bootstrap_servers, [r["topic"] for r in records])
+    cfg = IngestConfig.from_properties({
+        "name": prefix, "kafka.bootstrap.servers": broker.bootstrap_servers, "topic.prefix": prefix,
+        "warehouse": str(tmp_path / "warehouse"), "table.format": "delta", "catalog": "spark_catalog",
+        "reader": "python", "table.name.format.bronze": f"{prefix}_bronze.{{table}}",
+        "table.name.format.silver": f"{prefix}_silver.{{table}}", "progress.path": str(tmp_path / "progress"),
+        "batch.max.wait.ms": "500"})
+    half = len(records) // 2
+    publish_records(broker.bootstrap_servers, records[:half])
+    first = run_ingest(cfg, "available-now", spark=spark)
+    assert first.events > 0 and first.failed_tables == {}
+    (tmp_path / "progress" / "state.json").unlink()
+    publish_records(broker.bootstrap_servers, records[half:])
+    second = run_ingest(cfg, "available-now", spark=spark)
+    assert second.events > 0 and second.failed_tables == {}
+
+    def read(name: str) -> list[dict]:
+        return [r.asDict(recursive=True) for r in spark.table(f"spark_catalog.{name}").collect()]
+
+    assert_final_state(read, lambda name: spark.catalog.tableExists(f"spark_catalog.{name}"), prefix)
