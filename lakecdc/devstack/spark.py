@@ -1,4 +1,4 @@
-"""Local SparkSession factory with Iceberg enabled offline (no Maven download).
+"""Local SparkSession factory: Iceberg offline (no Maven download), Delta and Spark's Kafka source from the jar cache.
 
 ``spark_session(warehouse)`` returns a ``local[2]`` session with the UI off, few shuffle
 partitions, UTC session time zone, the Iceberg SQL extensions, and an Iceberg catalog named
