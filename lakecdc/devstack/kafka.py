@@ -17,7 +17,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from lakecdc.devstack.errors import PartStartError
 from lakecdc.devstack.part import ServicePart
 from lakecdc.devstack.ports import free_port, port_is_open
 from lakecdc.devstack.process import run_checked
@@ -45,13 +44,14 @@ BROKER_SETTINGS = {
 
 
 def kafka_classpath() -> str:
-    """The broker's classpath from the jar cache, or a start error naming the bootstrap."""
+    """The broker's classpath from the jar cache; FileNotFoundError naming the bootstrap if absent
+    (``start()`` reports it as the part's start error)."""
     from lakecdc.devstack.maven import cached_jars
 
     jars = cached_jars("kafka")
     if jars is None:
-        raise PartStartError("kafka", "Apache Kafka's jars are not in the jar cache: run scripts/bootstrap.sh "
-                                      "on a machine that reaches Maven Central (org.apache.kafka:kafka_2.13)")
+        raise FileNotFoundError("Apache Kafka's jars are not in the jar cache: run scripts/bootstrap.sh "
+                                "on a machine that reaches Maven Central (org.apache.kafka:kafka_2.13)")
     return os.pathsep.join(str(jar) for jar in jars)
 
 

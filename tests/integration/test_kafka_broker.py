@@ -8,6 +8,7 @@ offsets and compacted offset topics rely on, checked where they hold.
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -159,3 +160,9 @@ def test_a_kafka_that_cannot_start_names_itself_and_its_log() -> None:
     assert "Invalid value not-a-number" in error.log_path.read_text(errors="replace")
     assert str(error.log_path) in str(error)
     error.log_path.unlink()
+
+
+def test_without_the_jars_the_start_error_names_the_bootstrap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAKECDC_JAR_CACHE", str(tmp_path / "empty-cache"))
+    with pytest.raises(PartStartError, match=r"^kafka failed to start: .*jar cache: run scripts/bootstrap.sh"):
+        KafkaBroker().start()
