@@ -103,14 +103,14 @@ ensure_maven_jars() {
   log "fetching jars from Maven Central (Delta for Spark, Spark's Kafka source, Kafka) unless cached"
   if ! "$VENV/bin/python" - <<'PY'
 import sys
-from lakecdc.devstack.errors import PartStartError
+from lakecdc.devstack.errors import DevStackError
 from lakecdc.devstack.maven import fetch, jar_sets
 missing = []
 for name in jar_sets():
     try:
         jars = fetch(name)
         print(f"[bootstrap]   {name}: {len(jars)} jars in {jars[0].parent}", file=sys.stderr)
-    except PartStartError as error:
+    except DevStackError as error:
         missing.append(name)
         print(f"[bootstrap]   warning: {error}", file=sys.stderr)
 sys.exit(1 if missing else 0)

@@ -23,6 +23,7 @@ import hashlib
 import importlib.metadata
 import logging
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from lakecdc.devstack.errors import PartStartError
+from lakecdc.devstack.errors import DevStackError
 from lakecdc.devstack.jars import jar_cache_dir
 
 log = logging.getLogger(__name__)
@@ -42,7 +43,14 @@ KAFKA_VERSION = "3.9.2"
 #: published 3.5 release is used: Spark keeps its connector API stable within a minor release.
 SPARK_KAFKA_FALLBACK = "3.5.7"
 MANIFEST = "manifest.txt"
-_PART = "maven jars"
+
+
+class JarFetchError(DevStackError):
+    """A jar set could not be fetched; the message names the set, the reason and Maven's log."""
+
+    def __init__(self, reason: str, log_path: Path | None = None) -> None:
+        self.log_path = log_path
+        super().__init__(reason + (f" (log: {log_path})" if log_path is not None else ""))
 
 
 @dataclass(frozen=True)
@@ -118,11 +126,12 @@ def _pyspark_jar_stems() -> set[str]:
 
 
 def _artifact_stem(file_name: str) -> str:
+    """``jackson-core-2.15.2.jar`` -> ``jackson-core``; ``spark-sql-kafka-0-10_2.12-3.5.7.jar`` ->
+    ``spark-sql-kafka-0-10_2.12`` (the version is the first dash-separated part like ``N.N...``)."""
     stem = file_name.removesuffix(".jar")
     parts = stem.split("-")
-    # the version starts at the first dash-separated part that begins with a digit
     for index, part in enumerate(parts):
-        if index and part[:1].isdigit():
+        if index and re.match(r"\d+\.\d", part):
             return "-".join(parts[:index])
     return stem
 
@@ -130,15 +139,14 @@ def _artifact_stem(file_name: str) -> str:
 def _mvn() -> str:
     found = shutil.which("mvn")
     if found is None:
-        raise PartStartError(_PART, "Maven (mvn) is not installed: apt-get install maven "
-                                    "(scripts/bootstrap.sh does it)")
+        raise JarFetchError("Maven (mvn) is not installed: apt-get install maven (scripts/bootstrap.sh does it)")
     return found
 
 
 def fetch(name: str, cache: Path | None = None, timeout: float = 900.0) -> list[Path]:
     """The jars of set ``name``, fetched with Maven into the cache first if absent (idempotent).
 
-    Raises ``PartStartError`` naming the set and Maven's log when Maven Central cannot serve it.
+    Raises ``JarFetchError`` naming the set and Maven's log when Maven Central cannot serve it.
     """
     present = cached_jars(name, cache)
     if present is not None:
@@ -154,7 +162,7 @@ def fetch(name: str, cache: Path | None = None, timeout: float = 900.0) -> list[
         for candidate in _candidates(name):
             try:
                 return _fetch_set(candidate, base, timeout)
-            except PartStartError as error:
+            except JarFetchError as error:
                 errors.append(error)
                 log.info("%s; trying the next release", error)
         raise errors[-1]
@@ -173,8 +181,8 @@ def _fetch_set(jar_set: JarSet, base: Path, timeout: float) -> list[Path]:
                  f"-DoutputDirectory={out_dir}", "-DincludeScope=runtime"],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=timeout)
         if done.returncode != 0 or not out_dir.is_dir():
-            raise PartStartError(_PART, f"Maven could not fetch {', '.join(jar_set.coordinates)} "
-                                        f"(exit code {done.returncode}; is Maven Central reachable?)", log_path)
+            raise JarFetchError(f"Maven could not fetch {', '.join(jar_set.coordinates)} "
+                                f"(exit code {done.returncode}; is Maven Central reachable?)", log_path)
         skip = _pyspark_jar_stems() if jar_set.beside_pyspark else set()
         kept = sorted(jar.name for jar in out_dir.glob("*.jar") if _artifact_stem(jar.name) not in skip)
         (out_dir / MANIFEST).write_text("".join(f"{name}\n" for name in kept))
