@@ -2,9 +2,13 @@
 # Idempotent set-up for a Debian 12 machine with Python >= 3.10 (3.11 on Debian 12):
 #   1. Debian packages lakecdc needs (apt-get update + install only when one is missing);
 #   2. a virtualenv at .venv with `pip install -e '.[dev]'`;
-#   3. the offline Iceberg Spark jars (relocated Jackson jar built once with jarjar).
-# Steps 2-3 are skipped when .venv holds a stamp matching pyproject.toml and this script, so a
-# second run takes well under a second. Other engineers: add Debian packages to DEBIAN_PACKAGES.
+#   3. the offline Iceberg Spark jars (relocated Jackson jar built once with jarjar);
+#   4. jars from Maven Central, fetched with Maven into the jar cache (.venv/share/lakecdc/jars, or
+#      $LAKECDC_JAR_CACHE): Delta's Spark jars, Spark's Kafka source, Apache Kafka's broker
+#      (lakecdc/devstack/maven.py lists them). Without Maven Central this step only warns: the
+#      tests that need those jars are then skipped with the reason, the rest runs as before.
+# Steps 2-4 are skipped when .venv holds a stamp matching pyproject.toml, this script and the jar
+# lists, so a second run takes well under a second. Other engineers: add Debian packages to DEBIAN_PACKAGES.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -18,6 +22,7 @@ DEBIAN_PACKAGES=(
   libjarjar-java              # relocates Jackson for the Iceberg runtime jar
   libxerial-sqlite-jdbc-java  # Iceberg JDBC catalog on SQLite
   python3-venv                # python3 -m venv
+  maven                       # fetches Delta, Spark's Kafka source and Kafka jars from Maven Central
 )
 VENV="$ROOT/.venv"
 STAMP="$VENV/.lakecdc-bootstrap-stamp"
@@ -60,7 +65,12 @@ pick_python() {
 }
 
 current_stamp() {
-  cat pyproject.toml scripts/bootstrap.sh | sha256sum | cut -d' ' -f1
+  # The jar cache location is part of the stamp: a new LAKECDC_JAR_CACHE is filled on the next run.
+  local input
+  { for input in pyproject.toml scripts/bootstrap.sh lakecdc/devstack/jars.py lakecdc/devstack/maven.py; do
+      [ ! -f "$input" ] || cat "$input"
+    done
+    echo "${LAKECDC_JAR_CACHE:-}"; } | sha256sum | cut -d' ' -f1
 }
 
 ensure_venv() {
@@ -89,6 +99,28 @@ for jar in [*iceberg_jars(), sqlite_jdbc_jar()]:
 PY
 }
 
+ensure_maven_jars() {
+  log "fetching jars from Maven Central (Delta for Spark, Spark's Kafka source, Kafka) unless cached"
+  if ! "$VENV/bin/python" - <<'PY'
+import sys
+from lakecdc.devstack.errors import DevStackError
+from lakecdc.devstack.maven import fetch, jar_sets
+missing = []
+for name in jar_sets():
+    try:
+        jars = fetch(name)
+        print(f"[bootstrap]   {name}: {len(jars)} jars in {jars[0].parent}", file=sys.stderr)
+    except DevStackError as error:
+        missing.append(name)
+        print(f"[bootstrap]   warning: {error}", file=sys.stderr)
+sys.exit(1 if missing else 0)
+PY
+  then
+    log "warning: some Maven jars are missing; their tests are skipped. To fetch them later:"
+    log "  rm $STAMP && scripts/bootstrap.sh"
+  fi
+}
+
 main() {
   ensure_debian_packages
   mkdir -p "$VENV"
@@ -102,6 +134,7 @@ main() {
   fi
   ensure_venv
   ensure_spark_jars
+  ensure_maven_jars
   echo "$wanted" > "$STAMP"
   log "done"
 }

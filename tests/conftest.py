@@ -7,6 +7,12 @@
 - ``spark``   local SparkSession, Iceberg catalog ``lake`` (hadoop) over a session temp warehouse
 - ``tmp_warehouse`` an empty warehouse directory per test (``spark_session(tmp_warehouse)``
   gives a session whose ``lake`` catalog lives there)
+- ``kafka_broker`` Apache Kafka (KRaft, one node, jars from Maven Central), session scoped
+- ``connector_spark`` the ``spark`` fixture when its JVM has Delta's Spark jars and Spark's Kafka
+  source. Spark fixes its classpath per process and a session with those connectors changes what
+  the job picks on its own (``table.format=delta``, ``reader=auto``), so the suite's JVM runs without
+  them and ``tests/integration/test_spark_connectors.py`` runs the tests marked
+  ``spark_connectors`` in a child pytest whose JVM has them (``LAKECDC_SPARK_CONNECTORS=auto``).
 
 A service starts only when a test asks for it. Tests that need many isolated databases use
 ``pg.create_database(name)`` rather than new servers.
@@ -14,6 +20,7 @@ A service starts only when a test asks for it. Tests that need many isolated dat
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,6 +28,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from lakecdc.devstack.broker import Broker
+from lakecdc.devstack.kafka import KafkaBroker
 from lakecdc.devstack.mariadb import MariaDB
 from lakecdc.devstack.part import reap_orphans
 from lakecdc.devstack.postgres import Postgres
@@ -37,6 +45,17 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 @pytest.fixture(scope="session")
 def broker() -> Iterator[Broker]:
     with Broker() as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def kafka_broker() -> Iterator[KafkaBroker]:
+    from lakecdc.devstack.maven import cached_jars
+
+    if cached_jars("kafka") is None:
+        pytest.skip("Apache Kafka's jars are not in the jar cache: run scripts/bootstrap.sh on a machine "
+                    "that reaches Maven Central (org.apache.kafka:kafka_2.13)")
+    with KafkaBroker() as running:
         yield running
 
 
@@ -65,6 +84,25 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     session = spark_session(tmp_path_factory.mktemp("warehouse"), app_name="lakecdc-tests")
     yield session
     session.stop()
+
+
+CONNECTORS_CHILD_ENV = "LAKECDC_TEST_CONNECTORS_CHILD"
+
+
+@pytest.fixture
+def connector_spark(request: pytest.FixtureRequest) -> SparkSession:
+    """The session's Spark, which has Delta's Spark jars and Spark's Kafka source (see the module doc)."""
+    from lakecdc.devstack.spark import CONNECTORS, spark_connectors
+
+    missing = [name for name in CONNECTORS if name not in spark_connectors("auto")]
+    if missing:
+        pytest.skip(f"the jars of {missing} are not in the jar cache: run scripts/bootstrap.sh on a machine "
+                    "that reaches Maven Central (io.delta:delta-spark_2.12, spark-sql-kafka-0-10_2.12)")
+    if not os.environ.get(CONNECTORS_CHILD_ENV):
+        pytest.skip("runs in its own Spark JVM with Delta and Spark's Kafka source: "
+                    "tests/integration/test_spark_connectors.py runs it (this process's JVM has neither)")
+    spark: SparkSession = request.getfixturevalue("spark")
+    return spark
 
 
 @pytest.fixture

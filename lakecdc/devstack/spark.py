@@ -1,4 +1,4 @@
-"""Local SparkSession factory with Iceberg enabled offline (no Maven download).
+"""Local SparkSession factory: Iceberg offline (no Maven download), Delta and Spark's Kafka source from the jar cache.
 
 ``spark_session(warehouse)`` returns a ``local[2]`` session with the UI off, few shuffle
 partitions, UTC session time zone, the Iceberg SQL extensions, and an Iceberg catalog named
@@ -10,15 +10,25 @@ iceberg`` and ``MERGE INTO db.t`` work without a catalog prefix:
   same file pyiceberg's ``SqlCatalog("lake", uri="sqlite:///...")`` opens.
 
 Jars come from ``lakecdc.devstack.jars`` unless Maven coordinates are given (parameter
-``packages`` or the environment variable ``LAKECDC_SPARK_PACKAGES``, comma separated), which is
-what a user with Maven access does to add e.g. Delta:
+``packages`` or the environment variable ``LAKECDC_SPARK_PACKAGES``, comma separated), which
+Spark's own resolver then downloads, e.g.
 ``LAKECDC_SPARK_PACKAGES=org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.0,io.delta:delta-spark_2.12:3.3.2``.
+
+Connectors (parameter ``connectors`` or ``LAKECDC_SPARK_CONNECTORS``): ``delta`` (Delta Lake's
+Spark jars, its SQL extension, and ``DeltaCatalog`` as ``spark_catalog`` beside Iceberg's ``lake``)
+and ``spark-kafka`` (Spark's Kafka source), from the jars ``scripts/bootstrap.sh`` fetched from Maven
+Central (``lakecdc.devstack.maven``). ``none`` (the default), ``auto`` (every connector whose jars
+are cached) or a comma-separated list (an absent one is an error naming the bootstrap). They are
+opt-in because a session that has them changes what the job picks on its own: ``table.format=delta``
+becomes Delta through Spark (``delta_in_session``) and ``reader=auto`` Spark's Kafka source.
+Spark fixes the classpath when its JVM starts: the first session of a process decides.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -35,12 +45,39 @@ JDBC_CATALOG_FILE = "iceberg_catalog.db"
 CatalogKind = Literal["hadoop", "jdbc"]
 #: how long a SQLite catalog commit waits for another connection's write (sqlite-jdbc: 3 s)
 JDBC_BUSY_TIMEOUT_MS = 30_000
+DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+CONNECTORS = ("delta", "spark-kafka")
+CONNECTORS_ENV = "LAKECDC_SPARK_CONNECTORS"
 
 
 def spark_packages(packages: str | None = None) -> str | None:
     """Maven coordinates to use instead of the offline jars, if the caller or environment set any."""
     chosen = packages if packages is not None else os.environ.get("LAKECDC_SPARK_PACKAGES")
     return chosen.strip() or None if chosen else None
+
+
+def spark_connectors(requested: str | Sequence[str] | None = None) -> dict[str, list[Path]]:
+    """The connectors to put on the classpath, with their cached jars (see the module docstring)."""
+    from lakecdc.devstack.maven import cached_jars
+
+    chosen = requested if requested is not None else os.environ.get(CONNECTORS_ENV, "none")
+    names = [n.strip() for n in chosen.split(",")] if isinstance(chosen, str) else list(chosen)
+    names = [n for n in names if n and n != "none"]
+    if names == ["auto"]:
+        found = {name: cached_jars(name) for name in CONNECTORS}
+        return {name: jars for name, jars in found.items() if jars is not None}
+    unknown = sorted(set(names) - set(CONNECTORS))
+    if unknown:
+        raise ValueError(f"unknown Spark connector(s) {unknown} in {CONNECTORS_ENV}: choose from "
+                         f"{list(CONNECTORS)}, 'auto' or 'none'")
+    connectors: dict[str, list[Path]] = {}
+    for name in names:
+        jars = cached_jars(name)
+        if jars is None:
+            raise PartStartError("spark jars", f"the {name} connector's jars are not cached: run "
+                                               "scripts/bootstrap.sh on a machine that reaches Maven Central")
+        connectors[name] = jars
+    return connectors
 
 
 def iceberg_catalog_conf(warehouse: Path | str, catalog: CatalogKind = "hadoop",
@@ -75,8 +112,9 @@ def iceberg_catalog_conf(warehouse: Path | str, catalog: CatalogKind = "hadoop",
 
 def spark_session(warehouse: Path | str, catalog: CatalogKind = "hadoop", app_name: str = "lakecdc",
                   packages: str | None = None, extra_conf: dict[str, str] | None = None,
-                  catalog_name: str = ICEBERG_CATALOG) -> SparkSession:
-    """A local SparkSession with Iceberg (and Delta when its package is given) enabled.
+                  catalog_name: str = ICEBERG_CATALOG,
+                  connectors: str | Sequence[str] | None = None) -> SparkSession:
+    """A local SparkSession with Iceberg (and Delta, Spark's Kafka source when asked) enabled.
 
     Spark keeps one JVM per process: jars and memory are fixed by the first call. A later call
     for another warehouse or catalog kind returns a new session on the same JVM (own SQL
@@ -103,6 +141,9 @@ def spark_session(warehouse: Path | str, catalog: CatalogKind = "hadoop", app_na
         .config("spark.sql.defaultCatalog", catalog_name)
     )
     local_jars = [] if maven else [str(jar) for jar in iceberg_jars()]
+    chosen = spark_connectors(connectors)
+    for jars in chosen.values():
+        local_jars.extend(str(jar) for jar in jars)
     # The SQLite driver is always added when present: jars are fixed when the JVM starts, and a
     # later session on the same JVM may ask for the JDBC catalog.
     sqlite_jar = _optional_sqlite_jar(required=catalog == "jdbc")
@@ -112,10 +153,15 @@ def spark_session(warehouse: Path | str, catalog: CatalogKind = "hadoop", app_na
         builder = builder.config("spark.jars", ",".join(local_jars))
     if maven:
         builder = builder.config("spark.jars.packages", maven)
-        if "delta-spark" in maven or "delta-core" in maven:
-            extensions.append(DELTA_EXTENSIONS)
-            builder = builder.config("spark.sql.catalog.spark_catalog",
-                                     "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+    if "delta" in chosen or (maven and ("delta-spark" in maven or "delta-core" in maven)):
+        # Delta owns the session catalog (spark_catalog.db.t, and two-part names when the default
+        # catalog is spark_catalog); Iceberg keeps its own catalog `lake`. Each extension only
+        # rewrites plans over its own tables.
+        extensions.append(DELTA_EXTENSIONS)
+        builder = builder.config("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
+        # Delta rebuilds a table's snapshot in 50 partitions by default (sized for clusters); on
+        # local[2] that made every table read and commit of a small table take seconds.
+        builder = builder.config("spark.databricks.delta.snapshotPartitions", "2")
     builder = builder.config("spark.sql.extensions", ",".join(extensions))
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)

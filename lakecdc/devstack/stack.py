@@ -25,12 +25,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from typing_extensions import Self
 
 from lakecdc.devstack.broker import Broker
 from lakecdc.devstack.errors import DevStackError, PartStartError
+from lakecdc.devstack.kafka import KafkaBroker
 from lakecdc.devstack.mariadb import MariaDB
 from lakecdc.devstack.part import ServicePart
 from lakecdc.devstack.ports import port_is_open
@@ -38,6 +39,9 @@ from lakecdc.devstack.postgres import Postgres
 from lakecdc.devstack.process import group_members, remove_tree
 
 PART_NAMES = ("broker", "postgres", "mariadb")
+#: the broker part: tansu (fast, the default) or Apache Kafka (KRaft, jars from Maven Central)
+BrokerKind = Literal["tansu", "kafka"]
+BROKER_KINDS: tuple[BrokerKind, ...] = ("tansu", "kafka")
 PartT = TypeVar("PartT", bound=ServicePart)
 
 
@@ -54,21 +58,26 @@ class DevStack:
     """Broker, PostgreSQL and MariaDB, each on its own port and directory, started in parallel."""
 
     def __init__(self, parts: tuple[str, ...] = PART_NAMES, pg_version: int = 18,
-                 base_dir: Path | str | None = None) -> None:
+                 base_dir: Path | str | None = None, broker: BrokerKind = "tansu") -> None:
         unknown = sorted(set(parts) - set(PART_NAMES))
         if unknown:
             raise ValueError(f"unknown devstack part(s) {unknown}: choose from {list(PART_NAMES)}")
         self.parts: dict[str, ServicePart] = {}
+        if broker not in BROKER_KINDS:
+            raise ValueError(f"unknown broker {broker!r}: choose from {list(BROKER_KINDS)}")
         if "broker" in parts:
-            self.parts["broker"] = Broker(base_dir=base_dir)
+            self.parts["broker"] = Broker(base_dir=base_dir) if broker == "tansu" else KafkaBroker(base_dir=base_dir)
         if "postgres" in parts:
             self.parts["postgres"] = Postgres(version=pg_version, base_dir=base_dir)
         if "mariadb" in parts:
             self.parts["mariadb"] = MariaDB(base_dir=base_dir)
 
     @property
-    def broker(self) -> Broker:
-        return self._part("broker", Broker)
+    def broker(self) -> Broker | KafkaBroker:
+        part = self.parts.get("broker")
+        if not isinstance(part, (Broker, KafkaBroker)):
+            raise DevStackError("this stack was created without its broker")
+        return part
 
     @property
     def postgres(self) -> Postgres:
@@ -138,7 +147,7 @@ def _write_secret(directory: Path, name: str, secret: str) -> str:
 
 
 def up(parts: tuple[str, ...] = PART_NAMES, pg_version: int = 18, with_jars: bool = True,
-       path: Path | None = None) -> dict[str, Any]:
+       path: Path | None = None, broker: BrokerKind = "tansu") -> dict[str, Any]:
     """Start the stack detached from this process and record it; returns the recorded state.
 
     Refuses when a recorded stack is still running (``down()`` first).
@@ -150,7 +159,7 @@ def up(parts: tuple[str, ...] = PART_NAMES, pg_version: int = 18, with_jars: boo
             raise DevStackError(f"a local stack is already running (state: {path}); run `lakecdc dev down` first")
         down(path)
     started = time.monotonic()
-    stack = DevStack(parts=parts, pg_version=pg_version).start()
+    stack = DevStack(parts=parts, pg_version=pg_version, broker=broker).start()
     secrets_dir = path.parent / "devstack"
     recorded: dict[str, Any] = {}
     for name, part in stack.parts.items():

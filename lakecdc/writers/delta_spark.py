@@ -1,28 +1,36 @@
 """Delta through Spark SQL, for sessions that have Delta (Databricks, or delta-spark on the classpath).
 
 The statements are the Iceberg writer's (``SparkSqlWriter``: the same rendered ``MERGE INTO``);
-what differs is how a commit carries lakecdc's properties:
+what differs is how a commit carries lakecdc's properties: Delta's ``userMetadata`` of the commit is
+the properties as JSON (``{"lakecdc.progress": "...", "lakecdc.batch-id": "12", ...}``), read back
+from ``DESCRIBE HISTORY``'s ``userMetadata`` column.
 
-- every commit: ``spark.databricks.delta.commitInfo.userMetadata`` = the properties as JSON
-  (``{"lakecdc.progress": "...", "lakecdc.batch-id": "12", ...}``), read back from
-  ``DESCRIBE HISTORY``'s ``userMetadata`` column;
-- idempotence: Delta's app transactions, ``txnAppId`` = ``lakecdc:<table>`` and ``txnVersion`` =
-  the batch id, as write options for appends and as the session settings
-  ``spark.databricks.delta.write.txnAppId`` / ``txnVersion`` for MERGE (Delta skips a write whose
-  version it has already committed for that app id).
+- appends pass it as the ``userMetadata`` write option (per write);
+- SQL ``MERGE`` takes no options: Delta reads ``spark.databricks.delta.commitInfo.userMetadata``
+  from the conf of the session running the statement. Tables of a batch are applied in parallel
+  threads, so each apply thread runs its MERGE in a session of its own (``newSession()`` with the
+  writer session's SQL settings copied; the MERGE source is shared with it as a global temporary
+  view): a commit can only ever carry its own table's progress.
 
-Delta's Spark jars cannot be installed on the development machine (no Maven access), so this
-writer's SQL is unit-tested as rendered; its integration test is skipped there with the reason.
+Idempotence comes from what each table records, never from the job's ``state.json``: before
+writing, ``LakeWriter`` skips a table whose committed progress already covers the batch's events,
+and bronze's position anti-join and silver's ``_seq`` guards make a partial replay harmless. Delta's
+own app transactions (``txnAppId``/``txnVersion``) are deliberately not used: keyed on the job's
+batch counter, a counter that restarts or repeats (``state.json`` lost, or a kill between a table
+commit and the state save) made Delta silently drop batches holding new events; keyed on the
+committed Kafka offsets, they would only restate the progress check with less information.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from pyspark.errors import AnalysisException
 from pyspark.sql.types import StructType
 
 from lakecdc.ingest.bronze import DELTA_PARTITION_COLUMN
@@ -31,13 +39,12 @@ from lakecdc.ingest.schema_evolution import SchemaChange
 from lakecdc.writers.spark_sql import SparkSqlWriter, column_ddl, quote
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
 
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
-TXN_APP_ID_CONF = "spark.databricks.delta.write.txnAppId"
-TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
+GLOBAL_TEMP_DATABASE_CONF = "spark.sql.globalTempDatabase"
 HISTORY_LOOKBACK = 100
 
 
@@ -66,13 +73,9 @@ def evolve_sql(full: str, change: SchemaChange) -> list[str]:
     return statements
 
 
-def commit_settings(props: dict[str, str], table: str, batch_id: int | None) -> dict[str, str]:
-    """Session settings that make the next Delta write on this session commit ``props`` idempotently."""
-    settings = {USER_METADATA_CONF: json.dumps(props, sort_keys=True, separators=(",", ":"))}
-    if batch_id is not None:
-        settings[TXN_APP_ID_CONF] = f"lakecdc:{table}"
-        settings[TXN_VERSION_CONF] = str(batch_id)
-    return settings
+def user_metadata(props: dict[str, str]) -> str:
+    """The commit's ``userMetadata``: lakecdc's properties as compact, key-sorted JSON."""
+    return json.dumps(props, sort_keys=True, separators=(",", ":"))
 
 
 def properties_from_user_metadata(user_metadata: str | None) -> dict[str, str]:
@@ -91,12 +94,42 @@ class DeltaSparkWriter(SparkSqlWriter):
     def __init__(self, spark: SparkSession, catalog: str | None = None,
                  dead_letter_table: str = "lakecdc.dead_letters", **_: object) -> None:
         super().__init__(spark, catalog, dead_letter_table)
+        #: per apply thread: the commit properties of the statement running, and its own session
+        self._local = threading.local()
 
     def _create_table(self, name: str, schema: StructType, kind: str, sort_by: tuple[str, ...] = ()) -> None:
         full = self.resolve(name)
         self._ensure_namespace(full)
-        self.spark.sql(create_table_sql(full, schema, kind))
+        try:
+            self.spark.sql(create_table_sql(full, schema, kind))
+        except AnalysisException as error:
+            if kind != "bronze" or "generated columns" not in str(error):
+                raise
+            # Open-source Delta on Spark 3.5 refuses GENERATED ALWAYS AS in SQL DDL (Databricks takes
+            # it); Delta's DeltaTableBuilder creates the same table.
+            self._create_bronze_with_builder(full, schema)
         log.info("created Delta %s table %s", kind, full)
+
+    def _create_bronze_with_builder(self, full: str, schema: StructType) -> None:
+        """``create_table_sql``'s bronze table through ``io.delta.tables.DeltaTable.createIfNotExists``,
+        whose table name is resolved in the session's current catalog (it takes no catalog part)."""
+        catalog, rest = full.split(".", 1)
+        session = self._commit_session()
+        jvm = session._jvm  # type: ignore[attr-defined]
+        jsession = session._jsparkSession  # type: ignore[attr-defined]
+        previous = session.conf.get("spark.sql.defaultCatalog")
+        session.conf.set("spark.sql.defaultCatalog", catalog)
+        try:
+            tables = jvm.io.delta.tables.DeltaTable
+            generated = (tables.columnBuilder(jsession, DELTA_PARTITION_COLUMN).dataType("date")
+                         .generatedAlwaysAs("CAST(_ingest_ts AS DATE)").build())
+            builder = (tables.createIfNotExists(jsession).tableName(rest)
+                       .addColumns(jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json()))
+                       .addColumn(generated)
+                       .partitionedBy(jvm.PythonUtils.toSeq([DELTA_PARTITION_COLUMN])))
+            builder.execute()
+        finally:
+            session.conf.set("spark.sql.defaultCatalog", previous)
 
     def _table_schema(self, name: str) -> StructType | None:
         schema = super()._table_schema(name)
@@ -130,16 +163,54 @@ class DeltaSparkWriter(SparkSqlWriter):
         }
 
     def _append_options(self, props: dict[str, str], table: str, batch_id: int) -> dict[str, str]:
-        return {"userMetadata": json.dumps(props, sort_keys=True, separators=(",", ":")),
-                "txnAppId": f"lakecdc:{table}", "txnVersion": str(batch_id)}
+        return {"userMetadata": user_metadata(props)}
 
     @contextmanager
     def _committing(self, props: dict[str, str], table: str, batch_id: int | None) -> Iterator[None]:
-        settings = commit_settings(props, table, batch_id)
-        for key, value in settings.items():
-            self.spark.conf.set(key, value)
+        # Remembered for this thread only; _run_merge hands it to this thread's commit session.
+        self._local.props = props
         try:
             yield
         finally:
-            for key in settings:
-                self.spark.conf.unset(key)
+            self._local.props = None
+
+    def _commit_session(self) -> SparkSession:
+        """This thread's own session for MERGE commits (created once per thread and writer)."""
+        session: SparkSession | None = getattr(self._local, "session", None)
+        if session is None:
+            session = self.spark.newSession()
+            # newSession starts from the SparkContext's settings: copy what was set at runtime on
+            # the writer's session (catalogs, shuffle partitions, Delta options). SET names the
+            # keys; values come from conf.get, which SET would show redacted. Static and Spark core
+            # settings cannot be set on a session (and are the same in both): they are refused.
+            for row in self.spark.sql("SET").collect():
+                key = row["key"]
+                value = self.spark.conf.get(key, None)
+                if value is None or session.conf.get(key, None) == value:
+                    continue
+                try:
+                    session.conf.set(key, value)
+                except AnalysisException:
+                    pass
+            self._local.session = session
+        return session
+
+    def _run_merge(self, sql_for_view: str, source: DataFrame, view: str) -> None:
+        props: dict[str, str] | None = getattr(self._local, "props", None)
+        if props is None:
+            super()._run_merge(sql_for_view, source, view)
+            return
+        session = self._commit_session()
+        global_db = self.spark.conf.get(GLOBAL_TEMP_DATABASE_CONF, "global_temp")
+        # A global temporary view is what another session of the same Spark can read; the
+        # session-local view in front of it keeps the rendered MERGE's source name.
+        shared = f"{view}_{threading.get_ident()}"
+        source.createOrReplaceGlobalTempView(shared)
+        session.conf.set(USER_METADATA_CONF, user_metadata(props))
+        try:
+            session.sql(f"CREATE OR REPLACE TEMPORARY VIEW {view} AS SELECT * FROM {global_db}.{shared}")
+            session.sql(sql_for_view)
+        finally:
+            session.conf.unset(USER_METADATA_CONF)
+            session.catalog.dropTempView(view)
+            self.spark.catalog.dropGlobalTempView(shared)

@@ -362,3 +362,42 @@ def test_restart_keeps_data_port_and_directory() -> None:
         root_dir, pid = pg.root_dir, pg.pid
     assert pid is not None and root_dir is not None
     _assert_gone(pid, before[0], root_dir)
+
+
+def test_cli_dev_up_broker_kafka_serves_transactions_and_cleans(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    from confluent_kafka import Producer
+
+    from lakecdc.devstack.maven import cached_jars
+
+    if cached_jars("kafka") is None:
+        pytest.skip("Apache Kafka's jars are not in the jar cache: run scripts/bootstrap.sh on a machine that "
+                    "reaches Maven Central (org.apache.kafka:kafka_2.13)")
+    env = {**os.environ, "LAKECDC_HOME": str(tmp_path / "home"), "COLUMNS": "200"}
+
+    def lakecdc(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "lakecdc.cli.main", "dev", *args], env=env,
+                              capture_output=True, text=True, timeout=240)
+
+    up = lakecdc("up", "--broker", "kafka", "--only", "broker", "--no-jars")
+    state_file = tmp_path / "home" / "devstack.json"
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        assert "Apache Kafka (KRaft)" in up.stdout
+        entry = json.loads(state_file.read_text())["parts"]["broker"]
+        assert entry["part"] == "kafka" and (Path(entry["root_dir"]) / "server.properties").exists()
+        assert lakecdc("status").returncode == 0
+        # a transactional producer works against it (detached from this process)
+        producer = Producer({"bootstrap.servers": entry["bootstrap_servers"], "transactional.id": "cli-test"})
+        producer.init_transactions(60)
+        producer.begin_transaction()
+        producer.produce("cli-topic", b"v")
+        producer.commit_transaction(60)
+    finally:
+        down = lakecdc("down")
+    assert down.returncode == 0 and "stopped broker" in down.stdout
+    _assert_gone(entry["pid"], entry["port"], Path(entry["root_dir"]))
+    assert not port_is_open(entry["controller_port"])

@@ -17,7 +17,6 @@ from ingest_tables import assert_final_source_state, table_rows
 
 from lakecdc.ingest.config import IngestConfig
 from lakecdc.ingest.job import reader_kind, run_ingest
-from lakecdc.ingest.kafka_source import spark_kafka_available
 from lakecdc.ingest.reader import PythonKafkaReader
 from lakecdc.ingest.spark_reader import SparkRangeReader
 
@@ -69,23 +68,19 @@ def test_executors_fetch_exactly_the_python_readers_records(broker, spark, tmp_p
     assert batches[-1].at_end_of_data and len([b for b in batches if b.num_records]) > 3
 
 
-def _reader_bootstrap(request: pytest.FixtureRequest, reader: str, spark) -> str:
+def _reader_session(request: pytest.FixtureRequest, reader: str) -> tuple[str, object]:
+    """The broker and Spark session a reader runs on: Spark's Kafka source needs its jar (the
+    ``connector_spark`` child JVM) and exact high watermarks (Apache Kafka, not tansu)."""
     if reader != "spark-kafka":
-        return request.getfixturevalue("broker").bootstrap_servers
-    if not spark_kafka_available(spark):
-        pytest.skip("org.apache.spark:spark-sql-kafka-0-10 is not in this Spark session (the bootstrap "
-                    "fetches it from Maven Central; offline machines lack it)")
-    try:  # Spark's Kafka source needs exact high watermarks: Apache Kafka, not tansu
-        return request.getfixturevalue("kafka_broker").bootstrap_servers
-    except pytest.FixtureLookupError:
-        pytest.skip("no Apache Kafka broker fixture (kafka_broker) in this test session")
+        return request.getfixturevalue("broker").bootstrap_servers, request.getfixturevalue("spark")
+    spark = request.getfixturevalue("connector_spark")
+    return request.getfixturevalue("kafka_broker").bootstrap_servers, spark
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("reader", ["spark", "spark-kafka"])
-def test_events_held_when_a_run_ends_are_read_again_by_the_next_run(request, spark, tmp_path: Path,
-                                                                     reader: str) -> None:
-    bootstrap = _reader_bootstrap(request, reader, spark)
+def test_events_held_when_a_run_ends_are_read_again_by_the_next_run(request, tmp_path: Path, reader: str) -> None:
+    bootstrap, spark = _reader_session(request, reader)
     prefix = unique_prefix("rh")
     records = golden_records(prefix)
     create_topics(bootstrap, [r["topic"] for r in records])

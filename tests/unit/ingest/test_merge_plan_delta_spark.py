@@ -9,10 +9,7 @@ from pyspark.sql.types import DecimalType, IntegerType, LongType, StringType, St
 from lakecdc.ingest.batch import ColumnSpec
 from lakecdc.ingest.merge_plan import MergePlan, render_spark_sql
 from lakecdc.ingest.schema_evolution import SchemaChange
-from lakecdc.writers.delta_spark import (
-    TXN_APP_ID_CONF, TXN_VERSION_CONF, USER_METADATA_CONF, commit_settings, create_table_sql, evolve_sql,
-    properties_from_user_metadata,
-)
+from lakecdc.writers.delta_spark import create_table_sql, evolve_sql, properties_from_user_metadata, user_metadata
 
 
 def test_bronze_create_has_generated_date_partition() -> None:
@@ -35,12 +32,10 @@ def test_evolution_statements() -> None:
     ]
 
 
-def test_commit_settings_carry_progress_and_app_transaction() -> None:
+def test_user_metadata_carries_the_progress_and_reads_back() -> None:
     props = {"lakecdc.progress": '{"t":{"0":4}}', "lakecdc.batch-id": "9"}
-    settings = commit_settings(props, "silver.customers", 9)
-    assert json.loads(settings[USER_METADATA_CONF]) == props
-    assert (settings[TXN_APP_ID_CONF], settings[TXN_VERSION_CONF]) == ("lakecdc:silver.customers", "9")
-    assert properties_from_user_metadata(settings[USER_METADATA_CONF]) == props
+    assert json.loads(user_metadata(props)) == props
+    assert properties_from_user_metadata(user_metadata(props)) == props
     assert properties_from_user_metadata("nightly backfill by ops") == {}
     assert properties_from_user_metadata('{"other": 1}') == {}
     assert properties_from_user_metadata(None) == {}
