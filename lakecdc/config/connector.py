@@ -19,6 +19,7 @@ apply, so the CLI can say so once at start.
 
 from __future__ import annotations
 
+import logging
 import re
 from functools import cached_property
 from typing import ClassVar, Literal
@@ -45,6 +46,7 @@ from lakecdc.config.passthrough import (
     OFFSET_STORES,
     OffsetStorageKind,
 )
+from lakecdc.config.no_effect import no_effect, reason_for
 from lakecdc.config.secret import Secret
 from lakecdc.errors import ConfigError
 
@@ -56,11 +58,13 @@ class CommonConnectorConfig(PropertiesModel):
     """Properties shared by every connector, with Debezium's names and defaults."""
 
     snapshot_modes: ClassVar[tuple[str, ...]] = ()
+    # Which Debezium connector's definitions the model follows (lakecdc.config.no_effect's keys).
+    connector_kind: ClassVar[str | None] = None
     # Connectors that replay DDL (MySQL, SQL Server, Oracle) set this; PostgreSQL ignores the
     # schema.history.internal* properties exactly as Debezium does.
     uses_schema_history: ClassVar[bool] = False
     excluded_schemas: ClassVar[frozenset[str]] = frozenset()
-    accepted_names = KAFKA_CONNECT_NAMES
+    accepted_names = KAFKA_CONNECT_NAMES | frozenset(no_effect(None))
     accepted_prefixes = KAFKA_CONNECT_PREFIXES
     legacy_names = {
         "database.server.name": "topic.prefix",
@@ -366,9 +370,31 @@ class CommonConnectorConfig(PropertiesModel):
         """Mask / truncate / hash rules in a stable order (truncate before mask, as Debezium)."""
         return parse_column_rules(self.column_truncate_to, self.column_mask_with, self.column_mask_hash)
 
+    @classmethod
+    def accepting(cls, connector: str) -> frozenset[str]:
+        """``accepted_names`` of a connector model: these plus its Debezium properties without effect."""
+        return cls.accepted_names | frozenset(no_effect(connector))
+
+    def not_applied_properties(self) -> dict[str, str]:
+        """Given properties lakecdc accepts but does not apply, each with the reason (logged once
+        per property at start): the connector's entries in ``lakecdc.config.no_effect``, and
+        Kafka Connect plug-in settings (SMTs, custom converters)."""
+        listed = no_effect(self.connector_kind)
+        found: dict[str, str] = {}
+        for given in self.given_properties():
+            name = self._current_name(given.strip())
+            if name in listed or name in NOT_APPLIED_NAMES or name.startswith(NOT_APPLIED_PREFIXES):
+                found[name] = reason_for(self.connector_kind, name)
+        return dict(sorted(found.items()))
+
+    def log_not_applied(self, logger: logging.Logger) -> None:
+        """One warning per given property without effect, naming it and saying why."""
+        for name, reason in self.not_applied_properties().items():
+            logger.warning("property '%s' is accepted but has no effect in lakecdc: %s", name, reason)
+
     def ignored_properties(self) -> list[str]:
-        """Given properties lakecdc accepts but does not apply (SMTs, custom converters, ...)."""
-        return sorted(n for n in self.passthrough if n in NOT_APPLIED_NAMES or n.startswith(NOT_APPLIED_PREFIXES))
+        """Names of :meth:`not_applied_properties`."""
+        return list(self.not_applied_properties())
 
     def producer_properties(self) -> dict[str, str]:
         """``producer.*`` passthrough, prefix stripped (librdkafka accepts the Java client's names)."""

@@ -26,6 +26,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
+from lakecdc.config.connector import CommonConnectorConfig
 from lakecdc.config.signaling import SignalingConnectorConfig
 from lakecdc.errors import ConfigError
 
@@ -39,6 +40,8 @@ class MySqlConnectorConfig(SignalingConnectorConfig):
         "schema_only_recovery", "recovery", "always",
     )
     uses_schema_history: ClassVar[bool] = True
+    connector_kind: ClassVar[str | None] = "mysql"
+    accepted_names = CommonConnectorConfig.accepting("mysql")
     excluded_schemas: ClassVar[frozenset[str]] = frozenset(
         {"mysql", "sys", "performance_schema", "information_schema"}
     )

@@ -23,6 +23,7 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from lakecdc.config.filters import compile_regex_list
+from lakecdc.config.connector import CommonConnectorConfig
 from lakecdc.config.signaling import SignalingConnectorConfig
 
 _LIBPQ_QUOTE = re.compile(r"(['\\])")
@@ -38,6 +39,8 @@ class PostgresConnectorConfig(SignalingConnectorConfig):
         "schema_only", "schema_only_recovery",
     )
     excluded_schemas: ClassVar[frozenset[str]] = frozenset({"pg_catalog", "information_schema"})
+    connector_kind: ClassVar[str | None] = "postgres"
+    accepted_names = CommonConnectorConfig.accepting("postgres")
 
     name: str | None = Field(None, alias="name")
     database_hostname: str | None = Field("localhost", alias="database.hostname")
