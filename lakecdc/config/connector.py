@@ -106,6 +106,9 @@ class CommonConnectorConfig(PropertiesModel):
     column_exclude_list: str | None = Field(None, alias="column.exclude.list")
     message_key_columns: str | None = Field(None, alias="message.key.columns")
     skipped_operations: str = Field("t", alias="skipped.operations")
+    # Debezium's RelationalTableFilters: with false, the connector's system schemas/databases
+    # (``excluded_schemas``) are captured like any other when the lists select them.
+    table_ignore_builtin: bool = Field(True, alias="table.ignore.builtin")
 
     # snapshot
     snapshot_mode: str = Field("initial", alias="snapshot.mode")
@@ -116,6 +119,8 @@ class CommonConnectorConfig(PropertiesModel):
     query_fetch_size: int | None = Field(None, alias="query.fetch.size", ge=0)
     snapshot_max_threads: int = Field(1, alias="snapshot.max.threads", ge=1)
     snapshot_include_collection_list: str | None = Field(None, alias="snapshot.include.collection.list")
+    # Debezium's SnapshotQuery service: select_all reads every captured column; custom names a Java class.
+    snapshot_query_mode: Literal["select_all", "custom"] = Field("select_all", alias="snapshot.query.mode")
     snapshot_select_statement_overrides: str | None = Field(None, alias="snapshot.select.statement.overrides")
     snapshot_select_overrides: dict[str, str] = Field(default_factory=dict)
     incremental_snapshot_chunk_size: int = Field(1024, alias="incremental.snapshot.chunk.size", ge=1)
@@ -207,6 +212,11 @@ class CommonConnectorConfig(PropertiesModel):
                 + ", ".join(self.snapshot_modes),
                 "snapshot.mode",
             )
+        if self.snapshot_query_mode == "custom":
+            raise ConfigError(
+                "snapshot.query.mode=custom needs a Java SnapshotQuery implementation "
+                "(snapshot.query.mode.custom.name), which lakecdc cannot load: use select_all, and "
+                "snapshot.select.statement.overrides.<table> for a table's own SELECT", "snapshot.query.mode")
         for alias in ("topic.prefix", "topic.transaction", "topic.heartbeat.prefix"):
             value = getattr(self, self._field_by_alias(alias))
             if not _TOPIC_NAME.fullmatch(value):
@@ -322,7 +332,7 @@ class CommonConnectorConfig(PropertiesModel):
             table_exclude=compile_regex_list(self.table_exclude_list, "table.exclude.list"),
             schema_include=compile_regex_list(first_include, include_name),
             schema_exclude=compile_regex_list(first_exclude, exclude_name),
-            excluded_schemas=self.excluded_schemas,
+            excluded_schemas=self.excluded_schemas if self.table_ignore_builtin else frozenset(),
         )
 
     @cached_property

@@ -33,6 +33,7 @@ _NO_QUERY_TIMEOUT = "lakecdc's queries run without a client-side timeout (the se
 _PROPAGATE = ("lakecdc does not add the __debezium.source.column.* parameters to field schemas; the "
               "column's type is in the schema's name and parameters as without the property")
 _DELAY = "lakecdc starts at once; to delay, start the capture later"
+_CUSTOM_QUERY = "only read with snapshot.query.mode=custom, which needs a Java class; lakecdc refuses it"
 
 # Shared by the four connectors (CommonConnectorConfig and RelationalDatabaseConnectorConfig).
 COMMON: dict[str, str] = {
@@ -125,18 +126,12 @@ POSTGRES: dict[str, str] = {
                         "the default)",
     "lsn.flush.mode": "lakecdc confirms the flushed LSN to the slot itself, once its events are durable in the "
                       "sink (Debezium's default connector)",
-    "lsn.flush.timeout.ms": "lakecdc sends the flushed LSN without waiting for a reply, so there is no flush to "
-                            "time out",
-    "lsn.flush.timeout.action": "lakecdc sends the flushed LSN without waiting for a reply, so there is no flush "
-                                "to time out",
     "poll.interval.ms": "lakecdc waits on the replication socket and handles each message as it arrives",
-    "publish.via.partition.root": "not applied yet: partitions are published and captured as themselves",
     "query.fetch.size": _FETCH,
     "snapshot.fetch.size": _FETCH,
     "replica.identity.autoset.values": "lakecdc does not change tables' REPLICA IDENTITY; set it with ALTER TABLE",
     "schema.refresh.mode": "lakecdc takes each table's structure from pgoutput's Relation messages, which "
                            "carry every column; columns_diff_exclude_unchanged_toast changes nothing there",
-    "slot.failover": "not applied yet: the slot is created without FAILOVER",
     "slot.stream.params": "lakecdc starts pgoutput with its own options (proto_version, publication_names, "
                           "messages)",
     "snapshot.include.collection.list": "lakecdc snapshots every captured table",
@@ -144,10 +139,7 @@ POSTGRES: dict[str, str] = {
                                "slot's exported snapshot (as serializable does, without the extra locks)",
     "snapshot.locking.mode": "lakecdc's snapshot takes no table locks (Debezium's default, none)",
     "snapshot.locking.mode.custom.name": _NO_PLUGINS,
-    "snapshot.query.mode": "lakecdc's snapshot selects every column (select_all, the default)",
-    "snapshot.query.mode.custom.name": _NO_PLUGINS,
-    "table.ignore.builtin": "pg_catalog and information_schema tables are never captured (PostgreSQL does not "
-                            "publish them)",
+    "snapshot.query.mode.custom.name": _CUSTOM_QUERY,
     "xmin.fetch.interval.ms": "lakecdc does not put xmin in source (it stays null, as with the default 0)",
 }
 
@@ -190,11 +182,9 @@ MYSQL: dict[str, str] = {
     "snapshot.include.collection.list": "lakecdc snapshots every captured table",
     "snapshot.lock.timeout.ms": "lakecdc waits for its snapshot locks as long as the server allows "
                                 "(lock_wait_timeout)",
-    "snapshot.query.mode": "lakecdc's snapshot selects every column (select_all, the default)",
-    "snapshot.query.mode.custom.name": _NO_PLUGINS,
+    "snapshot.query.mode.custom.name": _CUSTOM_QUERY,
     "schema.history.internal.store.only.captured.databases.ddl": "not applied yet: DDL of every database is "
                                                                  "recorded (false, the default)",
-    "table.ignore.builtin": "tables of mysql, sys, performance_schema and information_schema are never captured",
     "use.nongraceful.disconnect": "lakecdc closes the binlog connection normally",
 }
 

@@ -68,6 +68,10 @@ class PostgresConnectorConfig(SignalingConnectorConfig):
     extended_headers_enabled: bool = Field(True, alias="extended.headers.enabled")
     snapshot_lock_timeout_ms: int = Field(10_000, alias="snapshot.lock.timeout.ms", ge=0)
     snapshot_isolation_mode: str = Field("serializable", alias="snapshot.isolation.mode")
+    publish_via_partition_root: bool = Field(False, alias="publish.via.partition.root")
+    slot_failover: bool = Field(False, alias="slot.failover")
+    lsn_flush_timeout_ms: int = Field(30_000, alias="lsn.flush.timeout.ms", ge=0)
+    lsn_flush_timeout_action: Literal["fail", "warn", "ignore"] = Field("fail", alias="lsn.flush.timeout.action")
 
     @cached_property
     def server_name(self) -> str:

@@ -61,7 +61,6 @@ class SqlServerConnectorConfig(SignalingConnectorConfig):
     max_iteration_transactions: int = Field(500, alias="max.iteration.transactions", ge=0)
     data_query_mode: Literal["function", "direct"] = Field("direct", alias="data.query.mode")
     streaming_fetch_size: int = Field(0, alias="streaming.fetch.size", ge=0)
-    table_ignore_builtin: bool = Field(True, alias="table.ignore.builtin")
     incremental_snapshot_allow_schema_changes: bool = Field(False, alias="incremental.snapshot.allow.schema.changes")
     incremental_snapshot_option_recompile: bool = Field(False, alias="incremental.snapshot.option.recompile")
     connect_timeout_ms: int = Field(30_000, alias="connect.timeout.ms", ge=0)
