@@ -32,6 +32,7 @@ _FETCH = "lakecdc reads rows in its own fixed batches through a server-side curs
 _NO_QUERY_TIMEOUT = "lakecdc's queries run without a client-side timeout (the server's own timeouts apply)"
 _PROPAGATE = ("lakecdc does not add the __debezium.source.column.* parameters to field schemas; the "
               "column's type is in the schema's name and parameters as without the property")
+_COMMENTS = "lakecdc does not copy table and column comments into schemas"
 _DELAY = "lakecdc starts at once; to delay, start the capture later"
 _CUSTOM_QUERY = "only read with snapshot.query.mode=custom, which needs a Java class; lakecdc refuses it"
 
@@ -55,7 +56,6 @@ COMMON: dict[str, str] = {
     "guardrail.collections.limit.action": "lakecdc does not limit how many tables one connector captures",
     "heartbeat.topics.prefix": "Debezium 3.6 itself names heartbeat topics with topic.heartbeat.prefix; this older "
                                "name is accepted and not used",
-    "include.schema.comments": "lakecdc does not copy column comments into field schemas' doc",
     "incremental.snapshot.watermarking.strategy": "lakecdc writes both open and close watermarks to the signal "
                                                   "table (Debezium's default insert_insert)",
     "legacy.snapshot.max.threads": _ONE_THREAD,
@@ -112,6 +112,7 @@ SCHEMA_HISTORY: dict[str, str] = {
 }
 
 POSTGRES: dict[str, str] = {
+    "include.schema.comments": _COMMENTS,
     "database.initial.statements": "lakecdc does not run extra SQL on its connections",
     "database.query.timeout.ms": _NO_QUERY_TIMEOUT,
     "database.sslcert": "lakecdc's PostgreSQL connection uses database.sslmode only; client certificates are "
@@ -145,11 +146,6 @@ POSTGRES: dict[str, str] = {
 
 MYSQL: dict[str, str] = {
     "binlog.buffer.size": "lakecdc decodes each transaction as its events arrive; no look-ahead buffer",
-    "binlog.net.read.timeout": "not applied yet: the binlog connection uses the client's default timeouts",
-    "binlog.net.write.timeout": "not applied yet: the binlog connection uses the client's default timeouts",
-    "connect.keep.alive": "not applied yet: a dropped binlog connection is reconnected by the capture loop",
-    "connect.keep.alive.interval.ms": "not applied yet: a dropped binlog connection is reconnected by the "
-                                      "capture loop",
     "database.initial.statements": "lakecdc does not run extra SQL on its connections",
     "database.jdbc.driver": "names a Java JDBC driver; lakecdc connects with PyMySQL",
     "database.protocol": "names a Java JDBC protocol; lakecdc connects with PyMySQL",
@@ -163,16 +159,12 @@ MYSQL: dict[str, str] = {
     "database.ssl.mode": "not applied: lakecdc connects to MySQL without requesting TLS",
     "ddl.parser.type": "lakecdc parses DDL with its own parser (Debezium's only parser is antlr)",
     "enable.time.adjuster": "lakecdc takes two-digit years as the server stores them",
-    "event.deserialization.failure.handling.mode": "not applied yet: a binlog event that cannot be decoded stops "
-                                                   "the capture (fail, the default)",
     "extended.headers.enabled": "lakecdc's MySQL capture adds no __debezium.context.* headers",
     "gtid.ignore.on.recovery": "lakecdc's snapshot recovery does not read GTIDs",
     "gtid.source.excludes": "not applied: events from every GTID source are captured",
     "gtid.source.includes": "not applied: events from every GTID source are captured",
     "gtid.source.filter.dml.events": "not applied: events from every GTID source are captured",
     "heartbeat.action.query": "lakecdc's MySQL capture does not run a heartbeat action query",
-    "inconsistent.schema.handling.mode": "not applied yet: a row event for a table without a known structure "
-                                         "stops the capture (fail, the default)",
     "incremental.snapshot.allow.schema.changes": "an incremental snapshot reads the table's current structure "
                                                  "for each chunk",
     "min.row.count.to.stream.results": _FETCH,
@@ -183,12 +175,11 @@ MYSQL: dict[str, str] = {
     "snapshot.lock.timeout.ms": "lakecdc waits for its snapshot locks as long as the server allows "
                                 "(lock_wait_timeout)",
     "snapshot.query.mode.custom.name": _CUSTOM_QUERY,
-    "schema.history.internal.store.only.captured.databases.ddl": "not applied yet: DDL of every database is "
-                                                                 "recorded (false, the default)",
     "use.nongraceful.disconnect": "lakecdc closes the binlog connection normally",
 }
 
 SQLSERVER: dict[str, str] = {
+    "include.schema.comments": _COMMENTS,
     "data.query.mode": "lakecdc reads changes through the cdc.fn_cdc_get_all_changes_* functions",
     "database.query.timeout.ms": _NO_QUERY_TIMEOUT,
     "heartbeat.action.query": "lakecdc's SQL Server capture does not run a heartbeat action query",
@@ -202,6 +193,7 @@ _ORACLE_BUFFER = ("lakecdc keeps open transactions in memory (log.mining.buffer.
                   "Infinispan and Ehcache buffers are not available")
 _ORACLE_LOGMINER = "tunes Debezium's LogMiner session; lakecdc's mining loop has no such setting"
 ORACLE: dict[str, str] = {
+    "include.schema.comments": _COMMENTS,
     "archive.destination.name": "lakecdc mines the logs V$ARCHIVED_LOG lists for every destination",
     "archive.log.hours": "lakecdc considers every archive log V$ARCHIVED_LOG lists",
     "capture.mode": "lakecdc captures data changes only (Debezium's default)",

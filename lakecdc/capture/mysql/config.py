@@ -68,6 +68,18 @@ class MySqlConnectorConfig(SignalingConnectorConfig):
     enable_time_adjuster: bool = Field(True, alias="enable.time.adjuster")
     min_row_count_to_stream_results: int = Field(1000, alias="min.row.count.to.stream.results", ge=0)
     read_only: bool = Field(False, alias="read.only")
+    schema_history_internal_store_only_captured_databases_ddl: bool = Field(
+        False, alias="schema.history.internal.store.only.captured.databases.ddl"
+    )
+    inconsistent_schema_handling_mode: Literal["fail", "warn", "skip", "ignore"] = Field(
+        "fail", alias="inconsistent.schema.handling.mode"
+    )
+    event_deserialization_failure_handling_mode: Literal["fail", "warn", "skip", "ignore"] = Field(
+        "fail", alias="event.deserialization.failure.handling.mode"
+    )
+    binlog_net_read_timeout: int = Field(0, alias="binlog.net.read.timeout", ge=0)
+    binlog_net_write_timeout: int = Field(0, alias="binlog.net.write.timeout", ge=0)
+    connect_keep_alive_interval_ms: int = Field(60_000, alias="connect.keep.alive.interval.ms", ge=1)
 
     @property
     def watermarks_in_signal_table(self) -> bool:

@@ -142,8 +142,8 @@ def _readers(connector: str, name: str, scope: dict[str, list[str]]) -> list[str
     model = MODELS[connector][0]
     field = {(info.alias or attr): attr for attr, info in model.model_fields.items()}.get(name)
     patterns = [re.compile(r"[\"']" + re.escape(name) + r"[\"']")]
-    if field:
-        patterns.append(re.compile(r"\." + field + r"\b"))
+    if field:  # config.<field>, or getattr(config, "<field>")
+        patterns += [re.compile(r"\." + field + r"\b"), re.compile(r"[\"']" + field + r"[\"']")]
     return [rel for rel, lines in scope.items() if any(p.search(line) for line in lines for p in patterns)]
 
 
