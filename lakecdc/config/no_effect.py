@@ -161,9 +161,6 @@ MYSQL: dict[str, str] = {
     "enable.time.adjuster": "lakecdc takes two-digit years as the server stores them",
     "extended.headers.enabled": "lakecdc's MySQL capture adds no __debezium.context.* headers",
     "gtid.ignore.on.recovery": "lakecdc's snapshot recovery does not read GTIDs",
-    "gtid.source.excludes": "not applied: events from every GTID source are captured",
-    "gtid.source.includes": "not applied: events from every GTID source are captured",
-    "gtid.source.filter.dml.events": "not applied: events from every GTID source are captured",
     "heartbeat.action.query": "lakecdc's MySQL capture does not run a heartbeat action query",
     "incremental.snapshot.allow.schema.changes": "an incremental snapshot reads the table's current structure "
                                                  "for each chunk",

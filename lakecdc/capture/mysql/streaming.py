@@ -77,6 +77,7 @@ class _Tx:
     events_done: int = 0
     emitted: bool = False
     seen_positions: set[int] = field(default_factory=set)
+    skip_rows: bool = False  # its GTID's source is filtered out (gtid.source.filter.dml.events)
 
 
 class MySqlStreamingSource:
@@ -305,7 +306,8 @@ class MySqlStreamingSource:
             self.tx.query = _text(ev.query)
 
     def _begin(self, start: int, gtid: str | None) -> None:
-        self.tx = _Tx(start=start, gtid=gtid, open=True)
+        self.tx = _Tx(start=start, gtid=gtid, open=True,
+                      skip_rows=gtid is not None and not self.config.captures_gtid_source(gtid))
 
     def _query(self, ev: Any, start: int, end: int, out: list[Any]) -> None:
         sql = ev.query if isinstance(ev.query, str) else bytes(ev.query).decode("utf-8", "replace")
@@ -385,6 +387,9 @@ class MySqlStreamingSource:
         factory = self.schema.factory(db, table)
         tx.last_event_pos = start
         tx.rows_done = 0
+        if tx.skip_rows:
+            tx.events_done += 1
+            return
         if factory is None:
             if self.schema.is_captured(db, table) and self.schema.structure(db, table) is None:
                 on_unknown_table(self.config.inconsistent_schema_handling_mode, f"{db}.{table}", f"{self.file}:{start}")
