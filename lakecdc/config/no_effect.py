@@ -123,16 +123,12 @@ POSTGRES: dict[str, str] = {
                             "taken from libpq's defaults (~/.postgresql/) or PGSSLROOTCERT",
     "database.sslpassword": "lakecdc does not decrypt client keys; use an unencrypted key file",
     "database.sslfactory": "names a Java SSL socket factory; lakecdc connects through libpq",
-    "flush.lsn.source": "lakecdc always confirms the flushed LSN once its events are durable in the sink (true, "
-                        "the default)",
-    "lsn.flush.mode": "lakecdc confirms the flushed LSN to the slot itself, once its events are durable in the "
-                      "sink (Debezium's default connector)",
     "poll.interval.ms": "lakecdc waits on the replication socket and handles each message as it arrives",
     "query.fetch.size": _FETCH,
     "snapshot.fetch.size": _FETCH,
     "replica.identity.autoset.values": "lakecdc does not change tables' REPLICA IDENTITY; set it with ALTER TABLE",
-    "schema.refresh.mode": "lakecdc takes each table's structure from pgoutput's Relation messages, which "
-                           "carry every column; columns_diff_exclude_unchanged_toast changes nothing there",
+    "schema.refresh.mode": "with pgoutput (lakecdc's only plug-in) every change carries every column, unchanged "
+                           "TOASTed ones included, so Debezium's two modes give the same events",
     "slot.stream.params": "lakecdc starts pgoutput with its own options (proto_version, publication_names, "
                           "messages)",
     "snapshot.include.collection.list": "lakecdc snapshots every captured table",

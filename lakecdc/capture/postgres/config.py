@@ -70,8 +70,18 @@ class PostgresConnectorConfig(SignalingConnectorConfig):
     snapshot_isolation_mode: str = Field("serializable", alias="snapshot.isolation.mode")
     publish_via_partition_root: bool = Field(False, alias="publish.via.partition.root")
     slot_failover: bool = Field(False, alias="slot.failover")
+    lsn_flush_mode: Literal["connector", "connector_and_driver", "manual"] | None = Field(None, alias="lsn.flush.mode")
     lsn_flush_timeout_ms: int = Field(30_000, alias="lsn.flush.timeout.ms", ge=0)
     lsn_flush_timeout_action: Literal["fail", "warn", "ignore"] = Field("fail", alias="lsn.flush.timeout.action")
+
+    @cached_property
+    def confirms_flushed_lsn(self) -> bool:
+        """Whether the connector confirms processed LSNs to the slot (Debezium 3.6's ``lsn.flush.mode``;
+        unset, the older ``flush.lsn.source``): ``manual`` / ``false`` leave that to another process,
+        and the slot keeps its WAL meanwhile."""
+        if self.lsn_flush_mode is not None:
+            return self.lsn_flush_mode != "manual"
+        return self.flush_lsn_source
 
     @cached_property
     def server_name(self) -> str:

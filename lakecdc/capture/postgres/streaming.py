@@ -240,7 +240,10 @@ class PostgresStreamingSource:
         that does not take it in time gets ``lsn.flush.timeout.action`` (Debezium 3's rule)."""
         assert self._repl is not None
         timeout_ms = self.config.lsn_flush_timeout_ms
-        if self._repl.send_status(max(self._received_lsn, self._acked_lsn), self._acked_lsn,
+        # manual flushing: the status update still keeps the connection alive, with no flushed LSN
+        # (0 is InvalidXLogRecPtr, which PostgreSQL ignores for the slot)
+        flushed = self._acked_lsn if self.config.confirms_flushed_lsn else 0
+        if self._repl.send_status(max(self._received_lsn, self._acked_lsn), flushed,
                                   timeout=timeout_ms / 1000.0 if timeout_ms > 0 else None):
             return
         action = self.config.lsn_flush_timeout_action

@@ -4,6 +4,7 @@ table.ignore.builtin, lsn.flush.timeout.ms / .action (a walsender that stops rea
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -234,3 +235,31 @@ def test_lsn_flush_timeout_warn_or_ignore_goes_on(pg: Any, tmp_path: Path, actio
         assert any(getattr(r, "topic", "") == "dbz.public.items" for r in out)  # it went on streaming
     finally:
         _finish(source, pid)
+
+
+# -- lsn.flush.mode / flush.lsn.source ----------------------------------------------------------
+
+def _confirmed_flush(dsn: str) -> int:
+    with psycopg.connect(dsn) as conn:
+        text = conn.execute("SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = %s",
+                            (f"{DB}_slot",)).fetchone()[0]
+    high, _, low = text.partition("/")
+    return (int(high, 16) << 32) | int(low, 16)
+
+
+@pytest.mark.parametrize(("props", "confirms"), [
+    ({}, True), ({"lsn.flush.mode": "connector_and_driver"}, True), ({"lsn.flush.mode": "manual"}, False),
+    ({"flush.lsn.source": "false"}, False), ({"flush.lsn.source": "false", "lsn.flush.mode": "connector"}, True),
+])
+def test_lsn_flush_mode_decides_whether_the_slot_advances(pg: Any, tmp_path: Path, props: dict[str, str],
+                                                          confirms: bool) -> None:
+    dsn = fresh_database(pg, DB)
+    sql(dsn, "CREATE TABLE items (id int PRIMARY KEY)")
+    records = capture(pg, tmp_path, dsn, {"table.include.list": "public.items", "snapshot.mode": "no_data", **props},
+                      ("INSERT INTO items VALUES (1)", "INSERT INTO items VALUES (2)"))
+    assert by_topic(records)["dbz.public.items"] == [("c", 1), ("c", 2)]
+    stored = int(next(iter(json.loads((tmp_path / "run.offsets.json").read_text()).values()))["lsn"])
+    if confirms:
+        assert _confirmed_flush(dsn) >= stored
+    else:  # the slot stays where it was created, before both inserts
+        assert _confirmed_flush(dsn) < stored
