@@ -94,6 +94,7 @@ class CommonConnectorConfig(PropertiesModel):
     database_user: str | None = Field(None, alias="database.user")
     database_password: Secret | None = Field(None, alias="database.password")
     database_dbname: str | None = Field(None, alias="database.dbname")
+    database_initial_statements: str | None = Field(None, alias="database.initial.statements")
 
     # what to capture
     database_include_list: str | None = Field(None, alias="database.include.list")
@@ -374,6 +375,14 @@ class CommonConnectorConfig(PropertiesModel):
                                   f"property '{name}' is missing", name)
             statements[table] = statement
         return statements
+
+    @cached_property
+    def initial_statements(self) -> tuple[str, ...]:
+        """``database.initial.statements``: run on every SQL connection (not the log-reading one);
+        ``;`` separates statements and ``;;`` is a literal semicolon (Debezium's JdbcConnection)."""
+        text = self.database_initial_statements or ""
+        parts = text.replace(";;", "\0").split(";")
+        return tuple(p.replace("\0", ";").strip() for p in parts if p.strip())
 
     @cached_property
     def column_rules(self) -> tuple[ColumnRule, ...]:

@@ -113,15 +113,7 @@ SCHEMA_HISTORY: dict[str, str] = {
 
 POSTGRES: dict[str, str] = {
     "include.schema.comments": _COMMENTS,
-    "database.initial.statements": "lakecdc does not run extra SQL on its connections",
     "database.query.timeout.ms": _NO_QUERY_TIMEOUT,
-    "database.sslcert": "lakecdc's PostgreSQL connection uses database.sslmode only; client certificates are "
-                        "taken from libpq's defaults (~/.postgresql/) or PGSSLCERT",
-    "database.sslkey": "lakecdc's PostgreSQL connection uses database.sslmode only; the client key is taken from "
-                       "libpq's defaults (~/.postgresql/) or PGSSLKEY",
-    "database.sslrootcert": "lakecdc's PostgreSQL connection uses database.sslmode only; the root certificate is "
-                            "taken from libpq's defaults (~/.postgresql/) or PGSSLROOTCERT",
-    "database.sslpassword": "lakecdc does not decrypt client keys; use an unencrypted key file",
     "database.sslfactory": "names a Java SSL socket factory; lakecdc connects through libpq",
     "poll.interval.ms": "lakecdc waits on the replication socket and handles each message as it arrives",
     "query.fetch.size": _FETCH,
@@ -142,7 +134,6 @@ POSTGRES: dict[str, str] = {
 
 MYSQL: dict[str, str] = {
     "binlog.buffer.size": "lakecdc decodes each transaction as its events arrive; no look-ahead buffer",
-    "database.initial.statements": "lakecdc does not run extra SQL on its connections",
     "database.jdbc.driver": "names a Java JDBC driver; lakecdc connects with PyMySQL",
     "database.protocol": "names a Java JDBC protocol; lakecdc connects with PyMySQL",
     "database.query.timeout.ms": _NO_QUERY_TIMEOUT,

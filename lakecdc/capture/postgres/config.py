@@ -23,6 +23,7 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from lakecdc.config.filters import compile_regex_list
+from lakecdc.config.secret import Secret
 from lakecdc.config.connector import CommonConnectorConfig
 from lakecdc.config.signaling import SignalingConnectorConfig
 
@@ -47,6 +48,11 @@ class PostgresConnectorConfig(SignalingConnectorConfig):
     database_port: int | None = Field(5432, alias="database.port", ge=1, le=65535)
     database_sslmode: str = Field("prefer", alias="database.sslmode")
     database_tcp_keepalive: bool = Field(True, alias="database.tcpKeepAlive")
+    # pgjdbc's TLS files, given to libpq under its own names
+    database_sslcert: str | None = Field(None, alias="database.sslcert")
+    database_sslkey: str | None = Field(None, alias="database.sslkey")
+    database_sslrootcert: str | None = Field(None, alias="database.sslrootcert")
+    database_sslpassword: Secret | None = Field(None, alias="database.sslpassword")
     plugin_name: Literal["pgoutput"] = Field("pgoutput", alias="plugin.name")
     slot_name: str = Field("debezium", alias="slot.name")
     slot_drop_on_stop: bool = Field(False, alias="slot.drop.on.stop")
@@ -105,9 +111,15 @@ class PostgresConnectorConfig(SignalingConnectorConfig):
             parts["user"] = self.database_user
         if self.database_tcp_keepalive:
             parts["keepalives"] = "1"
+        for name, value in (("sslcert", self.database_sslcert), ("sslkey", self.database_sslkey),
+                            ("sslrootcert", self.database_sslrootcert)):
+            if value:
+                parts[name] = value
         text = " ".join(f"{k}={_conninfo_value(v)}" for k, v in parts.items())
         if self.database_password is not None:
             text += " password=" + _conninfo_value(self.database_password.get_secret_value())
+        if self.database_sslpassword is not None:
+            text += " sslpassword=" + _conninfo_value(self.database_sslpassword.get_secret_value())
         if replication:
             text += " replication=database"
         return text

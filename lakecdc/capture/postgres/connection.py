@@ -48,14 +48,18 @@ class SlotState:
 
 
 def connect(config: PostgresConnectorConfig) -> psycopg.Connection:
-    """An autocommit SQL connection; failures become errors without the password."""
+    """An autocommit SQL connection; failures become errors without the password. The
+    ``database.initial.statements`` run on it first."""
     try:
-        return psycopg.connect(config.conninfo(), autocommit=True)
+        conn = psycopg.connect(config.conninfo(), autocommit=True)
     except psycopg.OperationalError as exc:
         text = scrub(str(exc)).strip()
         if "password authentication failed" in text or "does not exist" in text:
             raise PostgresCaptureError(f"connecting to {config.describe_target()}: {text}") from None
         raise PostgresUnavailable(f"connecting to {config.describe_target()}: {text}") from None
+    for statement in config.initial_statements:
+        conn.execute(statement)  # type: ignore[call-overload]  # the user's own SQL, as Debezium runs it
+    return conn
 
 
 def _lsn(text: str | None) -> int | None:

@@ -14,7 +14,8 @@ from typing import Any
 
 import pymysql
 import pytest
-from mysql_capture_support import CaptureThread, capture, data_events, fresh_database, records, sql, write_properties
+from mysql_capture_support import (CaptureThread, capture, data_events, fresh_database, query, records, sql,
+                                   write_properties)
 
 from lakecdc.capture.mysql.config import MySqlConnectorConfig
 from lakecdc.capture.mysql.errors import UnknownTableError
@@ -299,3 +300,17 @@ def test_table_ignore_builtin_decides_on_tables_of_the_mysql_database(mariadb: A
         assert events == ([] if ignore_builtin else [("r", 1), ("c", 2)])
     finally:
         mariadb.admin_sql("DROP TABLE IF EXISTS mysql.lakecdc_probe;\n")
+
+
+def test_initial_statements_run_on_the_sql_connections(mariadb: Any, tmp_path: Path) -> None:
+    db = "it_initial_statements"
+    fresh_database(mariadb, db)
+    sql(mariadb, db, "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1)",
+        "CREATE TABLE probe (note VARCHAR(10))")
+    config = write_properties(tmp_path / "c.properties", mariadb, db, table__include__list=f"{db}.t",
+                              database__initial__statements=f"INSERT INTO {db}.probe VALUES ('a;;b');"
+                                                            f"INSERT INTO {db}.probe VALUES ('c')")
+    capture(config, tmp_path / "out.jsonl", stop_when_idle=1.5)
+    assert [e["after"]["id"] for e in data_events(records(tmp_path / "out.jsonl"), "t")] == [1]
+    notes = query(mariadb, db, "SELECT note, count(*) FROM probe GROUP BY note ORDER BY note")
+    assert [n for n, _ in notes] == ["a;b", "c"] and notes[0][1] == notes[1][1] >= 1

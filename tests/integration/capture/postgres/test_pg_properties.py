@@ -263,3 +263,17 @@ def test_lsn_flush_mode_decides_whether_the_slot_advances(pg: Any, tmp_path: Pat
         assert _confirmed_flush(dsn) >= stored
     else:  # the slot stays where it was created, before both inserts
         assert _confirmed_flush(dsn) < stored
+
+
+def test_initial_statements_run_on_each_sql_connection(pg: Any, tmp_path: Path) -> None:
+    """Debezium runs database.initial.statements on its JDBC connections (not the replication one)."""
+    dsn = fresh_database(pg, DB)
+    sql(dsn, "CREATE TABLE items (id int PRIMARY KEY)", "INSERT INTO items VALUES (1)",
+        "CREATE TABLE probe (note text, app text DEFAULT current_setting('application_name'))")
+    records = capture(pg, tmp_path, dsn, {"table.include.list": "public.items",
+                                         "database.initial.statements": "INSERT INTO probe (note) VALUES ('a;;b');"
+                                                                        "INSERT INTO probe (note) VALUES ('c')"})
+    assert by_topic(records)["dbz.public.items"] == [("r", 1)]
+    with psycopg.connect(dsn) as conn:
+        notes = conn.execute("SELECT note, count(*) FROM probe GROUP BY note ORDER BY note").fetchall()
+    assert [n for n, _ in notes] == ["a;b", "c"] and notes[0][1] == notes[1][1] >= 1
