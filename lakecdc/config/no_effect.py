@@ -148,7 +148,6 @@ MYSQL: dict[str, str] = {
     "enable.time.adjuster": "lakecdc takes two-digit years as the server stores them",
     "extended.headers.enabled": "lakecdc's MySQL capture adds no __debezium.context.* headers",
     "gtid.ignore.on.recovery": "lakecdc's snapshot recovery does not read GTIDs",
-    "heartbeat.action.query": "lakecdc's MySQL capture does not run a heartbeat action query",
     "incremental.snapshot.allow.schema.changes": "an incremental snapshot reads the table's current structure "
                                                  "for each chunk",
     "min.row.count.to.stream.results": _FETCH,

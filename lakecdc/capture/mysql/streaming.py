@@ -112,6 +112,7 @@ class MySqlStreamingSource:
         self._processed_through: tuple[int, int] = (-1, -1)
         self.signaling: Signaling | None = None
         self._sql: Any = None  # autocommit connection of incremental snapshots (chunks, watermarks)
+        self._heartbeat_sql: Any = None  # autocommit connection of heartbeat.action.query
         #: the incremental snapshot when read.only=true: its windows close on the GTIDs streamed
         self._gtid_windows: ReadOnlyIncrementalSnapshot | None = None
         signal = config.signal_table
@@ -171,6 +172,11 @@ class MySqlStreamingSource:
             deserialization_failure_mode=self.config.event_deserialization_failure_handling_mode,
         )
         self.reader.start()
+        if self.heartbeat.enabled and self.config.heartbeat_action_query:
+            self._heartbeat_sql = myconn.connect(self.config, autocommit=True)
+            self.heartbeat = Heartbeat(self.config.heartbeat_interval_ms, self.heartbeat.topic,
+                                       self.config.topic_prefix, self.config.heartbeat_action_query,
+                                       _Statements(self._heartbeat_sql))
         self._last_data = time.monotonic()  # idle time counts from here, not from before a schema snapshot
         log.info("streaming the binlog from %s:%d (server %s)", self.resume.file, self.resume.pos, info.version)
         # read-only: signals may come from Kafka alone, there being no signal table to write watermarks to
@@ -538,12 +544,29 @@ class MySqlStreamingSource:
             self.signaling.close()
             self.signaling = None
         self._gtid_windows = None
+        if self._heartbeat_sql is not None:
+            try:
+                self._heartbeat_sql.close()
+            except Exception:  # already gone with the server
+                pass
+            self._heartbeat_sql = None
         if self._sql is not None:
             try:
                 self._sql.close()
             except Exception:  # already gone with the server
                 pass
             self._sql = None
+
+
+class _Statements:
+    """``execute(sql)`` on a PyMySQL connection, the call ``Heartbeat`` makes for its action query."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def execute(self, statement: str) -> None:
+        with self.conn.cursor() as cur:
+            cur.execute(statement)
 
 
 def binlog_connection_settings(config: Any) -> dict[str, Any]:

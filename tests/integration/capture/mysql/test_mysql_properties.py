@@ -314,3 +314,27 @@ def test_initial_statements_run_on_the_sql_connections(mariadb: Any, tmp_path: P
     assert [e["after"]["id"] for e in data_events(records(tmp_path / "out.jsonl"), "t")] == [1]
     notes = query(mariadb, db, "SELECT note, count(*) FROM probe GROUP BY note ORDER BY note")
     assert [n for n, _ in notes] == ["a;b", "c"] and notes[0][1] == notes[1][1] >= 1
+
+
+def test_heartbeat_action_query_runs_on_the_source(mariadb: Any, tmp_path: Path) -> None:
+    """Debezium's heartbeat.action.query runs on the source with each heartbeat. The query takes a
+    user lock, seen from another session while the capture runs (a query writing a table would keep
+    the binlog busy, so the capture would never go idle and stop)."""
+    db = "it_heartbeat_action"
+    fresh_database(mariadb, db)
+    sql(mariadb, db, "CREATE TABLE t (id INT PRIMARY KEY)")
+    config = write_properties(tmp_path / "c.properties", mariadb, db, heartbeat__interval__ms="300",
+                              heartbeat__action__query="SELECT GET_LOCK('lakecdc_heartbeat_probe', 0)")
+    out = tmp_path / "out.jsonl"
+    run = CaptureThread(config, out, stop_when_idle=4.0, mariadb=mariadb).start()
+    run.wait_streaming()
+    deadline = time.monotonic() + 10
+    holder = None
+    while holder is None and time.monotonic() < deadline:
+        holder = query(mariadb, db, "SELECT IS_USED_LOCK('lakecdc_heartbeat_probe')")[0][0]
+        time.sleep(0.1)
+    run.wait()
+    assert holder is not None
+    assert [r for r in records(out) if r["topic"].startswith("__debezium-heartbeat")]
+    # closed with the capture: the lock is free again
+    assert query(mariadb, db, "SELECT IS_USED_LOCK('lakecdc_heartbeat_probe')")[0][0] is None
