@@ -179,9 +179,7 @@ def run_capture(
     path = Path(config_path)
     parts = _parts_for(path, overrides, stop_when_idle, show_progress)
     config, connector = parts.config, parts.connector
-    ignored = config.ignored_properties()
-    if ignored:
-        log.warning("these properties are accepted but not applied by lakecdc: %s", ", ".join(ignored))
+    config.log_not_applied(log)
     offsets = open_offsets(config, path)
     owns_sink = isinstance(sink, str)
     the_sink = make_sink(sink, config) if owns_sink else sink

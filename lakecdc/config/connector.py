@@ -19,6 +19,7 @@ apply, so the CLI can say so once at start.
 
 from __future__ import annotations
 
+import logging
 import re
 from functools import cached_property
 from typing import ClassVar, Literal
@@ -45,6 +46,7 @@ from lakecdc.config.passthrough import (
     OFFSET_STORES,
     OffsetStorageKind,
 )
+from lakecdc.config.no_effect import no_effect, reason_for
 from lakecdc.config.secret import Secret
 from lakecdc.errors import ConfigError
 
@@ -56,11 +58,13 @@ class CommonConnectorConfig(PropertiesModel):
     """Properties shared by every connector, with Debezium's names and defaults."""
 
     snapshot_modes: ClassVar[tuple[str, ...]] = ()
+    # Which Debezium connector's definitions the model follows (lakecdc.config.no_effect's keys).
+    connector_kind: ClassVar[str | None] = None
     # Connectors that replay DDL (MySQL, SQL Server, Oracle) set this; PostgreSQL ignores the
     # schema.history.internal* properties exactly as Debezium does.
     uses_schema_history: ClassVar[bool] = False
     excluded_schemas: ClassVar[frozenset[str]] = frozenset()
-    accepted_names = KAFKA_CONNECT_NAMES
+    accepted_names = KAFKA_CONNECT_NAMES | frozenset(no_effect(None))
     accepted_prefixes = KAFKA_CONNECT_PREFIXES
     legacy_names = {
         "database.server.name": "topic.prefix",
@@ -90,6 +94,7 @@ class CommonConnectorConfig(PropertiesModel):
     database_user: str | None = Field(None, alias="database.user")
     database_password: Secret | None = Field(None, alias="database.password")
     database_dbname: str | None = Field(None, alias="database.dbname")
+    database_initial_statements: str | None = Field(None, alias="database.initial.statements")
 
     # what to capture
     database_include_list: str | None = Field(None, alias="database.include.list")
@@ -102,6 +107,9 @@ class CommonConnectorConfig(PropertiesModel):
     column_exclude_list: str | None = Field(None, alias="column.exclude.list")
     message_key_columns: str | None = Field(None, alias="message.key.columns")
     skipped_operations: str = Field("t", alias="skipped.operations")
+    # Debezium's RelationalTableFilters: with false, the connector's system schemas/databases
+    # (``excluded_schemas``) are captured like any other when the lists select them.
+    table_ignore_builtin: bool = Field(True, alias="table.ignore.builtin")
 
     # snapshot
     snapshot_mode: str = Field("initial", alias="snapshot.mode")
@@ -112,6 +120,8 @@ class CommonConnectorConfig(PropertiesModel):
     query_fetch_size: int | None = Field(None, alias="query.fetch.size", ge=0)
     snapshot_max_threads: int = Field(1, alias="snapshot.max.threads", ge=1)
     snapshot_include_collection_list: str | None = Field(None, alias="snapshot.include.collection.list")
+    # Debezium's SnapshotQuery service: select_all reads every captured column; custom names a Java class.
+    snapshot_query_mode: Literal["select_all", "custom"] = Field("select_all", alias="snapshot.query.mode")
     snapshot_select_statement_overrides: str | None = Field(None, alias="snapshot.select.statement.overrides")
     snapshot_select_overrides: dict[str, str] = Field(default_factory=dict)
     incremental_snapshot_chunk_size: int = Field(1024, alias="incremental.snapshot.chunk.size", ge=1)
@@ -203,6 +213,11 @@ class CommonConnectorConfig(PropertiesModel):
                 + ", ".join(self.snapshot_modes),
                 "snapshot.mode",
             )
+        if self.snapshot_query_mode == "custom":
+            raise ConfigError(
+                "snapshot.query.mode=custom needs a Java SnapshotQuery implementation "
+                "(snapshot.query.mode.custom.name), which lakecdc cannot load: use select_all, and "
+                "snapshot.select.statement.overrides.<table> for a table's own SELECT", "snapshot.query.mode")
         for alias in ("topic.prefix", "topic.transaction", "topic.heartbeat.prefix"):
             value = getattr(self, self._field_by_alias(alias))
             if not _TOPIC_NAME.fullmatch(value):
@@ -318,7 +333,7 @@ class CommonConnectorConfig(PropertiesModel):
             table_exclude=compile_regex_list(self.table_exclude_list, "table.exclude.list"),
             schema_include=compile_regex_list(first_include, include_name),
             schema_exclude=compile_regex_list(first_exclude, exclude_name),
-            excluded_schemas=self.excluded_schemas,
+            excluded_schemas=self.excluded_schemas if self.table_ignore_builtin else frozenset(),
         )
 
     @cached_property
@@ -362,13 +377,43 @@ class CommonConnectorConfig(PropertiesModel):
         return statements
 
     @cached_property
+    def initial_statements(self) -> tuple[str, ...]:
+        """``database.initial.statements``: run on every SQL connection (not the log-reading one);
+        ``;`` separates statements and ``;;`` is a literal semicolon (Debezium's JdbcConnection)."""
+        text = self.database_initial_statements or ""
+        parts = text.replace(";;", "\0").split(";")
+        return tuple(p.replace("\0", ";").strip() for p in parts if p.strip())
+
+    @cached_property
     def column_rules(self) -> tuple[ColumnRule, ...]:
         """Mask / truncate / hash rules in a stable order (truncate before mask, as Debezium)."""
         return parse_column_rules(self.column_truncate_to, self.column_mask_with, self.column_mask_hash)
 
+    @classmethod
+    def accepting(cls, connector: str) -> frozenset[str]:
+        """``accepted_names`` of a connector model: these plus its Debezium properties without effect."""
+        return cls.accepted_names | frozenset(no_effect(connector))
+
+    def not_applied_properties(self) -> dict[str, str]:
+        """Given properties lakecdc accepts but does not apply, each with the reason (logged once
+        per property at start): the connector's entries in ``lakecdc.config.no_effect``, and
+        Kafka Connect plug-in settings (SMTs, custom converters)."""
+        listed = no_effect(self.connector_kind)
+        found: dict[str, str] = {}
+        for given in self.given_properties():
+            name = self._current_name(given.strip())
+            if name in listed or name in NOT_APPLIED_NAMES or name.startswith(NOT_APPLIED_PREFIXES):
+                found[name] = reason_for(self.connector_kind, name)
+        return dict(sorted(found.items()))
+
+    def log_not_applied(self, logger: logging.Logger) -> None:
+        """One warning per given property without effect, naming it and saying why."""
+        for name, reason in self.not_applied_properties().items():
+            logger.warning("property '%s' is accepted but has no effect in lakecdc: %s", name, reason)
+
     def ignored_properties(self) -> list[str]:
-        """Given properties lakecdc accepts but does not apply (SMTs, custom converters, ...)."""
-        return sorted(n for n in self.passthrough if n in NOT_APPLIED_NAMES or n.startswith(NOT_APPLIED_PREFIXES))
+        """Names of :meth:`not_applied_properties`."""
+        return list(self.not_applied_properties())
 
     def producer_properties(self) -> dict[str, str]:
         """``producer.*`` passthrough, prefix stripped (librdkafka accepts the Java client's names)."""

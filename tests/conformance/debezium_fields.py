@@ -4,7 +4,10 @@
 
 Output: ``{"<connector>": {"<property>": {"default": str|null, "type": "...", "allowed": [...],
 "aliases": [...]}}}`` for the PostgreSQL, MySQL, SQL Server and Oracle connector configurations
-(``ALL_FIELDS``), plus ``"topic_naming"`` (the topic naming strategy's own properties). The config
+(``ALL_FIELDS``), plus ``"topic_naming"`` (the topic naming strategy's own properties),
+``"schema_history"`` (the ``schema.history.internal.*`` fields of ``SchemaHistory`` and its Kafka and
+file stores, which the MySQL, SQL Server and Oracle connectors read) and ``"channels"`` (the signal
+and notification channels' ``signal.kafka.*`` / ``signal.file`` / ``notification.sink.*``). The config
 unit tests check lakecdc's models against this file; the conformance test regenerates it.
 """
 
@@ -21,6 +24,16 @@ CONNECTORS = {
     "oracle": "io.debezium.connector.oracle.OracleConnectorConfig",
 }
 NAMING = ("TOPIC_DELIMITER", "TOPIC_TRANSACTION", "TOPIC_HEARTBEAT_PREFIX", "TOPIC_HEARTBEAT_NAME", "TOPIC_CACHE_SIZE")
+# Classes whose public static io.debezium.config.Field constants are configuration a connector file
+# may carry, though they are not in the connector's ALL_FIELDS.
+STATIC_FIELD_GROUPS = {
+    "schema_history": ("io.debezium.relational.history.SchemaHistory",
+                       "io.debezium.storage.kafka.history.KafkaSchemaHistory",
+                       "io.debezium.storage.file.history.FileSchemaHistory"),
+    "channels": ("io.debezium.pipeline.signal.channels.KafkaSignalChannel",
+                 "io.debezium.pipeline.signal.channels.FileSignalChannel",
+                 "io.debezium.pipeline.notification.channels.SinkNotificationChannel"),
+}
 
 
 def describe(field: Any) -> dict[str, Any]:
@@ -32,6 +45,20 @@ def describe(field: Any) -> dict[str, Any]:
         "allowed": sorted(str(v) for v in allowed) if allowed is not None else [],
         "aliases": sorted(str(a) for a in field.deprecatedAliases()),
     }
+
+
+def static_fields(jpype: Any, class_names: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    field_type = jpype.JClass("io.debezium.config.Field")
+    modifier = jpype.JClass("java.lang.reflect.Modifier")
+    found: dict[str, dict[str, Any]] = {}
+    for class_name in class_names:
+        for member in jpype.JClass(class_name).class_.getDeclaredFields():
+            if modifier.isStatic(member.getModifiers()) and field_type.class_.isAssignableFrom(member.getType()):
+                member.setAccessible(True)
+                field = member.get(None)
+                if field is not None:
+                    found[str(field.name())] = describe(field)
+    return found
 
 
 def main() -> int:
@@ -54,6 +81,8 @@ def main() -> int:
         result[connector] = {str(f.name()): describe(f) for f in fields}
     naming = jpype.JClass("io.debezium.schema.AbstractTopicNamingStrategy")
     result["topic_naming"] = {str(getattr(naming, n).name()): describe(getattr(naming, n)) for n in NAMING}
+    for group, class_names in STATIC_FIELD_GROUPS.items():
+        result[group] = static_fields(jpype, class_names)
     json.dump(result, sys.stdout, indent=1, sort_keys=True)
     sys.stdout.write("\n")
     return 0

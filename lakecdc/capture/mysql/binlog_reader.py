@@ -21,6 +21,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from lakecdc.capture.mysql.failure_modes import is_source_error, on_undecodable_event
+
 log = logging.getLogger(__name__)
 
 
@@ -32,11 +34,13 @@ class ReaderFailure:
 class BinlogReader:
     def __init__(self, connection_settings: dict[str, Any], replica_server_id: int, file: str, pos: int,
                  is_mariadb: bool, annotate_rows: bool, queue_size: int, heartbeat_s: float = 1.0,
-                 mariadb_gtid_state: str | None = None) -> None:
+                 mariadb_gtid_state: str | None = None, deserialization_failure_mode: str = "fail") -> None:
         """MySQL is read from ``file:pos``. MariaDB is read from a GTID state (``mariadb_gtid_state``,
         the transactions already processed): mysql-replication's MariaDB dump ignores file/pos, and
         the GTID protocol is the one that also carries annotate (statement text) events. Without a
-        GTID state a MariaDB server is read from ``file:pos`` with the plain MySQL protocol."""
+        GTID state a MariaDB server is read from ``file:pos`` with the plain MySQL protocol.
+        ``deserialization_failure_mode``: ``event.deserialization.failure.handling.mode`` for an event
+        the library cannot decode (see ``failure_modes``)."""
         from pymysqlreplication import BinLogStreamReader
 
         self._items: collections.deque[Any] = collections.deque()
@@ -47,6 +51,7 @@ class BinlogReader:
         self._producer_waiting = False
         self._low_water = self._max_items // 2
         self._stop = threading.Event()
+        self._failure_mode = deserialization_failure_mode
         kwargs: dict[str, Any] = {}
         use_gtid = is_mariadb and mariadb_gtid_state is not None
         if use_gtid:
@@ -114,7 +119,14 @@ class BinlogReader:
         stream = self.stream
         try:
             while not self._stop.is_set():
-                event = stream.fetchone()
+                try:
+                    event = stream.fetchone()
+                except Exception as exc:
+                    if self._failure_mode == "fail" or is_source_error(exc):
+                        raise
+                    # the event's packet is consumed: the next fetch reads the event after it
+                    on_undecodable_event(self._failure_mode, exc, f"{stream.log_file}:{stream.log_pos}")
+                    continue
                 if event is None:
                     if self._stop.is_set():
                         break

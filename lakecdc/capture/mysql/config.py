@@ -20,12 +20,15 @@ A Debezium MySQL (or MariaDB) connector ``.properties`` file is accepted unchang
 
 from __future__ import annotations
 
+import re
 import zlib
 from functools import cached_property
 from typing import ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from lakecdc.config.connector import CommonConnectorConfig
+from lakecdc.config.filters import check_exclusive, compile_regex_list
 from lakecdc.config.signaling import SignalingConnectorConfig
 from lakecdc.errors import ConfigError
 
@@ -39,6 +42,8 @@ class MySqlConnectorConfig(SignalingConnectorConfig):
         "schema_only_recovery", "recovery", "always",
     )
     uses_schema_history: ClassVar[bool] = True
+    connector_kind: ClassVar[str | None] = "mysql"
+    accepted_names = CommonConnectorConfig.accepting("mysql")
     excluded_schemas: ClassVar[frozenset[str]] = frozenset(
         {"mysql", "sys", "performance_schema", "information_schema"}
     )
@@ -61,10 +66,30 @@ class MySqlConnectorConfig(SignalingConnectorConfig):
     )
     gtid_source_includes: str | None = Field(None, alias="gtid.source.includes")
     gtid_source_excludes: str | None = Field(None, alias="gtid.source.excludes")
+    gtid_source_filter_dml_events: bool = Field(True, alias="gtid.source.filter.dml.events")
     binlog_buffer_size: int = Field(0, alias="binlog.buffer.size", ge=0)
     enable_time_adjuster: bool = Field(True, alias="enable.time.adjuster")
     min_row_count_to_stream_results: int = Field(1000, alias="min.row.count.to.stream.results", ge=0)
     read_only: bool = Field(False, alias="read.only")
+    schema_history_internal_store_only_captured_databases_ddl: bool = Field(
+        False, alias="schema.history.internal.store.only.captured.databases.ddl"
+    )
+    inconsistent_schema_handling_mode: Literal["fail", "warn", "skip", "ignore"] = Field(
+        "fail", alias="inconsistent.schema.handling.mode"
+    )
+    event_deserialization_failure_handling_mode: Literal["fail", "warn", "skip", "ignore"] = Field(
+        "fail", alias="event.deserialization.failure.handling.mode"
+    )
+    binlog_net_read_timeout: int = Field(0, alias="binlog.net.read.timeout", ge=0)
+    binlog_net_write_timeout: int = Field(0, alias="binlog.net.write.timeout", ge=0)
+    connect_keep_alive_interval_ms: int = Field(60_000, alias="connect.keep.alive.interval.ms", ge=1)
+
+    @model_validator(mode="after")
+    def _check_gtid_sources(self) -> MySqlConnectorConfig:
+        check_exclusive([("gtid.source.includes", self.gtid_source_includes,
+                          "gtid.source.excludes", self.gtid_source_excludes)])
+        _ = self.gtid_source_filter  # a bad expression fails at load time
+        return self
 
     @property
     def watermarks_in_signal_table(self) -> bool:
@@ -108,6 +133,26 @@ class MySqlConnectorConfig(SignalingConnectorConfig):
             "connect_timeout": max(1, self.connect_timeout_ms // 1000),
             "charset": "utf8mb4",
         }
+
+    @cached_property
+    def gtid_source_filter(self) -> tuple[bool, tuple[re.Pattern[str], ...]] | None:
+        """(include?, patterns) from ``gtid.source.includes`` / ``.excludes``; None when neither is set."""
+        includes = compile_regex_list(self.gtid_source_includes, "gtid.source.includes")
+        if includes:
+            return True, includes
+        excludes = compile_regex_list(self.gtid_source_excludes, "gtid.source.excludes")
+        return (False, excludes) if excludes else None
+
+    def captures_gtid_source(self, gtid: str) -> bool:
+        """Whether the row changes of the transaction with ``gtid`` are emitted: Debezium's
+        ``gtid.source.filter.dml.events`` tests the GTID's source against the includes / excludes,
+        the server UUID of a MySQL GTID (``uuid:n``), ``domain-server`` of a MariaDB one (``d-s-n``)."""
+        source_filter = self.gtid_source_filter
+        if source_filter is None or not self.gtid_source_filter_dml_events:
+            return True
+        source = gtid.partition(":")[0] if ":" in gtid else gtid.rpartition("-")[0]
+        include, patterns = source_filter
+        return any(p.fullmatch(source.strip()) for p in patterns) is include
 
     def describe_target(self) -> str:
         return f"{self.connector_type} {self.database_user}@{self.database_hostname}:{self.database_port}"

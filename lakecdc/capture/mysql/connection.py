@@ -59,7 +59,7 @@ class BinlogStatus:
 
 def connect(config: Any, database: str | None = None, **extra: Any) -> Any:
     """A PyMySQL connection (autocommit off) with the session in UTC, so TIMESTAMP values read by
-    the snapshot are UTC like the binlog's."""
+    the snapshot are UTC like the binlog's; ``database.initial.statements`` run on it first."""
     import pymysql
 
     kwargs = dict(config.connection_kwargs())
@@ -74,6 +74,11 @@ def connect(config: Any, database: str | None = None, **extra: Any) -> Any:
         if code == ER_ACCESS_DENIED:
             raise MySqlPrivilegeError(f"MySQL server {where} refused the login (wrong user or password)") from None
         raise MySqlConnectionLostError(f"cannot connect to MySQL server {where}: {exc.args[-1]}") from None
+    if config.initial_statements:  # Debezium runs them on each JDBC connection, not the binlog one
+        with conn.cursor() as cur:
+            for statement in config.initial_statements:
+                cur.execute(statement)
+        conn.commit()
     return conn
 
 

@@ -109,7 +109,7 @@ class DatabaseSchema:
                 continue
             if statement.kind == "TRUNCATE":
                 continue  # no structure change; a data event, not history
-            if self.config.schema_history_internal_store_only_captured_tables_ddl and not self._relevant(statement):
+            if not self._stored(statement):
                 continue
             self.history.record(position, statement.database, statement.text,
                                 [table_change_json(c) for c in statement.changes], ts_ms)
@@ -135,6 +135,17 @@ class DatabaseSchema:
         lowered = (table_id.database.lower(), table_id.table.lower())
         for key in [k for k in self._factories if (k[0].lower(), k[1].lower()) == lowered]:
             del self._factories[key]
+
+    def _stored(self, statement: ParsedStatement) -> bool:
+        """Whether the schema history records ``statement`` (Debezium's
+        ``HistorizedRelationalDatabaseSchema.skipSchemaChangeEvent`` and ``storeOnlyCapturedTables``):
+        ``schema.history.internal.store.only.captured.databases.ddl`` leaves out statements run in a
+        database the filters do not capture, ``...captured.tables.ddl`` those touching no captured table."""
+        config = self.config
+        if (config.schema_history_internal_store_only_captured_databases_ddl and statement.database
+                and not self.is_database_captured(statement.database)):
+            return False
+        return not (config.schema_history_internal_store_only_captured_tables_ddl and not self._relevant(statement))
 
     def _relevant(self, statement: ParsedStatement) -> bool:
         if statement.kind in _DATABASE_STATEMENTS:

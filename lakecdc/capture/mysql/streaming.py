@@ -31,6 +31,7 @@ from lakecdc.capture.mysql import connection as myconn
 from lakecdc.capture.mysql.binlog_reader import BinlogReader, ReaderFailure
 from lakecdc.capture.mysql.blocking import blocking_snapshot
 from lakecdc.capture.mysql.database_schema import DatabaseSchema
+from lakecdc.capture.mysql.failure_modes import is_source_error, on_undecodable_event, on_unknown_table
 from lakecdc.capture.mysql.errors import (
     BinlogPurgedError,
     MySqlConnectionLostError,
@@ -76,6 +77,7 @@ class _Tx:
     events_done: int = 0
     emitted: bool = False
     seen_positions: set[int] = field(default_factory=set)
+    skip_rows: bool = False  # its GTID's source is filtered out (gtid.source.filter.dml.events)
 
 
 class MySqlStreamingSource:
@@ -110,6 +112,7 @@ class MySqlStreamingSource:
         self._processed_through: tuple[int, int] = (-1, -1)
         self.signaling: Signaling | None = None
         self._sql: Any = None  # autocommit connection of incremental snapshots (chunks, watermarks)
+        self._heartbeat_sql: Any = None  # autocommit connection of heartbeat.action.query
         #: the incremental snapshot when read.only=true: its windows close on the GTIDs streamed
         self._gtid_windows: ReadOnlyIncrementalSnapshot | None = None
         signal = config.signal_table
@@ -158,9 +161,7 @@ class MySqlStreamingSource:
             self._committed = offset
         finally:
             conn.close()
-        settings = dict(self.config.connection_kwargs())
-        settings["passwd"] = settings.pop("password")
-        settings.pop("connect_timeout", None)
+        settings = binlog_connection_settings(self.config)
         self.file = self.resume.file
         self.file_index = binlog_file_index(self.file)
         self.reader = BinlogReader(
@@ -168,8 +169,14 @@ class MySqlStreamingSource:
             is_mariadb=info.is_mariadb, annotate_rows=self.include_query,
             queue_size=self.config.max_queue_size,
             mariadb_gtid_state=(self.resume.gtids or "") if info.is_mariadb else None,
+            deserialization_failure_mode=self.config.event_deserialization_failure_handling_mode,
         )
         self.reader.start()
+        if self.heartbeat.enabled and self.config.heartbeat_action_query:
+            self._heartbeat_sql = myconn.connect(self.config, autocommit=True)
+            self.heartbeat = Heartbeat(self.config.heartbeat_interval_ms, self.heartbeat.topic,
+                                       self.config.topic_prefix, self.config.heartbeat_action_query,
+                                       _Statements(self._heartbeat_sql))
         self._last_data = time.monotonic()  # idle time counts from here, not from before a schema snapshot
         log.info("streaming the binlog from %s:%d (server %s)", self.resume.file, self.resume.pos, info.version)
         # read-only: signals may come from Kafka alone, there being no signal table to write watermarks to
@@ -255,6 +262,8 @@ class MySqlStreamingSource:
     def _raise_failure(self, error: BaseException) -> None:
         if myconn.is_connection_lost(error) or isinstance(error, (OSError, ConnectionError)):
             raise MySqlConnectionLostError(f"the binlog connection was lost: {error}") from error
+        if not is_source_error(error):  # the event, not the connection: retrying would fail the same way
+            on_undecodable_event("fail", error, f"{self.file}:{self._processed_through[1]} (or the event after it)")
         text = str(error)
         if "1236" in text or "purged" in text.lower() or "Could not find first log" in text:
             raise BinlogPurgedError(f"the server cannot send the binlog from {self.file}: {text}") from error
@@ -303,7 +312,8 @@ class MySqlStreamingSource:
             self.tx.query = _text(ev.query)
 
     def _begin(self, start: int, gtid: str | None) -> None:
-        self.tx = _Tx(start=start, gtid=gtid, open=True)
+        self.tx = _Tx(start=start, gtid=gtid, open=True,
+                      skip_rows=gtid is not None and not self.config.captures_gtid_source(gtid))
 
     def _query(self, ev: Any, start: int, end: int, out: list[Any]) -> None:
         sql = ev.query if isinstance(ev.query, str) else bytes(ev.query).decode("utf-8", "replace")
@@ -383,13 +393,20 @@ class MySqlStreamingSource:
         factory = self.schema.factory(db, table)
         tx.last_event_pos = start
         tx.rows_done = 0
+        if tx.skip_rows:
+            tx.events_done += 1
+            return
         if factory is None:
             if self.schema.is_captured(db, table) and self.schema.structure(db, table) is None:
-                raise UnknownTableError(
-                    f"a row change of table '{db}.{table}' at {self.file}:{start} cannot be decoded: the schema "
-                    "history has no structure for it (created before the history began?); set "
-                    "snapshot.mode=recovery or take a new snapshot"
-                )
+                on_unknown_table(self.config.inconsistent_schema_handling_mode, f"{db}.{table}", f"{self.file}:{start}")
+            tx.events_done += 1
+            return
+        try:
+            rows = ev.rows  # decoded on first access
+        except Exception as exc:
+            if is_source_error(exc):
+                raise
+            on_undecodable_event(self.config.event_deserialization_failure_handling_mode, exc, f"{self.file}:{start}")
             tx.events_done += 1
             return
         is_write = isinstance(ev, WriteRowsEvent)
@@ -420,7 +437,6 @@ class MySqlStreamingSource:
         data_collection = factory.schema.data_collection
         tracker = self.tracker
         tx_block = self._tx_block
-        rows = ev.rows
         has_sets = factory.has_set_columns
         last_emitted = -1
         for i, row in enumerate(rows):
@@ -528,12 +544,48 @@ class MySqlStreamingSource:
             self.signaling.close()
             self.signaling = None
         self._gtid_windows = None
+        if self._heartbeat_sql is not None:
+            try:
+                self._heartbeat_sql.close()
+            except Exception:  # already gone with the server
+                pass
+            self._heartbeat_sql = None
         if self._sql is not None:
             try:
                 self._sql.close()
             except Exception:  # already gone with the server
                 pass
             self._sql = None
+
+
+class _Statements:
+    """``execute(sql)`` on a PyMySQL connection, the call ``Heartbeat`` makes for its action query."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def execute(self, statement: str) -> None:
+        with self.conn.cursor() as cur:
+            cur.execute(statement)
+
+
+def binlog_connection_settings(config: Any) -> dict[str, Any]:
+    """PyMySQL settings of the binlog connection. ``binlog.net.read.timeout`` / ``.write.timeout``
+    set the session's ``net_read_timeout`` / ``net_write_timeout`` as Debezium's BinlogConnectorConnection
+    does (0: the server's default). ``connect.keep.alive`` is Debezium's keep-alive thread: a connection
+    that delivers nothing (not even the heartbeat the server sends each second) for
+    ``connect.keep.alive.interval.ms`` is taken as dead and reopened, by the socket read timing out."""
+    settings = dict(config.connection_kwargs())
+    settings["passwd"] = settings.pop("password")
+    settings.pop("connect_timeout", None)
+    session = [f"{name} = {value}" for name, value in (("net_read_timeout", config.binlog_net_read_timeout),
+                                                        ("net_write_timeout", config.binlog_net_write_timeout))
+               if value > 0]
+    if session:
+        settings["init_command"] = "SET SESSION " + ", ".join(session)
+    if config.connect_keep_alive:
+        settings["read_timeout"] = max(config.connect_keep_alive_interval_ms / 1000.0, 2.0)
+    return settings
 
 
 def _row_values(values: dict[str, Any], none_sources: dict[str, str]) -> tuple[Any, ...]:

@@ -28,6 +28,7 @@ from typing import ClassVar, Literal
 from pydantic import Field, model_validator
 
 from lakecdc.config.filters import compile_regex_list
+from lakecdc.config.connector import CommonConnectorConfig
 from lakecdc.config.signaling import SignalingConnectorConfig
 from lakecdc.errors import ConfigError
 
@@ -48,6 +49,8 @@ class OracleConnectorConfig(SignalingConnectorConfig):
     )
     excluded_schemas: ClassVar[frozenset[str]] = ORACLE_SYSTEM_SCHEMAS
     uses_schema_history: ClassVar[bool] = True
+    connector_kind: ClassVar[str | None] = "oracle"
+    accepted_names = CommonConnectorConfig.accepting("oracle")
 
     connector_class: str = Field(ORACLE_CLASSES[0], alias="connector.class")
     database_hostname: str | None = Field(None, alias="database.hostname")

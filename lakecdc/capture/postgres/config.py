@@ -23,6 +23,8 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from lakecdc.config.filters import compile_regex_list
+from lakecdc.config.secret import Secret
+from lakecdc.config.connector import CommonConnectorConfig
 from lakecdc.config.signaling import SignalingConnectorConfig
 
 _LIBPQ_QUOTE = re.compile(r"(['\\])")
@@ -38,12 +40,19 @@ class PostgresConnectorConfig(SignalingConnectorConfig):
         "schema_only", "schema_only_recovery",
     )
     excluded_schemas: ClassVar[frozenset[str]] = frozenset({"pg_catalog", "information_schema"})
+    connector_kind: ClassVar[str | None] = "postgres"
+    accepted_names = CommonConnectorConfig.accepting("postgres")
 
     name: str | None = Field(None, alias="name")
     database_hostname: str | None = Field("localhost", alias="database.hostname")
     database_port: int | None = Field(5432, alias="database.port", ge=1, le=65535)
     database_sslmode: str = Field("prefer", alias="database.sslmode")
     database_tcp_keepalive: bool = Field(True, alias="database.tcpKeepAlive")
+    # pgjdbc's TLS files, given to libpq under its own names
+    database_sslcert: str | None = Field(None, alias="database.sslcert")
+    database_sslkey: str | None = Field(None, alias="database.sslkey")
+    database_sslrootcert: str | None = Field(None, alias="database.sslrootcert")
+    database_sslpassword: Secret | None = Field(None, alias="database.sslpassword")
     plugin_name: Literal["pgoutput"] = Field("pgoutput", alias="plugin.name")
     slot_name: str = Field("debezium", alias="slot.name")
     slot_drop_on_stop: bool = Field(False, alias="slot.drop.on.stop")
@@ -65,6 +74,20 @@ class PostgresConnectorConfig(SignalingConnectorConfig):
     extended_headers_enabled: bool = Field(True, alias="extended.headers.enabled")
     snapshot_lock_timeout_ms: int = Field(10_000, alias="snapshot.lock.timeout.ms", ge=0)
     snapshot_isolation_mode: str = Field("serializable", alias="snapshot.isolation.mode")
+    publish_via_partition_root: bool = Field(False, alias="publish.via.partition.root")
+    slot_failover: bool = Field(False, alias="slot.failover")
+    lsn_flush_mode: Literal["connector", "connector_and_driver", "manual"] | None = Field(None, alias="lsn.flush.mode")
+    lsn_flush_timeout_ms: int = Field(30_000, alias="lsn.flush.timeout.ms", ge=0)
+    lsn_flush_timeout_action: Literal["fail", "warn", "ignore"] = Field("fail", alias="lsn.flush.timeout.action")
+
+    @cached_property
+    def confirms_flushed_lsn(self) -> bool:
+        """Whether the connector confirms processed LSNs to the slot (Debezium 3.6's ``lsn.flush.mode``;
+        unset, the older ``flush.lsn.source``): ``manual`` / ``false`` leave that to another process,
+        and the slot keeps its WAL meanwhile."""
+        if self.lsn_flush_mode is not None:
+            return self.lsn_flush_mode != "manual"
+        return self.flush_lsn_source
 
     @cached_property
     def server_name(self) -> str:
@@ -88,9 +111,15 @@ class PostgresConnectorConfig(SignalingConnectorConfig):
             parts["user"] = self.database_user
         if self.database_tcp_keepalive:
             parts["keepalives"] = "1"
+        for name, value in (("sslcert", self.database_sslcert), ("sslkey", self.database_sslkey),
+                            ("sslrootcert", self.database_sslrootcert)):
+            if value:
+                parts[name] = value
         text = " ".join(f"{k}={_conninfo_value(v)}" for k, v in parts.items())
         if self.database_password is not None:
             text += " password=" + _conninfo_value(self.database_password.get_secret_value())
+        if self.database_sslpassword is not None:
+            text += " sslpassword=" + _conninfo_value(self.database_sslpassword.get_secret_value())
         if replication:
             text += " replication=database"
         return text

@@ -48,14 +48,18 @@ class SlotState:
 
 
 def connect(config: PostgresConnectorConfig) -> psycopg.Connection:
-    """An autocommit SQL connection; failures become errors without the password."""
+    """An autocommit SQL connection; failures become errors without the password. The
+    ``database.initial.statements`` run on it first."""
     try:
-        return psycopg.connect(config.conninfo(), autocommit=True)
+        conn = psycopg.connect(config.conninfo(), autocommit=True)
     except psycopg.OperationalError as exc:
         text = scrub(str(exc)).strip()
         if "password authentication failed" in text or "does not exist" in text:
             raise PostgresCaptureError(f"connecting to {config.describe_target()}: {text}") from None
         raise PostgresUnavailable(f"connecting to {config.describe_target()}: {text}") from None
+    for statement in config.initial_statements:
+        conn.execute(statement)  # type: ignore[call-overload]  # the user's own SQL, as Debezium runs it
+    return conn
 
 
 def _lsn(text: str | None) -> int | None:
@@ -71,13 +75,13 @@ def server_version(conn: psycopg.Connection) -> int:
 
 def captured_tables(conn: psycopg.Connection, config: PostgresConnectorConfig) -> list[TableId]:
     """Ordinary and partitioned tables the filters select, in Debezium's snapshot order: the
-    order of ``table.include.list`` entries, then by name."""
+    order of ``table.include.list`` entries, then by name. pg_catalog and information_schema are
+    left out by the filters unless ``table.ignore.builtin=false``."""
     rows = conn.execute(
         """
         SELECT n.nspname, c.relname
           FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
          WHERE c.relkind IN ('r', 'p')
-           AND n.nspname NOT IN ('pg_catalog', 'information_schema')
            AND n.nspname NOT LIKE 'pg\\_toast%%' AND n.nspname NOT LIKE 'pg\\_temp%%'
            AND NOT c.relispartition
         """
@@ -153,7 +157,7 @@ def check_privileges(
             if not can_create:
                 fixes.append(f'GRANT CREATE ON DATABASE "{db}" TO "{user}";  -- to create the publication')
             if config.publication_autocreate_mode == "filtered":
-                for table in tables:
+                for table in publishable(config, tables):
                     owner = conn.execute(
                         "SELECT pg_has_role(current_user, c.relowner, 'USAGE') FROM pg_class c "
                         "WHERE c.oid = %s::regclass", (regclass_text(table),)
@@ -181,14 +185,46 @@ def publication_exists(conn: psycopg.Connection, name: str) -> bool:
     return conn.execute("SELECT 1 FROM pg_publication WHERE pubname = %s", (name,)).fetchone() is not None
 
 
+def publishable(config: PostgresConnectorConfig, tables: list[TableId]) -> list[TableId]:
+    """The tables a publication can hold: PostgreSQL refuses system catalogs (pg_catalog,
+    information_schema), which ``table.ignore.builtin=false`` lets the snapshot read."""
+    return [t for t in tables if t.schema not in config.excluded_schemas]
+
+
+def _publication_options(config: PostgresConnectorConfig) -> sql.Composable:
+    # Debezium's PostgresReplicationConnection appends WITH (publish_via_partition_root = true):
+    # changes to a partition are then published as changes of its partitioned root table.
+    if config.publish_via_partition_root:
+        return sql.SQL(" WITH (publish_via_partition_root = true)")
+    return sql.SQL("")
+
+
+def _check_via_root(conn: psycopg.Connection, config: PostgresConnectorConfig) -> None:
+    """An existing publication keeps its own setting, as in Debezium; say so when it differs."""
+    row = conn.execute("SELECT pubviaroot FROM pg_publication WHERE pubname = %s",
+                       (config.publication_name,)).fetchone()
+    if row is not None and bool(row[0]) != config.publish_via_partition_root:
+        log.warning(
+            "publication %s has publish_via_partition_root = %s but publish.via.partition.root=%s: the "
+            "existing publication's setting decides how partition changes arrive (ALTER PUBLICATION %s SET "
+            "(publish_via_partition_root = %s) to change it)", config.publication_name, bool(row[0]),
+            str(config.publish_via_partition_root).lower(), config.publication_name,
+            str(config.publish_via_partition_root).lower())
+
+
 def ensure_publication(conn: psycopg.Connection, config: PostgresConnectorConfig, tables: list[TableId]) -> None:
     """Create or update the publication per ``publication.autocreate.mode`` (Debezium's rules):
     all_tables creates ``FOR ALL TABLES`` if missing; filtered creates it for the captured tables,
-    or resets an existing one to them; no_tables creates an empty one; disabled requires it."""
+    or resets an existing one to them; no_tables creates an empty one; disabled requires it.
+    ``publish.via.partition.root`` is applied when lakecdc creates the publication."""
     name = config.publication_name
     mode = config.publication_autocreate_mode
     exists = publication_exists(conn, name)
     ident = sql.Identifier(name)
+    options = _publication_options(config)
+    tables = publishable(config, tables)
+    if exists:
+        _check_via_root(conn, config)
     if mode == "disabled":
         if not exists:
             raise PublicationMissingError(
@@ -199,11 +235,11 @@ def ensure_publication(conn: psycopg.Connection, config: PostgresConnectorConfig
     if mode == "all_tables":
         if not exists:
             log.info("creating publication %s FOR ALL TABLES", name)
-            conn.execute(sql.SQL("CREATE PUBLICATION {} FOR ALL TABLES").format(ident))
+            conn.execute(sql.SQL("CREATE PUBLICATION {} FOR ALL TABLES{}").format(ident, options))
         return
     if mode == "no_tables":
         if not exists:
-            conn.execute(sql.SQL("CREATE PUBLICATION {}").format(ident))
+            conn.execute(sql.SQL("CREATE PUBLICATION {}{}").format(ident, options))
         return
     # filtered
     if not tables:
@@ -214,7 +250,7 @@ def ensure_publication(conn: psycopg.Connection, config: PostgresConnectorConfig
     table_list = sql.SQL(", ").join(quoted(t) for t in tables)
     if not exists:
         log.info("creating publication %s for %d tables", name, len(tables))
-        conn.execute(sql.SQL("CREATE PUBLICATION {} FOR TABLE {}").format(ident, table_list))
+        conn.execute(sql.SQL("CREATE PUBLICATION {} FOR TABLE {}{}").format(ident, table_list, options))
         return
     current = {
         TableId(None, s, t)

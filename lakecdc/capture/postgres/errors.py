@@ -50,6 +50,11 @@ class PrivilegeError(SourceTerminalError):
     """The capture user lacks privileges; the message lists the GRANTs that fix it."""
 
 
+class LsnFlushTimeoutError(SourceTerminalError):
+    """Confirming the flushed LSN to the slot took longer than ``lsn.flush.timeout.ms``
+    (``lsn.flush.timeout.action=fail``)."""
+
+
 class PostgresCaptureError(SourceTerminalError):
     """Any other PostgreSQL failure that retrying cannot fix."""
 

@@ -14,6 +14,7 @@ position whose events the sink has made durable (see coordinator.py).
 
 from __future__ import annotations
 
+import logging
 import select
 import struct
 import time
@@ -29,6 +30,8 @@ from lakecdc.capture.postgres.errors import (
     raise_for_replication_error,
 )
 from lakecdc.capture.postgres.decoder import PG_EPOCH_OFFSET_US
+
+log = logging.getLogger(__name__)
 
 _XLOG_HEAD: Final = struct.Struct(">QQq")
 _KEEPALIVE: Final = struct.Struct(">QqB")
@@ -111,13 +114,30 @@ class ReplicationConnection:
             )
         return rows
 
-    def create_slot(self, slot_name: str, export_snapshot: bool) -> SlotCreated:
+    def create_slot(self, slot_name: str, export_snapshot: bool, failover: bool = False) -> SlotCreated:
         """Create a pgoutput slot; with ``export_snapshot`` the returned snapshot name stays valid
-        until the next command on this connection (the snapshot reader imports it meanwhile)."""
+        until the next command on this connection (the snapshot reader imports it meanwhile).
+        ``failover`` (``slot.failover``) makes it a failover slot where the server has them."""
         option = "EXPORT_SNAPSHOT" if export_snapshot else "NOEXPORT_SNAPSHOT"
+        if failover and self._can_create_failover_slot():
+            # PostgreSQL 17's option list; the old keywords cannot be combined with it
+            option = f"(SNAPSHOT '{'export' if export_snapshot else 'nothing'}', FAILOVER)"
         rows = self.command(f'CREATE_REPLICATION_SLOT "{slot_name}" LOGICAL pgoutput {option}')
         _, consistent_point, snapshot_name, _ = rows[0]
         return SlotCreated(slot_name, parse_lsn(consistent_point or "0/0"), snapshot_name)
+
+    def _can_create_failover_slot(self) -> bool:
+        """Debezium's rule: failover slots need PostgreSQL 17+ and a primary; otherwise the slot is
+        created without failover (Debezium logs that at debug; lakecdc warns, as it was asked for)."""
+        if self._pgconn.server_version < 170000:
+            log.warning("slot.failover=true: PostgreSQL %s has no failover slots (17 or newer); creating a "
+                        "slot without failover", self._pgconn.server_version // 10000)
+            return False
+        if self.command("SELECT pg_is_in_recovery()")[0][0] == "t":
+            log.warning("slot.failover=true: a failover slot cannot be created on a standby; creating a slot "
+                        "without failover")
+            return False
+        return True
 
     def start(self, slot_name: str, start_lsn: int, options: dict[str, str]) -> None:
         opts = ", ".join(f"{k} '{v}'" for k, v in options.items())
@@ -176,18 +196,27 @@ class ReplicationConnection:
             return Keepalive(end, bool(reply))
         return None
 
-    def send_status(self, received_lsn: int, flushed_lsn: int, reply: bool = False) -> None:
-        """Standby status update: ``flushed_lsn`` is the position PostgreSQL may release."""
+    def send_status(self, received_lsn: int, flushed_lsn: int, reply: bool = False,
+                    timeout: float | None = None) -> bool:
+        """Standby status update: ``flushed_lsn`` is the position PostgreSQL may release.
+
+        False when the message could not be written to the server within ``timeout`` seconds (the
+        server does not read: ``lsn.flush.timeout.ms``); libpq keeps it and sends it with the next."""
         now_us = int(time.time() * 1_000_000) - PG_EPOCH_OFFSET_US
         message = _STATUS.pack(b"r", received_lsn, flushed_lsn, flushed_lsn, now_us, int(reply))
         pgconn = self._pgconn
+        deadline = None if timeout is None else time.monotonic() + timeout
         try:
             if pgconn.put_copy_data(message) != 1:
                 raise ReplicationConnectionLost(_text(pgconn.get_error_message()))
             while pgconn.flush() == 1:
-                select.select([], [pgconn.socket], [], 1.0)
+                wait = 1.0 if deadline is None else deadline - time.monotonic()
+                if wait <= 0:
+                    return False
+                select.select([], [pgconn.socket], [], min(wait, 1.0))
         except psycopg.OperationalError as exc:
             raise ReplicationConnectionLost(str(exc)) from exc
+        return True
 
     def _raise_copy_end(self) -> None:
         result = self._pgconn.get_result()

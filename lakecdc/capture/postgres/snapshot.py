@@ -81,7 +81,7 @@ class PostgresSnapshotSource:
                          config.slot_name)
                 pgconn.drop_slot(sql_conn, config.slot_name)
             repl = ReplicationConnection.connect(config.conninfo(replication=True))
-            created = repl.create_slot(config.slot_name, export_snapshot=True)
+            created = repl.create_slot(config.slot_name, export_snapshot=True, failover=config.slot_failover)
             log.info("snapshot step 1: created slot %s, consistent point %s", config.slot_name,
                      created.consistent_point)
             sql_conn.autocommit = False

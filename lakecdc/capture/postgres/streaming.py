@@ -42,9 +42,9 @@ from lakecdc.capture.postgres.decoder import (
     TruncateMessage,
     decode_message,
 )
-from lakecdc.capture.postgres.errors import PostgresUnavailable, SlotMissingError, scrub
+from lakecdc.capture.postgres.errors import LsnFlushTimeoutError, PostgresUnavailable, SlotMissingError, scrub
 from lakecdc.capture.postgres.offset import flush_lsn, resume_point
-from lakecdc.capture.postgres.replication import Keepalive, ReplicationConnection, XLogData
+from lakecdc.capture.postgres.replication import Keepalive, ReplicationConnection, XLogData, format_lsn
 from lakecdc.capture.postgres.table_schema import TableSchemas
 from lakecdc.capture.postgres.types import TypeModes
 from lakecdc.capture.heartbeat import Heartbeat
@@ -149,7 +149,8 @@ class PostgresStreamingSource:
                 )
             repl = ReplicationConnection.connect(self.config.conninfo(replication=True))
             try:
-                created = repl.create_slot(self.config.slot_name, export_snapshot=False)
+                created = repl.create_slot(self.config.slot_name, export_snapshot=False,
+                                           failover=self.config.slot_failover)
             finally:
                 repl.close()
             log.info("created replication slot %s at %s", self.config.slot_name, created.consistent_point)
@@ -231,8 +232,27 @@ class PostgresStreamingSource:
             return
         self._acked_lsn = max(self._acked_lsn, lsn)
         if self._repl is not None:
-            self._repl.send_status(max(self._received_lsn, self._acked_lsn), self._acked_lsn)
+            self._send_status()
             self._last_status = time.monotonic()
+
+    def _send_status(self) -> None:
+        """Confirm the acknowledged LSN to the slot, bounded by ``lsn.flush.timeout.ms``; a server
+        that does not take it in time gets ``lsn.flush.timeout.action`` (Debezium 3's rule)."""
+        assert self._repl is not None
+        timeout_ms = self.config.lsn_flush_timeout_ms
+        # manual flushing: the status update still keeps the connection alive, with no flushed LSN
+        # (0 is InvalidXLogRecPtr, which PostgreSQL ignores for the slot)
+        flushed = self._acked_lsn if self.config.confirms_flushed_lsn else 0
+        if self._repl.send_status(max(self._received_lsn, self._acked_lsn), flushed,
+                                  timeout=timeout_ms / 1000.0 if timeout_ms > 0 else None):
+            return
+        action = self.config.lsn_flush_timeout_action
+        what = (f"confirming LSN {format_lsn(self._acked_lsn)} to slot '{self.config.slot_name}' did not complete "
+                f"within lsn.flush.timeout.ms={timeout_ms}: the server is not reading the replication connection")
+        if action == "fail":
+            raise LsnFlushTimeoutError(f"{what} (lsn.flush.timeout.action=fail; warn or ignore go on)")
+        if action == "warn":
+            log.warning("%s; going on (lsn.flush.timeout.action=warn)", what)
 
     # -- reading ----------------------------------------------------------------------------
     def poll(self, out: list[Any], max_records: int, timeout: float) -> None:
@@ -271,7 +291,7 @@ class PostgresStreamingSource:
             if self._sql.closed:  # the action query found the SQL connection gone (logged by beat)
                 raise psycopg.OperationalError("the connection is closed")
         if now - self._last_status >= self._status_interval:
-            repl.send_status(max(self._received_lsn, self._acked_lsn), self._acked_lsn)
+            self._send_status()
             self._last_status = now
 
     def _on_keepalive(self, message: Keepalive) -> None:
@@ -288,7 +308,7 @@ class PostgresStreamingSource:
             )
             self._dirty = True
         if message.reply_requested and self._repl is not None:
-            self._repl.send_status(max(self._received_lsn, self._acked_lsn), self._acked_lsn)
+            self._send_status()
             self._last_status = time.monotonic()
 
     def _handle(self, lsn: int, data: bytes, out: list[Any]) -> None:

@@ -28,13 +28,11 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from lakecdc.config.filters import split_list
+from lakecdc.config.connector import CommonConnectorConfig
 from lakecdc.config.signaling import SignalingConnectorConfig
 from lakecdc.errors import ConfigError
 
 SQLSERVER_CLASSES = ("io.debezium.connector.sqlserver.SqlServerConnector", "sqlserver")
-
-NOT_APPLIED = ("data.query.mode", "streaming.fetch.size", "incremental.snapshot.allow.schema.changes",
-               "incremental.snapshot.option.recompile", "schema.history.internal.store.only.captured.databases.ddl")
 
 IsolationMode = Literal["read_uncommitted", "read_committed", "repeatable_read", "snapshot", "exclusive"]
 
@@ -47,6 +45,8 @@ class SqlServerConnectorConfig(SignalingConnectorConfig):
     )
     # the schema Debezium never captures: CDC's own tables live there
     excluded_schemas: ClassVar[frozenset[str]] = frozenset({"cdc", "sys", "INFORMATION_SCHEMA"})
+    connector_kind: ClassVar[str | None] = "sqlserver"
+    accepted_names = CommonConnectorConfig.accepting("sqlserver")
 
     connector_class: str = Field(SQLSERVER_CLASSES[0], alias="connector.class")
     database_hostname: str | None = Field("localhost", alias="database.hostname")
@@ -61,12 +61,8 @@ class SqlServerConnectorConfig(SignalingConnectorConfig):
     max_iteration_transactions: int = Field(500, alias="max.iteration.transactions", ge=0)
     data_query_mode: Literal["function", "direct"] = Field("direct", alias="data.query.mode")
     streaming_fetch_size: int = Field(0, alias="streaming.fetch.size", ge=0)
-    table_ignore_builtin: bool = Field(True, alias="table.ignore.builtin")
     incremental_snapshot_allow_schema_changes: bool = Field(False, alias="incremental.snapshot.allow.schema.changes")
     incremental_snapshot_option_recompile: bool = Field(False, alias="incremental.snapshot.option.recompile")
-    schema_history_internal_store_only_captured_databases_ddl: bool = Field(
-        False, alias="schema.history.internal.store.only.captured.databases.ddl"
-    )
     connect_timeout_ms: int = Field(30_000, alias="connect.timeout.ms", ge=0)
 
     @cached_property
@@ -114,13 +110,6 @@ class SqlServerConnectorConfig(SignalingConnectorConfig):
             "login_timeout": max(1, self.connect_timeout_ms // 1000),
             "autocommit": False,
         }
-
-    def ignored_properties(self) -> list[str]:
-        """Also the Debezium SQL Server properties lakecdc accepts and does not apply (it always reads
-        through the fn_cdc_get_all_changes_* functions; incremental snapshots stop at a schema change and use
-        no OPTION(RECOMPILE))."""
-        given = self.given_properties()
-        return sorted(set(super().ignored_properties()) | {n for n in NOT_APPLIED if n in given})
 
     def data_headers(self, run_id: str | None = None) -> list[tuple[str, bytes]]:
         """Debezium 3's context headers on every data record (none with extended.headers.enabled=false)."""

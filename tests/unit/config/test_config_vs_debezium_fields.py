@@ -110,7 +110,9 @@ def test_choices_equal_the_union_of_debeziums_allowed_values(fields: dict[str, d
 
 
 def test_fields_file_is_a_real_dump(fields: dict[str, dict[str, Any]]) -> None:
-    assert set(fields) == {*CONNECTORS, "topic_naming"}
+    assert set(fields) == {*CONNECTORS, "topic_naming", "schema_history", "channels"}
+    assert "schema.history.internal.kafka.recovery.attempts" in fields["schema_history"]
+    assert "signal.kafka.topic" in fields["channels"]
     assert fields["postgres"]["slot.name"]["default"] == "debezium"
     assert fields["postgres"]["database.password"]["type"] == "PASSWORD"
     assert all(re.fullmatch(r"[a-zA-Z0-9._\-()\[\]^+*$|\\]+", n) for c in CONNECTORS for n in fields[c])
