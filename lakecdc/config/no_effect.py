@@ -172,8 +172,9 @@ SQLSERVER: dict[str, str] = {
 }
 
 _ORACLE_OTHER_ADAPTER = "only used by the XStream and OpenLogReplicator adapters; lakecdc uses LogMiner"
-_ORACLE_BUFFER = ("lakecdc keeps open transactions in memory (log.mining.buffer.type=memory); the "
-                  "Infinispan and Ehcache buffers are not available")
+_ORACLE_BUFFER = ("lakecdc's buffer beyond memory is a local SQLite spill file (log.mining.buffer.type=sqlite, "
+                  "also chosen by ehcache and infinispan_*); Ehcache's and Infinispan's own cache settings have "
+                  "no counterpart")
 _ORACLE_LOGMINER = "tunes Debezium's LogMiner session; lakecdc's mining loop has no such setting"
 ORACLE: dict[str, str] = {
     "include.schema.comments": _COMMENTS,
@@ -183,9 +184,6 @@ ORACLE: dict[str, str] = {
     "heartbeat.action.query": "lakecdc's Oracle capture does not run a heartbeat action query",
     "legacy.decimal.handling.strategy": "lakecdc maps NUMBER columns as Debezium 3's current strategy does",
     "log.mining.archive.log.only.scn.poll.interval.ms": _ORACLE_LOGMINER,
-    "log.mining.buffer.type": _ORACLE_BUFFER,
-    "log.mining.buffer.drop.on.stop": _ORACLE_BUFFER,
-    "log.mining.buffer.transaction.events.threshold": "lakecdc does not cap the events buffered per transaction",
     "log.mining.buffer.deferred.transaction.retention.ms": _ORACLE_LOGMINER,
     "log.mining.buffer.deferred.transaction.start": _ORACLE_LOGMINER,
     "log.mining.buffer.ehcache.events.config": _ORACLE_BUFFER,
