@@ -79,6 +79,9 @@ def tx_marker(topic: str, partition: int, offset: int, payload: dict[str, Any]) 
             raise RecordError(f"field 'data_collections': '{name}' is listed twice")
         collections[name] = read_int(entry.get("event_count"), f"data_collections[{j}].event_count",
                                      optional=False, minimum=0) or 0
+    if sum(collections.values()) != total:  # the transaction buffer trusts the per-collection counts
+        raise RecordError(f"field 'event_count': {total}, but the data_collections count "
+                          f"{sum(collections.values())} events")
     return TxMarker(topic, partition, offset, status, tx_id, total, collections, ts_ms)
 
 

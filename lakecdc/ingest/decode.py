@@ -189,10 +189,10 @@ class Decoder:
                 if topic in (self._tx_topic, self._heartbeat_topic, self._schema_topic):
                     self._control_record(out, topic, partitions[i], offsets[i], raw)
                     continue
+                schema, payload = _envelope_parts(raw)  # first: a broken value is the news
                 if keys[i] is not None:
                     parsed_keys[i] = self._key(keys[i])
                     first_keyed.setdefault(topic, i)
-                schema, payload = _envelope_parts(raw)
             except Exception as exc:  # noqa: BLE001 - one bad record never stops the batch
                 dead(i, exc)
                 continue
