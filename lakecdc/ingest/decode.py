@@ -45,16 +45,16 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from lakecdc.events.envelope import HEADER_OLD_KEY
 from lakecdc.events.positions import position_from_source
-from lakecdc.events.schema import ConnectSchema
 from lakecdc.ingest.batch import METADATA_COLUMNS, ColumnSpec
 from lakecdc.ingest.config import IngestConfig
 from lakecdc.ingest.connect_types import (ColumnType, TypeOptions, ValueConversionError, column_type,
                                           convert_column, fields_problem, json_type_name)
 from lakecdc.ingest.control_records import SchemaChange, TxMarker, heartbeat_ts_ms, tx_marker
+from lakecdc.ingest.converter_json import (connect_schema, envelope_parts, envelope_payload, header_values, key_text,
+                                           parse_json, split_envelope)
 from lakecdc.ingest.dead_letter import DeadLetter
 from lakecdc.ingest.placeholders import Placeholders
 from lakecdc.ingest.record_checks import Check, RecordError, envelope_check, read_int, read_text, value_check
@@ -66,25 +66,6 @@ log = logging.getLogger(__name__)
 
 KAFKA_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers")
 CHANGE_OPS = frozenset({"r", "c", "u", "d", "t"})
-_SCHEMA_HEAD = b'{"schema":'
-_PAYLOAD_SEP = b',"payload":'
-
-
-def split_envelope(raw: bytes) -> tuple[bytes, bytes] | None:
-    """``(schema bytes, payload bytes)`` of compact converter output, without parsing the schema.
-
-    Returns None when ``raw`` is not in the compact ``{"schema":...,"payload":...}`` form; the
-    caller then parses it fully. Schema JSON never holds the key ``payload`` (its keys are
-    type/fields/optional/name/...), so the first ``,"payload":`` ends the schema; should a
-    schema parameter ever be called that, the payload slice is not valid JSON and the caller
-    falls back to a full parse.
-    """
-    if not raw.startswith(_SCHEMA_HEAD) or not raw.endswith(b"}"):
-        return None
-    cut = raw.find(_PAYLOAD_SEP)
-    if cut < 0:
-        return None
-    return raw[len(_SCHEMA_HEAD):cut], raw[cut + len(_PAYLOAD_SEP):-1]
 
 
 @dataclass
@@ -169,7 +150,7 @@ class Decoder:
         offsets = records.column("offset").to_pylist()
         keys = records.column("key").to_pylist()
         values = records.column("value").to_pylist()
-        old_keys = _header_values(records, HEADER_OLD_KEY)
+        old_keys = header_values(records, HEADER_OLD_KEY)
         # (topic, schema bytes) -> record indexes and their payloads (bytes, or a parsed tree)
         groups: dict[tuple[str, bytes], tuple[list[int], list[Any]]] = {}
         parsed_keys: dict[int, _Key] = {}
@@ -189,7 +170,7 @@ class Decoder:
                 if topic in (self._tx_topic, self._heartbeat_topic, self._schema_topic):
                     self._control_record(out, topic, partitions[i], offsets[i], raw)
                     continue
-                schema, payload = _envelope_parts(raw)  # first: a broken value is the news
+                schema, payload = envelope_parts(raw)  # first: a broken value is the news
                 if keys[i] is not None:
                     parsed_keys[i] = self._key(keys[i])
                     first_keyed.setdefault(topic, i)
@@ -222,7 +203,7 @@ class Decoder:
     # ------------------------------------------------------------------ control topics
 
     def _control_record(self, out: DecodedBatch, topic: str, partition: int, offset: int, raw: bytes) -> None:
-        payload = _envelope_payload(raw)
+        payload = envelope_payload(raw)
         if not isinstance(payload, dict):
             raise RecordError(f"expected a JSON object payload, got {json_type_name(payload)}")
         if topic == self._tx_topic:
@@ -240,7 +221,7 @@ class Decoder:
         layout = self._layouts.get(schema_bytes)
         if layout is not None:
             return layout
-        envelope = _connect_schema(schema_bytes, "value schema")
+        envelope = connect_schema(schema_bytes, "value schema")
         if envelope.type != "struct" or "op" not in envelope.field_names:
             raise RecordError(f"value schema '{envelope.name}' is not a Debezium change event envelope "
                               "(no 'op' field)")
@@ -265,19 +246,19 @@ class Decoder:
 
     def _key(self, raw: bytes) -> _Key:
         """The key of a record, checked against its own schema (a key schema is parsed once)."""
+        schema_bytes, payload = envelope_parts(raw, "key")
+        if isinstance(payload, bytes):
+            payload, text = parse_json(payload, "key"), payload.decode("utf-8")  # parsed: valid UTF-8
+        else:
+            text = orjson.dumps(payload).decode("utf-8")
+        layout = self._key_layouts.get(schema_bytes)
+        if layout is None:
+            schema = connect_schema(schema_bytes, "key schema")
+            if schema.type != "struct":
+                raise RecordError(f"key schema: expected a struct, got {schema.type}")
+            layout = (schema.field_names, value_check(schema, ""))
+            self._key_layouts[schema_bytes] = layout
         try:
-            schema_bytes, payload = _envelope_parts(raw, "key")
-            if isinstance(payload, bytes):
-                text, payload = payload.decode("utf-8"), _parse_payload(payload, "key")
-            else:
-                text = orjson.dumps(payload).decode("utf-8")
-            layout = self._key_layouts.get(schema_bytes)
-            if layout is None:
-                schema = _connect_schema(schema_bytes, "key schema")
-                if schema.type != "struct":
-                    raise RecordError(f"expected a struct schema, got {schema.type}")
-                layout = (schema.field_names, value_check(schema, ""))
-                self._key_layouts[schema_bytes] = layout
             layout[1](payload)
         except RecordError as exc:
             raise RecordError(f"key: {exc}") from None
@@ -288,7 +269,7 @@ class Decoder:
     def _event(self, topic: str, layout: _ValueLayout, payload: Any, key: _Key | None,
                keyed: bool, key_columns: tuple[str, ...]) -> _Event | None:
         """The validated parts of one change event; None for a logical decoding message (op "m")."""
-        event = _parse_payload(payload) if isinstance(payload, bytes) else payload
+        event = parse_json(payload) if isinstance(payload, bytes) else payload
         if not isinstance(event, dict):
             raise RecordError(f"payload: expected a JSON object, got {json_type_name(event)}")
         op = event.get("op")
@@ -334,7 +315,7 @@ class Decoder:
                 if event is None:
                     out.skipped += 1
                     continue
-                old_key = _key_text(records.old_keys[i]) if i in records.old_keys else None
+                old_key = key_text(records.old_keys[i]) if i in records.old_keys else None
             except Exception as exc:  # noqa: BLE001 - one bad record never stops the batch
                 dead(i, exc)
                 continue
@@ -493,75 +474,3 @@ def _key_mismatch(image: dict[str, Any] | None, key: _Key | None) -> str | None:
             return (f"key field '{name}' is {json_type_name(key.payload[name])} but the row's '{name}' is "
                     f"{json_type_name(image[name])}")
     return None
-
-
-def _header_values(records: pa.Table, name: str) -> dict[int, bytes]:
-    """Record index -> value of header ``name``, for the records that have it (found in Arrow:
-    every record carries a few context headers, and only key changes carry this one)."""
-    if "headers" not in records.column_names or records.num_rows == 0:
-        return {}
-    headers = records.column("headers").combine_chunks()
-    entries = pc.list_flatten(headers)
-    if len(entries) == 0:
-        return {}
-    wanted = pc.fill_null(pc.equal(entries.field("key"), name), False)
-    rows = pc.list_parent_indices(headers).filter(wanted).to_pylist()
-    return dict(zip(rows, entries.field("value").filter(wanted).to_pylist()))
-
-
-def _key_text(raw: bytes | None) -> str | None:
-    """A key as ``_key_json`` spells it (the payload of converter output) from a key header, which
-    the header converter writes with or without a schema; None when it is not a JSON key (a
-    header converter other than JSON's: there is no old key to carry values from)."""
-    if raw is None:
-        return None
-    try:
-        tree = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        log.debug("key header %r is not JSON: ignored", raw[:100])
-        return None
-    parts = split_envelope(raw)
-    if parts is not None:
-        return parts[1].decode("utf-8")
-    if isinstance(tree, dict) and "payload" in tree and "schema" in tree:
-        tree = tree["payload"]
-    return orjson.dumps(tree).decode("utf-8")
-
-
-def _parse_payload(data: bytes, what: str = "value") -> Any:
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise RecordError(f"{what} is not valid JSON: {exc}") from None
-
-
-def _envelope_parts(raw: bytes, what: str = "value") -> tuple[bytes, Any]:
-    """``(schema bytes, payload)`` of converter output: the payload still as bytes in the compact
-    form, else parsed (the schema re-serialized compactly, so that equal schemas group)."""
-    parts = split_envelope(raw)
-    if parts is not None:
-        return parts
-    schema, payload = _full_parse(raw, what)
-    return orjson.dumps(schema), payload
-
-
-def _envelope_payload(raw: bytes) -> Any:
-    parts = split_envelope(raw)
-    return _parse_payload(parts[1]) if parts is not None else _full_parse(raw)[1]
-
-
-def _full_parse(raw: bytes, what: str = "value") -> tuple[Any, Any]:
-    tree = _parse_payload(raw, what)
-    if not isinstance(tree, dict) or "payload" not in tree:
-        raise RecordError(f"{what} is not JsonConverter output with schemas (no 'schema'/'payload'); "
-                          f"the job needs {what}.converter.schemas.enable=true to type the columns")
-    if not isinstance(tree.get("schema"), dict):
-        raise RecordError(f"{what} has no Connect schema ({what}.converter.schemas.enable=false is not supported)")
-    return tree["schema"], tree["payload"]
-
-
-def _connect_schema(schema_bytes: bytes, what: str) -> ConnectSchema:
-    try:
-        return ConnectSchema.from_json(orjson.loads(schema_bytes))
-    except (orjson.JSONDecodeError, ValueError, TypeError, KeyError) as exc:
-        raise RecordError(f"{what} is not a Kafka Connect schema: {exc}") from None

@@ -335,3 +335,12 @@ def test_an_unexpected_error_in_one_record_is_that_records_dead_letter(monkeypat
     batch, offset = decode_between_good(first("customers", "c"))
     assert_dead(batch, offset, "RuntimeError", "boom")
     assert batch.events == 2
+
+
+def test_a_schema_parameter_called_payload_is_not_mistaken_for_the_payload() -> None:
+    """The compact split finds ``,"payload":`` once per envelope; a second one means a full parse."""
+    record = first("customers", "r")
+    for field in row_field_schema(record, "balance"):
+        field["parameters"]["payload"] = "x"
+    batch, offset = decode_between_good(record)
+    assert batch.dead_letters == [] and batch.events == 3
