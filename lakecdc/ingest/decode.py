@@ -141,6 +141,14 @@ class Decoder:
         """``topic``'s events carry keys (known from the job state): a null key there is refused."""
         self._keyed.setdefault(topic, tuple(key_columns))
 
+    def keyed_topics(self) -> dict[str, tuple[str, ...]]:
+        """Topics whose events carried Kafka keys, and the key fields: what a restart remembers.
+
+        Only what the events carried: a key configured for a keyless table (``key_columns``
+        mapping) does not make its null-key events wrong.
+        """
+        return dict(self._keyed)
+
     # ------------------------------------------------------------------ entry point
 
     def decode(self, records: pa.Table, ingest_ts: datetime) -> DecodedBatch:

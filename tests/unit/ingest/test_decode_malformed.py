@@ -166,8 +166,12 @@ def test_null_key_is_dead_on_a_table_keyed_in_an_earlier_batch() -> None:
 
 
 def test_keys_are_remembered_from_the_job_state() -> None:
-    decoder = Decoder(config())
-    decoder.remember_keyed("dbz.public.customers")
+    earlier = Decoder(config())
+    earlier.decode(kafka_table([(r["topic"], encode(r["key"]), encode(r["value"])) for r in records()]), NOW)
+    assert earlier.keyed_topics() == {"dbz.public.customers": ("id",), "dbz.public.audit_full": ("id",)}
+    decoder = Decoder(config())  # the restarted job's, told what the earlier one saw
+    for topic, names in earlier.keyed_topics().items():
+        decoder.remember_keyed(topic, names)
     bad = first("customers", "c")
     batch = decoder.decode(kafka_table([(bad["topic"], None, encode(bad["value"]))]), NOW)
     assert_dead(batch, 0, "null key")
