@@ -9,6 +9,7 @@ the schema's *bytes* and parses only payloads (``split_envelope``); a value in a
 from __future__ import annotations
 
 import logging
+from collections.abc import Container
 from typing import Any
 
 import orjson
@@ -28,14 +29,15 @@ def split_envelope(raw: bytes) -> tuple[bytes, bytes] | None:
     """``(schema bytes, payload bytes)`` of compact converter output, without parsing the schema.
 
     Returns None when ``raw`` is not in the compact ``{"schema":...,"payload":...}`` form; the
-    caller then parses it fully. Inside JSON text a quote is escaped, so ``,"payload":`` occurs
-    only as a key; when it occurs once it is the envelope's (schema keys are type/fields/
-    optional/name/...). Should a schema parameter or a column of a struct value be called
-    ``payload`` too, it occurs more than once, and the record is parsed fully.
+    caller then parses it fully. The first ``,"payload":`` ends the schema unless the schema
+    holds that key itself (a schema parameter called ``payload``); then the schema slice is a
+    proper prefix of the schema object, never valid JSON, which ``envelope_parts`` checks.
     """
-    if not raw.startswith(_SCHEMA_HEAD) or not raw.endswith(b"}") or raw.count(_PAYLOAD_SEP) != 1:
+    if not raw.startswith(_SCHEMA_HEAD) or not raw.endswith(b"}"):
         return None
     cut = raw.find(_PAYLOAD_SEP)
+    if cut < 0:
+        return None
     return raw[len(_SCHEMA_HEAD):cut], raw[cut + len(_PAYLOAD_SEP):-1]
 
 
@@ -79,19 +81,32 @@ def parse_json(data: bytes, what: str = "value") -> Any:
         raise RecordError(f"{what} is not valid JSON: {exc}") from None
 
 
-def envelope_parts(raw: bytes, what: str = "value") -> tuple[bytes, Any]:
+def envelope_parts(raw: bytes, what: str = "value", known: Container[bytes] = ()) -> tuple[bytes, Any]:
     """``(schema bytes, payload)`` of converter output: the payload still as bytes in the compact
-    form, else parsed (the schema re-serialized compactly, so that equal schemas group)."""
+    form, else parsed (the schema re-serialized compactly, so that equal schemas group).
+
+    ``known`` holds schema bytes already parsed: a split giving one of them is right; any other
+    schema slice is parsed once here to prove the split (see ``split_envelope``).
+    """
     parts = split_envelope(raw)
-    if parts is not None:
+    if parts is not None and (parts[0] in known or _is_json(parts[0])):
         return parts
     schema, payload = full_parse(raw, what)
     return orjson.dumps(schema), payload
 
 
+def _is_json(data: bytes) -> bool:
+    try:
+        orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
 def envelope_payload(raw: bytes) -> Any:
-    parts = split_envelope(raw)
-    return parse_json(parts[1]) if parts is not None else full_parse(raw)[1]
+    """The parsed payload of converter output (a control record: not grouped by schema)."""
+    payload = envelope_parts(raw)[1]
+    return parse_json(payload) if isinstance(payload, bytes) else payload
 
 
 def full_parse(raw: bytes, what: str = "value") -> tuple[Any, Any]:

@@ -178,7 +178,7 @@ class Decoder:
                 if topic in (self._tx_topic, self._heartbeat_topic, self._schema_topic):
                     self._control_record(out, topic, partitions[i], offsets[i], raw)
                     continue
-                schema, payload = envelope_parts(raw)  # first: a broken value is the news
+                schema, payload = envelope_parts(raw, known=self._layouts)  # first: a broken value is the news
                 if keys[i] is not None:
                     parsed_keys[i] = self._key(keys[i])
                     first_keyed.setdefault(topic, i)
@@ -254,7 +254,7 @@ class Decoder:
 
     def _key(self, raw: bytes) -> _Key:
         """The key of a record, checked against its own schema (a key schema is parsed once)."""
-        schema_bytes, payload = envelope_parts(raw, "key")
+        schema_bytes, payload = envelope_parts(raw, "key", self._key_layouts)
         if isinstance(payload, bytes):
             payload, text = parse_json(payload, "key"), payload.decode("utf-8")  # parsed: valid UTF-8
         else:
@@ -335,7 +335,7 @@ class Decoder:
             old_key_json.append(old_key)
         while kept:
             try:
-                rows = self._rows(layout, [e.image for e in events])
+                rows = self._rows(layout, [e.image for e in events], [e.op != "d" for e in events])
                 break
             except _BadRows as bad:
                 for j in sorted(bad.reasons, reverse=True):
@@ -383,7 +383,11 @@ class Decoder:
         return DecodedSegment(topic, layout.schema_id, layout.columns, key_names, events[0].source,
                               pa.Table.from_arrays(arrays, names=names))
 
-    def _rows(self, layout: _ValueLayout, images: list[dict[str, Any] | None]) -> _Rows:
+    def _rows(self, layout: _ValueLayout, images: list[dict[str, Any] | None], whole: list[bool]) -> _Rows:
+        """The row columns; ``whole[j]``: image j is a whole row, in which a required column is never
+        null. A delete's before image is not: under REPLICA IDENTITY DEFAULT PostgreSQL sends only
+        the key columns and Debezium writes null for the others, NOT NULL or not (the key columns
+        are checked against the record's key)."""
         unavailable: list[list[str]] = [[] for _ in images]
         arrays: list[pa.Array] = []
         bad: dict[int, str] = {}
@@ -391,7 +395,7 @@ class Decoder:
             values = [None if image is None else image.get(name) for image in images]
             if required and None in values:  # before placeholders are nulled: they are values
                 bad.update({j: f"column '{name}': null in a required field" for j, value in enumerate(values)
-                            if value is None and images[j] is not None})
+                            if value is None and images[j] is not None and whole[j]})
             if ctype.may_hold_placeholder:
                 self._placeholders.take(name, values, unavailable, pa.types.is_list(ctype.arrow))
             try:

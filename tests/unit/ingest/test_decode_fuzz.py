@@ -154,6 +154,18 @@ def _marker_ok(p: Any) -> bool:
             and sum(counts[1:]) == counts[0])
 
 
+def _key_only_before(schema: dict[str, Any]) -> dict[str, Any]:
+    """The envelope schema with the before image's columns optional: a delete under PostgreSQL's
+    REPLICA IDENTITY DEFAULT carries only the key columns, Debezium writes null for the others."""
+    schema = copy.deepcopy(schema)
+    for field in schema.get("fields", []):
+        if isinstance(field, dict) and field.get("field") == "before" and isinstance(field.get("fields"), list):
+            for column in field["fields"]:
+                if isinstance(column, dict):
+                    column["optional"] = True
+    return schema
+
+
 def _envelope(raw: bytes | None, need_schema: bool = True) -> tuple[Any, Any] | None:
     if raw is None:
         return None
@@ -174,9 +186,13 @@ def record_conforms(topic: str, key: bytes | None, value: bytes | None, keyed: b
         parts = _envelope(value, need_schema=False)
         return parts is not None and _marker_ok(parts[1])
     parts = _envelope(value)
-    if parts is None or not conforms(parts[0], parts[1]):
+    if parts is None:
         return False
-    payload = parts[1]
+    schema, payload = parts
+    if isinstance(payload, dict) and payload.get("op") == "d" and isinstance(payload.get("before"), dict):
+        schema = _key_only_before(schema)
+    if not conforms(schema, payload):
+        return False
     if not isinstance(payload, dict) or payload.get("op") not in ("r", "c", "u", "d", "t", "m"):
         return False
     if key is None:

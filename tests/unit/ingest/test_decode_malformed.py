@@ -348,3 +348,20 @@ def test_a_schema_parameter_called_payload_is_not_mistaken_for_the_payload() -> 
         field["parameters"]["payload"] = "x"
     batch, offset = decode_between_good(record)
     assert batch.dead_letters == [] and batch.events == 3
+
+
+def test_a_delete_of_a_key_only_old_row_has_nulls_in_required_columns() -> None:
+    """PostgreSQL REPLICA IDENTITY DEFAULT: the delete's before image has only the key; Debezium
+    writes null for every other column, NOT NULL ones included. That is a delete, not a bad record;
+    the same null in an insert's row is."""
+    delete = first("customers", "d")
+    insert = first("customers", "c")
+    for r in (delete, insert):
+        for field in row_field_schema(r, "name"):
+            field["optional"] = False
+    delete["value"]["payload"]["before"]["name"] = None
+    insert["value"]["payload"]["after"]["name"] = None
+    batch, offset = decode_between_good(delete)
+    assert batch.dead_letters == [] and batch.events == 3
+    batch, offset = decode_between_good(insert)
+    assert_dead(batch, offset, "'name'", "null")
