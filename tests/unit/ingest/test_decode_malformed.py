@@ -365,3 +365,25 @@ def test_a_delete_of_a_key_only_old_row_has_nulls_in_required_columns() -> None:
     assert batch.dead_letters == [] and batch.events == 3
     batch, offset = decode_between_good(insert)
     assert_dead(batch, offset, "'name'", "null")
+
+
+def test_an_unexpected_error_in_a_column_converter_is_that_rows_dead_letter(monkeypatch: pytest.MonkeyPatch) -> None:
+    import lakecdc.ingest.connect_types as connect_types
+
+    real = connect_types._dates
+
+    def flaky(values: list[Any]) -> Any:
+        if 19723 in values:  # 2024-01-01, audit_full's first row
+            raise LookupError("surprise")
+        return real(values)
+
+    monkeypatch.setattr(connect_types, "_dates", flaky)
+    audit = [r for r in records() if r["topic"].endswith("audit_full") and r["value"] is not None]
+    table = kafka_table([(r["topic"], encode(r["key"]), encode(r["value"])) for r in audit])
+    batch = Decoder(config()).decode(table, NOW)
+    dated = [j for j, r in enumerate(audit) if (r["value"]["payload"]["after"] or
+                                                r["value"]["payload"]["before"])["d"] == 19723]
+    assert dated and sorted(d.offset for d in batch.dead_letters) == dated
+    for offset in dated:
+        assert_dead(batch, offset, "'d'", "LookupError", "surprise")
+    assert batch.events == len(audit) - len(dated)
