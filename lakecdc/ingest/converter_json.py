@@ -9,7 +9,6 @@ the schema's *bytes* and parses only payloads (``split_envelope``); a value in a
 from __future__ import annotations
 
 import logging
-from collections.abc import Container
 from typing import Any
 
 import orjson
@@ -81,15 +80,19 @@ def parse_json(data: bytes, what: str = "value") -> Any:
         raise RecordError(f"{what} is not valid JSON: {exc}") from None
 
 
-def envelope_parts(raw: bytes, what: str = "value", known: Container[bytes] = ()) -> tuple[bytes, Any]:
+def envelope_parts(raw: bytes, what: str = "value", proven: set[bytes] | None = None) -> tuple[bytes, Any]:
     """``(schema bytes, payload)`` of converter output: the payload still as bytes in the compact
     form, else parsed (the schema re-serialized compactly, so that equal schemas group).
 
-    ``known`` holds schema bytes already parsed: a split giving one of them is right; any other
-    schema slice is parsed once here to prove the split (see ``split_envelope``).
+    A schema slice is parsed once to prove the split (see ``split_envelope``) and then kept in
+    ``proven``, so that the records after it are split without a parse.
     """
     parts = split_envelope(raw)
-    if parts is not None and (parts[0] in known or _is_json(parts[0])):
+    if parts is not None and proven is not None and parts[0] in proven:
+        return parts
+    if parts is not None and _is_json(parts[0]):
+        if proven is not None:
+            proven.add(parts[0])
         return parts
     schema, payload = full_parse(raw, what)
     return orjson.dumps(schema), payload

@@ -19,7 +19,8 @@ Why Python and not Spark's ``from_json``: on 100k PostgreSQL update events (~3 K
 shared 2-core test machine, this decoder took 12 s including every logical conversion, while
 ``from_json`` with a schema derived from the Connect schema took 35 s for the JSON parse alone
 (decimals, zoned timestamps still to convert). The schema text, re-parsed for every record by
-``from_json``, is what the byte-grouping here avoids.
+``from_json``, is what the byte-grouping here avoids. The bad-input checks below cost about 30 µs
+more per event (40 000 golden events, cold decoder: ~3.4 s against ~2.3 s without, same machine).
 
 Records that are not data go elsewhere: tombstones (null value) are counted and dropped; the
 transaction topic yields BEGIN/END markers, the heartbeat topic the source's liveness, the
@@ -135,6 +136,7 @@ class Decoder:
         self._schema_topic = config.schema_change_topic_name
         self._layouts: dict[bytes, _ValueLayout] = {}
         self._key_layouts: dict[bytes, tuple[tuple[str, ...], Check]] = {}
+        self._proven: set[bytes] = set()  # schema slices that are JSON: the compact split was right
         self._keyed: dict[str, tuple[str, ...]] = {}  # topic -> key columns, once its events carry keys
 
     def remember_keyed(self, topic: str, key_columns: tuple[str, ...] = ()) -> None:
@@ -178,7 +180,7 @@ class Decoder:
                 if topic in (self._tx_topic, self._heartbeat_topic, self._schema_topic):
                     self._control_record(out, topic, partitions[i], offsets[i], raw)
                     continue
-                schema, payload = envelope_parts(raw, known=self._layouts)  # first: a broken value is the news
+                schema, payload = envelope_parts(raw, proven=self._proven)  # first: a broken value is the news
                 if keys[i] is not None:
                     parsed_keys[i] = self._key(keys[i])
                     first_keyed.setdefault(topic, i)
@@ -254,7 +256,7 @@ class Decoder:
 
     def _key(self, raw: bytes) -> _Key:
         """The key of a record, checked against its own schema (a key schema is parsed once)."""
-        schema_bytes, payload = envelope_parts(raw, "key", self._key_layouts)
+        schema_bytes, payload = envelope_parts(raw, "key", self._proven)
         if isinstance(payload, bytes):
             payload, text = parse_json(payload, "key"), payload.decode("utf-8")  # parsed: valid UTF-8
         else:
