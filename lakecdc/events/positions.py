@@ -97,7 +97,60 @@ def _snapshot_flag(value: Any) -> bool:
     """Debezium's source ``snapshot`` (Enum text or boolean) -> is this a snapshot read?"""
     if isinstance(value, bool):
         return value
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"source.snapshot: expected text or a boolean, got {_shown(value)}")
     return value not in (None, "false", "False")
+
+
+# Every number of a position is stored in a bigint of ``_seq`` (or packed into them): a value
+# outside 0..2^63-1, a fraction or a boolean read from an event is refused, naming the field,
+# instead of being truncated (int(1.5)), coerced (int(True)) or overflowing Arrow later.
+_LIMIT = 1 << 63
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text[:40]}{'...' if len(text) > 40 else ''}"
+
+
+def _number(value: Any, where: str) -> int | None:
+    """A non-negative integer of an event (JSON number, or decimal digits as Debezium's Oracle
+    and SQL Server connectors write SCNs and serial numbers); None stays None."""
+    if type(value) is int and 0 <= value < _LIMIT or value is None:
+        return value
+    if type(value) is int:
+        number = value
+    elif type(value) is str and value.isascii() and value.isdigit():
+        number = int(value)
+    else:
+        raise ValueError(f"{where}: expected a non-negative integer, got {_shown(value)}")
+    if not 0 <= number < _LIMIT:
+        raise ValueError(f"{where}: {number} is outside 0..2^63-1")
+    return number
+
+
+def _source_int(source: Mapping[str, Any], name: str) -> int | None:
+    return _number(source.get(name), f"source.{name}")
+
+
+def _source_text(source: Mapping[str, Any], name: str) -> str | None:
+    value = source.get(name)
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"source.{name}: expected text, got {_shown(value)}")
+    return value
+
+
+def _sequence_pair(text: Any) -> tuple[int | None, int | None]:
+    """Debezium PostgreSQL ``source.sequence``: ``["<last commit LSN>","<event LSN>"]``, either null."""
+    if not isinstance(text, str):
+        raise ValueError(f"source.sequence: expected text, got {_shown(text)}")
+    try:
+        pair = json.loads(text)
+    except ValueError:
+        raise ValueError(f"source.sequence: not JSON: {text[:60]!r}") from None
+    if not isinstance(pair, list) or len(pair) != 2:
+        raise ValueError(f"source.sequence: expected a JSON array of two LSNs, got {text[:60]!r}")
+    return _number(pair[0], "source.sequence[0]"), _number(pair[1], "source.sequence[1]")
 
 
 # ---- PostgreSQL ----------------------------------------------------------------------------
@@ -184,21 +237,21 @@ class PostgresPosition(_Ordered):
     @classmethod
     def from_source(cls, source: Mapping[str, Any]) -> PostgresPosition:
         commit_lsn: int | None = None
-        lsn = _opt_int(source.get("lsn"))
+        lsn = _source_int(source, "lsn")
         seq_text = source.get("sequence")
         if seq_text:
-            pair = json.loads(seq_text)
-            commit_lsn = _opt_int(pair[0])
-            lsn = _opt_int(pair[1]) if pair[1] is not None else lsn
+            commit_lsn, seq_lsn = _sequence_pair(seq_text)
+            lsn = seq_lsn if seq_lsn is not None else lsn
         if lsn is None:
             raise ValueError(f"PostgreSQL source block has neither 'lsn' nor 'sequence': {dict(source)}")
-        ts_us = source.get("ts_us")
+        ts_us = _source_int(source, "ts_us")
+        ts_ms = _source_int(source, "ts_ms")
         return cls(
             lsn=lsn,
             commit_lsn=commit_lsn,
-            tx_id=_opt_int(source.get("txId")),
-            ts_usec=_opt_int(ts_us) if ts_us is not None else _ms_to_us(source.get("ts_ms")),
-            xmin=_opt_int(source.get("xmin")),
+            tx_id=_source_int(source, "txId"),
+            ts_usec=ts_us if ts_us is not None else _ms_to_us(ts_ms),
+            xmin=_source_int(source, "xmin"),
             snapshot=_snapshot_flag(source.get("snapshot")),
             last_snapshot_record=source.get("snapshot") == "last",
         )
@@ -280,14 +333,17 @@ class MySqlPosition(_Ordered):
     def from_source(cls, source: Mapping[str, Any]) -> MySqlPosition:
         if source.get("file") is None or source.get("pos") is None:
             raise ValueError(f"MySQL source block needs 'file' and 'pos': {dict(source)}")
-        ts_ms = source.get("ts_ms")
+        file = _source_text(source, "file")
+        if not binlog_file_index(file) < _LIMIT:
+            raise ValueError(f"source.file: binlog file number of {file[:60]!r} is 2^63 or more")
+        ts_ms = _source_int(source, "ts_ms")
         return cls(
-            file=str(source["file"]),
-            pos=int(source["pos"]),
-            row=int(source.get("row") or 0),
-            server_id=_opt_int(source.get("server_id")),
-            gtid=source.get("gtid"),
-            ts_sec=int(ts_ms) // 1000 if ts_ms is not None else None,
+            file=file,
+            pos=_source_int(source, "pos"),
+            row=_source_int(source, "row") or 0,
+            server_id=_source_int(source, "server_id"),
+            gtid=_source_text(source, "gtid"),
+            ts_sec=ts_ms // 1000 if ts_ms is not None else None,
             snapshot=_snapshot_flag(source.get("snapshot")),
         )
 
@@ -342,15 +398,15 @@ class SqlServerPosition(_Ordered):
 
     @classmethod
     def from_source(cls, source: Mapping[str, Any]) -> SqlServerPosition:
-        commit = source.get("commit_lsn")
+        commit = _source_text(source, "commit_lsn")
         if not commit:
             raise ValueError(f"SQL Server source block has no 'commit_lsn': {dict(source)}")
-        change = source.get("change_lsn")
+        change = _source_text(source, "change_lsn")
         return cls(
-            commit_lsn=sqlserver_lsn_from_text(str(commit)),
-            change_lsn=sqlserver_lsn_from_text(str(change)) if change else None,
+            commit_lsn=sqlserver_lsn_from_text(commit),
+            change_lsn=sqlserver_lsn_from_text(change) if change else None,
             # The seeds render event_serial_no as a string ("1"); Debezium's schema says int64.
-            event_serial_no=int(source.get("event_serial_no") or 0),
+            event_serial_no=_source_int(source, "event_serial_no") or 0,
             snapshot=_snapshot_flag(source.get("snapshot")),
         )
 
@@ -409,14 +465,15 @@ class OraclePosition(_Ordered):
 
     @classmethod
     def from_source(cls, source: Mapping[str, Any]) -> OraclePosition:
-        if source.get("scn") is None:
+        scn = _source_int(source, "scn")
+        if scn is None:
             raise ValueError(f"Oracle source block has no 'scn': {dict(source)}")
         return cls(
-            scn=int(source["scn"]),
-            commit_scn=_opt_int(source.get("commit_scn")),
-            rs_id=source.get("rs_id"),
-            ssn=int(source.get("ssn") or 0),
-            tx_id=source.get("txId"),
+            scn=scn,
+            commit_scn=_source_int(source, "commit_scn"),
+            rs_id=_source_text(source, "rs_id"),
+            ssn=_source_int(source, "ssn") or 0,
+            tx_id=_source_text(source, "txId"),
             snapshot=_snapshot_flag(source.get("snapshot")),
         )
 
@@ -448,7 +505,13 @@ def position_from_source(connector: str, source: Mapping[str, Any]) -> Position:
     >>> position_from_source("postgresql", {"sequence": '["99091160","99091416"]', "lsn": 99091416,
     ...     "snapshot": "false"}).seq()
     (99091160, 99091416, 1, 0)
+
+    Raises ValueError naming the field when the block is not one the connector writes.
     """
+    if not isinstance(connector, str):
+        raise ValueError(f"source.connector: expected text, got {_shown(connector)}")
+    if not isinstance(source, Mapping):
+        raise ValueError(f"source: expected an object, got {_shown(source)}")
     return position_type(connector).from_source(source)
 
 

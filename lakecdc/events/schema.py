@@ -141,13 +141,17 @@ class ConnectSchema:
         """
         if not isinstance(data, Mapping) or "type" not in data:
             raise ValueError(f"not a Kafka Connect schema (no 'type'): {str(data)[:200]}")
+        _check_attributes(data)
         type_name = normalize_type(str(data["type"]))
         fields: tuple[ConnectField, ...] = ()
         items = keys = values = None
         if type_name == "struct":
             parsed = []
-            for raw in data.get("fields", ()):
-                if "field" not in raw:
+            raw_fields = data.get("fields", ())
+            if not isinstance(raw_fields, (list, tuple)):
+                raise ValueError(f"struct {data.get('name')!r}: 'fields' must be an array")
+            for raw in raw_fields:
+                if not isinstance(raw, Mapping) or not isinstance(raw.get("field"), str):
                     raise ValueError(f"struct {data.get('name')!r} has a field without a name")
                 parsed.append(ConnectField(raw["field"], cls.from_json(raw)))
             fields = tuple(parsed)
@@ -176,6 +180,19 @@ class ConnectSchema:
         if data.get("default") is not None:
             schema = replace(schema, default=json_to_connect(schema, data["default"]))
         return schema
+
+
+def _check_attributes(data: Mapping[str, Any]) -> None:
+    """ValueError naming the attribute whose JSON type is not the one JsonConverter writes."""
+    expected = {"optional": (bool,), "name": (str,), "doc": (str,), "version": (int,), "parameters": (dict,)}
+    for key, kinds in expected.items():
+        value = data.get(key)
+        if value is not None and (not isinstance(value, kinds) or isinstance(value, bool) is not (kinds == (bool,))):
+            raise ValueError(f"schema {str(data.get('name'))[:100]!r}: '{key}' must be a JSON "
+                             f"{'object' if kinds == (dict,) else kinds[0].__name__}, got {str(value)[:40]!r}")
+    params = data.get("parameters")
+    if params is not None and not all(isinstance(v, str) for v in params.values()):
+        raise ValueError(f"schema {str(data.get('name'))[:100]!r}: 'parameters' values must be strings")
 
 
 # ---- builders ------------------------------------------------------------------------------

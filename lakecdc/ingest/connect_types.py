@@ -26,7 +26,11 @@ The mapping (``TypeOptions`` holds the configurable choices)::
 
 A conversion that cannot be exact (a decimal with more digits than its column, a number out of
 range) raises ``ValueConversionError``; the decoder then finds the offending records one by one
-and sends them to the dead-letter table.
+and sends them to the dead-letter table. So does a value of another JSON type than its schema
+allows (``json_kinds``: what Kafka Connect's ``JsonConverter`` writes for each type) -- checked
+before Arrow sees it, because Arrow would quietly truncate ``1.5`` into an int column or read
+``true`` as ``1.0`` -- a null in a required field, and a struct value whose fields are not its
+schema's fields.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ import base64
 import binascii
 import decimal
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -72,6 +76,48 @@ _NON_FINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float
 
 class ValueConversionError(IngestError, TerminalError):
     """A JSON value does not fit its column's type exactly; the message names the column."""
+
+
+INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
+#: JSON types JsonConverter writes for each Connect type (Python types as orjson reads them).
+_KINDS: dict[str, frozenset[type]] = {
+    **{name: frozenset({int}) for name in INT_BITS},
+    # Jackson writes a double's NaN and infinities as quoted text (``_NON_FINITE``).
+    "float": frozenset({int, float, str}), "double": frozenset({int, float, str}),
+    "boolean": frozenset({bool}), "string": frozenset({str}), "bytes": frozenset({str}),
+    "array": frozenset({list}), "struct": frozenset({dict}),
+}
+
+
+def json_kinds(schema: ConnectSchema) -> frozenset[type]:
+    """The Python types (as orjson parses JSON) a value of ``schema`` may have when not null."""
+    if schema.name == DECIMAL:  # JsonConverter decimal.format=NUMERIC writes a number
+        return frozenset({str, int, float})
+    if schema.type == "map":  # string keys: an object; other keys: an array of [key, value] pairs
+        return frozenset({dict}) if schema.keys is not None and schema.keys.type == "string" else frozenset({list})
+    return _KINDS[schema.type]
+
+
+def json_type_name(value: Any) -> str:
+    """``value``'s type as JSON calls it, with a short excerpt: ``string "noon"``, ``number 1.5``."""
+    if value is None:
+        return "null"
+    kind = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array",
+            dict: "object"}.get(type(value), type(value).__name__)
+    text = repr(value)
+    return f"{kind} {text[:40]}{'...' if len(text) > 40 else ''}"
+
+
+def value_problem(schema: ConnectSchema, value: Any) -> str | None:
+    """Why one non-null JSON value cannot be of ``schema``'s type at its top level, or None."""
+    if type(value) not in json_kinds(schema):
+        return f"expected {schema.type}{f' ({schema.name})' if schema.name else ''}, got {json_type_name(value)}"
+    bits = INT_BITS.get(schema.type)
+    if bits is not None and not -(1 << (bits - 1)) <= value < 1 << (bits - 1):
+        return f"{value} does not fit {schema.type}"
+    if schema.type in ("float", "double") and type(value) is str and value not in _NON_FINITE:
+        return f"expected {schema.type}, got {json_type_name(value)}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -177,9 +223,9 @@ def _decimal_text(precision_scale: Callable[[Any], decimal.Decimal]) -> Converte
 
 
 def _variable_value(value: Any) -> decimal.Decimal:
-    if not isinstance(value, dict) or "scale" not in value or "value" not in value:
-        raise TypeError("VariableScaleDecimal must be an object with 'scale' and 'value'")
-    return decimal.Decimal(_unscaled(value["value"])).scaleb(-int(value["scale"]), _EXACT)
+    if not isinstance(value, dict) or value.keys() != {"scale", "value"} or type(value["scale"]) is not int:
+        raise TypeError("VariableScaleDecimal must be an object with an integer 'scale' and a 'value'")
+    return decimal.Decimal(_unscaled(value["value"])).scaleb(-value["scale"], _EXACT)
 
 
 def _variable_decimal(target_scale: int) -> Converter:
@@ -271,6 +317,8 @@ def _map(key: ColumnType, value: ColumnType, string_keys: bool) -> Converter:
             if v is not None:
                 # string keys: a JSON object; other keys: an array of [key, value] pairs
                 pairs = v.items() if string_keys else v
+                if not string_keys and not all(type(p) is list and len(p) == 2 for p in pairs):
+                    raise ValueConversionError("a map with non-text keys must be an array of [key, value] pairs")
                 for k, item in pairs:
                     keys.append(k)
                     items.append(item)
@@ -280,10 +328,20 @@ def _map(key: ColumnType, value: ColumnType, string_keys: bool) -> Converter:
     return convert
 
 
-def _struct(names: Sequence[str], children: Sequence[ColumnType]) -> Converter:
+def _struct(names: Sequence[str], children: Sequence[ColumnType], required: Sequence[str]) -> Converter:
+    """Children convert without their own required check: a null struct has null fields."""
     fields = [pa.field(n, c.arrow) for n, c in zip(names, children)]
+    declared = frozenset(names)
 
     def convert(values: list[Any]) -> pa.Array:
+        for v in values:
+            if v is None:
+                continue
+            if v.keys() != declared:
+                raise ValueConversionError(fields_problem(declared, v))
+            for name in required:
+                if v[name] is None:
+                    raise ValueConversionError(f"null in required field '{name}'")
         arrays = [child.convert([None if v is None else v.get(name) for v in values])
                   for name, child in zip(names, children)]
         mask = pa.array([v is None for v in values], pa.bool_())
@@ -301,8 +359,43 @@ _PRIMITIVES: dict[str, tuple[T.DataType, pa.DataType]] = {
 }
 
 
-def column_type(schema: ConnectSchema, options: TypeOptions) -> ColumnType:
-    """The ``ColumnType`` for one Connect schema (see the module docstring for the mapping)."""
+def fields_problem(declared: frozenset[str], value: dict[str, Any]) -> str:
+    """What differs between a struct value's fields and its schema's (JsonConverter writes them all)."""
+    missing = sorted(declared - value.keys())
+    extra = sorted(value.keys() - declared)
+    parts = ([f"field(s) {', '.join(map(repr, missing))} missing"] if missing else []) + (
+        [f"field(s) {', '.join(map(repr, extra))} not in the schema"] if extra else [])
+    return "; ".join(parts)
+
+
+def column_type(schema: ConnectSchema, options: TypeOptions, *, check_required: bool = True) -> ColumnType:
+    """The ``ColumnType`` for one Connect schema (see the module docstring for the mapping).
+
+    Its converter first checks every value's JSON type (``value_problem``) and, unless
+    ``check_required`` is False (the caller checks before nulling placeholders), that a required
+    schema holds no null.
+    """
+    ctype = _column_type(schema, options)
+    return replace(ctype, convert=_checked(ctype.convert, schema, check_required and not schema.optional))
+
+
+def _checked(convert: Converter, schema: ConnectSchema, required: bool) -> Converter:
+    kinds = json_kinds(schema)
+    none = type(None)
+
+    def checked(values: list[Any]) -> pa.Array:
+        seen = set(map(type, values))
+        seen.discard(none)
+        if not seen <= kinds:
+            bad = next(v for v in values if v is not None and type(v) not in kinds)
+            raise ValueConversionError(value_problem(schema, bad) or "unexpected JSON type")
+        if required and none in map(type, values):
+            raise ValueConversionError(f"null in a required {schema.type} field")
+        return convert(values)
+    return checked
+
+
+def _column_type(schema: ConnectSchema, options: TypeOptions) -> ColumnType:
     name = schema.name or ""
     if name == DECIMAL:
         scale = int(schema.parameter("scale") or 0)
@@ -359,10 +452,11 @@ def _structural_type(schema: ConnectSchema, options: TypeOptions) -> ColumnType:
                           _map(key, value, string_keys=schema.keys.type == "string"))
     if kind == "struct":
         names = [f.name for f in schema.fields]
-        children = [column_type(f.schema, options) for f in schema.fields]
+        children = [column_type(f.schema, options, check_required=False) for f in schema.fields]
         spark_struct = T.StructType([T.StructField(n, c.spark, True) for n, c in zip(names, children)])
         arrow_struct = pa.struct([pa.field(n, c.arrow) for n, c in zip(names, children)])
-        return ColumnType(spark_struct, arrow_struct, _struct(names, children))
+        required = [f.name for f in schema.fields if not f.schema.optional]
+        return ColumnType(spark_struct, arrow_struct, _struct(names, children, required))
     raise ValueConversionError(f"Kafka Connect type {kind!r} has no Spark column type")
 
 
@@ -377,6 +471,5 @@ def convert_column(name: str, column: ColumnType, values: list[Any]) -> pa.Array
         return column.convert(values)
     except ValueConversionError as exc:
         raise ValueConversionError(f"column '{name}': {exc}") from exc
-    except (pa.ArrowException, ValueError, TypeError, OverflowError, decimal.DecimalException,
-            binascii.Error, AttributeError) as exc:
+    except Exception as exc:  # noqa: BLE001 - whatever a value makes a converter raise is that value's fault
         raise ValueConversionError(f"column '{name}': {type(exc).__name__}: {exc}") from exc
