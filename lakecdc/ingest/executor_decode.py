@@ -47,6 +47,8 @@ class RemoteDecoded:
     read_max: Offsets  # highest offset fetched per partition
     #: the Python worker daemons that decoded (one per executor JVM: two or more = the work was spread)
     workers: set[int] = field(default_factory=set)
+    #: topics whose events carried Kafka keys (``Decoder.keyed_topics``), what the tasks knew and saw
+    keyed: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def drop_committed(records: pa.Table, committed: Mapping[tuple[str, int], int]) -> pa.Table:
@@ -69,7 +71,8 @@ def max_offsets(records: pa.Table) -> Offsets:
                     grouped.column("offset_max").to_pylist()))
 
 
-def _decode_task(config: IngestConfig, committed: Offsets, ingest_ts: datetime) -> Any:
+def _decode_task(config: IngestConfig, committed: Offsets, ingest_ts: datetime,
+                 keyed: dict[str, tuple[str, ...]]) -> Any:
     """The ``mapInArrow`` function: one Spark partition's records in, one pickled result out."""
     def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         chunks = list(batches)
@@ -80,10 +83,12 @@ def _decode_task(config: IngestConfig, committed: Offsets, ingest_ts: datetime) 
             return
         fresh = drop_committed(records, committed)
         decoder = Decoder(config)
+        for topic, key_columns in keyed.items():  # a null key on a topic known to be keyed is refused
+            decoder.remember_keyed(topic, key_columns)
         decoded = decoder.decode(fresh, ingest_ts)
         # a task runs in a worker forked by its executor's Python daemon: the parent names the executor
         part = (decoded, decoder.schema_bytes(), records.num_rows, records.num_rows - fresh.num_rows,
-                max_offsets(records), os.getppid())
+                max_offsets(records), os.getppid(), decoder.keyed_topics())
         yield pa.RecordBatch.from_arrays([pa.array([pickle.dumps(part, protocol=5)], pa.binary())],
                                          schema=_RESULT)
     return decode
@@ -100,17 +105,23 @@ class SchemaRegistry:
 
 
 def decode_on_executors(df: DataFrame, config: IngestConfig, committed: Offsets, ingest_ts: datetime,
-                        registry: SchemaRegistry) -> RemoteDecoded:
-    """Decode ``df`` (the Kafka source's columns) task by task and merge the results (module docstring)."""
+                        registry: SchemaRegistry, keyed: dict[str, tuple[str, ...]]) -> RemoteDecoded:
+    """Decode ``df`` (the Kafka source's columns) task by task and merge the results (module docstring).
+
+    ``keyed`` is what the driver's decoder knows of keyed topics; the result's ``keyed`` adds what
+    the tasks saw, for the driver's decoder to remember."""
     from lakecdc.ingest.frames import spark_to_arrow
 
-    parts = spark_to_arrow(df.mapInArrow(_decode_task(config, dict(committed), ingest_ts), "part binary"))
-    merged = RemoteDecoded(DecodedBatch(), 0, 0, {})
+    parts = spark_to_arrow(df.mapInArrow(_decode_task(config, dict(committed), ingest_ts, dict(keyed)),
+                                         "part binary"))
+    merged = RemoteDecoded(DecodedBatch(), 0, 0, {}, keyed=dict(keyed))
     out = merged.decoded
     blobs = parts.column("part").to_pylist()
     for blob in blobs:
-        decoded, schemas, records, replayed, read_max, worker = pickle.loads(blob)
+        decoded, schemas, records, replayed, read_max, worker, keyed_seen = pickle.loads(blob)
         merged.workers.add(worker)
+        for topic, key_columns in keyed_seen.items():
+            merged.keyed.setdefault(topic, key_columns)
         merged.records += records
         merged.replayed += replayed
         merged.read_max.update(read_max)

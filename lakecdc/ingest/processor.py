@@ -164,7 +164,10 @@ class BatchProcessor:
         self.state.batch_id += 1
         report = BatchReport(self.state.batch_id)
         if batch.records is None:  # fetched by Spark: steps 1-2 run on the executors, where the records are
-            remote = decode_on_executors(batch.df, self.config, self._committed, batch.read_at, self._schemas)
+            remote = decode_on_executors(batch.df, self.config, self._committed, batch.read_at, self._schemas,
+                                         self._decoder.keyed_topics())
+            for topic, key_columns in remote.keyed.items():
+                self._decoder.remember_keyed(topic, key_columns)
             report.records, report.replayed, read_max, decoded = (remote.records, remote.replayed,
                                                                   remote.read_max, remote.decoded)
         else:

@@ -71,10 +71,11 @@ def test_executor_decoding_equals_one_process(broker, spark, tmp_path: Path) -> 
 
     ranges = SparkRangeReader(cfg, lambda t, p: None, threading.Event(), True, spark, "executors")
     registry = SchemaRegistry()
-    remote, fetched, replayed = [], 0, 0
+    remote, fetched, replayed, keyed = [], 0, 0, {}
     try:
         for batch in ranges.batches():
-            got = decode_on_executors(batch.df, cfg, committed, AT, registry)
+            got = decode_on_executors(batch.df, cfg, committed, AT, registry, keyed)
+            keyed = got.keyed
             remote.append(got.decoded)
             fetched += got.records
             replayed += got.replayed
@@ -83,6 +84,7 @@ def test_executor_decoding_equals_one_process(broker, spark, tmp_path: Path) -> 
 
     want, have = summary(local), summary(remote)
     assert have == want
+    assert keyed == decoder.keyed_topics() and keyed  # what makes a later null key on a keyed table refused
     assert fetched == len(records) + 2 and replayed == 2
     assert len(want["dead"]) == 1 and want["tombstones"] > 0 and want["markers"]
     rows = [r for _, table in want["tables"].values() for r in table]
