@@ -13,9 +13,16 @@ step's invariant is what makes a crash at any point safe):
    offsets of its events (released events may lie past that progress; they are not replays).
    Tables are applied side by side (``apply.parallelism`` threads, ``lakecdc.ingest.parallel``);
    what they did is merged into the processor's state in topic order once all have finished.
-7. Save the job state (consistency point, control-topic offsets) and report the batch. If a table
-   failed with anything but a schema-evolution error, the others' commits are kept (and their
-   offsets recorded) and the error is raised; the state is not saved, as a crash would leave it.
+7. Publish the consistency point in the lake (``lakecdc.ingest.consistency``), save the job state
+   (the same point, control-topic offsets) and report the batch. If a table failed with anything
+   but a schema-evolution error, the others' commits are kept (and their offsets recorded) and the
+   error is raised; neither point nor state is saved, as a crash would leave them.
+
+Positions: released PostgreSQL events rank at their own transaction's commit LSN
+(``ordering.rank_by_commit``); the consistency point is the highest rank released, held below any
+event still held back. Transactions are released whole and in commit order (``transactions``), so
+every table is complete through that point: each table commit records it
+(``progress.CommitPositions``).
 """
 
 from __future__ import annotations
@@ -33,16 +40,18 @@ import pyarrow.compute as pc
 from lakecdc.errors import SchemaEvolutionError
 from lakecdc.ingest.batch import ChangeBatch, TableTarget
 from lakecdc.ingest.config import IngestConfig
+from lakecdc.ingest.consistency import ConsistencyLog
 from lakecdc.ingest.dead_letter import DeadLetterSink, dead_letter_frame
 from lakecdc.ingest.decode import Decoder
 from lakecdc.ingest.frames import arrow_to_spark, metadata_fields
 from lakecdc.ingest.job_state import JobState, append_schema_changes, save_state
 from lakecdc.ingest.naming import TableNamer
-from lakecdc.ingest.ordering import max_seq, order_rows
+from lakecdc.ingest.ordering import max_seq, min_seq, order_rows, rank_by_commit
 from lakecdc.ingest.parallel import TableApplyPool
+from lakecdc.ingest.progress import CommitPositions
 from lakecdc.ingest.reader import KafkaMicroBatch
 from lakecdc.ingest.segments import DecodedSegment, union_segments
-from lakecdc.ingest.transactions import TransactionBuffer
+from lakecdc.ingest.transactions import TransactionBuffer, Where
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -84,6 +93,8 @@ class _TableOutcome:
     latency_ms: pa.Array | None = None
     max_source_ts_ms: int | None = None
     max_seq: tuple[int, ...] | None = None
+    bronze_version: int | None = None
+    silver_version: int | None = None
 
 
 class BatchProcessor:
@@ -98,9 +109,18 @@ class BatchProcessor:
         self._writers: dict[str, TableWriter] = {}
         self._decoder = Decoder(config)
         self._namer = TableNamer(config)
-        self._tx = TransactionBuffer()
+        self._tx = TransactionBuffer(self._already_applied)
         self._targets: dict[str, TableTarget] = {}
         self._committed: Offsets = {}
+        #: per data topic: the transaction-topic offsets its table's last commit took in (restart)
+        self._tx_through: dict[str, Offsets] = {}
+        #: every source transaction at or below this rank is in every table (step 7)
+        self._point: tuple[int, ...] | None = None
+        #: the highest point a table's newest commit holds, from before a restart: no lower point
+        #: is published (that table's version would hold more than the point says)
+        self._floor: tuple[int, ...] | None = None
+        self._connector: str | None = None
+        self._consistency: ConsistencyLog | None = None
         #: the highest offset read so far per partition (this run): every record up to it is applied,
         #: held, a tombstone or a dead letter, so a table commit may cover it once nothing is held
         #: below it -- also in a later batch that reads nothing more of the table (``_covered_offsets``)
@@ -132,16 +152,35 @@ class BatchProcessor:
         target = self._namer.target(topic, key_columns=keys)
         writer = self.writer(target.format)
         if known:
-            committed = writer.committed_progress(target)
+            commits = [writer.committed_commit(target)]
         else:
             # Whether the table has a key (silver is then what a restart reads) is not known
             # before its first record: take the lower of both, and drop replays once it is known.
-            keyed = writer.committed_progress(self._namer.with_keys(target, keys or ("_",)))
-            keyless = writer.committed_progress(self._namer.with_keys(target, ()))
-            committed = {tp: min(off, keyed[tp]) for tp, off in keyless.items() if tp in keyed}
+            commits = [writer.committed_commit(self._namer.with_keys(target, keys or ("_",))),
+                       writer.committed_commit(self._namer.with_keys(target, ()))]
+        committed = _lowest([c.offsets if c else {} for c in commits])
         for tp, offset in committed.items():
             if tp[0] == topic:
                 self._committed[tp] = offset
+        self._tx_through[topic] = _lowest([c.tx_through if c else {} for c in commits])
+        for commit in commits:
+            if commit is not None and commit.complete_through is not None:
+                self._floor = max(self._floor or commit.complete_through, commit.complete_through)
+
+    def _already_applied(self, collection: str, end: Where) -> bool:
+        """Whether the table of a data collection already holds the transaction whose END is at
+        ``end`` (its last commit took in that END): after a restart its events are not read again."""
+        for topic, through in self._tx_through.items():
+            rest = topic[len(self.config.topic_prefix) + 1:] if topic.startswith(self.config.topic_prefix + ".") \
+                else topic
+            if rest == collection or collection.endswith("." + rest):
+                return through.get((end[0], end[1]), -1) >= end[2]
+        return False
+
+    def _consistency_log(self) -> ConsistencyLog:
+        if self._consistency is None:
+            self._consistency = ConsistencyLog(self.config, self.writer(self.config.table_format))
+        return self._consistency
 
     def _target(self, segment: DecodedSegment) -> TableTarget:
         topic = segment.topic
@@ -177,21 +216,59 @@ class BatchProcessor:
             self.state.source_heartbeat_ts_ms = max(decoded.last_heartbeat_ts_ms, self.state.source_heartbeat_ts_ms or 0)
         fresh = self._drop_replayed_rows(decoded.segments)
         report.replayed += sum(s.num_rows for s in decoded.segments) - sum(s.num_rows for s in fresh)
-        ready = self._tx.split(fresh, batch.at_end_of_data)  # step 5
+        ready = self._ranked(self._tx.split(fresh, batch.at_end_of_data))  # step 5
         held_min = self._tx.held_min_offsets()
+        self._advance_point(ready)
         by_topic: dict[str, list[DecodedSegment]] = defaultdict(list)
         for segment in ready:
             if segment.num_rows:
                 by_topic[segment.topic].append(segment)
-        applied_seqs = self._apply_tables(by_topic, dict(self._read_through), held_min, report)  # step 6
+        self._apply_tables(by_topic, dict(self._read_through), held_min, report)  # step 6
         report.held_events = self._tx.held_events
-        self._save_state(read_max, applied_seqs, report)  # step 7
+        self._publish(report)  # step 7
+        self._save_state(read_max, report)
         report.seconds = time.monotonic() - started
         return report
 
+    def _ranked(self, segments: list[DecodedSegment]) -> list[DecodedSegment]:
+        """PostgreSQL events ranked at their own transaction's commit (``ordering.rank_by_commit``)."""
+        out = []
+        for segment in segments:
+            if segment.source.connector == "postgresql" and segment.num_rows:
+                segment = DecodedSegment(segment.topic, segment.schema_id, segment.columns, segment.key_columns,
+                                         segment.source, rank_by_commit(segment.rows, self._tx.commit_lsn_of))
+            self._connector = self._connector or segment.source.connector
+            out.append(segment)
+        return out
+
+    def _advance_point(self, ready: list[DecodedSegment]) -> None:
+        """The consistency point after releasing ``ready``: the highest rank released (a transaction
+        released with no event left to read -- a restart -- counts by its commit LSN), kept below the
+        lowest event still held back. Transactions are released in commit order, so every source
+        transaction ranked at or below the point is released."""
+        candidates = [s for s in (self._point, *(_highest(seg.rows) for seg in ready if seg.num_rows)) if s]
+        if self._tx.last_commit_lsn is not None:
+            candidates.append((self._tx.last_commit_lsn, 0, 0, 0))
+        point = max(candidates, default=None)
+        held = self._tx.held_min_seq()
+        if point is not None and held is not None and point >= held:
+            point = _just_below(held)
+        self._point = point if point is None or self._point is None else max(point, self._point)
+
+    def _positions(self, rows: pa.Table) -> CommitPositions:
+        return CommitPositions(self._point, min_seq(rows), self._tx.released_through(), self._connector)
+
+    def _publish(self, report: BatchReport) -> None:
+        """Step 7: the consistency point, with each table's version, in the lake."""
+        if self._point is None or (self._floor is not None and self._point < self._floor):
+            return
+        targets = [t for topic, t in self._targets.items() if topic not in self._failed]
+        self._consistency_log().publish(self.state.batch_id, self._point, _short_connector(self._connector),
+                                        targets, sorted(self._failed))
+
     def _apply_tables(self, by_topic: dict[str, list[DecodedSegment]], read_through: Offsets, held_min: Offsets,
-                      report: BatchReport) -> list[tuple[int, ...]]:
-        """Step 6: every table's events, side by side; returns the max ``_seq`` of each applied table."""
+                      report: BatchReport) -> None:
+        """Step 6: every table's events, side by side."""
         work = []
         for topic, segments in by_topic.items():
             if topic in self._failed:
@@ -204,7 +281,6 @@ class BatchProcessor:
         outcomes = self._pool.run([
             lambda t=target, w=writer, s=segments: self._apply_topic(t, w, s, read_through, held_min, batch_id)
             for target, writer, segments in work])
-        applied_seqs = []
         error: BaseException | None = None
         for (target, _, _), outcome in zip(work, outcomes):  # topic order, whatever finished first
             if outcome.error is not None:
@@ -217,6 +293,7 @@ class BatchProcessor:
                 continue
             for tp, offset in applied.progress.items():
                 self._committed[tp] = max(offset, self._committed.get(tp, -1))
+            self._consistency_log().record(target, applied.bronze_version, applied.silver_version)
             if applied.latency_ms is not None:
                 report.latency_ms.append(applied.latency_ms)
             report.events += applied.events
@@ -225,11 +302,8 @@ class BatchProcessor:
             if applied.max_source_ts_ms is not None:
                 report.max_source_ts_ms = max(applied.max_source_ts_ms,
                                               report.max_source_ts_ms or applied.max_source_ts_ms)
-            if applied.max_seq is not None:
-                applied_seqs.append(applied.max_seq)
         if error is not None:
             raise error
-        return applied_seqs
 
     def _apply_topic(self, target: TableTarget, writer: TableWriter, segments: list[DecodedSegment],
                      read_through: Offsets, held_min: Offsets, batch_id: int) -> _TableOutcome:
@@ -252,7 +326,8 @@ class BatchProcessor:
         try:
             # The figures of the batch come from its Arrow rows here: a Spark job less per table.
             stats = arrow_batch_stats(rows, target.key_columns)
-            result = writer.apply(ChangeBatch(target, columns, df, progress, events_through, stats), batch_id)
+            result = writer.apply(ChangeBatch(target, columns, df, progress, events_through, stats,
+                                              self._positions(rows)), batch_id)
         except SchemaEvolutionError as exc:
             return _TableOutcome(target, failure=str(exc))
         streamed = rows.filter(pc.not_equal(rows.column("_op"), "r")).column("_source_ts_ms")
@@ -260,7 +335,8 @@ class BatchProcessor:
         for warning in result.warnings:
             log.debug("writer warning for %s: %s", target.source_name, warning)
         return _TableOutcome(target, progress=progress, events=rows.num_rows, latency_ms=latency,
-                             max_source_ts_ms=pc.max(rows.column("_source_ts_ms")).as_py(), max_seq=max_seq(rows))
+                             max_source_ts_ms=pc.max(rows.column("_source_ts_ms")).as_py(), max_seq=max_seq(rows),
+                             bronze_version=result.bronze_version, silver_version=result.silver_version)
 
     def _fail(self, target: TableTarget, reason: str, report: BatchReport) -> None:
         self._failed[target.topic] = reason
@@ -307,17 +383,16 @@ class BatchProcessor:
             log.info("schema change recorded from %s offset %d: %s", change.topic, change.offset,
                      (change.ddl or "(no DDL text)")[:200])
 
-    def _save_state(self, read_max: Offsets, applied: list[tuple[int, ...]], report: BatchReport) -> None:
+    def _save_state(self, read_max: Offsets, report: BatchReport) -> None:
         state = self.state
         open_markers = self._tx.marker_restart_offsets()
         for (topic, partition), offset in read_max.items():
             if topic in self._control_topics:
                 lowest_open = open_markers.get((topic, partition))
                 state.set_control_offset(topic, partition, offset if lowest_open is None else lowest_open - 1)
-        if applied:
-            newest = max(applied)
-            if state.applied_through_seq is None or list(newest) > state.applied_through_seq:
-                state.applied_through_seq = list(newest)
+        if self._point is not None:
+            state.applied_through_seq = list(self._point)
+            state.connector = _short_connector(self._connector)
         if report.max_source_ts_ms is not None:
             state.applied_through_source_ts_ms = max(report.max_source_ts_ms,
                                                      state.applied_through_source_ts_ms or 0)
@@ -339,6 +414,32 @@ class BatchProcessor:
     @property
     def failed_tables(self) -> dict[str, str]:
         return dict(self._failed)
+
+
+def _lowest(offsets: list[Offsets]) -> Offsets:
+    """Per partition present in all of them, the lowest offset."""
+    if not offsets:
+        return {}
+    first, *rest = offsets
+    return {tp: min([off, *(o[tp] for o in rest)]) for tp, off in first.items() if all(tp in o for o in rest)}
+
+
+def _highest(rows: pa.Table) -> tuple[int, ...] | None:
+    return max((tuple(s) for s in rows.column("_seq").to_pylist()), default=None)
+
+
+def _just_below(seq: tuple[int, ...]) -> tuple[int, ...]:
+    """The greatest ``_seq`` below ``seq`` as far as a consistency point needs (components >= 0)."""
+    parts = list(seq)
+    for i in range(len(parts) - 1, -1, -1):
+        if parts[i] > 0:
+            parts[i] -= 1
+            return tuple(parts[:i + 1]) + ((1 << 63) - 1,) * (len(parts) - i - 1)
+    return tuple(parts)
+
+
+def _short_connector(connector: str | None) -> str | None:
+    return {"postgresql": "postgres", "mariadb": "mysql"}.get(connector or "", connector)
 
 
 def _max_offsets(records: pa.Table) -> Offsets:
