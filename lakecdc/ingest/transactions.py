@@ -164,9 +164,13 @@ class TransactionBuffer:
     def _releasable(self, at_end_of_data: bool) -> set[str]:
         """Complete transactions in END order, up to the first one still waiting (step 4)."""
         ended = sorted((tx.end_at, key) for key, tx in self._open.items() if tx.end_at is not None)
+        # A transaction whose BEGIN came and whose END has not: every END after its BEGIN waits too
+        # (markers come in commit order, so such an END can only be one read before a missing one).
+        open_from = min((tx.begin_at for tx in self._open.values() if tx.end_at is None and tx.begin_at), default=None)
         out: set[str] = set()
-        for _, key in ended:
-            if not (at_end_of_data or self._open[key].complete(self._applied)):
+        for end_at, key in ended:
+            blocked = open_from is not None and end_at[:2] == open_from[:2] and end_at[2] > open_from[2]
+            if not at_end_of_data and (blocked or not self._open[key].complete(self._applied)):
                 break
             out.add(key)
         if at_end_of_data:
