@@ -218,7 +218,8 @@ def position_match(table: LakeTable, position: Any, connector: str | None = None
             chosen = i
     following = 0 if chosen is None else chosen + 1
     after = versions[following] if following < len(versions) else None
-    exact = after is None or after.first_seq is None or tuple(after.first_seq) > wanted
+    # A commit without first-seq (an older lakecdc) may hold changes at or below P: replay to be sure.
+    exact = after is None or (after.first_seq is not None and tuple(after.first_seq) > wanted)
     return PositionMatch(wanted, versions[chosen] if chosen is not None else None, exact, newest)
 
 
