@@ -54,7 +54,8 @@ def replay(silver: pd.DataFrame, events: pd.DataFrame, keys: tuple[str, ...]) ->
             if stored is not None:
                 _remove(rows, key, event, soft)
             continue
-        unavailable = set(event.get("_unavailable") or ())
+        listed = event.get("_unavailable")
+        unavailable = set(listed) if isinstance(listed, (list, tuple)) or hasattr(listed, "tolist") else set()
         row = {c: (stored[c] if stored is not None and c in unavailable else event.get(c)) for c in columns}
         row.update({"_seq": list(seq), "_op": op, "_source_ts_ms": event.get("_source_ts_ms"),
                     "_tx_id": event.get("_tx_id")})

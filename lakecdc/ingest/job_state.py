@@ -40,6 +40,8 @@ class JobState:
     connector: str | None = None  # whose notation applied_through_seq is printed in
     applied_through_source_ts_ms: int | None = None
     held_from_seq: list[int] | None = None
+    #: lowest snapshot row applied since every partition was last read to its end: the point stays below it
+    snapshot_pending_seq: list[int] | None = None
     held_events: int = 0
     open_transactions: int = 0
     source_heartbeat_ts_ms: int | None = None  # newest heartbeat: the source was alive then

@@ -119,6 +119,11 @@ class BatchProcessor:
         #: the highest point a table's newest commit holds, from before a restart: no lower point
         #: is published (that table's version would hold more than the point says)
         self._floor: tuple[int, ...] | None = None
+        self._released_max: tuple[int, ...] | None = None  # the highest rank released in this run
+        #: the lowest snapshot row released since every partition was last read to its end
+        self._snapshot_pending: tuple[int, ...] | None = (
+            tuple(state.snapshot_pending_seq) if state.snapshot_pending_seq is not None
+            else (0, 0, 0, 0) if state.applied_through_seq is None else None)
         self._connector: str | None = None
         self._consistency: ConsistencyLog | None = None
         #: the highest offset read so far per partition (this run): every record up to it is applied,
@@ -218,7 +223,7 @@ class BatchProcessor:
         report.replayed += sum(s.num_rows for s in decoded.segments) - sum(s.num_rows for s in fresh)
         ready = self._ranked(self._tx.split(fresh, batch.at_end_of_data))  # step 5
         held_min = self._tx.held_min_offsets()
-        self._advance_point(ready)
+        self._advance_point(ready, batch.at_end_of_data)
         by_topic: dict[str, list[DecodedSegment]] = defaultdict(list)
         for segment in ready:
             if segment.num_rows:
@@ -241,19 +246,31 @@ class BatchProcessor:
             out.append(segment)
         return out
 
-    def _advance_point(self, ready: list[DecodedSegment]) -> None:
+    def _advance_point(self, ready: list[DecodedSegment], at_end_of_data: bool) -> None:
         """The consistency point after releasing ``ready``: the highest rank released (a transaction
         released with no event left to read -- a restart -- counts by its commit LSN), kept below the
         lowest event still held back. Transactions are released in commit order, so every source
-        transaction ranked at or below the point is released."""
-        candidates = [s for s in (self._point, *(_highest(seg.rows) for seg in ready if seg.num_rows)) if s]
+        transaction ranked at or below the point is released.
+
+        Snapshot rows carry no transaction, so nothing says when every table's rows have been read:
+        the point stays below the lowest snapshot row released until a batch has read every partition
+        to its end (kept in the job state across restarts; a job that never published a point waits
+        for that too, as its snapshot may be partly read)."""
+        snapshot = [_lowest_read(seg.rows) for seg in ready if seg.num_rows]
+        pending = [s for s in (*snapshot, self._snapshot_pending) if s is not None]
+        self._snapshot_pending = None if at_end_of_data else min(pending, default=None)
+        released = [s for s in (self._released_max, *(_highest(seg.rows) for seg in ready if seg.num_rows)) if s]
         if self._tx.last_commit_lsn is not None:
-            candidates.append((self._tx.last_commit_lsn, 0, 0, 0))
-        point = max(candidates, default=None)
-        held = self._tx.held_min_seq()
-        if point is not None and held is not None and point >= held:
-            point = _just_below(held)
-        self._point = point if point is None or self._point is None else max(point, self._point)
+            released.append((self._tx.last_commit_lsn, 0, 0, 0))
+        self._released_max = max(released, default=None)
+        if self._connector in ("mysql", "mariadb"):
+            self._consistency_log().released(_transactions(ready))
+        point = self._released_max
+        for below in (self._tx.held_min_seq(), self._snapshot_pending):
+            if point is not None and below is not None and point >= below:
+                point = _just_below(below)
+        if point is not None:
+            self._point = point if self._point is None else max(point, self._point)
 
     def _positions(self, rows: pa.Table) -> CommitPositions:
         return CommitPositions(self._point, min_seq(rows), self._tx.released_through(), self._connector)
@@ -262,7 +279,12 @@ class BatchProcessor:
         """Step 7: the consistency point, with each table's version, in the lake."""
         if self._point is None or (self._floor is not None and self._point < self._floor):
             return
-        targets = [t for topic, t in self._targets.items() if topic not in self._failed]
+        if self._released_max is not None and self._point < self._released_max:
+            return  # held below something already in a table: no version holds exactly the point
+        # Every table the job writes, also those this run has not seen events of yet (their newest
+        # version holds exactly the point: no released transaction touched them).
+        targets = [self._targets.get(topic) or self._namer.target(topic, key_columns=tuple(keys))
+                   for topic, keys in self.state.table_keys.items() if topic not in self._failed]
         self._consistency_log().publish(self.state.batch_id, self._point, _short_connector(self._connector),
                                         targets, sorted(self._failed))
 
@@ -393,6 +415,7 @@ class BatchProcessor:
         if self._point is not None:
             state.applied_through_seq = list(self._point)
             state.connector = _short_connector(self._connector)
+        state.snapshot_pending_seq = list(self._snapshot_pending) if self._snapshot_pending is not None else None
         if report.max_source_ts_ms is not None:
             state.applied_through_source_ts_ms = max(report.max_source_ts_ms,
                                                      state.applied_through_source_ts_ms or 0)
@@ -424,8 +447,24 @@ def _lowest(offsets: list[Offsets]) -> Offsets:
     return {tp: min([off, *(o[tp] for o in rest)]) for tp, off in first.items() if all(tp in o for o in rest)}
 
 
+def _lowest_read(rows: pa.Table) -> tuple[int, ...] | None:
+    """The lowest ``_seq`` of the snapshot rows (``_op`` r) among ``rows``, or None."""
+    reads = rows.filter(pc.equal(rows.column("_op"), "r"))
+    return min((tuple(s) for s in reads.column("_seq").to_pylist()), default=None)
+
+
 def _highest(rows: pa.Table) -> tuple[int, ...] | None:
     return max((tuple(s) for s in rows.column("_seq").to_pylist()), default=None)
+
+
+def _transactions(segments: list[DecodedSegment]) -> dict[str, list[int]]:
+    """Transaction id -> its highest ``_seq`` among ``segments`` (MySQL: GTID -> position)."""
+    out: dict[str, list[int]] = {}
+    for segment in segments:
+        for tx_id, seq in zip(segment.rows.column("_tx_id").to_pylist(), segment.rows.column("_seq").to_pylist()):
+            if tx_id and seq > out.get(tx_id, []):
+                out[tx_id] = seq
+    return out
 
 
 def _just_below(seq: tuple[int, ...]) -> tuple[int, ...]:

@@ -42,7 +42,7 @@ from lakecdc.errors import MissingExtraError, SchemaEvolutionError, TerminalErro
 from lakecdc.ingest.batch import ApplyResult, ChangeBatch, ColumnSpec, TableTarget
 from lakecdc.ingest.bronze import BRONZE_RENAMES, to_bronze_layout
 from lakecdc.ingest.merge_plan import MergePlan
-from lakecdc.ingest.progress import CommitProgress, Offsets
+from lakecdc.ingest.progress import CommitPositions, CommitProgress, Offsets
 from lakecdc.ingest.schema_evolution import SchemaChange, plan_schema_change
 from lakecdc.ingest.silver import BatchStats, batch_stats, ledger_rows, silver_source
 from lakecdc.writers.conflicts import retry_on_conflict
@@ -240,7 +240,7 @@ class LakeWriter(TableWriter):
         bronze_rows, bronze_version = 0, None
         if not bronze_covered:  # step 4
             props = (bronze_done or CommitProgress()).advanced(
-                batch.progress, batch_id, stats.max_seq, stats.max_source_ts_ms, None, batch.positions).to_properties()
+                batch.progress, batch_id, stats.max_seq, stats.max_source_ts_ms, None, _positions(batch)).to_properties()
             bronze_rows, bronze_version = self._append_bronze(target, self._align(to_bronze_layout(df, row_names),
                                                                                   target.bronze_table),
                                                               stats, props, batch_id)
@@ -268,7 +268,7 @@ class LakeWriter(TableWriter):
         if removals is not None:  # 5a: remember deletes/truncates before silver forgets the rows
             self._append_ledger(target, removals)
         progress = (done or CommitProgress()).advanced(batch.progress, batch_id, stats.max_seq, stats.max_source_ts_ms,
-                                                       stats.truncate_seq, batch.positions)
+                                                       stats.truncate_seq, _positions(batch))
         plan = MergePlan(keys=keys, columns=tuple(row_names), delete_mode=target.delete_mode,
                          truncate_seq=stats.truncate_seq, truncate_ts_ms=stats.truncate_ts_ms,
                          truncated_through=progress.truncated_through, placeholders=stats.has_placeholders,
@@ -363,6 +363,11 @@ class LakeWriter(TableWriter):
     @abstractmethod
     def _stored_positions(self, name: str, topics: list[str]) -> DataFrame | None:
         """``(topic, partition, offset)`` of the rows of ``name`` from these topics (None: none stored)."""
+
+
+def _positions(batch: ChangeBatch) -> CommitPositions:
+    """The source positions the commit records; at least the connector (the notation of max-seq)."""
+    return batch.positions or CommitPositions(connector=batch.table.connector or None)
 
 
 # -- registry --------------------------------------------------------------------------------

@@ -61,7 +61,7 @@ def test_read_as_of_version_time_and_source_position(lake: Lake) -> None:
 
 
 def test_as_of_errors_name_what_is_wrong(lake: Lake) -> None:
-    with pytest.raises(AuditError, match="has not reached source position 100"):
+    with pytest.raises(AuditError, match=r"has not reached source position 0/64 yet \(it is complete through 0/1F\)"):
         read_as_of(lake.silver, source_position=100)
     with pytest.raises(AuditError, match="exactly one of"):
         read_as_of(lake.silver, version=1, source_position=3)
