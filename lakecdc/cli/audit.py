@@ -57,7 +57,9 @@ class AuditLake:
     and/or the explicit options, which win."""
 
     def __init__(self, warehouse: Path, formats: dict[str, str], default_format: str, catalog_kind: str,
-                 catalog_name: str, connector: str | None, log_table: str) -> None:
+                 catalog_name: str, connector: str | None, log_table: str,
+                 bronze_names: dict[str, str] | None = None) -> None:
+        self.bronze_names = bronze_names or {}  # silver table -> its bronze change log
         self.warehouse = warehouse
         self.formats = formats
         self.default_format = default_format
@@ -84,13 +86,19 @@ class AuditLake:
         state = load_state(cfg.progress_dir)
         namer = TableNamer(cfg)
         formats: dict[str, str] = {}
+        bronze_names: dict[str, str] = {}
         for topic, keys in state.table_keys.items():
             target = namer.target(topic, key_columns=tuple(keys))
             formats[target.bronze_table] = formats[target.silver_table] = target.format
             formats[target.ledger_table] = target.format
+            bronze_names[target.silver_table] = target.bronze_table
         formats[log_table] = cfg.table_format
         return cls(warehouse or Path(cfg.warehouse), formats, fmt or cfg.table_format, catalog or cfg.catalog_type,
-                   cfg.catalog, state.connector, log_table)
+                   cfg.catalog, state.connector, log_table, bronze_names)
+
+    def bronze_of(self, tables: list[LakeTable]) -> dict[str, LakeTable]:
+        """The bronze change log of each silver table the configuration names (replays read it)."""
+        return {t.name: self.table(self.bronze_names[t.name]) for t in tables if t.name in self.bronze_names}
 
     def table(self, name: str) -> LakeTable:
         from lakecdc.audit.tables import LakeTable
@@ -203,7 +211,7 @@ def as_of(tables: list[str] = typer.Argument(..., help="one or more schema.table
                 raise typer.BadParameter("several tables are read together at a --position (or the newest "
                                          "consistency point), not at one --version or --timestamp")
             log = lake.table(lake.log_table)
-            reads = read_consistent(handles, position, log)
+            reads = read_consistent(handles, position, log, lake.bronze_of(handles))
             point = latest_point(log) if position is None else None
             heading = describe_point(point) if point else f"as of {position}"
         else:

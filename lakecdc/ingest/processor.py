@@ -230,7 +230,7 @@ class BatchProcessor:
                 by_topic[segment.topic].append(segment)
         self._apply_tables(by_topic, dict(self._read_through), held_min, report)  # step 6
         report.held_events = self._tx.held_events
-        self._publish(report)  # step 7
+        self._publish()  # step 7
         self._save_state(read_max, report)
         report.seconds = time.monotonic() - started
         return report
@@ -275,7 +275,7 @@ class BatchProcessor:
     def _positions(self, rows: pa.Table) -> CommitPositions:
         return CommitPositions(self._point, min_seq(rows), self._tx.released_through(), self._connector)
 
-    def _publish(self, report: BatchReport) -> None:
+    def _publish(self) -> None:
         """Step 7: the consistency point, with each table's version, in the lake."""
         if self._point is None or (self._floor is not None and self._point < self._floor):
             return
@@ -433,6 +433,12 @@ class BatchProcessor:
     @property
     def held_events(self) -> int:
         return self._tx.held_events
+
+    @property
+    def waits_for_end_of_data(self) -> bool:
+        """True while an empty batch that reached the end of every partition would move something:
+        events held back, or a consistency point held below snapshot rows (``_advance_point``)."""
+        return bool(self._tx.held_events) or self._snapshot_pending is not None
 
     @property
     def failed_tables(self) -> dict[str, str]:
