@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from lakecdc.audit.as_of import AsOfRead, read_as_of_with_version
+from lakecdc.audit.as_of import AsOfRead, bronze_of, read_as_of_with_version
 from lakecdc.audit.notation import GTID, format_position
 from lakecdc.audit.tables import AuditError, LakeTable, to_pandas
 from lakecdc.audit.versions import Position, TableVersion, reached_bound, table_versions
+from lakecdc.ingest.consistency_point import just_below
 
 LOG_TABLE = "lakecdc.consistency"
 
@@ -40,7 +41,6 @@ class ConsistencyPoint:
     published_at: datetime
     versions: dict[str, int] = field(default_factory=dict)
     stopped: tuple[str, ...] = ()
-    transactions: dict[str, Position] = field(default_factory=dict)  # MySQL: GTID -> highest _seq
 
     @property
     def reached(self) -> Position:
@@ -57,8 +57,7 @@ def consistency_points(log: LakeTable) -> list[ConsistencyPoint]:
     points = [ConsistencyPoint(int(r["batch_id"]), str(r["job"]), r["connector"], tuple(int(v) for v in r["complete_through"]),
                                str(r["position"]), r["published_at"], {str(k): int(v) for k, v in
                                                                         json.loads(r["versions"] or "{}").items()},
-                               tuple(json.loads(r["stopped"] or "[]")),
-                               {k: tuple(v) for k, v in json.loads(r.get("transactions") or "{}").items()})
+                               tuple(json.loads(r["stopped"] or "[]")))
               for r in frame.to_dict("records")]
     return sorted(points, key=lambda p: (p.complete_through, p.published_at))
 
@@ -86,29 +85,33 @@ def read_consistent(tables: list[LakeTable], position: Any = None, log: LakeTabl
         return {t.name: _read_point(t, point, bronze) for t in tables}
     reached = point.reached if point is not None else None
     if isinstance(position, str) and GTID.match(position.strip()):
-        position = list(position_of_gtid(log, position.strip()))  # type: ignore[arg-type]
+        changelogs = [(bronze or {}).get(t.name) or bronze_of(t) for t in tables]
+        position = list(position_of_gtid(changelogs, position.strip()))
     return {t.name: read_as_of_with_version(t, source_position=position, reached=reached,
                                             connector=point.connector if point else None,
                                             bronze=(bronze or {}).get(t.name)) for t in tables}
 
 
-def position_of_gtid(log: LakeTable | None, gtid: str) -> Position:
-    """A MySQL (``uuid:N``) or MariaDB (``domain-server-N``) GTID -> the highest ``_seq`` of the
-    transactions of its source up to N, from the consistency log: "as of GTID" is the state after
-    that transaction and every one before it."""
+def position_of_gtid(bronze: list[LakeTable], gtid: str) -> Position:
+    """A MySQL (``uuid:N``) or MariaDB (``domain-server-N``) GTID -> a position between that transaction
+    and the next one of its source, from the tables' bronze change logs (``_tx_id`` is the GTID): the
+    highest ``_seq`` of their events up to N (transactions are in binlog order), or, when none of these
+    tables changed that early, just below the first event after N. "As of GTID" is then the state
+    after that transaction and every one before it."""
     source, number = _gtid_parts(gtid)
-    seen: list[tuple[int, Position]] = []
-    for point in consistency_points(log) if log is not None else []:
-        for tx_id, seq in point.transactions.items():
-            if GTID.match(tx_id) and _gtid_parts(tx_id)[0] == source:
-                seen.append((_gtid_parts(tx_id)[1], seq))
-    if not any(n >= number for n, _ in seen):
-        raise AuditError(f"GTID {gtid}: the ingest job has not released that transaction yet (or it is not in the "
-                         "consistency log); give a binlog position file:pos instead")
-    before = [seq for n, seq in seen if n <= number]
-    if not before:
-        raise AuditError(f"GTID {gtid} is older than every transaction in the consistency log")
-    return max(before)
+    upto: list[Position] = []
+    after: list[Position] = []
+    for table in bronze:
+        frame = to_pandas(table.arrow())
+        for tx_id, seq in zip(frame["_tx_id"], frame["_seq"]):
+            if isinstance(tx_id, str) and GTID.match(tx_id) and _gtid_parts(tx_id)[0] == source:
+                (upto if _gtid_parts(tx_id)[1] <= number else after).append(tuple(int(v) for v in seq))
+    if upto:
+        return max(upto)
+    if after:
+        return just_below(min(after))
+    raise AuditError(f"GTID {gtid}: no change of these tables from that source's transactions; give a binlog "
+                     "position file:pos instead")
 
 
 def _gtid_parts(gtid: str) -> tuple[str, int]:

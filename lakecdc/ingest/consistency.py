@@ -12,9 +12,7 @@ table's schema; Delta or Iceberg like the tables)::
 
 It says: every table in ``versions`` holds, at that version, exactly the source transactions
 committed at or before ``position`` -- reading those versions together gives a state the source had.
-``stopped`` lists tables stopped by a schema error (not consistent; not in ``versions``).
-``transactions`` (MySQL/MariaDB) maps the GTID (or ``file:pos``) of each transaction released since the
-previous row to its highest ``_seq``: how an auditor's GTID becomes a position. A version is
+``stopped`` lists tables stopped by a schema error (not consistent; not in ``versions``). A version is
 the Iceberg snapshot id or Delta version; a table not committed in this run yet is looked up from its
 metadata (``lakecdc.metrics.table_commits``), or left out when that cannot be read (the audit then
 finds its version by position, ``lakecdc.audit.consistency``).
@@ -44,7 +42,6 @@ SCHEMA = StructType([
     StructField("complete_through", ArrayType(LongType(), containsNull=False)),
     StructField("position", StringType()), StructField("published_at", TimestampType()),
     StructField("versions", StringType()), StructField("stopped", StringType()),
-    StructField("transactions", StringType()),
 ])
 
 
@@ -62,7 +59,6 @@ class ConsistencyLog:
         self.table = consistency_table_name(writer.dead_letter_table)
         self._versions: dict[str, int] = {}
         self._published: tuple[int, ...] | None = None
-        self._transactions: dict[str, list[int]] = {}  # released since the last row (MySQL)
 
     def record(self, target: TableTarget, bronze_version: int | None, silver_version: int | None) -> None:
         """A table commit of this batch (versions None: nothing committed)."""
@@ -70,12 +66,6 @@ class ConsistencyLog:
             self._versions[target.bronze_table] = bronze_version
         if silver_version is not None:
             self._versions[target.silver_table] = silver_version
-
-    def released(self, transactions: dict[str, list[int]]) -> None:
-        """Transactions released in this batch (id -> highest ``_seq``), for the next row."""
-        for tx_id, seq in transactions.items():
-            if seq > self._transactions.get(tx_id, seq[:0]):
-                self._transactions[tx_id] = seq
 
     def publish(self, batch_id: int, point: tuple[int, ...] | None, connector: str | None,
                 targets: list[TableTarget], stopped: list[str]) -> bool:
@@ -92,11 +82,9 @@ class ConsistencyLog:
                     self._versions[name] = version
         versions = {n: self._versions[n] for n in sorted(names) if n in self._versions}
         row = (batch_id, self._config.name, connector, list(point), format_position(connector, point),
-               datetime.now(timezone.utc), json.dumps(versions, sort_keys=True), json.dumps(sorted(stopped)),
-               json.dumps(self._transactions, sort_keys=True))
+               datetime.now(timezone.utc), json.dumps(versions, sort_keys=True), json.dumps(sorted(stopped)))
         self._writer.append_log_rows(self.table, SCHEMA, [row])
         self._published = point
-        self._transactions = {}
         log.info("consistent through %s (batch %d): %d table versions", row[4], batch_id, len(versions))
         return True
 

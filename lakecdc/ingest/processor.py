@@ -19,10 +19,9 @@ step's invariant is what makes a crash at any point safe):
    error is raised; neither point nor state is saved, as a crash would leave them.
 
 Positions: released PostgreSQL events rank at their own transaction's commit LSN
-(``ordering.rank_by_commit``); the consistency point is the highest rank released, held below any
-event still held back. Transactions are released whole and in commit order (``transactions``), so
-every table is complete through that point: each table commit records it
-(``progress.CommitPositions``).
+(``ordering.rank_by_commit``). Transactions are released whole and in commit order
+(``transactions``), so every table is complete through the consistency point
+(``consistency_point``); each table commit records it (``progress.CommitPositions``).
 """
 
 from __future__ import annotations
@@ -41,6 +40,7 @@ from lakecdc.errors import SchemaEvolutionError
 from lakecdc.ingest.batch import ChangeBatch, TableTarget
 from lakecdc.ingest.config import IngestConfig
 from lakecdc.ingest.consistency import ConsistencyLog
+from lakecdc.ingest.consistency_point import ConsistencyPoint
 from lakecdc.ingest.dead_letter import DeadLetterSink, dead_letter_frame
 from lakecdc.ingest.decode import Decoder
 from lakecdc.ingest.frames import arrow_to_spark, metadata_fields
@@ -114,16 +114,8 @@ class BatchProcessor:
         self._committed: Offsets = {}
         #: per data topic: the transaction-topic offsets its table's last commit took in (restart)
         self._tx_through: dict[str, Offsets] = {}
-        #: every source transaction at or below this rank is in every table (step 7)
-        self._point: tuple[int, ...] | None = None
-        #: the highest point a table's newest commit holds, from before a restart: no lower point
-        #: is published (that table's version would hold more than the point says)
-        self._floor: tuple[int, ...] | None = None
-        self._released_max: tuple[int, ...] | None = None  # the highest rank released in this run
-        #: the lowest snapshot row released since every partition was last read to its end
-        self._snapshot_pending: tuple[int, ...] | None = (
-            tuple(state.snapshot_pending_seq) if state.snapshot_pending_seq is not None
-            else (0, 0, 0, 0) if state.applied_through_seq is None else None)
+        #: every source transaction at or below it is in every table (step 7)
+        self._point = ConsistencyPoint(state)
         self._connector: str | None = None
         self._consistency: ConsistencyLog | None = None
         #: the highest offset read so far per partition (this run): every record up to it is applied,
@@ -169,8 +161,7 @@ class BatchProcessor:
                 self._committed[tp] = offset
         self._tx_through[topic] = _lowest([c.tx_through if c else {} for c in commits])
         for commit in commits:
-            if commit is not None and commit.complete_through is not None:
-                self._floor = max(self._floor or commit.complete_through, commit.complete_through)
+            self._point.table_holds(commit.complete_through if commit else None)
 
     def _already_applied(self, collection: str, end: Where) -> bool:
         """Whether the table of a data collection already holds the transaction whose END is at
@@ -247,45 +238,22 @@ class BatchProcessor:
         return out
 
     def _advance_point(self, ready: list[DecodedSegment], at_end_of_data: bool) -> None:
-        """The consistency point after releasing ``ready``: the highest rank released (a transaction
-        released with no event left to read -- a restart -- counts by its commit LSN), kept below the
-        lowest event still held back. Transactions are released in commit order, so every source
-        transaction ranked at or below the point is released.
-
-        Snapshot rows carry no transaction, so nothing says when every table's rows have been read:
-        the point stays below the lowest snapshot row released until a batch has read every partition
-        to its end (kept in the job state across restarts; a job that never published a point waits
-        for that too, as its snapshot may be partly read)."""
-        snapshot = [_lowest_read(seg.rows) for seg in ready if seg.num_rows]
-        pending = [s for s in (*snapshot, self._snapshot_pending) if s is not None]
-        self._snapshot_pending = None if at_end_of_data else min(pending, default=None)
-        released = [s for s in (self._released_max, *(_highest(seg.rows) for seg in ready if seg.num_rows)) if s]
-        if self._tx.last_commit_lsn is not None:
-            released.append((self._tx.last_commit_lsn, 0, 0, 0))
-        self._released_max = max(released, default=None)
-        if self._connector in ("mysql", "mariadb"):
-            self._consistency_log().released(_transactions(ready))
-        point = self._released_max
-        for below in (self._tx.held_min_seq(), self._snapshot_pending):
-            if point is not None and below is not None and point >= below:
-                point = _just_below(below)
-        if point is not None:
-            self._point = point if self._point is None else max(point, self._point)
+        """The consistency point after releasing ``ready`` (``lakecdc.ingest.consistency_point``)."""
+        self._point.advance((seg.rows for seg in ready), at_end_of_data, self._tx.held_min_seq(),
+                            self._tx.last_commit_lsn)
 
     def _positions(self, rows: pa.Table) -> CommitPositions:
-        return CommitPositions(self._point, min_seq(rows), self._tx.released_through(), self._connector)
+        return CommitPositions(self._point.point, min_seq(rows), self._tx.released_through(), self._connector)
 
     def _publish(self) -> None:
         """Step 7: the consistency point, with each table's version, in the lake."""
-        if self._point is None or (self._floor is not None and self._point < self._floor):
+        if not self._point.publishable:
             return
-        if self._released_max is not None and self._point < self._released_max:
-            return  # held below something already in a table: no version holds exactly the point
         # Every table the job writes, also those this run has not seen events of yet (their newest
         # version holds exactly the point: no released transaction touched them).
         targets = [self._targets.get(topic) or self._namer.target(topic, key_columns=tuple(keys))
                    for topic, keys in self.state.table_keys.items() if topic not in self._failed]
-        self._consistency_log().publish(self.state.batch_id, self._point, _short_connector(self._connector),
+        self._consistency_log().publish(self.state.batch_id, self._point.point, _short_connector(self._connector),
                                         targets, sorted(self._failed))
 
     def _apply_tables(self, by_topic: dict[str, list[DecodedSegment]], read_through: Offsets, held_min: Offsets,
@@ -412,10 +380,8 @@ class BatchProcessor:
             if topic in self._control_topics:
                 lowest_open = open_markers.get((topic, partition))
                 state.set_control_offset(topic, partition, offset if lowest_open is None else lowest_open - 1)
-        if self._point is not None:
-            state.applied_through_seq = list(self._point)
-            state.connector = _short_connector(self._connector)
-        state.snapshot_pending_seq = list(self._snapshot_pending) if self._snapshot_pending is not None else None
+        self._point.save(state)
+        state.connector = _short_connector(self._connector) or state.connector
         if report.max_source_ts_ms is not None:
             state.applied_through_source_ts_ms = max(report.max_source_ts_ms,
                                                      state.applied_through_source_ts_ms or 0)
@@ -438,7 +404,7 @@ class BatchProcessor:
     def waits_for_end_of_data(self) -> bool:
         """True while an empty batch that reached the end of every partition would move something:
         events held back, or a consistency point held below snapshot rows (``_advance_point``)."""
-        return bool(self._tx.held_events) or self._snapshot_pending is not None
+        return bool(self._tx.held_events) or self._point.snapshot_pending is not None
 
     @property
     def failed_tables(self) -> dict[str, str]:
@@ -451,36 +417,6 @@ def _lowest(offsets: list[Offsets]) -> Offsets:
         return {}
     first, *rest = offsets
     return {tp: min([off, *(o[tp] for o in rest)]) for tp, off in first.items() if all(tp in o for o in rest)}
-
-
-def _lowest_read(rows: pa.Table) -> tuple[int, ...] | None:
-    """The lowest ``_seq`` of the snapshot rows (``_op`` r) among ``rows``, or None."""
-    reads = rows.filter(pc.equal(rows.column("_op"), "r"))
-    return min((tuple(s) for s in reads.column("_seq").to_pylist()), default=None)
-
-
-def _highest(rows: pa.Table) -> tuple[int, ...] | None:
-    return max((tuple(s) for s in rows.column("_seq").to_pylist()), default=None)
-
-
-def _transactions(segments: list[DecodedSegment]) -> dict[str, list[int]]:
-    """Transaction id -> its highest ``_seq`` among ``segments`` (MySQL: GTID -> position)."""
-    out: dict[str, list[int]] = {}
-    for segment in segments:
-        for tx_id, seq in zip(segment.rows.column("_tx_id").to_pylist(), segment.rows.column("_seq").to_pylist()):
-            if tx_id and seq > out.get(tx_id, []):
-                out[tx_id] = seq
-    return out
-
-
-def _just_below(seq: tuple[int, ...]) -> tuple[int, ...]:
-    """The greatest ``_seq`` below ``seq`` as far as a consistency point needs (components >= 0)."""
-    parts = list(seq)
-    for i in range(len(parts) - 1, -1, -1):
-        if parts[i] > 0:
-            parts[i] -= 1
-            return tuple(parts[:i + 1]) + ((1 << 63) - 1,) * (len(parts) - i - 1)
-    return tuple(parts)
 
 
 def _short_connector(connector: str | None) -> str | None:

@@ -12,7 +12,10 @@ SILVER = pd.DataFrame({"id": [1, 2, 3], "name": ["a", "b", "c"], "notes": ["n1",
 
 
 def bronze(*events: tuple) -> pd.DataFrame:
-    rows = [{"id": i, "name": n, "notes": notes, "_op": op, "_seq": list(seq), "_unavailable": unavailable,
+    import numpy as np
+
+    rows = [{"id": i, "name": n, "notes": notes, "_op": op, "_seq": list(seq),
+             "_unavailable": None if unavailable is None else np.array(unavailable, dtype=object),  # as read back
              "_source_ts_ms": 9, "_tx_id": "tx", "_tx_total_order": k, "_kafka_partition": 0, "_offset": k}
             for k, (op, seq, i, n, notes, unavailable) in enumerate(events)]
     return pd.DataFrame(rows)
@@ -26,7 +29,7 @@ def test_events_up_to_the_position_are_applied_in_order_with_the_guards() -> Non
     log = bronze(("u", (20, 15, 1, 0), 1, "a2", None, ["notes"]),  # unchanged TOAST: notes kept
                  ("d", (20, 16, 1, 0), 2, "b", None, None),
                  ("u", (25, 21, 1, 0), 3, "stale", "x", None),  # older than the stored row (30): refused
-                 ("c", (25, 22, 1, 0), 4, "d", "n4", None),
+                 ("c", (25, 22, 1, 0), 4, "d", "n4", []),  # an empty list as Arrow reads it back
                  ("u", (40, 35, 1, 0), 1, "a3", "late", None))  # after the position: not applied
     events = events_between(log, (12, 12, 1, 0), (25, 2**63 - 1, 2**63 - 1, 2**63 - 1))
     assert list(events["_seq"].map(tuple)) == [(20, 15, 1, 0), (20, 16, 1, 0), (25, 21, 1, 0), (25, 22, 1, 0)]
