@@ -87,8 +87,10 @@ class AuditLake:
         namer = TableNamer(cfg)
         formats: dict[str, str] = {}
         bronze_names: dict[str, str] = {}
-        for topic, keys in state.table_keys.items():
-            target = namer.target(topic, key_columns=tuple(keys))
+        # Topics the job has seen (state.json), and those the configuration maps (also without a state).
+        topics = {**{t: () for t in cfg.table_overrides()}, **{t: tuple(k) for t, k in state.table_keys.items()}}
+        for topic, keys in topics.items():
+            target = namer.target(topic, key_columns=keys)
             formats[target.bronze_table] = formats[target.silver_table] = target.format
             formats[target.ledger_table] = target.format
             bronze_names[target.silver_table] = target.bronze_table
