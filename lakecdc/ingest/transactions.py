@@ -16,7 +16,8 @@ may be applied now and holds back the rest, so no silver commit ever shows half 
 3. events without a transaction block (snapshot reads, connectors without metadata) pass;
 4. transactions are released in commit order (the order of their END markers on the transaction
    topic): a complete transaction waits for every earlier one, so a table never shows a later
-   transaction without an earlier one that touched it (a state the source never had);
+   transaction without an earlier one that touched it (a state the source never had); an END
+   read after a BEGIN whose END is missing waits for it too;
 5. after a restart, a collection whose table already holds the transaction (the table's last
    commit records ``tx_through``, the END offsets it has taken in, at or past this END) counts
    as complete: its events are not read again (they lie below the table's committed offsets),
