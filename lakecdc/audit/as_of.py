@@ -1,8 +1,11 @@
 """Read a table as it was: at a version, at a time, or at a source position.
 
 ``read_as_of(table, source_position="0/16B3748")`` answers "what did the source look like at LSN x":
-it reads the first table version whose recorded position covers x
-(``lakecdc.audit.versions.version_for_position``). Iceberg uses ``VERSION AS OF`` / ``TIMESTAMP AS OF``;
+exactly the rows after every source transaction committed at or before x
+(``lakecdc.audit.versions.position_match``): the version holding those transactions and nothing
+later, or -- when one commit took in transactions on both sides of x -- the version before it with
+that commit's bronze events at or below x replayed on top (``lakecdc.audit.replay``). A bronze table
+read at x is its change log filtered to ``_seq`` at or below x. Iceberg uses ``VERSION AS OF`` / ``TIMESTAMP AS OF``;
 Delta uses delta-rs ``load_as_version`` with the
 version whose commit time (from the log) is the newest at or before the time asked for.
 """
@@ -13,8 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from lakecdc.audit.tables import AuditError, LakeTable, to_pandas
-from lakecdc.audit.versions import TableVersion, version_at, version_for_position
+from lakecdc.audit.tables import AuditError, LakeTable, key_columns, to_pandas
+from lakecdc.audit.versions import Position, TableVersion, position_match, version_at
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -26,16 +29,27 @@ class AsOfRead:
 
     rows: pd.DataFrame
     version: TableVersion | None  # None when read by time straight from the format (no lakecdc commit found)
+    position: Position | None = None  # read as of a source position: the highest _seq included
+    replayed: int = 0  # bronze events applied on top of ``version`` (the position fell inside a commit)
+
+
+def bronze_of(table: LakeTable) -> LakeTable:
+    """The bronze table beside a silver one under the default names (``silver.x`` -> ``bronze.x``)."""
+    parts = table.name.split(".")
+    if "silver" not in parts:
+        raise AuditError(f"{table}: cannot tell its bronze table; pass bronze=")
+    return table.sibling(".".join("bronze" if p == "silver" else p for p in parts))
 
 
 def _resolve(table: LakeTable, version: int | None, timestamp: datetime | str | None,
              source_position: Any) -> tuple[int | None, datetime | None]:
+    """(version, time) asked for; both None when a source position is (read by ``_read_at_position``)."""
     chosen = [name for name, value in (("version", version), ("timestamp", timestamp),
                                         ("source_position", source_position)) if value is not None]
     if len(chosen) != 1:
         raise AuditError(f"{table}: give exactly one of version=, timestamp=, source_position= (got {chosen or 'none'})")
     if source_position is not None:
-        return version_for_position(table, source_position).version, None
+        return None, None
     if timestamp is not None:
         when = datetime.fromisoformat(timestamp) if isinstance(timestamp, str) else timestamp
         return None, when if when.tzinfo else when.replace(tzinfo=timezone.utc)
@@ -56,11 +70,17 @@ def read_as_of(table: LakeTable, version: int | None = None, timestamp: datetime
 
 
 def read_as_of_with_version(table: LakeTable, version: int | None = None, timestamp: datetime | str | None = None,
-                            source_position: Any = None) -> AsOfRead:
-    """``read_as_of`` that also says which version was read (the CLI prints it)."""
+                            source_position: Any = None, *, connector: str | None = None,
+                            bronze: LakeTable | None = None, reached: Position | None = None) -> AsOfRead:
+    """``read_as_of`` that also says which version was read (the CLI prints it). For a source
+    position: ``connector`` names its notation (default: what the commits recorded), ``bronze`` the
+    change log to replay from (default: ``bronze_of``), ``reached`` a consistency point the table is
+    known to be complete through (``lakecdc.audit.consistency``)."""
     from lakecdc.audit.versions import table_versions
 
     chosen_version, when = _resolve(table, version, timestamp, source_position)
+    if source_position is not None:
+        return _read_at_position(table, source_position, connector, bronze, reached)
     if when is not None:
         picked = version_at(table, when)  # raises when the table did not exist yet
         if table.format == "iceberg":
@@ -74,3 +94,24 @@ def read_as_of_with_version(table: LakeTable, version: int | None = None, timest
         raise AuditError(f"{table} has no version {chosen_version} (versions: "
                          f"{', '.join(str(v) for v in list(known)[-10:])})")
     return AsOfRead(to_pandas(table.arrow(version=chosen_version)), known[chosen_version])
+
+
+def _read_at_position(table: LakeTable, position: Any, connector: str | None, bronze: LakeTable | None,
+                      reached: Position | None) -> AsOfRead:
+    match = position_match(table, position, connector, reached)
+    if match.version is not None:
+        rows = to_pandas(table.arrow(version=match.version.version))
+    else:
+        rows = to_pandas(table.arrow()).iloc[0:0]
+    if "_kafka_partition" in rows.columns or "_offset" in rows.columns:  # a bronze change log
+        newest = to_pandas(table.arrow())
+        keep = [tuple(s) <= match.wanted for s in newest["_seq"]]
+        return AsOfRead(newest[keep].reset_index(drop=True), match.version, match.wanted)
+    if match.exact:
+        return AsOfRead(rows, match.version, match.wanted)
+    from lakecdc.audit.replay import events_between, replay
+
+    source = bronze or bronze_of(table)
+    after = tuple(match.version.source_position) if match.version and match.version.source_position else None
+    events = events_between(to_pandas(source.arrow()), after, match.wanted)
+    return AsOfRead(replay(rows, events, key_columns(table)), match.version, match.wanted, len(events))

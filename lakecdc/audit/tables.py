@@ -35,6 +35,11 @@ META_COLUMNS = frozenset({
 })
 
 
+#: rows of table versions read lately (``LakeTable.arrow``), oldest first
+_VERSION_CACHE: dict[tuple[Any, ...], pa.Table] = {}
+_CACHED_VERSIONS = 64
+
+
 class AuditError(TerminalError):
     """An audit question the table cannot answer (no such version, position not reached yet...)."""
 
@@ -134,11 +139,21 @@ class LakeTable:
         return self.session.table(self.qualified)
 
     def arrow(self, version: int | None = None, timestamp: datetime | None = None) -> pa.Table:
-        """The whole table (optionally as of a version or time) as Arrow."""
+        """The whole table (optionally as of a version or time) as Arrow. A version never changes,
+        so its rows are kept for the next read (audits read the same versions many times)."""
+        cache_key = (self.format, self.name, self.warehouse, self.catalog, id(self.spark), version)
+        if version is not None and cache_key in _VERSION_CACHE:
+            return _VERSION_CACHE[cache_key]
         if self.format == "iceberg":
-            return spark_to_arrow(self.spark_df(version, timestamp))
-        target: int | datetime | None = version if version is not None else timestamp
-        return self.delta_table(target).to_pyarrow_table()
+            rows = spark_to_arrow(self.spark_df(version, timestamp))
+        else:
+            target: int | datetime | None = version if version is not None else timestamp
+            rows = self.delta_table(target).to_pyarrow_table()
+        if version is not None:
+            _VERSION_CACHE[cache_key] = rows
+            while len(_VERSION_CACHE) > _CACHED_VERSIONS:
+                _VERSION_CACHE.pop(next(iter(_VERSION_CACHE)))
+        return rows
 
     def pandas(self, version: int | None = None, timestamp: datetime | None = None) -> pd.DataFrame:
         return to_pandas(self.arrow(version, timestamp))

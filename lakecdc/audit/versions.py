@@ -10,20 +10,27 @@ Delta version to the source position through which it is complete::
 
 Commits lakecdc did not make (table creation, compaction) have no position: they reflect the
 position of the lakecdc commit before them.
+
+Positions: ``source_position`` is the highest ``_seq`` the version holds, ``complete_through`` the
+position through which it holds every source transaction (``lakecdc.complete-through``) and
+``first_seq`` the lowest ``_seq`` its commit added. ``position_match`` picks, for a source position
+P, the version holding exactly the transactions committed at or before P -- or, when one commit
+took in transactions on both sides of P, the version before it and the bronze events to replay on
+top (``lakecdc.audit.replay``).
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
+from lakecdc.audit.notation import PositionError, format_position
+from lakecdc.audit.notation import parse_position as parse_in_notation
 from lakecdc.audit.tables import AuditError, LakeTable
 from lakecdc.ingest.progress import CommitProgress
 
 Position = tuple[int, ...]
-_PG_LSN = re.compile(r"^([0-9A-Fa-f]{1,8})/([0-9A-Fa-f]{1,8})$")
 
 
 @dataclass(frozen=True)
@@ -40,6 +47,9 @@ class TableVersion:
     rows_written: int | None = None
     rows_removed: int | None = None
     total_rows: int | None = None  # Iceberg: from the summary; Delta: not known without a scan
+    complete_through: Position | None = None  # lakecdc.complete-through
+    first_seq: Position | None = None  # lakecdc.first-seq: the lowest _seq this commit added
+    connector: str | None = None  # lakecdc.connector: the notation of its positions
 
     @property
     def source_time(self) -> datetime | None:
@@ -61,34 +71,40 @@ class TableVersion:
             "source_ts_ms": self.source_ts_ms, "batch_id": self.batch_id,
             "kafka_progress": {f"{t}[{p}]": o for (t, p), o in sorted(self.kafka_progress.items())},
             "rows_written": self.rows_written, "rows_removed": self.rows_removed, "total_rows": self.total_rows,
+            "complete_through": list(self.complete_through) if self.complete_through else None,
+            "complete_through_text": format_position(self.connector, self.complete_through or self.source_position),
+            "connector": self.connector,
         }
 
+    @property
+    def reached(self) -> Position | None:
+        """The highest source position this version answers for (its completeness bound)."""
+        return reached_bound(self.connector, self.complete_through or self.source_position)
 
-def parse_position(position: Any) -> Position:
-    """A source position as the numeric tuple ``_seq`` uses.
 
-    Accepts a ``lakecdc.events.positions`` object (``.seq()``), a tuple/list of ints, an int
-    (PostgreSQL LSN, or the first ``_seq`` component), a PostgreSQL LSN text ``"0/16B3748"``, or
-    ``"a,b,c,d"`` text. A shorter tuple is a prefix: ``(x,)`` is covered by every ``(x, ...)``.
+def parse_position(position: Any, connector: str | None = None) -> Position:
+    """A source position in the source's notation (``lakecdc.audit.notation``) -> the highest
+    ``_seq`` a change committed at or before it has: "as of P" reads every ``_seq`` <= this.
+
+    Accepts a ``lakecdc.events.positions`` object (``.seq()``), a tuple/list of ints, an int (a
+    PostgreSQL LSN, or the first ``_seq`` number), PostgreSQL LSN text ``"0/16B3748"``, MySQL
+    ``file:pos``, a SQL Server LSN, an Oracle SCN, or ``"a,b,c,d"``; missing trailing numbers are
+    the largest possible: ``(x,)`` covers every ``(x, ...)``.
     """
-    if hasattr(position, "seq"):
-        return tuple(int(v) for v in position.seq())
-    if isinstance(position, bool):
-        raise AuditError(f"source position {position!r} is not a position")
-    if isinstance(position, int):
-        return (position,)
-    if isinstance(position, (tuple, list)):
-        return tuple(int(v) for v in position)
-    if isinstance(position, str):
-        text = position.strip()
-        match = _PG_LSN.match(text)
-        if match:
-            return ((int(match.group(1), 16) << 32) + int(match.group(2), 16),)
-        try:
-            return tuple(int(v) for v in text.split(","))
-        except ValueError:
-            pass
-    raise AuditError(f"source position {position!r}: expected an LSN like 0/16B3748, an int, or 'a,b,c,d'")
+    try:
+        return parse_in_notation(connector, position)
+    except PositionError as exc:
+        raise AuditError(str(exc)) from None
+
+
+def reached_bound(connector: str | None, complete_through: Position | None) -> Position | None:
+    """A recorded completeness position as the highest ``_seq`` it answers for: complete through
+    the commit of a transaction is complete through every ``_seq`` that commit can have."""
+    if complete_through is None:
+        return None
+    if connector is None:
+        return tuple(complete_through)
+    return max(tuple(complete_through), parse_in_notation(connector, format_position(connector, complete_through)))
 
 
 def _from_props(version: int, committed_at: datetime, operation: str, props: dict[str, str],
@@ -98,7 +114,8 @@ def _from_props(version: int, committed_at: datetime, operation: str, props: dic
         return TableVersion(version, committed_at, operation, rows_written=written, rows_removed=removed,
                             total_rows=total)
     return TableVersion(version, committed_at, operation, progress.max_seq, progress.max_source_ts_ms,
-                        progress.batch_id, dict(progress.offsets), written, removed, total)
+                        progress.batch_id, dict(progress.offsets), written, removed, total,
+                        progress.complete_through, progress.first_seq, progress.connector)
 
 
 def _iceberg_versions(table: LakeTable) -> list[TableVersion]:
@@ -155,29 +172,64 @@ def table_versions(table: LakeTable) -> list[TableVersion]:
     previous: TableVersion | None = None
     for v in versions:
         if v.source_position is None and previous is not None and previous.source_position is not None:
-            v = TableVersion(v.version, v.committed_at, v.operation, previous.source_position,
-                             previous.source_ts_ms, None, dict(previous.kafka_progress), v.rows_written,
-                             v.rows_removed, v.total_rows)
+            v = replace(previous, version=v.version, committed_at=v.committed_at, operation=v.operation,
+                        batch_id=None, rows_written=v.rows_written, rows_removed=v.rows_removed,
+                        total_rows=v.total_rows, first_seq=None)
         carried.append(v)
         previous = v
     return carried
 
 
-def version_for_position(table: LakeTable, position: Any) -> TableVersion:
-    """The first version whose recorded position covers ``position`` (``max-seq >= position``).
+@dataclass(frozen=True)
+class PositionMatch:
+    """Which version answers "as of P" (``position_match``).
 
-    That version holds every source change up to ``position``; it may also hold later changes of
-    the same micro-batch (a commit is the finest grain the table has). Raises ``AuditError`` when
-    no version has reached the position yet.
+    ``version`` holds every transaction committed at or before P that it can (None: the table held
+    nothing yet at P). ``exact`` is false when the next commit took in transactions on both sides of
+    P: then the events with ``_seq`` in ``(version.source_position, wanted]`` (from bronze) complete it.
     """
-    wanted = parse_position(position)
-    for v in table_versions(table):
-        if v.source_position is not None and tuple(v.source_position) >= wanted:
-            return v
-    newest = [v.source_position for v in table_versions(table) if v.source_position]
-    reached = ",".join(map(str, newest[-1])) if newest else "nothing"
-    raise AuditError(f"{table} has not reached source position {','.join(map(str, wanted))} yet "
-                     f"(newest commit is complete through {reached})")
+
+    wanted: Position
+    version: TableVersion | None
+    exact: bool
+    reached: Position | None
+
+
+def position_match(table: LakeTable, position: Any, connector: str | None = None,
+                   reached: Position | None = None) -> PositionMatch:
+    """The version of ``table`` for source position ``position`` (see ``PositionMatch``).
+
+    ``reached``: a consistency point the table is known to be complete through beyond its own
+    newest commit (``lakecdc.audit.consistency``). Raises ``AuditError`` when the table has not
+    reached the position yet, naming the newest position it answers for.
+    """
+    versions = [v for v in table_versions(table) if v.source_position is not None]
+    connector = connector or next((v.connector for v in reversed(versions) if v.connector), None)
+    wanted = parse_position(position, connector)
+    newest = versions[-1].reached if versions else None
+    if reached is not None and (newest is None or reached > newest):
+        newest = reached
+    if newest is None or wanted > newest:
+        raise AuditError(f"{table} has not reached source position {format_position(connector, wanted)} yet "
+                         f"(it is complete through {format_position(connector, newest) if newest else 'nothing'})")
+    chosen = None
+    for i, v in enumerate(versions):
+        if tuple(v.source_position) <= wanted:  # type: ignore[arg-type]
+            chosen = i
+    following = 0 if chosen is None else chosen + 1
+    after = versions[following] if following < len(versions) else None
+    # A commit without first-seq (an older lakecdc) may hold changes at or below P: replay to be sure.
+    exact = after is None or (after.first_seq is not None and tuple(after.first_seq) > wanted)
+    return PositionMatch(wanted, versions[chosen] if chosen is not None else None, exact, newest)
+
+
+def version_for_position(table: LakeTable, position: Any, connector: str | None = None) -> TableVersion:
+    """The newest version holding nothing after ``position`` (``position_match``); raises
+    ``AuditError`` when the table held nothing yet or has not reached it."""
+    match = position_match(table, position, connector)
+    if match.version is None:
+        raise AuditError(f"{table} held nothing yet at source position {position}")
+    return match.version
 
 
 def version_at(table: LakeTable, when: datetime) -> TableVersion:

@@ -111,10 +111,10 @@ def _print_capture(console: Console, report: dict[str, Any]) -> None:
 
 def _print_ingest(console: Console, report: dict[str, Any]) -> None:
     title = (f"ingest {report['name']}: batch {report['batch_id']}, consistent through "
-             f"{report['applied_through_source_ts'] or '-'}"
+             f"{report.get('consistent_through') or '-'} (source time {report['applied_through_source_ts'] or '-'})"
              + (f", {report['held_events']} events held for open transactions" if report["held_events"] else ""))
     table = Table(title=title)
-    for column in ("table", "format", "batch", "kafka offsets", "source position", "source time", "lag",
+    for column in ("table", "format", "batch", "kafka offsets", "complete through", "source time", "lag",
                    "silver rows", "bronze rows"):
         table.add_column(column, justify="right" if column in ("batch", "lag", "silver rows", "bronze rows")
                          else "left", no_wrap=column == "table")
@@ -122,7 +122,7 @@ def _print_ingest(console: Console, report: dict[str, Any]) -> None:
         offsets = ", ".join(f"{topic.rsplit('.', 1)[-1]}[{p}]={o}" for topic, parts in row["kafka_offsets"].items()
                             for p, o in parts.items())
         table.add_row(row["silver"] or row["bronze"], row["format"], _text(row["batch_id"]),
-                      offsets or (row["error"] or "-"), ",".join(map(str, row["max_seq"] or [])) or "-",
+                      offsets or (row["error"] or "-"), row.get("complete_through") or "-",
                       _iso(row["source_ts_ms"]), _seconds(row["lag_ms"]), _text(row["silver_rows"]),
                       _text(row["bronze_rows"]))
     console.print(table)

@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # Spark is only needed where a batch is actually built or wri
     from pyspark.sql import DataFrame
     from pyspark.sql.types import DataType
 
+    from lakecdc.ingest.progress import CommitPositions
     from lakecdc.ingest.silver import BatchStats
 
 TableFormat = Literal["iceberg", "delta"]
@@ -147,6 +148,8 @@ class ChangeBatch:
     progress: dict[tuple[str, int], int] = field(default_factory=dict)
     event_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
     stats: BatchStats | None = None
+    #: the source positions the table commits record (``lakecdc.ingest.progress.CommitPositions``)
+    positions: CommitPositions | None = None
 
     @property
     def column_names(self) -> list[str]:

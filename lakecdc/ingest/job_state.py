@@ -13,8 +13,9 @@ table, rewritten atomically after every batch::
      "table_keys": {"shop.public.customers": ["id"], "shop.public.nopk_events": []},
      "updated_at": "2026-11-22T09:41:12.345678+00:00"}
 
-``applied_through_seq`` with ``held_from_seq`` null means every table is consistent through that
-source position; otherwise every source transaction before ``held_from_seq`` is fully applied.
+``applied_through_seq`` is the consistency point (``lakecdc.ingest.processor`` step 7, also published
+in the lake by ``lakecdc.ingest.consistency``): every source transaction ranked at or below it is in
+every table, and none after it. ``held_from_seq`` is the lowest position still held back.
 ``control_offsets`` are where the transaction/heartbeat/schema-change topics resume: before the
 first marker of a transaction still open, so a restart sees its BEGIN/END again. Losing the file
 is safe: those topics are then read from the beginning.
@@ -36,8 +37,11 @@ SCHEMA_CHANGES_FILE = "schema_changes.jsonl"
 class JobState:
     batch_id: int = 0
     applied_through_seq: list[int] | None = None
+    connector: str | None = None  # whose notation applied_through_seq is printed in
     applied_through_source_ts_ms: int | None = None
     held_from_seq: list[int] | None = None
+    #: lowest snapshot row applied since every partition was last read to its end: the point stays below it
+    snapshot_pending_seq: list[int] | None = None
     held_events: int = 0
     open_transactions: int = 0
     source_heartbeat_ts_ms: int | None = None  # newest heartbeat: the source was alive then

@@ -6,9 +6,21 @@ Events are sorted by its four numbers, then by ``transaction.total_order`` (even
 transaction sharing a position), then by Kafka partition and offset (a primary-key change emits
 a delete and a create at one position; the topic keeps them in emit order). Positions are
 compared as numbers, never as text or timestamps.
+
+A transaction ranks at its own commit. SQL Server (``commit_lsn``) and Oracle (``commit_scn``)
+events carry it, and MySQL's binlog holds a transaction's events at its commit. A PostgreSQL event
+carries the commit LSN of the transaction *before* it (Debezium's ``source.sequence[0]``, null for
+the first transaction after the connector started), so ``rank_by_commit`` replaces that first
+number with the transaction's own commit LSN, known from its END marker once the transaction is
+released. Without it, a transaction that began before the snapshot's consistent point and commits
+after it would rank below the snapshot rows (its event LSNs are below the snapshot position), and
+a table's recorded position would be one transaction behind what it holds. The event itself is
+left exactly as Debezium wrote it; only the ingest's ``_seq`` changes.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -47,3 +59,22 @@ def min_seq(rows: pa.Table) -> Seq | None:
     if rows.num_rows == 0:
         return None
     return min(tuple(s) for s in rows.column("_seq").to_pylist())
+
+
+def rank_by_commit(rows: pa.Table, commit_of: Callable[[str], int | None]) -> pa.Table:
+    """PostgreSQL rows with ``_seq[0]`` raised to their transaction's commit LSN (``commit_of``:
+    transaction id -> commit LSN from the END marker, None when unknown: the row keeps its rank)."""
+    tx_ids = rows.column("_tx_id").to_pylist()
+    if not any(tx_ids):
+        return rows
+    seqs = rows.column("_seq").to_pylist()
+    changed = False
+    for i, tx_id in enumerate(tx_ids):
+        commit = commit_of(tx_id) if tx_id else None
+        if commit is not None and commit > seqs[i][0]:
+            seqs[i] = [commit, *seqs[i][1:]]
+            changed = True
+    if not changed:
+        return rows
+    index = rows.schema.get_field_index("_seq")
+    return rows.set_column(index, rows.schema.field(index), pa.array(seqs, rows.schema.field(index).type))

@@ -14,9 +14,15 @@ step's invariant is what makes a crash at any point safe):
    offsets of its events (released events may lie past that progress; they are not replays).
    Tables are applied side by side (``apply.parallelism`` threads, ``lakecdc.ingest.parallel``);
    what they did is merged into the processor's state in topic order once all have finished.
-7. Save the job state (consistency point, control-topic offsets) and report the batch. If a table
-   failed with anything but a schema-evolution error, the others' commits are kept (and their
-   offsets recorded) and the error is raised; the state is not saved, as a crash would leave it.
+7. Publish the consistency point in the lake (``lakecdc.ingest.consistency``), save the job state
+   (the same point, control-topic offsets) and report the batch. If a table failed with anything
+   but a schema-evolution error, the others' commits are kept (and their offsets recorded) and the
+   error is raised; neither point nor state is saved, as a crash would leave them.
+
+Positions: released PostgreSQL events rank at their own transaction's commit LSN
+(``ordering.rank_by_commit``). Transactions are released whole and in commit order
+(``transactions``), so every table is complete through the consistency point
+(``consistency_point``); each table commit records it (``progress.CommitPositions``).
 """
 
 from __future__ import annotations
@@ -34,17 +40,20 @@ import pyarrow.compute as pc
 from lakecdc.errors import SchemaEvolutionError
 from lakecdc.ingest.batch import ChangeBatch, TableTarget
 from lakecdc.ingest.config import IngestConfig
+from lakecdc.ingest.consistency import ConsistencyLog
+from lakecdc.ingest.consistency_point import ConsistencyPoint
 from lakecdc.ingest.dead_letter import DeadLetterSink, dead_letter_frame
 from lakecdc.ingest.decode import Decoder
 from lakecdc.ingest.executor_decode import SchemaRegistry, decode_on_executors, drop_committed, max_offsets
 from lakecdc.ingest.frames import arrow_to_spark, metadata_fields
 from lakecdc.ingest.job_state import JobState, append_schema_changes, save_state
 from lakecdc.ingest.naming import TableNamer
-from lakecdc.ingest.ordering import max_seq, order_rows
+from lakecdc.ingest.ordering import max_seq, min_seq, order_rows, rank_by_commit
 from lakecdc.ingest.parallel import TableApplyPool
+from lakecdc.ingest.progress import CommitPositions
 from lakecdc.ingest.reader import KafkaMicroBatch
 from lakecdc.ingest.segments import DecodedSegment, union_segments
-from lakecdc.ingest.transactions import TransactionBuffer
+from lakecdc.ingest.transactions import TransactionBuffer, Where
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -86,6 +95,8 @@ class _TableOutcome:
     latency_ms: pa.Array | None = None
     max_source_ts_ms: int | None = None
     max_seq: tuple[int, ...] | None = None
+    bronze_version: int | None = None
+    silver_version: int | None = None
 
 
 class BatchProcessor:
@@ -101,9 +112,15 @@ class BatchProcessor:
         self._decoder = Decoder(config)
         self._schemas = SchemaRegistry()  # schema ids of batches decoded on the executors
         self._namer = TableNamer(config)
-        self._tx = TransactionBuffer()
+        self._tx = TransactionBuffer(self._already_applied)
         self._targets: dict[str, TableTarget] = {}
         self._committed: Offsets = {}
+        #: per data topic: the transaction-topic offsets its table's last commit took in (restart)
+        self._tx_through: dict[str, Offsets] = {}
+        #: every source transaction at or below it is in every table (step 7)
+        self._point = ConsistencyPoint(state)
+        self._connector: str | None = None
+        self._consistency: ConsistencyLog | None = None
         #: the highest offset read so far per partition (this run): every record up to it is applied,
         #: held, a tombstone or a dead letter, so a table commit may cover it once nothing is held
         #: below it -- also in a later batch that reads nothing more of the table (``_covered_offsets``)
@@ -135,16 +152,34 @@ class BatchProcessor:
         target = self._namer.target(topic, key_columns=keys)
         writer = self.writer(target.format)
         if known:
-            committed = writer.committed_progress(target)
+            commits = [writer.committed_commit(target)]
         else:
             # Whether the table has a key (silver is then what a restart reads) is not known
             # before its first record: take the lower of both, and drop replays once it is known.
-            keyed = writer.committed_progress(self._namer.with_keys(target, keys or ("_",)))
-            keyless = writer.committed_progress(self._namer.with_keys(target, ()))
-            committed = {tp: min(off, keyed[tp]) for tp, off in keyless.items() if tp in keyed}
+            commits = [writer.committed_commit(self._namer.with_keys(target, keys or ("_",))),
+                       writer.committed_commit(self._namer.with_keys(target, ()))]
+        committed = _lowest([c.offsets if c else {} for c in commits])
         for tp, offset in committed.items():
             if tp[0] == topic:
                 self._committed[tp] = offset
+        self._tx_through[topic] = _lowest([c.tx_through if c else {} for c in commits])
+        for commit in commits:
+            self._point.table_holds(commit.complete_through if commit else None)
+
+    def _already_applied(self, collection: str, end: Where) -> bool:
+        """Whether the table of a data collection already holds the transaction whose END is at
+        ``end`` (its last commit took in that END): after a restart its events are not read again."""
+        for topic, through in self._tx_through.items():
+            rest = topic[len(self.config.topic_prefix) + 1:] if topic.startswith(self.config.topic_prefix + ".") \
+                else topic
+            if rest == collection or collection.endswith("." + rest):
+                return through.get((end[0], end[1]), -1) >= end[2]
+        return False
+
+    def _consistency_log(self) -> ConsistencyLog:
+        if self._consistency is None:
+            self._consistency = ConsistencyLog(self.config, self.writer(self.config.table_format))
+        return self._consistency
 
     def _target(self, segment: DecodedSegment) -> TableTarget:
         topic = segment.topic
@@ -188,21 +223,53 @@ class BatchProcessor:
             self.state.source_heartbeat_ts_ms = max(decoded.last_heartbeat_ts_ms, self.state.source_heartbeat_ts_ms or 0)
         fresh = self._drop_replayed_rows(decoded.segments)
         report.replayed += sum(s.num_rows for s in decoded.segments) - sum(s.num_rows for s in fresh)
-        ready = self._tx.split(fresh, batch.at_end_of_data)  # step 5
+        ready = self._ranked(self._tx.split(fresh, batch.at_end_of_data))  # step 5
         held_min = self._tx.held_min_offsets()
+        self._advance_point(ready, batch.at_end_of_data)
         by_topic: dict[str, list[DecodedSegment]] = defaultdict(list)
         for segment in ready:
             if segment.num_rows:
                 by_topic[segment.topic].append(segment)
-        applied_seqs = self._apply_tables(by_topic, dict(self._read_through), held_min, report)  # step 6
+        self._apply_tables(by_topic, dict(self._read_through), held_min, report)  # step 6
         report.held_events = self._tx.held_events
-        self._save_state(read_max, applied_seqs, report)  # step 7
+        self._publish()  # step 7
+        self._save_state(read_max, report)
         report.seconds = time.monotonic() - started
         return report
 
+    def _ranked(self, segments: list[DecodedSegment]) -> list[DecodedSegment]:
+        """PostgreSQL events ranked at their own transaction's commit (``ordering.rank_by_commit``)."""
+        out = []
+        for segment in segments:
+            if segment.source.connector == "postgresql" and segment.num_rows:
+                segment = DecodedSegment(segment.topic, segment.schema_id, segment.columns, segment.key_columns,
+                                         segment.source, rank_by_commit(segment.rows, self._tx.commit_lsn_of))
+            self._connector = self._connector or segment.source.connector
+            out.append(segment)
+        return out
+
+    def _advance_point(self, ready: list[DecodedSegment], at_end_of_data: bool) -> None:
+        """The consistency point after releasing ``ready`` (``lakecdc.ingest.consistency_point``)."""
+        self._point.advance((seg.rows for seg in ready), at_end_of_data, self._tx.held_min_seq(),
+                            self._tx.last_commit_lsn)
+
+    def _positions(self, rows: pa.Table) -> CommitPositions:
+        return CommitPositions(self._point.point, min_seq(rows), self._tx.released_through(), self._connector)
+
+    def _publish(self) -> None:
+        """Step 7: the consistency point, with each table's version, in the lake."""
+        if not self._point.publishable:
+            return
+        # Every table the job writes, also those this run has not seen events of yet (their newest
+        # version holds exactly the point: no released transaction touched them).
+        targets = [self._targets.get(topic) or self._namer.target(topic, key_columns=tuple(keys))
+                   for topic, keys in self.state.table_keys.items() if topic not in self._failed]
+        self._consistency_log().publish(self.state.batch_id, self._point.point, _short_connector(self._connector),
+                                        targets, sorted(self._failed))
+
     def _apply_tables(self, by_topic: dict[str, list[DecodedSegment]], read_through: Offsets, held_min: Offsets,
-                      report: BatchReport) -> list[tuple[int, ...]]:
-        """Step 6: every table's events, side by side; returns the max ``_seq`` of each applied table."""
+                      report: BatchReport) -> None:
+        """Step 6: every table's events, side by side."""
         work = []
         for topic, segments in by_topic.items():
             if topic in self._failed:
@@ -215,7 +282,6 @@ class BatchProcessor:
         outcomes = self._pool.run([
             lambda t=target, w=writer, s=segments: self._apply_topic(t, w, s, read_through, held_min, batch_id)
             for target, writer, segments in work])
-        applied_seqs = []
         error: BaseException | None = None
         for (target, _, _), outcome in zip(work, outcomes):  # topic order, whatever finished first
             if outcome.error is not None:
@@ -228,6 +294,7 @@ class BatchProcessor:
                 continue
             for tp, offset in applied.progress.items():
                 self._committed[tp] = max(offset, self._committed.get(tp, -1))
+            self._consistency_log().record(target, applied.bronze_version, applied.silver_version)
             if applied.latency_ms is not None:
                 report.latency_ms.append(applied.latency_ms)
             report.events += applied.events
@@ -236,11 +303,8 @@ class BatchProcessor:
             if applied.max_source_ts_ms is not None:
                 report.max_source_ts_ms = max(applied.max_source_ts_ms,
                                               report.max_source_ts_ms or applied.max_source_ts_ms)
-            if applied.max_seq is not None:
-                applied_seqs.append(applied.max_seq)
         if error is not None:
             raise error
-        return applied_seqs
 
     def _apply_topic(self, target: TableTarget, writer: TableWriter, segments: list[DecodedSegment],
                      read_through: Offsets, held_min: Offsets, batch_id: int) -> _TableOutcome:
@@ -263,7 +327,8 @@ class BatchProcessor:
         try:
             # The figures of the batch come from its Arrow rows here: a Spark job less per table.
             stats = arrow_batch_stats(rows, target.key_columns)
-            result = writer.apply(ChangeBatch(target, columns, df, progress, events_through, stats), batch_id)
+            result = writer.apply(ChangeBatch(target, columns, df, progress, events_through, stats,
+                                              self._positions(rows)), batch_id)
         except SchemaEvolutionError as exc:
             return _TableOutcome(target, failure=str(exc))
         streamed = rows.filter(pc.not_equal(rows.column("_op"), "r")).column("_source_ts_ms")
@@ -271,7 +336,8 @@ class BatchProcessor:
         for warning in result.warnings:
             log.debug("writer warning for %s: %s", target.source_name, warning)
         return _TableOutcome(target, progress=progress, events=rows.num_rows, latency_ms=latency,
-                             max_source_ts_ms=pc.max(rows.column("_source_ts_ms")).as_py(), max_seq=max_seq(rows))
+                             max_source_ts_ms=pc.max(rows.column("_source_ts_ms")).as_py(), max_seq=max_seq(rows),
+                             bronze_version=result.bronze_version, silver_version=result.silver_version)
 
     def _fail(self, target: TableTarget, reason: str, report: BatchReport) -> None:
         self._failed[target.topic] = reason
@@ -307,17 +373,15 @@ class BatchProcessor:
             log.info("schema change recorded from %s offset %d: %s", change.topic, change.offset,
                      (change.ddl or "(no DDL text)")[:200])
 
-    def _save_state(self, read_max: Offsets, applied: list[tuple[int, ...]], report: BatchReport) -> None:
+    def _save_state(self, read_max: Offsets, report: BatchReport) -> None:
         state = self.state
         open_markers = self._tx.marker_restart_offsets()
         for (topic, partition), offset in read_max.items():
             if topic in self._control_topics:
                 lowest_open = open_markers.get((topic, partition))
                 state.set_control_offset(topic, partition, offset if lowest_open is None else lowest_open - 1)
-        if applied:
-            newest = max(applied)
-            if state.applied_through_seq is None or list(newest) > state.applied_through_seq:
-                state.applied_through_seq = list(newest)
+        self._point.save(state)
+        state.connector = _short_connector(self._connector) or state.connector
         if report.max_source_ts_ms is not None:
             state.applied_through_source_ts_ms = max(report.max_source_ts_ms,
                                                      state.applied_through_source_ts_ms or 0)
@@ -337,8 +401,26 @@ class BatchProcessor:
         return self._tx.held_events
 
     @property
+    def waits_for_end_of_data(self) -> bool:
+        """True while an empty batch that reached the end of every partition would move something:
+        events held back, or a consistency point held below snapshot rows (``_advance_point``)."""
+        return bool(self._tx.held_events) or self._point.snapshot_pending is not None
+
+    @property
     def failed_tables(self) -> dict[str, str]:
         return dict(self._failed)
+
+
+def _lowest(offsets: list[Offsets]) -> Offsets:
+    """Per partition present in all of them, the lowest offset."""
+    if not offsets:
+        return {}
+    first, *rest = offsets
+    return {tp: min([off, *(o[tp] for o in rest)]) for tp, off in first.items() if all(tp in o for o in rest)}
+
+
+def _short_connector(connector: str | None) -> str | None:
+    return {"postgresql": "postgres", "mariadb": "mysql"}.get(connector or "", connector)
 
 
 def _covered_offsets(topic: str, released: Offsets, read_through: Offsets, held_min: Offsets) -> Offsets:

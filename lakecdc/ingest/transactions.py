@@ -14,20 +14,31 @@ may be applied now and holds back the rest, so no silver commit ever shows half 
 1. count the new events per transaction and data collection;
 2. a transaction is complete when its END is seen and every collection's count is reached;
 3. events without a transaction block (snapshot reads, connectors without metadata) pass;
-4. when every partition has been read to its end, a transaction whose END was seen passes even
-   if counts are short (its other events were applied before a restart, or belong to tables
-   this job does not read), and so does one whose BEGIN was never seen (its markers precede
-   where reading started); only a transaction with a BEGIN and no END yet stays held.
+4. transactions are released in commit order (the order of their END markers on the transaction
+   topic): a complete transaction waits for every earlier one, so a table never shows a later
+   transaction without an earlier one that touched it (a state the source never had); an END
+   read after a BEGIN whose END is missing waits for it too;
+5. after a restart, a collection whose table already holds the transaction (the table's last
+   commit records ``tx_through``, the END offsets it has taken in, at or past this END) counts
+   as complete: its events are not read again (they lie below the table's committed offsets),
+   and the transaction is completed from the other tables' events instead of held;
+6. when every partition has been read to its end, a transaction whose END was seen passes even
+   if counts are short (its other events belong to tables this job does not read), and so does
+   one whose BEGIN was never seen (its markers precede where reading started); only a
+   transaction with a BEGIN and no END yet stays held.
 
 PostgreSQL's ids are ``"<txId>:<lsn>"`` and the LSN part differs between BEGIN, events and END;
-only the txId links them (``tx_link``).
+only the txId links them (``tx_link``). The END's LSN is the transaction's commit LSN (Debezium
+``PostgresOffsetContext``: the LSN of the COMMIT message; the next transaction's
+``source.sequence[0]``), which ``commit_lsn`` hands to ``lakecdc.ingest.ordering`` to rank the
+transaction's events by their own commit.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter, OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -37,7 +48,7 @@ from lakecdc.ingest.decode import TxMarker
 from lakecdc.ingest.ordering import min_seq
 from lakecdc.ingest.segments import DecodedSegment
 
-_PG_TX_ID = re.compile(r"^(\d+):\d+$")
+_PG_TX_ID = re.compile(r"^(\d+):(\d+)$")
 _REMEMBERED_COMPLETED = 100_000
 
 
@@ -51,29 +62,51 @@ def tx_link(tx_id: str) -> str:
     return match.group(1) if match else tx_id
 
 
+def commit_lsn(tx_id: str) -> int | None:
+    """The LSN part of a PostgreSQL END id (its commit LSN); None for other connectors' ids.
+
+    >>> commit_lsn("1264:99092032"), commit_lsn("0-1-100"), commit_lsn("mysql-bin.000003:154")
+    (99092032, None, None)
+    """
+    match = _PG_TX_ID.match(tx_id)
+    return int(match.group(2)) if match else None
+
+
+Where = tuple[str, int, int]  # (topic, partition, offset) of a marker
+#: ``(data collection, END marker) -> True`` when that collection's table already holds the transaction
+AlreadyApplied = Callable[[str, Where], bool]
+
+
 @dataclass
 class _Transaction:
-    begin_at: tuple[str, int, int] | None = None  # (topic, partition, offset) of BEGIN
-    end_at: tuple[str, int, int] | None = None
+    begin_at: Where | None = None  # (topic, partition, offset) of BEGIN
+    end_at: Where | None = None
+    end_id: str | None = None
     expected_total: int | None = None
     expected: dict[str, int] = field(default_factory=dict)
     seen: Counter[str] = field(default_factory=Counter)
 
-    def complete(self) -> bool:
+    def complete(self, applied: AlreadyApplied) -> bool:
         if self.end_at is None:
             return False
+        end_at = self.end_at
         if self.expected:
-            return all(self.seen[c] >= n for c, n in self.expected.items())
+            return all(self.seen[c] >= n or applied(c, end_at) for c, n in self.expected.items())
         return self.expected_total is not None and sum(self.seen.values()) >= self.expected_total
 
 
 class TransactionBuffer:
     """Holds back events of transactions not yet complete (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, already_applied: AlreadyApplied | None = None) -> None:
         self._open: dict[str, _Transaction] = {}
-        self._completed: OrderedDict[str, None] = OrderedDict()
+        #: released transactions -> their commit LSN (PostgreSQL) or None
+        self._completed: OrderedDict[str, int | None] = OrderedDict()
         self._held: list[DecodedSegment] = []
+        self._applied: AlreadyApplied = already_applied or (lambda collection, end: False)
+        #: per transaction-topic partition, the END offset through which every transaction is released
+        self._released_through: dict[tuple[str, int], int] = {}
+        self._last_commit_lsn: int | None = None
 
     # ------------------------------------------------------------------ input
 
@@ -88,6 +121,7 @@ class TransactionBuffer:
                 tx.begin_at = where
             else:
                 tx.end_at = where
+                tx.end_id = m.tx_id
                 tx.expected_total = m.event_count
                 tx.expected = dict(m.collections)
 
@@ -99,8 +133,7 @@ class TransactionBuffer:
                 if key is not None and key not in self._completed:
                     self._open.setdefault(key, _Transaction()).seen[collection] += n
         candidates = self._held + segments
-        releasable = {key for key, tx in self._open.items() if tx.complete() or
-                      (at_end_of_data and (tx.end_at is not None or tx.begin_at is None))}
+        releasable = self._releasable(at_end_of_data)
         ready: list[DecodedSegment] = []
         held: list[DecodedSegment] = []
         for segment in candidates:
@@ -117,11 +150,46 @@ class TransactionBuffer:
                 held.append(segment)
         self._held = held
         for key in releasable:
-            del self._open[key]
-            self._completed[key] = None
+            tx = self._open.pop(key)
+            lsn = commit_lsn(tx.end_id) if tx.end_id else None
+            self._completed[key] = lsn
+            if lsn is not None:
+                self._last_commit_lsn = max(lsn, self._last_commit_lsn or lsn)
+            if tx.end_at is not None:
+                tp = (tx.end_at[0], tx.end_at[1])
+                self._released_through[tp] = max(tx.end_at[2], self._released_through.get(tp, -1))
         while len(self._completed) > _REMEMBERED_COMPLETED:
             self._completed.popitem(last=False)
         return ready
+
+    def _releasable(self, at_end_of_data: bool) -> set[str]:
+        """Complete transactions in END order, up to the first one still waiting (step 4)."""
+        ended = sorted((tx.end_at, key) for key, tx in self._open.items() if tx.end_at is not None)
+        # A transaction whose BEGIN came and whose END has not: every END after its BEGIN waits too
+        # (markers come in commit order, so such an END can only be one read before a missing one).
+        open_from = min((tx.begin_at for tx in self._open.values() if tx.end_at is None and tx.begin_at), default=None)
+        out: set[str] = set()
+        for end_at, key in ended:
+            blocked = open_from is not None and end_at[:2] == open_from[:2] and end_at[2] > open_from[2]
+            if not at_end_of_data and (blocked or not self._open[key].complete(self._applied)):
+                break
+            out.add(key)
+        if at_end_of_data:
+            out.update(key for key, tx in self._open.items() if tx.end_at is None and tx.begin_at is None)
+        return out
+
+    def commit_lsn_of(self, tx_id: str) -> int | None:
+        """A released PostgreSQL transaction's commit LSN (from its END id), else None."""
+        return self._completed.get(tx_link(tx_id))
+
+    @property
+    def last_commit_lsn(self) -> int | None:
+        """The newest commit LSN released (PostgreSQL), or None."""
+        return self._last_commit_lsn
+
+    def released_through(self) -> dict[tuple[str, int], int]:
+        """Per transaction-topic partition: every transaction whose END is at or below it is released."""
+        return dict(self._released_through)
 
     # ------------------------------------------------------------------ state for progress
 

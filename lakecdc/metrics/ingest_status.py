@@ -6,14 +6,20 @@ keyless tables): batch id, Kafka offsets, source position and source time, lag b
 and row counts. ``lakecdc status --json`` prints it as::
 
     {"kind": "ingest", "name": "demo-ingest", "warehouse": "/data/lake", "batch_id": 41,
-     "applied_through_seq": [24023128, 24023128, 0, 0], "applied_through_source_ts": "2026-11-22T...",
+     "connector": "postgres", "applied_through_seq": [24023200, 24023128, 1, 0],
+     "consistent_through": "0/16E8F80", "applied_through_source_ts": "2026-11-22T...",
      "held_events": 0, "state_updated_at": "2026-11-22T09:41:13.1+00:00",
      "tables": [{"topic": "demo.public.customers", "format": "iceberg", "silver": "silver.customers",
                  "bronze": "bronze.customers", "batch_id": 41,
                  "kafka_offsets": {"demo.public.customers": {"0": 1210}},
-                 "max_seq": [24023128, 24023128, 0, 0], "source_ts_ms": 1795336045083,
+                 "max_seq": [24023200, 24023128, 1, 0], "complete_through": "0/16E8F80",
+                 "source_ts_ms": 1795336045083,
                  "committed_at_ms": 1795336046120, "lag_ms": 1873, "silver_rows": 200,
                  "bronze_rows": 1211, "error": null}]}
+
+Positions are printed in the source's notation (``lakecdc.audit.notation``): PostgreSQL LSNs,
+MySQL ``file:pos``, SQL Server LSNs, Oracle SCNs. ``consistent_through`` is the job's consistency
+point: every table is complete through it (``lakecdc.ingest.consistency``).
 
 ``lag_ms`` is now minus the source commit time of the newest change in silver: while the source is
 idle it grows although nothing is pending (the capture status tells whether anything is).
@@ -27,6 +33,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from lakecdc.audit.notation import format_position
 from lakecdc.ingest.config import IngestConfig, load_ingest_config
 from lakecdc.ingest.job_state import load_state
 from lakecdc.ingest.naming import TableNamer
@@ -43,6 +50,7 @@ class TableStatus:
     batch_id: int | None = None
     kafka_offsets: dict[str, dict[str, int]] = field(default_factory=dict)
     max_seq: list[int] | None = None
+    complete_through: str | None = None  # in the source's notation
     source_ts_ms: int | None = None
     committed_at_ms: int | None = None
     lag_ms: int | None = None
@@ -57,7 +65,9 @@ class IngestStatus:
     name: str
     warehouse: str
     batch_id: int = 0
+    connector: str | None = None
     applied_through_seq: list[int] | None = None
+    consistent_through: str | None = None  # applied_through_seq in the source's notation
     applied_through_source_ts: str | None = None
     held_events: int = 0
     state_updated_at: str | None = None
@@ -80,7 +90,10 @@ def ingest_status(config: str | Path | IngestConfig, now_ms: int | None = None) 
                                   f"catalog.type={cfg.catalog_type} is not supported yet")
     now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
     state = load_state(cfg.progress_dir)
-    status = IngestStatus("ingest", cfg.name, str(cfg.warehouse), state.batch_id, state.applied_through_seq,
+    status = IngestStatus("ingest", cfg.name, str(cfg.warehouse), state.batch_id, state.connector,
+                          state.applied_through_seq,
+                          format_position(state.connector, state.applied_through_seq)
+                          if state.applied_through_seq else None,
                           _iso_ms(state.applied_through_source_ts_ms), state.held_events, state.updated_at)
     namer = TableNamer(cfg)
     for topic, keys in sorted(state.table_keys.items()):
@@ -116,6 +129,8 @@ def _fill_progress(table: TableStatus, commit: TableCommit, now_ms: int) -> None
         nested.setdefault(topic, {})[str(partition)] = offset
     table.kafka_offsets = nested
     table.max_seq = list(progress.max_seq) if progress.max_seq else None
+    through = progress.complete_through or progress.max_seq
+    table.complete_through = format_position(progress.connector, through) if through else None
     table.source_ts_ms = progress.max_source_ts_ms
     table.committed_at_ms = commit.committed_at_ms
     if progress.max_source_ts_ms is not None:

@@ -42,7 +42,7 @@ from lakecdc.errors import MissingExtraError, SchemaEvolutionError, TerminalErro
 from lakecdc.ingest.batch import ApplyResult, ChangeBatch, ColumnSpec, TableTarget
 from lakecdc.ingest.bronze import BRONZE_RENAMES, to_bronze_layout
 from lakecdc.ingest.merge_plan import MergePlan
-from lakecdc.ingest.progress import CommitProgress, Offsets
+from lakecdc.ingest.progress import CommitPositions, CommitProgress, Offsets
 from lakecdc.ingest.schema_evolution import SchemaChange, plan_schema_change
 from lakecdc.ingest.silver import BatchStats, batch_stats, ledger_rows, silver_source
 from lakecdc.writers.conflicts import retry_on_conflict
@@ -181,9 +181,12 @@ class LakeWriter(TableWriter):
 
     # -- the sequence ------------------------------------------------------------------------
     def committed_progress(self, target: TableTarget) -> Offsets:
-        name = target.silver_table if target.has_key else target.bronze_table
-        progress = self._stored_progress(name)
+        progress = self.committed_commit(target)
         return dict(progress.offsets) if progress else {}
+
+    def committed_commit(self, target: TableTarget) -> CommitProgress | None:
+        """What the table's last commit recorded (silver, or bronze for a keyless table): what a restart reads."""
+        return self._stored_progress(target.silver_table if target.has_key else target.bronze_table)
 
     def apply(self, batch: ChangeBatch, batch_id: int) -> ApplyResult:
         started = time.monotonic()
@@ -237,7 +240,7 @@ class LakeWriter(TableWriter):
         bronze_rows, bronze_version = 0, None
         if not bronze_covered:  # step 4
             props = (bronze_done or CommitProgress()).advanced(
-                batch.progress, batch_id, stats.max_seq, stats.max_source_ts_ms).to_properties()
+                batch.progress, batch_id, stats.max_seq, stats.max_source_ts_ms, None, _positions(batch)).to_properties()
             bronze_rows, bronze_version = self._append_bronze(target, self._align(to_bronze_layout(df, row_names),
                                                                                   target.bronze_table),
                                                               stats, props, batch_id)
@@ -247,7 +250,7 @@ class LakeWriter(TableWriter):
         silver_version = None
         if target.has_key and not silver_covered:  # step 5
             upserts, deletes, silver_version = self._apply_silver(target, df, row_names, stats, silver_done,
-                                                                  batch.progress, batch_id)
+                                                                  batch, batch_id)
         return ApplyResult(target, batch_id, stats.events, bronze_rows, upserts, deletes,
                            bronze_version=bronze_version, silver_version=silver_version, max_seq=stats.max_seq,
                            max_source_ts_ms=stats.max_source_ts_ms,
@@ -255,7 +258,7 @@ class LakeWriter(TableWriter):
                            seconds=time.monotonic() - started)
 
     def _apply_silver(self, target: TableTarget, df: DataFrame, row_names: list[str], stats: BatchStats,
-                      done: CommitProgress | None, offsets: Offsets, batch_id: int) -> tuple[int, int, int | None]:
+                      done: CommitProgress | None, batch: ChangeBatch, batch_id: int) -> tuple[int, int, int | None]:
         keys = target.key_columns
         missing = [k for k in keys if k not in row_names]
         if missing:
@@ -264,8 +267,8 @@ class LakeWriter(TableWriter):
         removals, source = self._silver_rows(target, df, row_names, stats)
         if removals is not None:  # 5a: remember deletes/truncates before silver forgets the rows
             self._append_ledger(target, removals)
-        progress = (done or CommitProgress()).advanced(offsets, batch_id, stats.max_seq, stats.max_source_ts_ms,
-                                                       stats.truncate_seq)
+        progress = (done or CommitProgress()).advanced(batch.progress, batch_id, stats.max_seq, stats.max_source_ts_ms,
+                                                       stats.truncate_seq, _positions(batch))
         plan = MergePlan(keys=keys, columns=tuple(row_names), delete_mode=target.delete_mode,
                          truncate_seq=stats.truncate_seq, truncate_ts_ms=stats.truncate_ts_ms,
                          truncated_through=progress.truncated_through, placeholders=stats.has_placeholders,
@@ -346,12 +349,25 @@ class LakeWriter(TableWriter):
             rows = rows.join(stored, on=list(DEAD_LETTER_POSITION), how="left_anti")
         return self._append_rows(self.dead_letter_table, rows)
 
+    def append_log_rows(self, name: str, schema: StructType, rows: list[tuple[Any, ...]]) -> int:
+        """Append rows to a small append-only table of lakecdc's own (created on first use), e.g.
+        the consistency log (``lakecdc.ingest.consistency``)."""
+        if self._table_schema(name) is None:
+            with self._create_lock:
+                self._create_table(name, schema, "log")
+        return self._append_rows(name, self.spark.createDataFrame(rows, schema))
+
     @abstractmethod
     def _append_rows(self, name: str, rows: DataFrame) -> int: ...
 
     @abstractmethod
     def _stored_positions(self, name: str, topics: list[str]) -> DataFrame | None:
         """``(topic, partition, offset)`` of the rows of ``name`` from these topics (None: none stored)."""
+
+
+def _positions(batch: ChangeBatch) -> CommitPositions:
+    """The source positions the commit records; at least the connector (the notation of max-seq)."""
+    return batch.positions or CommitPositions(connector=batch.table.connector or None)
 
 
 # -- registry --------------------------------------------------------------------------------

@@ -44,11 +44,16 @@ def test_read_as_of_version_time_and_source_position(lake: Lake) -> None:
     v1, v2, v3 = lake.silver_versions
     assert names(read_as_of(lake.silver, version=v1)) == {1: "a", 2: "b", 3: "c"}
     assert names(read_as_of(lake.silver, version=v3)) == {1: "a3", 3: "c", 4: "d"}
-    # LSN 15 lies between batch 1 (complete through 12) and batch 2 (through 21): batch 2 covers it
-    assert version_for_position(lake.silver, 15).version == v2
-    assert names(read_as_of(lake.silver, source_position=15)) == {1: "a2", 3: "c"}
+    # LSN 15 lies between batch 1 (complete through 12) and batch 2 (20-21): the state after
+    # every change at or before 15 is batch 1's, not batch 2's (which holds later changes).
+    assert version_for_position(lake.silver, 15).version == v1
+    assert names(read_as_of(lake.silver, source_position=15)) == {1: "a", 2: "b", 3: "c"}
     assert names(read_as_of(lake.silver, source_position=(12, 12))) == {1: "a", 2: "b", 3: "c"}
     assert names(read_as_of(lake.silver, source_position="0/C")) == {1: "a", 2: "b", 3: "c"}  # LSN 12
+    # 20 falls inside batch 2's commit: version 1 plus batch 2's bronze events at or below 20.
+    assert names(read_as_of(lake.silver, source_position=20)) == {1: "a2", 2: "b", 3: "c"}
+    assert names(read_as_of(lake.silver, source_position=21)) == {1: "a2", 3: "c"}
+    assert names(read_as_of(lake.silver, source_position=31)) == {1: "a3", 3: "c", 4: "d"}  # the newest
     second = next(v for v in table_versions(lake.silver) if v.version == v2)
     assert names(read_as_of(lake.silver, timestamp=second.committed_at)) == {1: "a2", 3: "c"}
     assert names(read_as_of(lake.silver, timestamp=second.committed_at + timedelta(milliseconds=1))) == \
@@ -56,7 +61,7 @@ def test_read_as_of_version_time_and_source_position(lake: Lake) -> None:
 
 
 def test_as_of_errors_name_what_is_wrong(lake: Lake) -> None:
-    with pytest.raises(AuditError, match="has not reached source position 100"):
+    with pytest.raises(AuditError, match=r"has not reached source position 0/64 yet \(it is complete through 0/1F\)"):
         read_as_of(lake.silver, source_position=100)
     with pytest.raises(AuditError, match="exactly one of"):
         read_as_of(lake.silver, version=1, source_position=3)

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from lakecdc.audit import AuditError, TableVersion, parse_position
+from lakecdc.audit.notation import MAX
 from lakecdc.audit.diff import diff_frames, same_value
 from lakecdc.audit.plots import plot_lag, plot_versions
 from lakecdc.audit.tables import LakeTable, row_columns
@@ -18,13 +19,15 @@ from lakecdc.events.positions import PostgresPosition
 
 
 def test_positions_in_every_accepted_form() -> None:
-    assert parse_position("0/16B3748") == (0x16B3748,)
-    assert parse_position("1/0") == (1 << 32,)
-    assert parse_position(42) == (42,)
+    assert parse_position("0/16B3748") == (0x16B3748, MAX, MAX, MAX)
+    assert parse_position("1/0", "postgres") == (1 << 32, MAX, MAX, MAX)
+    assert parse_position(42) == (42, MAX, MAX, MAX)
     assert parse_position("5,6,0,0") == (5, 6, 0, 0)
-    assert parse_position([5, 6]) == (5, 6)
+    assert parse_position([5, 6]) == (5, 6, MAX, MAX)
     with pytest.raises(AuditError, match="expected an LSN"):
         parse_position("yesterday")
+    with pytest.raises(AuditError, match="00000027:00000758:0005"):
+        parse_position("0/16B3748", "sqlserver")
     with pytest.raises(AuditError):
         parse_position(True)
 
@@ -35,9 +38,9 @@ def test_a_position_object_gives_its_seq() -> None:
     assert parse_position(position)[:2] == (0x2000, 0x2050)
 
 
-def test_prefix_positions_are_covered_by_longer_ones() -> None:
-    assert (12, 12, 0, 0) >= parse_position(12)
-    assert not (11, 99, 0, 0) >= parse_position(12)
+def test_a_short_position_covers_every_seq_starting_with_it() -> None:
+    assert (12, 12, 0, 0) <= parse_position(12) and (12, 99, 1, 7) <= parse_position(12)
+    assert not (13, 0, 0, 0) <= parse_position(12)
 
 
 def test_same_value_treats_nulls_nans_and_arrays_sensibly() -> None:

@@ -1,0 +1,157 @@
+"""Reading several tables at one source position: the consistency log and consistent reads.
+
+The ingest job appends a row to ``lakecdc.consistency`` after every batch (``lakecdc.ingest.consistency``):
+the position every table is complete through and the version of each table that holds exactly
+that. Reading those versions together gives a state the source had across the tables -- also from
+SQL, where ``consistent_sql`` writes the ``VERSION AS OF`` queries (or temporary views) for analysts::
+
+    point = latest_point(LakeTable.delta("/lake", "lakecdc.consistency"))
+    reads = read_consistent([accounts, ledger], log=log)                 # newest consistent state
+    reads = read_consistent([accounts, ledger], position="0/5E80B40", log=log)  # any earlier one
+
+A position at or below the newest point is read table by table (``lakecdc.audit.as_of``): each read
+holds exactly the transactions committed at or before it, so they agree.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from lakecdc.audit.as_of import AsOfRead, bronze_of, read_as_of_with_version
+from lakecdc.audit.notation import GTID, format_position
+from lakecdc.audit.tables import AuditError, LakeTable, to_pandas
+from lakecdc.audit.versions import Position, TableVersion, reached_bound, table_versions
+from lakecdc.ingest.consistency_point import just_below
+
+LOG_TABLE = "lakecdc.consistency"
+
+
+@dataclass(frozen=True)
+class ConsistencyPoint:
+    """One row of the consistency log."""
+
+    batch_id: int
+    job: str
+    connector: str | None
+    complete_through: Position
+    position: str  # the same, in the source's notation
+    published_at: datetime
+    versions: dict[str, int] = field(default_factory=dict)
+    stopped: tuple[str, ...] = ()
+
+    @property
+    def reached(self) -> Position:
+        bound = reached_bound(self.connector, self.complete_through)
+        assert bound is not None
+        return bound
+
+
+def consistency_points(log: LakeTable) -> list[ConsistencyPoint]:
+    """Every published point, oldest first (empty when the job has published none yet)."""
+    if not log.exists():
+        return []
+    frame = to_pandas(log.arrow())
+    points = [ConsistencyPoint(int(r["batch_id"]), str(r["job"]), r["connector"], tuple(int(v) for v in r["complete_through"]),
+                               str(r["position"]), r["published_at"], {str(k): int(v) for k, v in
+                                                                        json.loads(r["versions"] or "{}").items()},
+                               tuple(json.loads(r["stopped"] or "[]")))
+              for r in frame.to_dict("records")]
+    return sorted(points, key=lambda p: (p.complete_through, p.published_at))
+
+
+def latest_point(log: LakeTable) -> ConsistencyPoint | None:
+    points = consistency_points(log)
+    return points[-1] if points else None
+
+
+def read_consistent(tables: list[LakeTable], position: Any = None, log: LakeTable | None = None,
+                    bronze: dict[str, LakeTable] | None = None) -> dict[str, AsOfRead]:
+    """The tables read together: at ``position`` (source notation), or at the newest published point.
+
+    Raises ``AuditError`` when the position is past what every table is complete through.
+    """
+    point = latest_point(log) if log is not None else None
+    if point is not None:
+        stopped = [t.name for t in tables if t.name in point.stopped]
+        if stopped:
+            raise AuditError(f"tables stopped by a schema error are not consistent with the others: {stopped}")
+    if position is None:
+        if point is None:
+            raise AuditError("no consistency point published yet (the ingest job writes one after each batch); "
+                             "give a source position")
+        return {t.name: _read_point(t, point, bronze) for t in tables}
+    reached = point.reached if point is not None else None
+    if isinstance(position, str) and GTID.match(position.strip()):
+        changelogs = [(bronze or {}).get(t.name) or bronze_of(t) for t in tables]
+        position = list(position_of_gtid(changelogs, position.strip()))
+    return {t.name: read_as_of_with_version(t, source_position=position, reached=reached,
+                                            connector=point.connector if point else None,
+                                            bronze=(bronze or {}).get(t.name)) for t in tables}
+
+
+def position_of_gtid(bronze: list[LakeTable], gtid: str) -> Position:
+    """A MySQL (``uuid:N``) or MariaDB (``domain-server-N``) GTID -> a position between that transaction
+    and the next one of its source, from the tables' bronze change logs (``_tx_id`` is the GTID): the
+    highest ``_seq`` of their events up to N (transactions are in binlog order), or, when none of these
+    tables changed that early, just below the first event after N. "As of GTID" is then the state
+    after that transaction and every one before it."""
+    source, number = _gtid_parts(gtid)
+    upto: list[Position] = []
+    after: list[Position] = []
+    for table in bronze:
+        frame = to_pandas(table.arrow())
+        for tx_id, seq in zip(frame["_tx_id"], frame["_seq"]):
+            if isinstance(tx_id, str) and GTID.match(tx_id) and _gtid_parts(tx_id)[0] == source:
+                (upto if _gtid_parts(tx_id)[1] <= number else after).append(tuple(int(v) for v in seq))
+    if upto:
+        return max(upto)
+    if after:
+        return just_below(min(after))
+    raise AuditError(f"GTID {gtid}: no change of these tables from that source's transactions; give a binlog "
+                     "position file:pos instead")
+
+
+def _gtid_parts(gtid: str) -> tuple[str, int]:
+    """``uuid:23`` -> (uuid, 23); MariaDB ``0-1-100`` -> ("0", 100) (the domain orders its sequence numbers)."""
+    if ":" in gtid:
+        source, _, number = gtid.rpartition(":")
+        return source.lower(), int(number)
+    domain, _, number = gtid.split("-")
+    return domain, int(number)
+
+
+def _read_point(table: LakeTable, point: ConsistencyPoint, bronze: dict[str, LakeTable] | None) -> AsOfRead:
+    version = point.versions.get(table.name)
+    if version is None:  # not committed in that run: its version is found by position
+        return read_as_of_with_version(table, source_position=list(point.reached), reached=point.reached,
+                                       connector=point.connector, bronze=(bronze or {}).get(table.name))
+    known: dict[int, TableVersion] = {v.version: v for v in table_versions(table)}
+    return AsOfRead(to_pandas(table.arrow(version=version)), known.get(version), point.reached)
+
+
+def consistent_sql(point: ConsistencyPoint, qualified: dict[str, str], views: bool = False) -> list[str]:
+    """Spark / Databricks SQL reading the tables at ``point``: one ``SELECT ... VERSION AS OF`` per
+    table (``qualified``: table name -> the name SQL knows it by), or ``CREATE OR REPLACE TEMP VIEW``
+    statements (``<table>_consistent``) when ``views``. Delta and Iceberg both take ``VERSION AS OF``
+    (a Delta version, an Iceberg snapshot id)."""
+    missing = [name for name in qualified if name not in point.versions]
+    if missing:
+        raise AuditError(f"the consistency point of batch {point.batch_id} names no version of {missing}; "
+                         "read them with `lakecdc audit as-of --position " + point.position + "`")
+    out = [f"-- consistent through {point.position} (batch {point.batch_id}, published "
+           f"{point.published_at:%Y-%m-%d %H:%M:%S})"]
+    for name, sql_name in qualified.items():
+        select = f"SELECT * FROM {sql_name} VERSION AS OF {point.versions[name]}"
+        if views:
+            out.append(f"CREATE OR REPLACE TEMP VIEW {name.replace('.', '_')}_consistent AS {select};")
+        else:
+            out.append(select + ";")
+    return out
+
+
+def describe_point(point: ConsistencyPoint) -> str:
+    return (f"consistent through {point.position or format_position(point.connector, point.complete_through)} "
+            f"(batch {point.batch_id})")

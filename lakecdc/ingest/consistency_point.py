@@ -1,0 +1,96 @@
+"""The job's consistency point: the source position through which every table is complete.
+
+After each micro-batch the point is the highest rank released (``_seq``; a PostgreSQL transaction
+released with no event left to read -- after a restart -- counts by its commit LSN). Transactions are
+released whole and in commit order (``lakecdc.ingest.transactions``), so every source transaction
+ranked at or below it is in every table. It is kept below:
+
+- the lowest event still held back (a transaction not complete yet);
+- the lowest snapshot row released since every partition was last read to its end: snapshot rows
+  carry no transaction, so nothing else says when every table's rows have been read (kept in the job
+  state across restarts; a job that never had a point waits for the end of the data too, as its
+  snapshot may be partly read).
+
+A point is *published* (``lakecdc.ingest.consistency``) only when no table holds anything above it
+-- then each table's newest version holds exactly the point -- and not below what a table's newest
+commit held before a restart (``floor``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakecdc.ingest.job_state import JobState
+
+Seq = tuple[int, ...]
+_LARGEST = (1 << 63) - 1
+
+
+class ConsistencyPoint:
+    """Tracks the point across batches (see the module docstring)."""
+
+    def __init__(self, state: JobState) -> None:
+        self.point: Seq | None = None
+        #: the highest point a table's newest commit held before a restart
+        self.floor: Seq | None = None
+        self._released_max: Seq | None = None  # the highest rank released in this run
+        self.snapshot_pending: Seq | None = (
+            tuple(state.snapshot_pending_seq) if state.snapshot_pending_seq is not None
+            else (0, 0, 0, 0) if state.applied_through_seq is None else None)
+
+    def table_holds(self, complete_through: Seq | None) -> None:
+        """A table's newest commit (read at start) is complete through this position."""
+        if complete_through is not None:
+            self.floor = max(self.floor or complete_through, complete_through)
+
+    def advance(self, released: Iterable[pa.Table], at_end_of_data: bool, held_min: Seq | None,
+                last_commit_lsn: int | None) -> None:
+        """After a batch released ``released`` (rows with ``_seq`` and ``_op``)."""
+        rows = [r for r in released if r.num_rows]
+        pending = [s for s in (*(_lowest_read(r) for r in rows), self.snapshot_pending) if s is not None]
+        self.snapshot_pending = None if at_end_of_data else min(pending, default=None)
+        ranks = [s for s in (self._released_max, *(_highest(r) for r in rows)) if s is not None]
+        if last_commit_lsn is not None:
+            ranks.append((last_commit_lsn, 0, 0, 0))
+        self._released_max = max(ranks, default=None)
+        point = self._released_max
+        for below in (held_min, self.snapshot_pending):
+            if point is not None and below is not None and point >= below:
+                point = just_below(below)
+        if point is not None:
+            self.point = point if self.point is None else max(point, self.point)
+
+    @property
+    def publishable(self) -> bool:
+        """Every table's newest version holds exactly the point."""
+        if self.point is None or (self.floor is not None and self.point < self.floor):
+            return False
+        return self._released_max is None or self.point >= self._released_max
+
+    def save(self, state: JobState) -> None:
+        if self.point is not None:
+            state.applied_through_seq = list(self.point)
+        state.snapshot_pending_seq = list(self.snapshot_pending) if self.snapshot_pending is not None else None
+
+
+def just_below(seq: Seq) -> Seq:
+    """The greatest ``_seq`` below ``seq`` (components are never negative)."""
+    parts = list(seq)
+    for i in range(len(parts) - 1, -1, -1):
+        if parts[i] > 0:
+            parts[i] -= 1
+            return tuple(parts[:i + 1]) + (_LARGEST,) * (len(parts) - i - 1)
+    return tuple(parts)
+
+
+def _lowest_read(rows: pa.Table) -> Seq | None:
+    """The lowest ``_seq`` of the snapshot rows (``_op`` r) among ``rows``, or None."""
+    reads = rows.filter(pc.equal(rows.column("_op"), "r"))
+    return min((tuple(s) for s in reads.column("_seq").to_pylist()), default=None)
+
+
+def _highest(rows: pa.Table) -> Seq | None:
+    return max((tuple(s) for s in rows.column("_seq").to_pylist()), default=None)

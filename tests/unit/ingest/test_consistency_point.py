@@ -1,0 +1,50 @@
+"""The consistency point: only a position every table holds exactly is published (``consistency_point``)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from lakecdc.ingest.consistency_point import ConsistencyPoint, just_below
+from lakecdc.ingest.job_state import JobState
+from lakecdc.ingest.segments import METADATA_ARROW
+
+
+def rows(*events: tuple[str, tuple[int, ...]]) -> pa.Table:
+    return pa.table({"_op": pa.array([op for op, _ in events], pa.string()),
+                     "_seq": pa.array([list(s) for _, s in events], METADATA_ARROW["_seq"])})
+
+
+def test_snapshot_rows_hold_the_point_until_every_partition_was_read_to_its_end() -> None:
+    point = ConsistencyPoint(JobState())  # never published: its snapshot may be partly read
+    point.advance([rows(("r", (100, 100, 0, 0)), ("r", (100, 100, 0, 1)))], False, None, None)
+    assert not point.publishable  # another table's snapshot rows (also at 100) may be unread
+    point.advance([rows(("u", (150, 120, 1, 0)))], False, None, 150)
+    assert not point.publishable and point.point is not None and point.point < (100, 100, 0, 0)
+    point.advance([], True, None, 150)  # everything read: the snapshot is complete
+    assert point.publishable and point.point == (150, 120, 1, 0)
+    state = JobState()
+    point.save(state)
+    assert state.applied_through_seq == [150, 120, 1, 0] and state.snapshot_pending_seq is None
+
+
+def test_a_held_transaction_keeps_the_point_below_it_and_nothing_is_published_past_a_table() -> None:
+    point = ConsistencyPoint(JobState(applied_through_seq=[10, 0, 0, 0]))
+    point.advance([rows(("c", (200, 190, 1, 0)))], False, (180, 170, 1, 0), 200)
+    assert point.point == just_below((180, 170, 1, 0)) and not point.publishable  # a table holds 200
+    point.advance([rows(("u", (210, 205, 1, 0)))], False, None, 210)
+    assert point.point == (210, 205, 1, 0) and point.publishable
+
+
+def test_after_a_restart_no_point_below_what_a_table_already_holds_is_published() -> None:
+    point = ConsistencyPoint(JobState(applied_through_seq=[10, 0, 0, 0]))
+    point.table_holds((300, 0, 0, 0))
+    point.advance([rows(("u", (250, 240, 1, 0)))], False, None, 250)
+    assert not point.publishable
+    point.advance([rows(("u", (310, 305, 1, 0)))], False, None, 310)
+    assert point.publishable
+
+
+def test_just_below() -> None:
+    assert just_below((5, 0, 0, 0)) == (4, (1 << 63) - 1, (1 << 63) - 1, (1 << 63) - 1)
+    assert just_below((5, 6, 7, 8)) == (5, 6, 7, 7)
+    assert just_below((0, 0, 0, 0)) == (0, 0, 0, 0)
