@@ -150,9 +150,10 @@ def _run_batches(cfg: IngestConfig, spark: SparkSession, processor: BatchProcess
     try:
         next_at = time.monotonic()
         for batch in reader.batches():
-            # An empty batch matters only when reading has reached the end with events held back:
-            # transactions whose other events will not come are released then.
-            if batch.num_records or (batch.at_end_of_data and processor.held_events):
+            # An empty batch matters only when reading has reached the end with something waiting for
+            # it: held transactions whose other events will not come, a consistency point held below
+            # snapshot rows.
+            if batch.num_records or (batch.at_end_of_data and processor.waits_for_end_of_data):
                 handle(processor.process(batch))
             if trigger.interval > 0 and not trigger.available_now:
                 next_at += trigger.interval

@@ -11,6 +11,7 @@ table, rewritten atomically after every batch::
      "held_events": 0, "open_transactions": 0, "source_heartbeat_ts_ms": 1795336046000,
      "control_offsets": {"shop.transaction": {"0": 45}},
      "table_keys": {"shop.public.customers": ["id"], "shop.public.nopk_events": []},
+     "keyed_topics": {"shop.public.customers": ["id"]},
      "updated_at": "2026-11-22T09:41:12.345678+00:00"}
 
 ``applied_through_seq`` is the consistency point (``lakecdc.ingest.processor`` step 7, also published
@@ -47,6 +48,9 @@ class JobState:
     source_heartbeat_ts_ms: int | None = None  # newest heartbeat: the source was alive then
     control_offsets: dict[str, dict[str, int]] = field(default_factory=dict)
     table_keys: dict[str, list[str]] = field(default_factory=dict)
+    #: topics whose events carried Kafka keys (``Decoder.keyed_topics``: not configured keys), so that
+    #: after a restart a null key on such a topic is a dead letter from the first batch on
+    keyed_topics: dict[str, list[str]] = field(default_factory=dict)
     updated_at: str | None = None
 
     def control_offset(self, topic: str, partition: int) -> int | None:

@@ -110,6 +110,8 @@ class BatchProcessor:
         self._writer_factory = writer_factory
         self._writers: dict[str, TableWriter] = {}
         self._decoder = Decoder(config)
+        for topic, key_columns in state.keyed_topics.items():
+            self._decoder.remember_keyed(topic, tuple(key_columns))
         self._schemas = SchemaRegistry()  # schema ids of batches decoded on the executors
         self._namer = TableNamer(config)
         self._tx = TransactionBuffer(self._already_applied)
@@ -375,6 +377,7 @@ class BatchProcessor:
 
     def _save_state(self, read_max: Offsets, report: BatchReport) -> None:
         state = self.state
+        state.keyed_topics = {t: list(k) for t, k in self._decoder.keyed_topics().items()}
         open_markers = self._tx.marker_restart_offsets()
         for (topic, partition), offset in read_max.items():
             if topic in self._control_topics:

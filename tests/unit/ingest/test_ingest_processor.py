@@ -50,3 +50,19 @@ def test_batch_sentence_in_the_users_words() -> None:
     text = describe(report, now_ms=1_001_200)
     assert text == ("batch 12: applied 5,000 changes to 3 tables in 2.0 s (2,500 changes/s), 1.2 s behind the "
                     "source; 4 held back for open transactions; 1 record to the dead-letter table")
+
+
+def test_keyed_topics_survive_a_restart_through_the_state_file(tmp_path: Path) -> None:
+    """A restarted job's decoder knows which topics carry keys before it sees one (a null key on such
+    a topic in its first batch is then a dead letter: test_decode_malformed)."""
+    from lakecdc.ingest.job_state import load_state, save_state
+
+    config = IngestConfig.from_properties({"kafka.bootstrap.servers": "127.0.0.1:1", "topic.prefix": "shop",
+                                           "progress.path": str(tmp_path)})
+    first = BatchProcessor(config, None, JobState(), no_writer)
+    first._decoder.remember_keyed("shop.public.customers", ("id",))
+    first.process(KafkaMicroBatch(kafka_table([]), NOW, at_end_of_data=True))
+    restarted = BatchProcessor(config, None, load_state(tmp_path), no_writer)
+    assert restarted._decoder.keyed_topics() == {"shop.public.customers": ("id",)}
+    save_state(tmp_path, JobState())  # a lost or fresh state file knows nothing, and refuses nothing
+    assert BatchProcessor(config, None, load_state(tmp_path), no_writer)._decoder.keyed_topics() == {}
