@@ -39,7 +39,7 @@ from lakecdc.errors import TerminalError
 from lakecdc.ingest.batch import SEQ_LENGTH, TableTarget
 from lakecdc.ingest.bronze import DELTA_PARTITION_COLUMN, arrow_new_rows, bronze_columns, spark_new_rows
 from lakecdc.ingest.frames import arrow_to_spark as arrow_to_dataframe
-from lakecdc.ingest.key_ranges import KeyRanges, arrow_ranges_filter
+from lakecdc.ingest.key_ranges import KeyRanges, arrow_in_filter, arrow_ranges_filter, arrow_read
 from lakecdc.ingest.merge_plan import (
     DATAFUSION, SOURCE, TARGET, MergeClause, MergePlan, join_condition, merge_clauses,
 )
@@ -246,8 +246,10 @@ class DeltaRsWriter(LakeWriter):
     def _ledger(self, target: TableTarget, op: str, ranges: KeyRanges | None = None) -> pa.Table:
         table = self._open(target.ledger_table)
         assert table is not None
-        where = arrow_ranges_filter(target.key_columns[0], ranges) if ranges else None
-        rows = table.to_pyarrow_dataset().to_table(columns=[*target.key_columns, "_seq", "_op"], filter=where)
+        dataset = table.to_pyarrow_dataset()
+        key = target.key_columns[0]
+        where = arrow_ranges_filter(key, ranges, dataset.schema.field(key).type) if ranges else None
+        rows = arrow_read(dataset, where, [*target.key_columns, "_seq", "_op"])
         return rows.filter(pc.equal(rows["_op"].cast(pa.string()), op)).drop_columns(["_op"])
 
     def _stored_silver(self, target: TableTarget, keys: DataFrame) -> DataFrame | None:
@@ -256,12 +258,15 @@ class DeltaRsWriter(LakeWriter):
         wanted = _to_arrow(keys)
         if table is None or schema is None or wanted.num_rows == 0:
             return None
-        # parquet statistics prune on each key column's values; the exact match is the semi join
+        # parquet statistics prune on each key column's values (typed as the table reads them back:
+        # string_view, binary_view...); the exact match is the semi join
+        dataset = table.to_pyarrow_dataset()
         where = None
         for key in target.key_columns:
-            condition = pc.field(key).isin(pc.drop_null(wanted[key]))
-            where = condition if where is None else where & condition
-        stored = table.to_pyarrow_dataset().to_table(filter=where)
+            condition = arrow_in_filter(dataset.schema, key, wanted[key])
+            if condition is not None:
+                where = condition if where is None else where & condition
+        stored = arrow_read(dataset, where)
         if stored.num_rows == 0:
             return None
         rows = arrow_to_dataframe(self.spark, _conform(stored, _arrow_schema(schema)), schema)
@@ -272,8 +277,10 @@ class DeltaRsWriter(LakeWriter):
         schema = self._table_schema(target.bronze_table)
         if table is None or schema is None or not key_json:
             return None
-        # parquet statistics on _key_json prune what they can; the filter is exact
-        stored = table.to_pyarrow_dataset().to_table(filter=pc.field("_key_json").isin(key_json))
+        # parquet statistics on _key_json prune what they can; the filter is exact (the values typed
+        # as the table reads the column back: string_view in delta-rs)
+        dataset = table.to_pyarrow_dataset()
+        stored = arrow_read(dataset, arrow_in_filter(dataset.schema, "_key_json", pa.array(key_json, pa.string())))
         if stored.num_rows == 0:
             return None
         return arrow_to_dataframe(self.spark, _conform(stored, _arrow_schema(schema)), schema)

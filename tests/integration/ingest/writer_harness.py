@@ -79,7 +79,15 @@ class Stream:
 
 def _json(key: dict[str, Any]) -> str:
     import json
-    return json.dumps(key, separators=(",", ":"))
+    return json.dumps(key, separators=(",", ":"), default=_json_value)
+
+
+def _json_value(value: Any) -> Any:
+    """Key values JSON has no type for, as Debezium's JSON converter writes them (bytes: base64)."""
+    if isinstance(value, (bytes, bytearray)):
+        import base64
+        return base64.b64encode(bytes(value)).decode()
+    return str(value)
 
 
 class TableReader:
