@@ -94,7 +94,7 @@ class DeltaSparkWriter(SparkSqlWriter):
 
     def _create_table(self, name: str, schema: StructType, kind: str, sort_by: tuple[str, ...] = ()) -> None:
         full = self.resolve(name)
-        self._ensure_namespace(full)
+        self._ensure_namespace(name)
         self.spark.sql(create_table_sql(full, schema, kind))
         log.info("created Delta %s table %s", kind, full)
 
