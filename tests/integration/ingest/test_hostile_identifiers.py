@@ -73,4 +73,4 @@ def test_hostile_names_end_to_end(writer: LakeWriter, spark: SparkSession, delet
     writer.apply(s.batch([Ev("t", 40), Ev("c", 41, row(7, "seven"))]), 4)
     assert sorted(live(writer, s)) == [7]
     bronze = TableReader(writer).rows(s.target.bronze_table)
-    assert len(bronze) == 11 and {r["_op"] for r in bronze} == {"c", "u", "d", "t"}
+    assert len(bronze) == 10 and {r["_op"] for r in bronze} == {"c", "u", "d", "t"}
