@@ -33,9 +33,12 @@ nothing is lost and no duplicate is made by the captures lakecdc reads:
   mid-snapshot restarts the snapshot from the first table. PostgreSQL's restart drops and
   recreates the slot, so its rows carry a new consistent point (a new ``_seq``): a second,
   complete reading, kept as such (as for keyed tables, whose key does not match across positions).
-- Debezium restarts an interrupted initial snapshot from the start too (its offset records
-  ``snapshot: true`` until the last row), at the position it reads then, with a new
-  ``source.ts_ms`` (the source's current time per table). The rows it re-sends are a new reading.
+- Debezium restarts an interrupted initial snapshot from the start too (its offsets mark the
+  snapshot incomplete until the last row; "if interrupted, it must be executed from start",
+  DDD-3), at the position it reads then, with a new ``source.ts_ms`` (the source's current time,
+  per table: ``getSnapshotSourceTimestamp``). The rows it re-sends are a new reading; where the
+  position did not move (MySQL or SQL Server without writes meanwhile) they share ``_seq`` with the
+  first reading and are kept as a second reading of those rows.
 - What remains is an identical record delivered twice by one run: a non-idempotent producer's
   retry (lakecdc's transport and Kafka Connect since Kafka 3.0 enable idempotence) -- kept twice.
 
