@@ -32,6 +32,7 @@ LEDGER_SUFFIX = "__deletes"
 META_COLUMNS = frozenset({
     "_op", "_seq", "_source_ts_ms", "_tx_id", "_tx_total_order", "_topic", "_kafka_partition", "_partition",
     "_offset", "_ingest_ts", "_unavailable", "_key_json", "_old_key_json", "_is_deleted", "_deleted_at", "_ingest_date",
+    "_row_hash", "_occurrence",
 })
 
 

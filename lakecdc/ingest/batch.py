@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:  # Spark is only needed where a batch is actually built or written
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
     from pyspark.sql.types import DataType
 
     from lakecdc.ingest.progress import CommitPositions
@@ -68,6 +68,14 @@ METADATA_NAMES: frozenset[str] = frozenset(name for name, _ in METADATA_COLUMNS)
 
 #: Length of ``_seq``: every connector's position maps to 4 numbers (unused trailing ones are 0).
 SEQ_LENGTH = 4
+
+
+def col(name: str) -> Column:
+    """The DataFrame column called ``name``, whatever it holds: a bare ``F.col("a.b")`` reads the
+    dot as a struct field and stumbles on backticks, and source columns may have either."""
+    from pyspark.sql import functions as F
+
+    return F.col("`" + name.replace("`", "``") + "`")
 
 
 @dataclass(frozen=True)

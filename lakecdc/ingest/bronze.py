@@ -1,11 +1,52 @@
-"""Bronze: the append-only change log of one source table, idempotent on source position.
+"""Bronze: the append-only change log of one source table; every source change exactly once.
 
-Every event is kept (inserts, updates, deletes, truncates) with its metadata columns. An event is
-identified by its source position and key, ``(_seq, _op, _key_json)``: a batch replayed by the job
-(same Kafka offsets) and an event re-sent by a restarted capture (new Kafka offsets, same source
-position) are both recognised and add nothing. The anti-join only reads bronze rows whose
-``_source_ts_ms`` lies in the batch's range (a re-sent event has the same source timestamp), so
-file statistics prune it to the newest files.
+Identity. A bronze row is one event, identified by ``(_seq, _op, _key_json, _row_hash,
+_occurrence)``: its source position, operation and key, a hash of its row image (``_row_hash``:
+xxhash64 of the row's non-null columns as JSON, so an event re-sent with more columns in its batch,
+all null, hashes the same), and an ordinal (``_occurrence``). Two ways an event reaches the job
+twice must add nothing, and neither may drop a distinct event:
+
+- a replay: the job re-reads Kafka offsets it already applied (a crash between the bronze and
+  silver commits, a restart from an older checkpoint). The record is the same Kafka record:
+  ``(_topic, _kafka_partition, _offset)`` is stored already, and that alone removes it.
+- a re-send: the capture re-sends an event at a new Kafka offset after its own crash (Kafka
+  Connect's at-least-once delivery; lakecdc's coordinator re-sends what follows its stored offset).
+
+Streaming events (``c``/``u``/``d``/``t``) and snapshot reads of keyed tables carry a position that
+no other change of the table shares: PostgreSQL's event LSN, MySQL's binlog file/position/row,
+SQL Server's change LSN + sequence value + event serial, Oracle's SCN/RS_ID/SSN -- or, for a
+snapshot read, the row's key. For them ``_occurrence`` is 0, and an event whose
+``(_seq, _op, _key_json, _row_hash)`` is stored is a re-send.
+
+Snapshot reads (``r``) of a table without a key have neither: every row of one snapshot shares
+the snapshot's position, and identical rows are identical events, which must all be kept. Their
+``_occurrence`` numbers the rows of one ``(_seq, _op, _row_hash)`` group in the order they were
+delivered (Kafka partition, offset), continuing from the highest one bronze holds: a group split
+across micro-batches numbers on (its first part is stored when the second is read), and a replay
+is removed by its Kafka position before counting, so it cannot shift the numbers. Such a row
+cannot be told from a re-send by anything it carries -- a table holding the row twice and a
+capture sending it twice produce the same records -- so these rows are identified by delivery,
+not content: a re-sent one is kept. This is how interrupted snapshots behave in practice, so
+nothing is lost and no duplicate is made by the captures lakecdc reads:
+
+- lakecdc's coordinator stores the snapshot's offset only after every row is durable; a crash
+  mid-snapshot restarts the snapshot from the first table. PostgreSQL's restart drops and
+  recreates the slot, so its rows carry a new consistent point (a new ``_seq``): a second,
+  complete reading, kept as such (as for keyed tables, whose key does not match across positions).
+- Debezium restarts an interrupted initial snapshot from the start too (its offsets mark the
+  snapshot incomplete until the last row; "if interrupted, it must be executed from start",
+  DDD-3), at the position it reads then, with a new ``source.ts_ms`` (the source's current time,
+  per table: ``getSnapshotSourceTimestamp``). The rows it re-sends are a new reading; where the
+  position did not move (MySQL or SQL Server without writes meanwhile) they share ``_seq`` with the
+  first reading and are kept as a second reading of those rows.
+- What remains is an identical record delivered twice by one run: a non-idempotent producer's
+  retry (lakecdc's transport and Kafka Connect since Kafka 3.0 enable idempotence) -- kept twice.
+
+Numbering needs bronze's stored groups: the anti-join reads the bronze rows whose
+``_source_ts_ms`` lies in the batch's range (a re-send and the rest of a group have the same
+source timestamp), so file statistics prune the scan to the newest files. Tables written before
+these columns existed get them by schema evolution (null in old rows): an old row without a hash
+still identifies its events by ``(_seq, _op, _key_json)``, as it did.
 
 Iceberg bronze is partitioned by ``days(_ingest_ts)``; Delta bronze by the ``_ingest_date`` column
 (Delta has no hidden partitioning).
@@ -13,70 +54,92 @@ Iceberg bronze is partitioned by ``days(_ingest_ts)``; Delta bronze by the ``_in
 
 from __future__ import annotations
 
-import pyarrow as pa
-import pyarrow.compute as pc
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from lakecdc.ingest.batch import METADATA_COLUMNS, SEQ_LENGTH
+from lakecdc.ingest.batch import METADATA_COLUMNS, col
 
-IDENTITY = ("_seq", "_op", "_key_json")
+ROW_HASH = "_row_hash"
+OCCURRENCE = "_occurrence"
+#: What identifies a bronze row (see the module docstring).
+IDENTITY = ("_seq", "_op", "_key_json", ROW_HASH, OCCURRENCE)
+#: What identifies an event of a keyed table (a key and a position): key changes match batch rows by it.
+KEYED_IDENTITY = ("_seq", "_op", "_key_json")
+#: The Kafka record a bronze row came from: what a replay repeats.
+KAFKA_POSITION = ("_topic", "_kafka_partition", "_offset")
+#: Bronze's identity columns beyond the batch's metadata, with their Spark SQL types.
+IDENTITY_COLUMNS: tuple[tuple[str, str], ...] = ((ROW_HASH, "bigint"), (OCCURRENCE, "bigint"))
+#: The bronze columns ``spark_new_rows`` reads from stored rows.
+STORED_IDENTITY = ("_seq", "_op", "_key_json", "_source_ts_ms", ROW_HASH, OCCURRENCE, *KAFKA_POSITION)
 DELTA_PARTITION_COLUMN = "_ingest_date"
 #: Iceberg reserves ``_partition`` (its partition metadata column): bronze names it differently.
 BRONZE_RENAMES = {"_partition": "_kafka_partition"}
+#: JSON options of the row hash: the same text whatever the session's time zone.
+_HASH_JSON = {"timeZone": "UTC", "ignoreNullFields": "true"}
 
 
 def bronze_columns(row_columns: list[str]) -> list[str]:
-    return [*row_columns, *(BRONZE_RENAMES.get(name, name) for name, _ in METADATA_COLUMNS)]
+    return [*row_columns, *(BRONZE_RENAMES.get(name, name) for name, _ in METADATA_COLUMNS),
+            *(name for name, _ in IDENTITY_COLUMNS)]
 
 
 def to_bronze_layout(batch: DataFrame, row_columns: list[str]) -> DataFrame:
-    """The batch's rows as bronze stores them: row columns, then metadata (renamed where needed)."""
-    return batch.select(*row_columns, *(F.col(name).alias(BRONZE_RENAMES.get(name, name))
-                                        for name, _ in METADATA_COLUMNS))
+    """The batch's rows as bronze stores them: row columns, metadata (renamed where needed), the
+    row hash, and ``_occurrence`` still null (``spark_new_rows`` numbers the rows)."""
+    return batch.select(*[col(c) for c in row_columns], *(F.col(name).alias(BRONZE_RENAMES.get(name, name))
+                                        for name, _ in METADATA_COLUMNS),
+                        row_hash(row_columns).alias(ROW_HASH), F.lit(None).cast("bigint").alias(OCCURRENCE))
 
 
-def _identity_key(df: DataFrame) -> list[F.Column]:
-    # _key_json is null for truncates: compare it null-safely by mapping null to "".
-    return [F.col("_seq"), F.col("_op"), F.coalesce(F.col("_key_json"), F.lit("")).alias("__key")]
+def row_hash(row_columns: list[str]) -> Column:
+    """xxhash64 of the row image as JSON: columns by name (sorted), null ones left out."""
+    if not row_columns:
+        return F.xxhash64(F.lit("{}"))
+    return F.xxhash64(F.to_json(F.struct(*[col(c) for c in sorted(row_columns)]), _HASH_JSON))
+
+
+def _counted() -> Column:
+    """The events numbered by delivery: snapshot reads without a key."""
+    return (F.col("_op") == "r") & F.col("_key_json").isNull()
 
 
 def spark_new_rows(batch: DataFrame, row_columns: list[str], stored: DataFrame | None,
                    min_ts: int | None, max_ts: int | None) -> DataFrame:
-    """The batch's events not yet in bronze (``stored`` is the bronze table, or None if new)."""
-    # An event delivered twice in one batch: keep its first delivery. (A window is cheaper here
-    # than dropDuplicates, whose aggregate carries every column through ``first``.)
-    first = Window.partitionBy(*IDENTITY).orderBy(F.col("_offset").asc())
-    rows = (batch.select(*bronze_columns(row_columns)).withColumn("__n", F.row_number().over(first))
-            .filter(F.col("__n") == 1).drop("__n"))
-    if stored is None or min_ts is None or max_ts is None:
-        return rows
-    existing = (stored.filter(F.col("_source_ts_ms").between(min_ts, max_ts))
-                .select(*_identity_key(stored)).distinct())
-    keyed = rows.withColumn("__key", F.coalesce(F.col("_key_json"), F.lit("")))
-    return keyed.join(existing, on=["_seq", "_op", "__key"], how="left_anti").drop("__key")
+    """The batch's events (in bronze layout) not yet in bronze, with ``_occurrence`` set.
 
-
-def _flat_identity(table: pa.Table) -> pa.Table:
-    """Identity columns as join-able scalars: ``_seq`` split into 4 bigints, null key as ""."""
-    seq = table["_seq"]
-    columns = {f"__s{i}": pc.list_element(seq, i) for i in range(SEQ_LENGTH)}
-    # delta-rs reads strings as string_view: cast so both sides of the join have one type
-    columns["__op"] = table["_op"].cast(pa.string())
-    columns["__key"] = pc.fill_null(table["_key_json"].cast(pa.string()), "")
-    return pa.table(columns)
-
-
-def arrow_new_rows(batch: pa.Table, stored: pa.Table | None) -> pa.Table:
-    """Arrow version of ``spark_new_rows`` for delta-rs: ``batch`` minus events already in ``stored``.
-
-    ``batch`` is already deduplicated (``spark_new_rows`` with ``stored=None``); ``stored`` holds the
-    bronze rows of the batch's source time range (only ``_seq``, ``_op``, ``_key_json`` needed).
+    ``stored`` is the bronze table (or its ``STORED_IDENTITY`` columns), None when new.
     """
-    if stored is None or stored.num_rows == 0 or batch.num_rows == 0:
-        return batch
-    keys = [f"__s{i}" for i in range(SEQ_LENGTH)] + ["__op", "__key"]
-    left = _flat_identity(batch).append_column("__row", pa.array(range(batch.num_rows), pa.int64()))
-    right = _flat_identity(stored).group_by(keys).aggregate([])
-    rows = left.join(right, keys=keys, join_type="left anti")["__row"].combine_chunks()
-    return batch.take(rows.take(pc.sort_indices(rows)))  # keep the batch's order
+    columns = bronze_columns(row_columns)
+    counted = _counted()
+    key = F.coalesce(F.col("_key_json"), F.lit(""))  # null for truncates and keyless tables
+    # One row per event: a re-sent event within the batch keeps its first delivery, a Kafka record
+    # of a counted event is one event. (A window is cheaper here than dropDuplicates, whose
+    # aggregate carries every column through ``first``.)
+    delivery = F.when(counted, F.concat_ws(":", "_topic", "_kafka_partition", "_offset"))
+    first = Window.partitionBy("_seq", "_op", key, ROW_HASH, delivery).orderBy("_kafka_partition", "_offset")
+    rows = (batch.select(*[col(c) for c in columns]).withColumn("__n", F.row_number().over(first)).filter(F.col("__n") == 1)
+            .drop("__n").withColumn("__key", key))
+    window = None
+    if stored is not None and min_ts is not None and max_ts is not None:
+        window = stored.filter(F.col("_source_ts_ms").between(min_ts, max_ts)).select(*STORED_IDENTITY)
+        rows = rows.join(window.select(*KAFKA_POSITION).distinct(), list(KAFKA_POSITION), "left_anti")  # replays
+    positioned = rows.filter(~counted)
+    if window is not None:
+        stored_key = key.alias("__key")
+        hashed = window.filter(F.col(ROW_HASH).isNotNull()).select("_seq", "_op", stored_key, ROW_HASH).distinct()
+        legacy = window.filter(F.col(ROW_HASH).isNull()).select("_seq", "_op", stored_key).distinct()
+        positioned = (positioned.join(hashed, ["_seq", "_op", "__key", ROW_HASH], "left_anti")
+                      .join(legacy, ["_seq", "_op", "__key"], "left_anti"))
+    positioned = positioned.withColumn(OCCURRENCE, F.lit(0).cast("bigint"))
+    numbered = rows.filter(counted)
+    group = ["_seq", "_op", ROW_HASH]
+    if window is not None:
+        numbered_before = (window.filter(counted & F.col(ROW_HASH).isNotNull() & F.col(OCCURRENCE).isNotNull())
+                           .groupBy(*group).agg((F.max(OCCURRENCE) + 1).alias("__next")))
+        numbered = numbered.join(numbered_before, group, "left")
+    else:
+        numbered = numbered.withColumn("__next", F.lit(None).cast("bigint"))
+    in_batch = Window.partitionBy(*group).orderBy("_kafka_partition", "_offset")
+    numbered = numbered.withColumn(OCCURRENCE, (F.coalesce(F.col("__next"), F.lit(0))
+                                                + F.row_number().over(in_batch) - 1).cast("bigint"))
+    return positioned.select(*[col(c) for c in columns]).unionByName(numbered.select(*[col(c) for c in columns]))

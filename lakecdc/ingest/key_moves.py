@@ -38,7 +38,8 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
-from lakecdc.ingest.bronze import BRONZE_RENAMES, IDENTITY
+from lakecdc.ingest.batch import col
+from lakecdc.ingest.bronze import BRONZE_RENAMES, KEYED_IDENTITY
 from lakecdc.ingest.frames import arrow_to_spark, spark_to_arrow
 
 #: Internal op of a stored silver row taken in as the old key's earliest state (never leaves here).
@@ -137,12 +138,12 @@ def _stored_states(rows: DataFrame, links: list[Link], keys: tuple[str, ...],
     # else parsed from the JSON (exact for the common key types: numbers, text).
     key_struct = StructType([StructField(k, rows.schema[k].dataType, True) for k in keys])
     seen = (rows.filter(F.col("_key_json").isNotNull()).select(F.col("_key_json").alias("_old_key_json"),
-                                                                 *[F.col(k).alias(f"__k_{k}") for k in keys])
+                                                                 *[col(k).alias(f"__k_{k}") for k in keys])
             .dropDuplicates(["_old_key_json"]))
     parsed = F.from_json(F.col("_old_key_json"), key_struct)
     old_keys = old.join(seen, "_old_key_json", "left").select(
-        "_old_key_json", *[F.coalesce(F.col(f"__k_{k}"), parsed.getField(k)).alias(k) for k in keys])
-    found = stored_rows(old_keys.select(*keys))
+        "_old_key_json", *[F.coalesce(col(f"__k_{k}"), parsed.getField(k)).alias(k) for k in keys])
+    found = stored_rows(old_keys.select(*[col(k) for k in keys]))
     if found is None:
         return None
     found = found.join(old_keys, list(keys))
@@ -160,9 +161,9 @@ def _shaped(rows: DataFrame, found: DataFrame, given: dict[str, Column]) -> Data
     for field in rows.schema.fields:
         name = field.name
         if name == "_seq":  # orders the stored event among the batch's events of its key
-            shaped.append(F.col(name))  # (a cast would fail on the arrays' element nullability)
+            shaped.append(col(name))  # (a cast would fail on the arrays' element nullability)
             continue
-        value = given.get(name, F.col(name) if name in found.columns else F.lit(None))
+        value = given.get(name, col(name) if name in found.columns else F.lit(None))
         shaped.append(value.cast(field.dataType).alias(name))
     return found.select(*shaped, F.lit(True).alias("__stored"))
 
@@ -180,10 +181,10 @@ def _history_events(rows: DataFrame, old_keys: list[str], key_history: KeyHistor
         found = key_history(sorted(wanted))
         if found is None:
             break
-        found = found.select(*[F.col(c).alias(renamed.get(c, c)) for c in found.columns])
+        found = found.select(*[col(c).alias(renamed.get(c, c)) for c in found.columns])
         # Held on the driver: a few keys' events, read once instead of by every step below.
         found = arrow_to_spark(spark, spark_to_arrow(found), found.schema)
-        part = _shaped(rows, found, {}).join(rows.select(*IDENTITY), list(IDENTITY), "left_anti")
+        part = _shaped(rows, found, {}).join(rows.select(*KEYED_IDENTITY), list(KEYED_IDENTITY), "left_anti")
         parts.append(part)
         found_links = _links(part)
         links += found_links
@@ -210,7 +211,7 @@ def _fill_round(events: DataFrame, values: list[str]) -> DataFrame:
     epochs = events.withColumn("__epoch", F.sum(F.when(F.col("_op") == "d", 1).otherwise(0)).over(so_far))
     history = Window.partitionBy("_key_json", "__epoch").orderBy(*order).rowsBetween(
         Window.unboundedPreceding, Window.currentRow)
-    carried = [F.last(F.when((F.col("_op") != "d") & ~F.array_contains(unavailable, c), F.struct(F.col(c).alias("v"))),
+    carried = [F.last(F.when((F.col("_op") != "d") & ~F.array_contains(unavailable, c), F.struct(col(c).alias("v"))),
                       ignorenulls=True).over(history).alias(f"__p_{c}") for c in values]
     states = epochs.select(F.col("_key_json").alias("__pk"), F.col("_seq").alias("__pseq"),
                            F.col("_offset").alias("__poff"), (F.col("_op") == "d").alias("__pdel"), *carried)
@@ -224,16 +225,16 @@ def _fill_round(events: DataFrame, values: list[str]) -> DataFrame:
     def missing(name: Column) -> Column:
         check = F.lit(True)
         for c in values:
-            check = F.when(name == F.lit(c), F.col(f"__p_{c}").isNull()).otherwise(check)
+            check = F.when(name == F.lit(c), col(f"__p_{c}").isNull()).otherwise(check)
         return check
 
     filled = []
     for name in events.columns:
         if name in values:
-            take = F.array_contains(unavailable, name) & F.col(f"__p_{name}").isNotNull()
-            filled.append(F.when(take, F.col(f"__p_{name}").getField("v")).otherwise(F.col(name)).alias(name))
+            take = F.array_contains(unavailable, name) & col(f"__p_{name}").isNotNull()
+            filled.append(F.when(take, col(f"__p_{name}").getField("v")).otherwise(col(name)).alias(name))
         elif name == "_unavailable":
             filled.append(F.filter(unavailable, missing).alias(name))
         else:
-            filled.append(F.col(name))
+            filled.append(col(name))
     return prior.select(*filled)

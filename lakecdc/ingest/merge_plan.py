@@ -54,8 +54,14 @@ class Dialect:
     array_contains_fn: str
     null_safe_eq: str
 
+    def quoted(self, identifier: str) -> str:
+        """``identifier`` quoted, each quote character in it doubled (Spark: a`b becomes `a``b`;
+        DataFusion doubles its double quote the same way). Never raw: a source column's name could
+        otherwise end the identifier and rewrite the statement."""
+        return self.quote + identifier.replace(self.quote, self.quote * 2) + self.quote
+
     def ident(self, alias: str, column: str) -> str:
-        return f"{alias}.{self.quote}{column}{self.quote}"
+        return f"{alias}.{self.quoted(column)}"
 
     def seq_item(self, alias: str, index: int) -> str:
         return f"{self.ident(alias, '_seq') if alias else '_seq'}[{index + self.seq_base}]"
@@ -227,17 +233,16 @@ _SPARK_CLAUSE_HEAD = {
 
 def render_spark_merge(target_table: str, source_view: str, on: str, clauses: list[MergeClause]) -> str:
     """A ``MERGE INTO`` statement for Spark SQL from rendered clauses."""
-    q = SPARK.quote
     lines = [f"MERGE INTO {target_table} AS {TARGET}", f"USING {source_view} AS {SOURCE}", f"ON {on}"]
     for clause in clauses:
         head = _SPARK_CLAUSE_HEAD[clause.kind] + (f" AND {clause.condition}" if clause.condition else "")
         if clause.kind.endswith("delete"):
             lines.append(f"{head} THEN DELETE")
         elif clause.kind.endswith("update"):
-            sets = ", ".join(f"{q}{c}{q} = {e}" for c, e in clause.assignments)
+            sets = ", ".join(f"{SPARK.quoted(c)} = {e}" for c, e in clause.assignments)
             lines.append(f"{head} THEN UPDATE SET {sets}")
         else:
-            names = ", ".join(f"{q}{c}{q}" for c, _ in clause.assignments)
+            names = ", ".join(SPARK.quoted(c) for c, _ in clause.assignments)
             values = ", ".join(e for _, e in clause.assignments)
             lines.append(f"{head} THEN INSERT ({names}) VALUES ({values})")
     return "\n".join(lines)

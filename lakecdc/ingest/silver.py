@@ -25,7 +25,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegralType, StringType
 
-from lakecdc.ingest.batch import SEQ_LENGTH
+from lakecdc.ingest.batch import SEQ_LENGTH, col
 from lakecdc.ingest.key_moves import KeyHistory, StoredRows, fill_moved_placeholders, is_moved_placeholder
 from lakecdc.ingest.key_ranges import KeyRanges, arrow_key_ranges
 from lakecdc.ingest.merge_plan import SILVER_META_COLUMNS
@@ -57,7 +57,7 @@ def batch_stats(df: DataFrame, keys: tuple[str, ...] = ()) -> BatchStats:
     is_truncate = F.col("_op") == "t"
     ranged = keys[0] if keys and keys[0] in df.columns and isinstance(
         df.schema[keys[0]].dataType, (IntegralType, StringType)) else None
-    bounds = [F.min(ranged).alias("key_min"), F.max(ranged).alias("key_max")] if ranged else []
+    bounds = [F.min(col(ranged)).alias("key_min"), F.max(col(ranged)).alias("key_max")] if ranged else []
     row = df.agg(
         F.count(F.lit(1)).alias("events"),
         F.max("_seq").alias("max_seq"),
@@ -146,7 +146,7 @@ def silver_source(df: DataFrame, keys: tuple[str, ...], columns: list[str], stat
     if stats.moved_placeholders:
         rows = fill_moved_placeholders(rows, keys, columns, stored_rows, key_history)
     order = [F.col("_seq").desc(), F.col("_offset").desc()]
-    by_key = Window.partitionBy(*keys)
+    by_key = Window.partitionBy(*[col(k) for k in keys])
     if stats.has_placeholders:
         # Carry each column's newest available value forward to the winning row.
         history = by_key.orderBy(F.col("_seq").asc(), F.col("_offset").asc()).rowsBetween(
@@ -155,17 +155,17 @@ def silver_source(df: DataFrame, keys: tuple[str, ...], columns: list[str], stat
         carried = []
         for name in columns:
             if name in keys:
-                carried.append(F.col(name))
+                carried.append(col(name))
                 continue
-            available = F.when(~F.array_contains(unavailable, name), F.struct(F.col(name).alias("v")))
+            available = F.when(~F.array_contains(unavailable, name), F.struct(col(name).alias("v")))
             carried.append(F.last(available, ignorenulls=True).over(history).alias(f"__carry_{name}"))
         rows = rows.select("*", *[c for c, n in zip(carried, columns) if n not in keys])
         still_unavailable = F.filter(unavailable, lambda c: _carry_is_null(c, columns, keys))
         rows = rows.select(
-            *[F.col(f"__carry_{n}").getField("v").alias(n) if n not in keys else F.col(n) for n in columns],
+            *[col(f"__carry_{n}").getField("v").alias(n) if n not in keys else col(n) for n in columns],
             *[c for c in SILVER_META_COLUMNS], F.col("_offset"), still_unavailable.alias("_unavailable"))
     else:
-        rows = rows.select(*columns, *SILVER_META_COLUMNS, "_offset", "_unavailable")
+        rows = rows.select(*[col(c) for c in columns], *SILVER_META_COLUMNS, "_offset", "_unavailable")
     ranked = rows.withColumn("__rank", F.row_number().over(by_key.orderBy(*order)))
     return ranked.filter(F.col("__rank") == 1).drop("__rank", "_offset")
 
@@ -176,7 +176,7 @@ def _carry_is_null(name: F.Column, columns: list[str], keys: tuple[str, ...]) ->
     for column in columns:
         if column in keys:
             continue
-        checks = F.when(name == F.lit(column), F.col(f"__carry_{column}").isNull()).otherwise(checks)
+        checks = F.when(name == F.lit(column), col(f"__carry_{column}").isNull()).otherwise(checks)
     return checks
 
 
@@ -186,4 +186,4 @@ def ledger_rows(df: DataFrame, keys: tuple[str, ...]) -> DataFrame:
     The ledger is append-only; readers take the newest removal per key, so a replayed batch that
     appends the same rows again changes nothing.
     """
-    return df.filter(F.col("_op").isin("d", "t")).select(*keys, "_seq", "_op", "_source_ts_ms")
+    return df.filter(F.col("_op").isin("d", "t")).select(*[col(k) for k in keys], "_seq", "_op", "_source_ts_ms")

@@ -39,8 +39,8 @@ from pyspark.sql.types import (
 )
 
 from lakecdc.errors import MissingExtraError, SchemaEvolutionError, TerminalError
-from lakecdc.ingest.batch import ApplyResult, ChangeBatch, ColumnSpec, TableTarget
-from lakecdc.ingest.bronze import BRONZE_RENAMES, to_bronze_layout
+from lakecdc.ingest.batch import ApplyResult, ChangeBatch, ColumnSpec, TableTarget, col
+from lakecdc.ingest.bronze import BRONZE_RENAMES, OCCURRENCE, ROW_HASH, to_bronze_layout
 from lakecdc.ingest.merge_plan import MergePlan
 from lakecdc.ingest.progress import CommitPositions, CommitProgress, Offsets
 from lakecdc.ingest.schema_evolution import SchemaChange, plan_schema_change
@@ -64,8 +64,10 @@ BATCH_META = StructType([
     StructField("_old_key_json", StringType()),
 ])
 #: Bronze stores them under the same names except ``_partition`` -> ``_kafka_partition``
-#: (Iceberg reserves ``_partition`` for its partition metadata column).
-BRONZE_META = StructType([StructField(BRONZE_RENAMES.get(f.name, f.name), f.dataType) for f in BATCH_META.fields])
+#: (Iceberg reserves ``_partition`` for its partition metadata column), then its identity columns
+#: ``_row_hash`` and ``_occurrence`` (``lakecdc.ingest.bronze``).
+BRONZE_META = StructType([*(StructField(BRONZE_RENAMES.get(f.name, f.name), f.dataType) for f in BATCH_META.fields),
+                          StructField(ROW_HASH, LongType()), StructField(OCCURRENCE, LongType())])
 SILVER_META = StructType([
     StructField("_seq", SEQ_TYPE), StructField("_op", StringType()),
     StructField("_source_ts_ms", LongType()), StructField("_tx_id", StringType()),
@@ -275,7 +277,7 @@ class LakeWriter(TableWriter):
                          key_ranges=stats.key_ranges)
         props = progress.to_properties()
         upserts, deletes, version = self._merge_silver(target, source, plan, props, batch_id,
-                                                       df.select(*keys))  # 5b
+                                                       df.select(*[col(k) for k in keys]))  # 5b
         log.info("silver %s: %d rows inserted or updated, %d deleted (batch %s)", target.silver_table, upserts,
                  deletes, batch_id)
         return upserts, deletes, version
@@ -321,7 +323,7 @@ class LakeWriter(TableWriter):
         casts = {c for c in row_names if c in types and df.schema[c].dataType != types[c]}
         if not casts:
             return df
-        return df.select(*[F.col(c).cast(types[c]).alias(c) if c in casts else F.col(c) for c in df.columns])
+        return df.select(*[col(c).cast(types[c]).alias(c) if c in casts else col(c) for c in df.columns])
 
     def _align(self, rows: DataFrame, table: str) -> DataFrame:
         """Rows in the table's column order; columns the source stopped sending are null."""
@@ -329,7 +331,7 @@ class LakeWriter(TableWriter):
         if stored is None:
             return rows
         present = set(rows.columns)
-        return rows.select(*[F.col(f.name) if f.name in present else F.lit(None).cast(f.dataType).alias(f.name)
+        return rows.select(*[col(f.name) if f.name in present else F.lit(None).cast(f.dataType).alias(f.name)
                              for f in stored.fields])
 
     def append_dead_letters(self, rows: DataFrame | list[dict[str, Any]]) -> int:

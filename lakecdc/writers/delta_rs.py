@@ -4,8 +4,8 @@ Spark still prepares every batch (``lakecdc.ingest.silver``, the same rows Icebe
 result crosses to Arrow once (``DataFrame._collect_as_arrow()``, which keeps decimals and time
 zones) and delta-rs does the rest:
 
-- bronze: position anti-join in Arrow against the bronze rows of the batch's source time range
-  (parquet statistics prune the scan), then one append;
+- bronze: the identity anti-join of ``lakecdc.ingest.bronze`` against the bronze rows of the batch's
+  source time range (parquet statistics prune the scan), then one append;
 - ledger: appended (the newest removal per key is what counts);
 - silver: ``DeltaTable.merge`` with the clauses of the shared ``MergePlan`` rendered in DataFusion
   syntax (``_seq[1]`` is the first component there).
@@ -36,10 +36,10 @@ from pyspark.sql.types import (
 )
 
 from lakecdc.errors import TerminalError
-from lakecdc.ingest.batch import SEQ_LENGTH, TableTarget
-from lakecdc.ingest.bronze import DELTA_PARTITION_COLUMN, arrow_new_rows, bronze_columns, spark_new_rows
+from lakecdc.ingest.batch import SEQ_LENGTH, TableTarget, col
+from lakecdc.ingest.bronze import DELTA_PARTITION_COLUMN, STORED_IDENTITY, bronze_columns, spark_new_rows
 from lakecdc.ingest.frames import arrow_to_spark as arrow_to_dataframe
-from lakecdc.ingest.key_ranges import KeyRanges, arrow_ranges_filter
+from lakecdc.ingest.key_ranges import KeyRanges, arrow_in_filter, arrow_ranges_filter, arrow_read
 from lakecdc.ingest.merge_plan import (
     DATAFUSION, SOURCE, TARGET, MergeClause, MergePlan, join_condition, merge_clauses,
 )
@@ -47,7 +47,7 @@ from lakecdc.ingest.progress import PROGRESS_KEY
 from lakecdc.ingest.schema_evolution import SchemaChange
 from lakecdc.ingest.silver import BatchStats
 from lakecdc.ingest.silver_arrow import arrow_input_columns, arrow_ledger_rows, arrow_silver_source
-from lakecdc.writers.base import DEAD_LETTER_POSITION, DEAD_LETTER_SCHEMA, LakeWriter
+from lakecdc.writers.base import BRONZE_META, DEAD_LETTER_POSITION, DEAD_LETTER_SCHEMA, LakeWriter
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -192,13 +192,16 @@ class DeltaRsWriter(LakeWriter):
         assert table is not None
         meta = set(bronze_columns([]))
         row_names = [c for c in rows.columns if c not in meta]
-        batch = _to_arrow(spark_new_rows(rows, row_names, None, None, None))
         stored = None
         if stats.min_source_ts_ms is not None:
+            # the bronze rows of the batch's source time range (parquet statistics prune the scan),
+            # identity columns only, to Spark for the same anti-join and numbering Iceberg gets
             window = ((pc.field("_source_ts_ms") >= stats.min_source_ts_ms)
                       & (pc.field("_source_ts_ms") <= stats.max_source_ts_ms))
-            stored = table.to_pyarrow_dataset().to_table(columns=["_seq", "_op", "_key_json"], filter=window)
-        fresh = arrow_new_rows(batch, stored)
+            identity = arrow_read(table.to_pyarrow_dataset(), window, list(STORED_IDENTITY))
+            kept = StructType([f for f in BRONZE_META.fields if f.name in STORED_IDENTITY])
+            stored = arrow_to_dataframe(self.spark, _conform(identity, _arrow_schema(kept)), kept)
+        fresh = _to_arrow(spark_new_rows(rows, row_names, stored, stats.min_source_ts_ms, stats.max_source_ts_ms))
         fresh = fresh.append_column(DELTA_PARTITION_COLUMN, pc.cast(fresh["_ingest_ts"], pa.date32()))
         schema = pa.schema(table.schema().to_arrow())
         write_deltalake(table, _conform(fresh, schema), mode="append", partition_by=[DELTA_PARTITION_COLUMN],
@@ -213,7 +216,8 @@ class DeltaRsWriter(LakeWriter):
         assert table is not None
         merger = table.merge(source, on, source_alias=SOURCE, target_alias=TARGET, commit_properties=commit)
         for clause in clauses:
-            updates = dict(clause.assignments)
+            # delta-rs parses the target column names too (DataFusion: "a.b" is column b of a)
+            updates = {DATAFUSION.quoted(column): expression for column, expression in clause.assignments}
             if clause.kind == "matched_delete":
                 merger = merger.when_matched_delete(predicate=clause.condition)
             elif clause.kind == "matched_update":
@@ -232,7 +236,7 @@ class DeltaRsWriter(LakeWriter):
             return super()._silver_rows(target, df, row_names, stats)
         # delta-rs takes Arrow: one collect of the batch instead of a Spark job per prepared frame
         keys = target.key_columns
-        rows = _to_arrow(df.select(*arrow_input_columns(keys, row_names)))
+        rows = _to_arrow(df.select(*[col(c) for c in arrow_input_columns(keys, row_names)]))
         return (arrow_ledger_rows(rows, keys) if stats.removals else None,
                 arrow_silver_source(rows, keys, row_names, stats))
 
@@ -246,8 +250,10 @@ class DeltaRsWriter(LakeWriter):
     def _ledger(self, target: TableTarget, op: str, ranges: KeyRanges | None = None) -> pa.Table:
         table = self._open(target.ledger_table)
         assert table is not None
-        where = arrow_ranges_filter(target.key_columns[0], ranges) if ranges else None
-        rows = table.to_pyarrow_dataset().to_table(columns=[*target.key_columns, "_seq", "_op"], filter=where)
+        dataset = table.to_pyarrow_dataset()
+        key = target.key_columns[0]
+        where = arrow_ranges_filter(key, ranges, dataset.schema.field(key).type) if ranges else None
+        rows = arrow_read(dataset, where, [*target.key_columns, "_seq", "_op"])
         return rows.filter(pc.equal(rows["_op"].cast(pa.string()), op)).drop_columns(["_op"])
 
     def _stored_silver(self, target: TableTarget, keys: DataFrame) -> DataFrame | None:
@@ -256,12 +262,15 @@ class DeltaRsWriter(LakeWriter):
         wanted = _to_arrow(keys)
         if table is None or schema is None or wanted.num_rows == 0:
             return None
-        # parquet statistics prune on each key column's values; the exact match is the semi join
+        # parquet statistics prune on each key column's values (typed as the table reads them back:
+        # string_view, binary_view...); the exact match is the semi join
+        dataset = table.to_pyarrow_dataset()
         where = None
         for key in target.key_columns:
-            condition = pc.field(key).isin(pc.drop_null(wanted[key]))
-            where = condition if where is None else where & condition
-        stored = table.to_pyarrow_dataset().to_table(filter=where)
+            condition = arrow_in_filter(dataset.schema, key, wanted[key])
+            if condition is not None:
+                where = condition if where is None else where & condition
+        stored = arrow_read(dataset, where)
         if stored.num_rows == 0:
             return None
         rows = arrow_to_dataframe(self.spark, _conform(stored, _arrow_schema(schema)), schema)
@@ -272,8 +281,10 @@ class DeltaRsWriter(LakeWriter):
         schema = self._table_schema(target.bronze_table)
         if table is None or schema is None or not key_json:
             return None
-        # parquet statistics on _key_json prune what they can; the filter is exact
-        stored = table.to_pyarrow_dataset().to_table(filter=pc.field("_key_json").isin(key_json))
+        # parquet statistics on _key_json prune what they can; the filter is exact (the values typed
+        # as the table reads the column back: string_view in delta-rs)
+        dataset = table.to_pyarrow_dataset()
+        stored = arrow_read(dataset, arrow_in_filter(dataset.schema, "_key_json", pa.array(key_json, pa.string())))
         if stored.num_rows == 0:
             return None
         return arrow_to_dataframe(self.spark, _conform(stored, _arrow_schema(schema)), schema)

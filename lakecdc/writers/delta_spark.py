@@ -99,7 +99,7 @@ class DeltaSparkWriter(SparkSqlWriter):
 
     def _create_table(self, name: str, schema: StructType, kind: str, sort_by: tuple[str, ...] = ()) -> None:
         full = self.resolve(name)
-        self._ensure_namespace(full)
+        self._ensure_namespace(name)
         try:
             self.spark.sql(create_table_sql(full, schema, kind))
         except AnalysisException as error:
@@ -107,13 +107,13 @@ class DeltaSparkWriter(SparkSqlWriter):
                 raise
             # Open-source Delta on Spark 3.5 refuses GENERATED ALWAYS AS in SQL DDL (Databricks takes
             # it); Delta's DeltaTableBuilder creates the same table.
-            self._create_bronze_with_builder(full, schema)
+            self._create_bronze_with_builder(self._parts(name), schema)
         log.info("created Delta %s table %s", kind, full)
 
-    def _create_bronze_with_builder(self, full: str, schema: StructType) -> None:
+    def _create_bronze_with_builder(self, parts: list[str], schema: StructType) -> None:
         """``create_table_sql``'s bronze table through ``io.delta.tables.DeltaTable.createIfNotExists``,
         whose table name is resolved in the session's current catalog (it takes no catalog part)."""
-        catalog, rest = full.split(".", 1)
+        catalog, rest = parts[0], ".".join(quote(part) for part in parts[1:])
         session = self._commit_session()
         jvm = session._jvm  # type: ignore[attr-defined]
         jsession = session._jsparkSession  # type: ignore[attr-defined]

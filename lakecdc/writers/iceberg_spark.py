@@ -81,7 +81,7 @@ class IcebergSparkWriter(SparkSqlWriter):
 
     def _create_table(self, name: str, schema: StructType, kind: str, sort_by: tuple[str, ...] = ()) -> None:
         full = self.resolve(name)
-        self._ensure_namespace(full)
+        self._ensure_namespace(name)
         partitioning = " PARTITIONED BY (days(_ingest_ts))" if kind == "bronze" else ""
         props = ", ".join(f"'{k}'='{v}'" for k, v in TABLE_PROPERTIES.items())
         self.spark.sql(f"CREATE TABLE IF NOT EXISTS {full} ({column_ddl(schema)}) USING iceberg{partitioning} "

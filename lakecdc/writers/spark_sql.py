@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from lakecdc.errors import TerminalError
-from lakecdc.ingest.batch import TableTarget
+from lakecdc.ingest.batch import TableTarget, col
 from lakecdc.ingest.bronze import bronze_columns, spark_new_rows
 from lakecdc.ingest.key_ranges import ranges_predicate
 from lakecdc.ingest.merge_plan import SPARK, MergePlan, render_spark_sql
@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 
 def quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
+    """A Spark SQL identifier (column, or one part of a table name), escaped."""
+    return SPARK.quoted(name)
 
 
 def column_ddl(schema: StructType) -> str:
@@ -43,12 +44,17 @@ class SparkSqlWriter(LakeWriter):
         self.catalog = catalog
 
     def resolve(self, name: str) -> str:
-        """``schema.table`` -> ``<catalog>.schema.table``; three-part names are used as is."""
+        """``schema.table`` -> ``<catalog>.schema.table``; three-part names are used as is. Every
+        part is quoted: names come from configuration and topics, and SQL statements,
+        ``spark.table`` and ``writeTo`` all parse them."""
+        return ".".join(quote(part) for part in self._parts(name))
+
+    def _parts(self, name: str) -> list[str]:
         parts = name.split(".")
         if len(parts) == 2 and all(parts):
-            return f"{self.catalog}.{name}" if self.catalog else name
+            return [self.catalog, *parts] if self.catalog else parts
         if len(parts) == 3 and all(parts):
-            return name
+            return parts
         raise TerminalError(f"table name {name!r} must be schema.table or catalog.schema.table")
 
     @abstractmethod
@@ -69,8 +75,9 @@ class SparkSqlWriter(LakeWriter):
             return None
         return self.spark.table(full).schema
 
-    def _ensure_namespace(self, full: str) -> None:
-        self.spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {full.rsplit('.', 1)[0]}")
+    def _ensure_namespace(self, name: str) -> None:
+        namespace = ".".join(quote(part) for part in self._parts(name)[:-1])
+        self.spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
 
     def _append_bronze(self, target: TableTarget, rows: DataFrame, stats: BatchStats,
                        props: dict[str, str], batch_id: int) -> tuple[int, int | None]:
@@ -116,7 +123,7 @@ class SparkSqlWriter(LakeWriter):
         # MERGE source's, which would compute the source's window a second time.
         keys = list(target.key_columns)
         ledger = (ledger.join(batch_keys, on=keys, how="left_semi")
-                  .groupBy(*keys).agg(F.max("_seq").alias("_removed_seq")))
+                  .groupBy(*[col(k) for k in keys]).agg(F.max("_seq").alias("_removed_seq")))
         guarded = source.join(ledger, on=keys, how="left")
         view = f"lakecdc_silver_{abs(hash(target.silver_table))}"
         with self._committing(props, target.silver_table, batch_id):

@@ -68,7 +68,7 @@ class Stream:
             values = [e.row.get(c.name) for c in columns]
             rows.append((*values, e.op, e.seq4(), e.ts_ms if e.ts_ms is not None else 1_700_000_000_000 + e.seq4()[0],
                          f"{e.seq4()[0]}:{e.seq4()[0]}", None, self.topic, e.partition, e.offset, INGEST_TS,
-                         list(e.unavailable), None if e.op == "t" else _json(key),
+                         list(e.unavailable), None if e.op == "t" or not key else _json(key),
                          None if e.old_key is None else _json(e.old_key)))
             tp = (self.topic, e.partition)
             progress[tp] = max(progress.get(tp, -1), e.offset)
@@ -79,7 +79,15 @@ class Stream:
 
 def _json(key: dict[str, Any]) -> str:
     import json
-    return json.dumps(key, separators=(",", ":"))
+    return json.dumps(key, separators=(",", ":"), default=_json_value)
+
+
+def _json_value(value: Any) -> Any:
+    """Key values JSON has no type for, as Debezium's JSON converter writes them (bytes: base64)."""
+    if isinstance(value, (bytes, bytearray)):
+        import base64
+        return base64.b64encode(bytes(value)).decode()
+    return str(value)
 
 
 class TableReader:

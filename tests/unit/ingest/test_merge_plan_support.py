@@ -84,23 +84,10 @@ def test_nested_types_must_match() -> None:
 # -- Arrow helpers of the delta-rs path, and table naming ---------------------------------------
 import pyarrow as pa  # noqa: E402
 
-from lakecdc.ingest.bronze import arrow_new_rows  # noqa: E402
 from lakecdc.writers.delta_rs import DeltaRsWriter, _with_removed_seq, arrow_to_spark  # noqa: E402
 from lakecdc.writers.iceberg_spark import IcebergSparkWriter  # noqa: E402
 
 SEQ = pa.list_(pa.int64())
-
-
-def test_arrow_bronze_anti_join_on_position_and_key() -> None:
-    batch = pa.table({"id": [1, 2, 3, None], "_seq": pa.array([[5, 5, 0, 0], [5, 6, 0, 0], [7, 7, 0, 0], [8, 8, 0, 0]], SEQ),
-                      "_op": ["c", "u", "c", "t"], "_key_json": ['{"id":1}', '{"id":2}', '{"id":3}', None]})
-    stored = pa.table({"_seq": pa.array([[5, 5, 0, 0], [7, 7, 0, 0], [8, 8, 0, 0]], SEQ),
-                       "_op": pa.array(["c", "u", "t"], pa.string_view()),  # delta-rs reads string_view
-                       "_key_json": pa.array(['{"id":1}', '{"id":3}', None], pa.string_view())})
-    fresh = arrow_new_rows(batch, stored)
-    # id 1 and the truncate are stored; id 3 at seq 7 is stored as an update, not this insert
-    assert fresh["id"].to_pylist() == [2, 3]
-    assert arrow_new_rows(batch, None).num_rows == 4
 
 
 def test_removed_seq_takes_newest_ledger_entry_per_key() -> None:
@@ -127,8 +114,9 @@ def test_arrow_types_map_to_spark() -> None:
 
 def test_table_names_two_and_three_parts() -> None:
     iceberg = IcebergSparkWriter(None, catalog="lake")  # type: ignore[arg-type]
-    assert iceberg.resolve("silver.customers") == "lake.silver.customers"
-    assert iceberg.resolve("main.silver.customers") == "main.silver.customers"  # Unity Catalog style
+    assert iceberg.resolve("silver.customers") == "`lake`.`silver`.`customers`"
+    assert iceberg.resolve("main.silver.customers") == "`main`.`silver`.`customers`"  # Unity Catalog style
+    assert iceberg.resolve("silver.`x y") == "`lake`.`silver`.```x y`"
     with pytest.raises(TerminalError, match="must be schema.table"):
         iceberg.resolve("customers")
     delta = DeltaRsWriter(None, warehouse="/w")  # type: ignore[arg-type]
