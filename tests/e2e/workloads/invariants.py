@@ -1,8 +1,10 @@
-"""Invariant workloads: money transfers across two tables and parent/child rows changed together.
+"""Invariant workloads: money transfers across two tables, sweeps over every row of both, and
+parent/child rows changed together.
 
 ``checking`` and ``savings`` live in different schemas (PostgreSQL) or databases (MariaDB); every
 transfer moves an amount from one to the other in ONE source transaction, so the sum over both
-tables is the same at every source commit. ``orders`` rows and their ``order_lines`` are inserted and
+tables is the same at every source commit; a sweep moves one unit for every account between the two
+tables in one transaction (every row of both changes). ``orders`` rows and their ``order_lines`` are inserted and
 deleted together (``orders.n_lines`` = the number of its lines). The workload records, after each
 commit, the source's position (PostgreSQL ``pg_current_wal_lsn()``, MariaDB ``SHOW MASTER STATUS``)
 and the exact rows every table has then (``Model``), so each commit can be read back "as of" it.
@@ -121,9 +123,22 @@ class Workload:
                       "INSERT INTO {order_lines} (id, order_id) VALUES "
                       + ", ".join(f"({line}, {order_id})" for line in lines)], f"insert order {order_id}")
 
+    def sweep(self) -> None:
+        """One transaction touching every account of both tables (interest moved between them)."""
+        if self.rng.random() < 0.5:
+            source, target, src_model, dst_model = "checking", "savings", self.model.checking, self.model.savings
+        else:
+            source, target, src_model, dst_model = "savings", "checking", self.model.savings, self.model.checking
+        for i in src_model:
+            src_model[i] -= 1
+            dst_model[i] += 1
+        self._commit([f"UPDATE {{{source}}} SET balance = balance - 1",
+                      f"UPDATE {{{target}}} SET balance = balance + 1"], f"sweep {source} -> {target}")
+
     def run(self, transactions: int) -> None:
         for _ in range(transactions):
-            (self.transfer if self.rng.random() < 0.7 else self.order)()
+            roll = self.rng.random()
+            (self.transfer if roll < 0.6 else self.sweep if roll < 0.7 else self.order)()
 
 
 def rows_of(frame: Any, key: str, value: str) -> dict[int, int]:
