@@ -113,9 +113,15 @@ def arrow_in_filter(schema: pa.Schema, column: str, values: pa.Array | pa.Chunke
 def arrow_read(dataset: ds.Dataset, where: pc.Expression | None = None,
                columns: list[str] | None = None) -> pa.Table:
     """``dataset.to_table(columns, filter=where)``, with view-typed and extension-typed columns read
-    back as their plain or storage types (filtered in memory: Arrow's kernels lack those types)."""
+    back as their plain or storage types (filtered in memory: Arrow's kernels lack those types), also
+    where only some files store a column as a view type."""
     if all(_plain_type(f.type) == f.type for f in dataset.schema):
-        return dataset.to_table(columns=columns, filter=where)
+        try:
+            return dataset.to_table(columns=columns, filter=where)
+        except pa.ArrowNotImplementedError:
+            # A file may store a column as a view type although the dataset's schema says plain (delta-rs
+            # writes string_view): pruning by its statistics then needs kernels Arrow lacks.
+            pass
     table = dataset.to_table()
     table = pa.table([_plain(table[name]) for name in table.column_names], names=table.column_names)
     if where is not None:
