@@ -225,6 +225,11 @@ def stored_type(arrow_type: pa.DataType, table_format: str) -> pa.DataType:
     return arrow_type
 
 
+def normal_key(key: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
+    """A key as the lake spells it: Debezium's io.debezium.data.Uuid is text (the source gives UUIDs)."""
+    return None if key is None else tuple(str(v) if isinstance(v, uuid.UUID) else v for v in key)
+
+
 def compare_silver(source: SourceTable, silver: pa.Table | None, label: str, table_format: str) -> Differences:
     """Silver equals the source table: same keys, same column types, same typed values."""
     diff = Differences()
@@ -252,16 +257,17 @@ def compare_silver(source: SourceTable, silver: pa.Table | None, label: str, tab
         if key in by_key:
             diff.add(f"{label}: silver {source.name} holds key {key} twice")
         by_key[key] = row
-    missing = sorted(set(source.rows) - set(by_key), key=repr)
-    unexpected = sorted(set(by_key) - set(source.rows), key=repr)
+    source_rows = {normal_key(k): row for k, row in source.rows.items()}
+    missing = sorted(set(source_rows) - set(by_key), key=repr)
+    unexpected = sorted(set(by_key) - set(source_rows), key=repr)
     for key in missing[:10]:
-        diff.add(f"{label}: silver {source.name} lacks key {key}: source row {source.rows[key]}")
+        diff.add(f"{label}: silver {source.name} lacks key {key}: source row {source_rows[key]}")
     for key in unexpected[:10]:
         diff.add(f"{label}: silver {source.name} has key {key} the source does not: {by_key[key]}")
     if len(missing) + len(unexpected) > 20:
         diff.add(f"{label}: {len(missing)} keys missing, {len(unexpected)} unexpected in silver {source.name}")
-    for key in sorted(set(source.rows) & set(by_key), key=repr):
-        want_row, have_row = source.rows[key], by_key[key]
+    for key in sorted(set(source_rows) & set(by_key), key=repr):
+        want_row, have_row = source_rows[key], by_key[key]
         for column in source.columns:
             want = expected_value(column.kind, want_row[column.name])
             have = silver_value(column.kind, have_row[column.name])
@@ -282,6 +288,7 @@ def compare_bronze(table: str, key: Sequence[str], expected: Counter[tuple[str, 
     rows = bronze.select([*key, "_op", "_topic", "_kafka_partition", "_offset"]).to_pylist()
     actual: Counter[tuple[str, Any]] = Counter(
         (r["_op"], None if r["_op"] == "t" else tuple(r[k] for k in key)) for r in rows)
+    expected = Counter({(op, normal_key(k)): n for (op, k), n in expected.items()})
     positions = Counter((r["_topic"], r["_kafka_partition"], r["_offset"]) for r in rows)
     repeated = {p: n for p, n in positions.items() if n > 1}
     if repeated:

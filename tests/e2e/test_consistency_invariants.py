@@ -36,7 +36,9 @@ from lakecdc.audit.notation import parse_position
 from lakecdc.audit.tables import LakeTable, to_pandas
 from workloads.invariants import Commit, Workload, invariant_errors, rows_of
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+# each test starts, kills and restarts the job three times and reads every recorded commit back: on a
+# loaded 2-core machine the MariaDB one took more than pytest's default 900 s
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(2400)]
 
 LAKECDC = Path(sys.executable).with_name("lakecdc")
 SEED = 1919
