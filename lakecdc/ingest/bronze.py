@@ -50,6 +50,8 @@ still identifies its events by ``(_seq, _op, _key_json)``, as it did.
 
 Iceberg bronze is partitioned by ``days(_ingest_ts)``; Delta bronze by the ``_ingest_date`` column
 (Delta has no hidden partitioning).
+For PostgreSQL the identity compares ``_seq`` without its rank (``event_position``): the commit-LSN
+rank depends on whether the job read the transaction's END marker, the event LSN does not.
 """
 
 from __future__ import annotations
@@ -103,36 +105,48 @@ def _counted() -> Column:
     return (F.col("_op") == "r") & F.col("_key_json").isNull()
 
 
+def event_position(connector: str) -> Column:
+    """The part of ``_seq`` that names an event whatever its rank: a PostgreSQL event's ``_seq[0]`` is
+    raised to its transaction's commit LSN only when the job read the END marker
+    (``ordering.rank_by_commit``), so a re-sent copy read without it ranks lower; its LSN and index
+    (``_seq[1:]``) name it alike every time. Other connectors' ``_seq`` is never re-ranked."""
+    return F.slice("_seq", 2, 3) if connector == "postgres" else F.col("_seq")
+
+
 def spark_new_rows(batch: DataFrame, row_columns: list[str], stored: DataFrame | None,
-                   min_ts: int | None, max_ts: int | None) -> DataFrame:
+                   min_ts: int | None, max_ts: int | None, connector: str = "") -> DataFrame:
     """The batch's events (in bronze layout) not yet in bronze, with ``_occurrence`` set.
 
-    ``stored`` is the bronze table (or its ``STORED_IDENTITY`` columns), None when new.
+    ``stored`` is the bronze table (or its ``STORED_IDENTITY`` columns), None when new; ``connector``
+    (``TableTarget.connector``) says which part of ``_seq`` names an event (``event_position``).
     """
     columns = bronze_columns(row_columns)
     counted = _counted()
+    position = event_position(connector)
     key = F.coalesce(F.col("_key_json"), F.lit(""))  # null for truncates and keyless tables
     # One row per event: a re-sent event within the batch keeps its first delivery, a Kafka record
     # of a counted event is one event. (A window is cheaper here than dropDuplicates, whose
     # aggregate carries every column through ``first``.)
     delivery = F.when(counted, F.concat_ws(":", "_topic", "_kafka_partition", "_offset"))
-    first = Window.partitionBy("_seq", "_op", key, ROW_HASH, delivery).orderBy("_kafka_partition", "_offset")
-    rows = (batch.select(*[col(c) for c in columns]).withColumn("__n", F.row_number().over(first)).filter(F.col("__n") == 1)
+    first = Window.partitionBy("__pos", "_op", key, ROW_HASH, delivery).orderBy("_kafka_partition", "_offset")
+    rows = (batch.select(*[col(c) for c in columns]).withColumn("__pos", position)
+            .withColumn("__n", F.row_number().over(first)).filter(F.col("__n") == 1)
             .drop("__n").withColumn("__key", key))
     window = None
     if stored is not None and min_ts is not None and max_ts is not None:
-        window = stored.filter(F.col("_source_ts_ms").between(min_ts, max_ts)).select(*STORED_IDENTITY)
+        window = (stored.filter(F.col("_source_ts_ms").between(min_ts, max_ts)).select(*STORED_IDENTITY)
+                  .withColumn("__pos", position))
         rows = rows.join(window.select(*KAFKA_POSITION).distinct(), list(KAFKA_POSITION), "left_anti")  # replays
     positioned = rows.filter(~counted)
     if window is not None:
         stored_key = key.alias("__key")
-        hashed = window.filter(F.col(ROW_HASH).isNotNull()).select("_seq", "_op", stored_key, ROW_HASH).distinct()
-        legacy = window.filter(F.col(ROW_HASH).isNull()).select("_seq", "_op", stored_key).distinct()
-        positioned = (positioned.join(hashed, ["_seq", "_op", "__key", ROW_HASH], "left_anti")
-                      .join(legacy, ["_seq", "_op", "__key"], "left_anti"))
+        hashed = window.filter(F.col(ROW_HASH).isNotNull()).select("__pos", "_op", stored_key, ROW_HASH).distinct()
+        legacy = window.filter(F.col(ROW_HASH).isNull()).select("__pos", "_op", stored_key).distinct()
+        positioned = (positioned.join(hashed, ["__pos", "_op", "__key", ROW_HASH], "left_anti")
+                      .join(legacy, ["__pos", "_op", "__key"], "left_anti"))
     positioned = positioned.withColumn(OCCURRENCE, F.lit(0).cast("bigint"))
     numbered = rows.filter(counted)
-    group = ["_seq", "_op", ROW_HASH]
+    group = ["__pos", "_op", ROW_HASH]
     if window is not None:
         numbered_before = (window.filter(counted & F.col(ROW_HASH).isNotNull() & F.col(OCCURRENCE).isNotNull())
                            .groupBy(*group).agg((F.max(OCCURRENCE) + 1).alias("__next")))

@@ -201,7 +201,8 @@ class DeltaRsWriter(LakeWriter):
             identity = arrow_read(table.to_pyarrow_dataset(), window, list(STORED_IDENTITY))
             kept = StructType([f for f in BRONZE_META.fields if f.name in STORED_IDENTITY])
             stored = arrow_to_dataframe(self.spark, _conform(identity, _arrow_schema(kept)), kept)
-        fresh = _to_arrow(spark_new_rows(rows, row_names, stored, stats.min_source_ts_ms, stats.max_source_ts_ms))
+        fresh = _to_arrow(spark_new_rows(rows, row_names, stored, stats.min_source_ts_ms, stats.max_source_ts_ms,
+                                         target.connector))
         fresh = fresh.append_column(DELTA_PARTITION_COLUMN, pc.cast(fresh["_ingest_ts"], pa.date32()))
         schema = pa.schema(table.schema().to_arrow())
         write_deltalake(table, _conform(fresh, schema), mode="append", partition_by=[DELTA_PARTITION_COLUMN],

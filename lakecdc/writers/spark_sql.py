@@ -85,7 +85,7 @@ class SparkSqlWriter(LakeWriter):
         meta = set(bronze_columns([]))
         row_names = [c for c in rows.columns if c not in meta]
         fresh = spark_new_rows(rows, row_names, self.spark.table(full), stats.min_source_ts_ms,
-                               stats.max_source_ts_ms)
+                               stats.max_source_ts_ms, target.connector)
         writer = fresh.writeTo(full)
         for key, value in self._append_options(props, target.bronze_table, batch_id).items():
             writer = writer.option(key, value)

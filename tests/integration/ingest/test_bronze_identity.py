@@ -197,3 +197,18 @@ def test_random_deliveries_land_exactly_once(fmt: str, spark: SparkSession, tmp_
         assert_identity_unique(rows)
 
     check()
+
+
+def test_a_resent_postgres_event_ranked_without_its_end_marker_adds_nothing(writer: LakeWriter,
+                                                                           spark: SparkSession) -> None:
+    """A PostgreSQL event is ranked at its transaction's commit LSN only when the job read the END
+    marker (``ordering.rank_by_commit``); a copy re-sent later may be read without it and rank at
+    Debezium's ``sequence[0]`` (the previous commit). Its LSN still names it: bronze adds nothing.
+    (Found by tests/e2e/test_pg_to_lake.py's redelivery phase.)"""
+    s = Stream(spark, "iceberg" if writer.format == "iceberg" else "delta", COLUMNS)
+    ts = 1_700_000_000_000
+    first = [Ev("c", (120, 101), {"id": 1, "name": "a"}, ts_ms=ts), Ev("u", (120, 110), {"id": 1, "name": "b"}, ts_ms=ts)]
+    assert writer.apply(s.batch(first), 1).bronze_rows == 2
+    again = [Ev("c", (90, 101), {"id": 1, "name": "a"}, ts_ms=ts), Ev("u", (90, 110), {"id": 1, "name": "b"}, ts_ms=ts)]
+    assert writer.apply(s.batch(again), 2).bronze_rows == 0
+    assert sorted(tuple(r["_seq"]) for r in bronze(writer, s)) == [(120, 101, 0, 0), (120, 110, 0, 0)]
