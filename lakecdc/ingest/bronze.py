@@ -50,6 +50,7 @@ still identifies its events by ``(_seq, _op, _key_json)``, as it did.
 
 Iceberg bronze is partitioned by ``days(_ingest_ts)``; Delta bronze by the ``_ingest_date`` column
 (Delta has no hidden partitioning).
+
 For PostgreSQL the identity compares ``_seq`` without its rank (``event_position``): the commit-LSN
 rank depends on whether the job read the transaction's END marker, the event LSN does not.
 """
