@@ -57,11 +57,21 @@ class ConsistencyPoint:
             ranks.append((last_commit_lsn, 0, 0, 0))
         self._released_max = max(ranks, default=None)
         point = self._released_max
+        if at_end_of_data and held_min is None and self.floor is not None:
+            # Everything read is applied or was already in the tables and nothing is held: every table
+            # holds what the one furthest ahead holds (after a restart whose replays released nothing).
+            point = self.floor if point is None else max(point, self.floor)
         for below in (held_min, self.snapshot_pending):
             if point is not None and below is not None and point >= below:
                 point = just_below(below)
         if point is not None:
             self.point = point if self.point is None else max(point, self.point)
+
+    @property
+    def behind_floor(self) -> bool:
+        """A restarted job has not yet reached what a table's newest commit holds (an end-of-data batch
+        can lift it: ``advance``)."""
+        return self.floor is not None and (self.point is None or self.point < self.floor)
 
     @property
     def publishable(self) -> bool:

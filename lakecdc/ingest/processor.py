@@ -406,8 +406,9 @@ class BatchProcessor:
     @property
     def waits_for_end_of_data(self) -> bool:
         """True while an empty batch that reached the end of every partition would move something:
-        events held back, or a consistency point held below snapshot rows (``_advance_point``)."""
-        return bool(self._tx.held_events) or self._point.snapshot_pending is not None
+        events held back, a consistency point held below snapshot rows (``_advance_point``), or a
+        restarted job's point below what a table already holds."""
+        return bool(self._tx.held_events) or self._point.snapshot_pending is not None or self._point.behind_floor
 
     @property
     def failed_tables(self) -> dict[str, str]:

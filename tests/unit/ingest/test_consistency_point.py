@@ -44,6 +44,20 @@ def test_after_a_restart_no_point_below_what_a_table_already_holds_is_published(
     assert point.publishable
 
 
+def test_after_a_restart_whose_replays_release_nothing_the_end_of_data_lifts_the_point() -> None:
+    """Killed after a table committed the last transactions: the restarted job finds every event
+    already committed, releases nothing new, and must still publish once it has read everything
+    (the MariaDB invariant test waited forever for a point before this)."""
+    point = ConsistencyPoint(JobState(applied_through_seq=[10, 0, 0, 0]))
+    point.table_holds((300, 0, 0, 0))
+    point.advance([rows(("u", (250, 240, 1, 0)))], False, None, None)
+    assert point.behind_floor and not point.publishable
+    point.advance([], True, (260, 255, 1, 0), None)  # at the end, but a transaction is still held
+    assert point.behind_floor
+    point.advance([], True, None, None)  # at the end, nothing held: every table is complete through 300
+    assert not point.behind_floor and point.publishable and point.point == (300, 0, 0, 0)
+
+
 def test_just_below() -> None:
     assert just_below((5, 0, 0, 0)) == (4, (1 << 63) - 1, (1 << 63) - 1, (1 << 63) - 1)
     assert just_below((5, 6, 7, 8)) == (5, 6, 7, 7)
