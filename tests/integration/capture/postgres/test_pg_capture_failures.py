@@ -278,6 +278,10 @@ def test_lost_connection_of_the_heartbeat_query_reconnects(
                              heartbeat__action__query="UPDATE beat SET ts = now() WHERE id = 1")
     wait_for(lambda: slot_is_streaming(dsn, "hbgone_slot"), what="streaming")
     sql(dsn, "INSERT INTO items VALUES (3, 'three', 3)")
+    # item 3 captured first: its catalog lookup is done, so only the heartbeat query can notice the
+    # killed connection (on a loaded machine the lookup otherwise raced it and was first)
+    wait_for(lambda: out.exists() and ("c", 3) in [(op, key) for op, key, _ in changes(load_records(out))],
+             timeout=60, what="item 3 captured")
     sql(dsn, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'hbgone' "
              "AND backend_type = 'client backend' AND pid <> pg_backend_pid()")
     wait_for(lambda: "lost the SQL connection" in logs.text, timeout=20, what="the failed heartbeat noticed")
