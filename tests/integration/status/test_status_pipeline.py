@@ -21,6 +21,7 @@ from lakecdc.capture.postgres.offset import flush_lsn
 from lakecdc.capture.runner import run_capture
 from lakecdc.cli.main import app
 from lakecdc.events.positions import position_from_source
+from lakecdc.ingest.transactions import commit_lsn, tx_link
 from lakecdc.ingest.config import IngestConfig
 from lakecdc.ingest.job import run_ingest
 from lakecdc.metrics.capture_status import capture_status, format_lsn, parse_lsn
@@ -123,6 +124,9 @@ def test_ingest_status_reports_committed_offsets_rows_and_positions(pipeline: An
     after_ms = int(time.time() * 1000)
     assert status.batch_id >= 1 and status.held_events == 0
     by_topic = {t.topic: t for t in status.tables}
+    markers = [json.loads(r.value())["payload"]
+               for r in _read_topic(pipeline["broker"].bootstrap_servers, f"{name}.transaction") if r.value()]
+    ends = {tx_link(m["id"]): commit_lsn(m["id"]) for m in markers if m["status"] == "END"}
     assert set(by_topic) == {f"{name}.public.{table}" for table in TABLES}
     for table, table_format in TABLES.items():
         topic = f"{name}.public.{table}"
@@ -137,7 +141,10 @@ def test_ingest_status_reports_committed_offsets_rows_and_positions(pipeline: An
                                                 ).fetchone()[0]
         assert row.silver_rows == silver_count == SEED_ROWS + INSERTS - DELETES
         newest = max(events, key=lambda e: position_from_source("postgres", e["source"]).seq())
-        assert row.max_seq == list(position_from_source("postgres", newest["source"]).seq())
+        # ranked at its own transaction's commit LSN (the END marker's), not Debezium's sequence[0]
+        expected = list(position_from_source("postgres", newest["source"]).seq())
+        expected[0] = ends[tx_link(newest["transaction"]["id"])]
+        assert row.max_seq == expected
         assert row.source_ts_ms == max(e["source"]["ts_ms"] for e in events)
         assert before_ms - row.source_ts_ms <= row.lag_ms <= after_ms - row.source_ts_ms
         assert 1 <= row.batch_id <= status.batch_id
