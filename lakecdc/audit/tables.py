@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from lakecdc.errors import TerminalError
+from lakecdc.ingest.merge_plan import SPARK
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -85,12 +86,18 @@ class LakeTable:
     # -- names -------------------------------------------------------------------------------
     @property
     def qualified(self) -> str:
-        """Iceberg: the Spark SQL name (``lake.silver.customers``)."""
+        """Iceberg: the Spark SQL name, each part quoted (```lake`.`silver`.`customers```)."""
+        return ".".join(SPARK.quoted(part) for part in self.parts)
+
+    @property
+    def parts(self) -> list[str]:
+        """Iceberg: catalog, namespace and table, unquoted (a part may hold spaces or quotes: the
+        writers split names the same way, on the dots)."""
         parts = self.name.split(".")
         if len(parts) == 2 and all(parts):
-            return f"{self.catalog}.{self.name}" if self.catalog else self.name
+            return [self.catalog, *parts] if self.catalog else parts
         if len(parts) == 3 and all(parts):
-            return self.name
+            return parts
         raise AuditError(f"table name {self.name!r} must be schema.table or catalog.schema.table")
 
     @property

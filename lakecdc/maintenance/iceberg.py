@@ -72,13 +72,14 @@ class IcebergMaintainer:
 
     # -- names -------------------------------------------------------------------------------
     def qualified(self, name: str) -> str:
-        """``silver.customers`` -> ``lake.silver.customers``; three-part names as given."""
+        """``silver.customers`` -> ```lake`.`silver`.`customers```; three-part names as given."""
         return LakeTable.iceberg(self.spark, name, self.catalog).qualified
 
     def _procedure_target(self, name: str) -> tuple[str, str]:
-        """(catalog whose ``system`` procedures to call, table name within it)."""
-        catalog, _, rest = self.qualified(name).partition(".")
-        return catalog, rest
+        """(catalog whose ``system`` procedures to call, the table within it as a SQL string
+        literal: the procedures parse it as an identifier, so its parts stay quoted)."""
+        catalog, *rest = LakeTable.iceberg(self.spark, name, self.catalog).parts
+        return SPARK.quoted(catalog), SPARK.string_literal(".".join(SPARK.quoted(p) for p in rest))
 
     def tables(self) -> list[str]:
         """lakecdc's tables in the catalog (``lakecdc.maintenance.tables``), ``schema.table`` names."""
@@ -214,14 +215,14 @@ class IcebergMaintainer:
             result.actions.append(f"expire {self._expirable(table, cutoff, keep)} snapshots older than "
                                   f"{cutoff:%Y-%m-%d %H:%M} UTC")
             if options.remove_orphans:
-                orphans = self.spark.sql(f"CALL {catalog}.system.remove_orphan_files(table => '{ident}', "
+                orphans = self.spark.sql(f"CALL {catalog}.system.remove_orphan_files(table => {ident}, "
                                          f"older_than => {self._timestamp(cutoff)}, dry_run => true)").count()
                 result.actions.append(f"remove {orphans} orphan files")
             result.seconds = time.monotonic() - started
             return result
 
         strategy = ", strategy => 'sort'" if sorted_table else ""
-        self.spark.sql(f"CALL {catalog}.system.rewrite_data_files(table => '{ident}'{strategy}, "
+        self.spark.sql(f"CALL {catalog}.system.rewrite_data_files(table => {ident}{strategy}, "
                        f"options => {_map(REWRITE_OPTIONS)})").collect()
         if self._files(name)[1]:
             self._remove_dangling_deletes(name)
@@ -229,14 +230,14 @@ class IcebergMaintainer:
         lakecdc = self._lakecdc_distance(table)
         keep = max(options.retain_last, (lakecdc or 0) + 1)  # never expire the newest lakecdc commit
         snapshots_before = self._snapshot_ids(table)
-        expired = self.spark.sql(f"CALL {catalog}.system.expire_snapshots(table => '{ident}', "
+        expired = self.spark.sql(f"CALL {catalog}.system.expire_snapshots(table => {ident}, "
                                  f"older_than => {self._timestamp(cutoff)}, retain_last => {keep})").collect()[0]
         # by id: an ingest job may commit new snapshots meanwhile
         result.history_removed = len(snapshots_before - self._snapshot_ids(self._load(name)))
         result.files_deleted = sum(int(v) for k, v in expired.asDict().items() if k.startswith("deleted_")
                                    and k.endswith("files_count") and "manifest" not in k)
         if options.remove_orphans:
-            orphans = self.spark.sql(f"CALL {catalog}.system.remove_orphan_files(table => '{ident}', "
+            orphans = self.spark.sql(f"CALL {catalog}.system.remove_orphan_files(table => {ident}, "
                                      f"older_than => {self._timestamp(cutoff)})").count()
             result.files_deleted += orphans
         result.data_files_after, result.delete_files_after, result.bytes_after = self._files(name)

@@ -62,7 +62,7 @@ def quarantine(table: LakeTable, report: QualityReport, keys: tuple[str, ...]) -
                              StructField("checked_at", TimestampType())])
         spark = table.session
         name = target.qualified
-        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {name.rsplit('.', 1)[0]}")
+        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {name.rsplit('.', 1)[0]}")  # parts hold no dots
         spark.sql(f"CREATE TABLE IF NOT EXISTS {name} (table_name string, rule string, reason string, "
                   "row_key string, row_json string, checked_at timestamp) USING iceberg")
         spark.createDataFrame([tuple(r[c] for c in QUARANTINE_COLUMNS) for r in rows], schema).writeTo(name).append()

@@ -72,8 +72,10 @@ def test_version_lag_and_dict() -> None:
 def test_table_names_map_like_the_writers() -> None:
     assert LakeTable.delta("/lake", "silver.customers").uri == "/lake/silver/customers"
     assert LakeTable.delta("s3://b/lake/", "silver.c").uri == "s3://b/lake/silver/c"
-    assert LakeTable(name="silver.c", format="iceberg").qualified == "lake.silver.c"
-    assert LakeTable(name="uc.silver.c", format="iceberg").qualified == "uc.silver.c"
+    assert LakeTable(name="silver.c", format="iceberg").qualified == "`lake`.`silver`.`c`"
+    assert LakeTable(name="uc.silver.c", format="iceberg").qualified == "`uc`.`silver`.`c`"
+    # a part holding a space, a backtick or a keyword stays one identifier, as the writers name it
+    assert LakeTable(name="bronze.`b x` select", format="iceberg").qualified == "`lake`.`bronze`.```b x`` select`"
     with pytest.raises(AuditError, match="must be schema.table"):
         LakeTable(name="nodots", format="iceberg").qualified
     assert row_columns(["id", "_seq", "_op", "_kafka_partition", "_underscore_col"]) == ["id", "_underscore_col"]
