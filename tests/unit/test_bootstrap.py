@@ -22,17 +22,18 @@ def checkout(tmp_path: Path) -> Path:
     (tmp_path / "scripts").mkdir()
     shutil.copy2(ROOT / "scripts" / "bootstrap.sh", tmp_path / "scripts" / "bootstrap.sh")
     shutil.copy2(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    recorder = tmp_path / ".venv" / "bin" / "python"
-    recorder.parent.mkdir(parents=True)
-    recorder.write_text('#!/bin/sh\necho "python $*" >> "$(dirname "$0")/../calls.log"\ncat >/dev/null\n')
-    recorder.chmod(0o755)
+    for venv in (".venv", ".venv-spark4"):
+        recorder = tmp_path / venv / "bin" / "python"
+        recorder.parent.mkdir(parents=True)
+        recorder.write_text('#!/bin/sh\necho "python $*" >> "$(dirname "$0")/../calls.log"\ncat >/dev/null\n')
+        recorder.chmod(0o755)
     return tmp_path
 
 
-def _bootstrap(checkout: Path) -> tuple[subprocess.CompletedProcess[str], list[str]]:
-    calls_log = checkout / ".venv" / "calls.log"
+def _bootstrap(checkout: Path, *envs: str, venv: str = ".venv") -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    calls_log = checkout / venv / "calls.log"
     calls_log.unlink(missing_ok=True)
-    result = subprocess.run(["bash", str(checkout / "scripts" / "bootstrap.sh")], capture_output=True,
+    result = subprocess.run(["bash", str(checkout / "scripts" / "bootstrap.sh"), *envs], capture_output=True,
                             text=True, timeout=120, env={**os.environ, "LC_ALL": "C"})
     calls = calls_log.read_text().splitlines() if calls_log.exists() else []
     return result, calls
@@ -56,6 +57,31 @@ def test_installs_once_then_returns_immediately_until_pyproject_changes(checkout
     assert third.returncode == 0 and "python -m pip install -e .[dev]" in calls
 
 
+def test_the_spark4_environment_is_its_own_venv_with_its_own_stamp(checkout: Path) -> None:
+    first, calls = _bootstrap(checkout, "spark4", venv=".venv-spark4")
+    assert first.returncode == 0, first.stderr
+    assert "python -m pip install -e .[all,spark4,test]" in calls
+    assert (checkout / ".venv-spark4" / ".lakecdc-bootstrap-stamp").exists()
+    assert not (checkout / ".venv" / ".lakecdc-bootstrap-stamp").exists(), "the default env was not asked for"
+
+    both, calls = _bootstrap(checkout, "default", "spark4")
+    assert both.returncode == 0 and "python -m pip install -e .[dev]" in calls
+    again, calls = _bootstrap(checkout, "default", "spark4", venv=".venv-spark4")
+    assert again.returncode == 0 and calls == []
+
+    unknown, _ = _bootstrap(checkout, "spark9")
+    assert unknown.returncode != 0 and "unknown environment 'spark9'" in unknown.stderr
+
+
+def test_pyproject_keeps_the_default_on_spark_35_and_allows_both_lines() -> None:
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert "pyspark>=3.5,<4.1" in extras["spark"]
+    assert "pyspark==3.5.*" in extras["spark35"] and "pyspark==4.0.*" in extras["spark4"]
+    assert "lakecdc[all,spark35,conformance,test]" in extras["dev"]
+
+
 def test_a_failed_pip_install_fails_with_the_log_path(checkout: Path) -> None:
     recorder = checkout / ".venv" / "bin" / "python"
     recorder.write_text('#!/bin/sh\necho "ERROR: No matching distribution found for nosuchpkg"\nexit 1\n')
@@ -75,3 +101,20 @@ def test_run_sh_knows_exactly_two_commands() -> None:
     assert ci[0] == "#!/usr/bin/env bash"
     assert [line for line in ci[1:] if line.strip() and not line.startswith("#")] == [
         'exec "$(dirname "$0")/../run.sh" test']
+
+
+def test_each_spark_line_fetches_its_own_scala_builds() -> None:
+    from lakecdc.devstack.errors import DevStackError
+    from lakecdc.devstack.maven import jar_sets, spark_line
+
+    old = jar_sets("3.5.9")
+    assert old["delta"].coordinates == ("io.delta:delta-spark_2.12:3.3.2",)
+    assert old["spark-kafka"].coordinates == ("org.apache.spark:spark-sql-kafka-0-10_2.12:3.5.9",)
+    assert "iceberg" not in old and "kafka" in old  # 3.5's Iceberg runtime comes from a PyPI wheel
+    new = jar_sets("4.0.5")
+    assert new["delta"].coordinates == ("io.delta:delta-spark_2.13:4.0.1",)
+    assert new["spark-kafka"].coordinates == ("org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.5",)
+    assert new["iceberg"].coordinates == ("org.apache.iceberg:iceberg-spark-runtime-4.0_2.13:1.10.2",)
+    assert spark_line("4.0.5") == "4.0" and spark_line("3.5.9") == "3.5"
+    with pytest.raises(DevStackError, match=r"PySpark 4\.1\.0 is not a supported line.*lakecdc\[spark4\]"):
+        spark_line("4.1.0")
