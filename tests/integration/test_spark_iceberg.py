@@ -31,6 +31,7 @@ def _merge_changes(spark, table: str) -> None:  # type: ignore[no-untyped-def]
     """)
 
 
+@pytest.mark.spark4
 def test_iceberg_merge_into_and_time_travel(spark) -> None:  # type: ignore[no-untyped-def]
     spark.sql("CREATE NAMESPACE IF NOT EXISTS shop")
     spark.sql("CREATE TABLE shop.fruit (id INT, name STRING) USING iceberg "
@@ -70,6 +71,7 @@ def test_iceberg_rejects_two_changes_for_one_key_in_a_merge(spark) -> None:  # t
         spark.sql("MERGE INTO shop.dupes t USING two s ON t.id = s.id WHEN MATCHED THEN UPDATE SET t.name = s.name")
 
 
+@pytest.mark.spark4
 def test_jdbc_catalog_on_sqlite_is_shared_with_pyiceberg(spark, tmp_warehouse: Path) -> None:  # type: ignore[no-untyped-def]
     from pyiceberg.catalog.sql import SqlCatalog
 
@@ -90,11 +92,13 @@ def test_jdbc_catalog_on_sqlite_is_shared_with_pyiceberg(spark, tmp_warehouse: P
     assert _rows(spark, "SHOW NAMESPACES LIKE 'jdbc_shop'") == []
 
 
+@pytest.mark.spark4
 def test_delta_is_not_in_this_spark_session(spark) -> None:  # type: ignore[no-untyped-def]
     # No Delta jars can be installed here, so Delta goes through delta-rs (see test_delta.py).
     assert delta_in_spark(spark) is False
 
 
+@pytest.mark.spark4
 def test_arrow_and_pandas_conversions_work_with_the_pinned_numpy(spark) -> None:  # type: ignore[no-untyped-def]
     import datetime
     from decimal import Decimal
@@ -142,6 +146,7 @@ def test_maven_coordinates_replace_the_offline_jars(monkeypatch: pytest.MonkeyPa
         "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.0"
 
 
+@pytest.mark.spark4
 def test_python_workers_run_this_interpreter_with_arrow(spark) -> None:  # type: ignore[no-untyped-def]
     import sys
 

@@ -26,6 +26,7 @@ def names(df) -> dict[int, str]:  # type: ignore[no-untyped-def]
     return {int(r["id"]): r["name"] for r in df.to_dict("records")}
 
 
+@pytest.mark.spark4
 def test_versions_carry_position_batch_and_kafka_progress(lake: Lake) -> None:
     versions = table_versions(lake.silver)
     ours = [v for v in versions if v.batch_id is not None]
@@ -40,6 +41,7 @@ def test_versions_carry_position_batch_and_kafka_progress(lake: Lake) -> None:
     assert all(v.lag_seconds is not None and v.lag_seconds > 0 for v in ours)
 
 
+@pytest.mark.spark4
 def test_read_as_of_version_time_and_source_position(lake: Lake) -> None:
     v1, v2, v3 = lake.silver_versions
     assert names(read_as_of(lake.silver, version=v1)) == {1: "a", 2: "b", 3: "c"}
@@ -72,6 +74,7 @@ def test_as_of_errors_name_what_is_wrong(lake: Lake) -> None:
         read_as_of(lake.silver, version=424242)
 
 
+@pytest.mark.spark4
 def test_row_history_lists_every_change_of_one_key_in_source_order(lake: Lake) -> None:
     history = row_history(lake.bronze, {"id": 1})
     assert list(history["op"]) == ["c", "u", "u"]
@@ -84,6 +87,7 @@ def test_row_history_lists_every_change_of_one_key_in_source_order(lake: Lake) -
     assert row_history(lake.bronze, {"id": 99}).empty
 
 
+@pytest.mark.spark4
 def test_diff_versions_by_key(lake: Lake) -> None:
     assert key_columns(lake.silver) == ("id",)
     v1, _, v3 = lake.silver_versions

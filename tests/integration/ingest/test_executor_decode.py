@@ -25,7 +25,7 @@ from lakecdc.ingest.reader import PythonKafkaReader
 from lakecdc.ingest.segments import union_segments
 from lakecdc.ingest.spark_reader import SparkRangeReader
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.spark4]
 
 AT = datetime(2026, 11, 26, 12, 0, tzinfo=timezone.utc)
 

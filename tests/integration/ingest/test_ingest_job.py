@@ -30,6 +30,7 @@ def job_config(broker, spark, prefix: str, tmp_path: Path, **extra: str) -> Inge
         "batch.max.wait.ms": "500", **extra})
 
 
+@pytest.mark.spark4
 def test_golden_records_into_iceberg_exactly_once(broker, spark, tmp_path: Path) -> None:
     prefix = unique_prefix("jb")
     records = publish_golden_with_a_malformed_record(broker, prefix)
@@ -136,6 +137,7 @@ def test_periodic_maintenance_leaves_no_position_deletes(broker, spark, tmp_path
     assert again.events == 0 and snapshot_count(spark, f"{prefix}_silver.customers") == before
 
 
+@pytest.mark.spark4
 def test_golden_records_into_delta_exactly_once(broker, spark, tmp_path: Path) -> None:
     prefix = unique_prefix("jd")
     publish_golden_with_a_malformed_record(broker, prefix)

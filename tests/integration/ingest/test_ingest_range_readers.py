@@ -41,6 +41,7 @@ def records_of(batches) -> list[tuple]:
     return sorted(rows)
 
 
+@pytest.mark.spark4
 def test_executors_fetch_exactly_the_python_readers_records(broker, spark, tmp_path: Path) -> None:
     prefix = unique_prefix("rx")
     records = golden_records(prefix)

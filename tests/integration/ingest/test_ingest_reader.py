@@ -32,6 +32,7 @@ def read_all(cfg: IngestConfig, start=lambda t, p: None, spark=None):
         reader.close()
 
 
+@pytest.mark.spark4
 def test_batches_have_exactly_the_kafka_source_columns(broker, spark) -> None:
     prefix = unique_prefix("rd")
     create_topics(broker.bootstrap_servers, [f"{prefix}.public.t"])

@@ -80,6 +80,7 @@ def _rows_as_of(writer: TableWriter, name: str, version: int) -> list[dict[str, 
     return sorted(table.to_pyarrow_table().to_pylist(), key=lambda r: r["id"])
 
 
+@pytest.mark.spark4
 def test_maintenance_keeps_rows_progress_and_history(setup: tuple[TableWriter, Maintainer],
                                                      spark: SparkSession) -> None:
     writer, maintainer = setup
@@ -196,6 +197,7 @@ def test_periodic_maintenance_every_second_batch(setup: tuple[TableWriter, Maint
     assert PeriodicMaintenance(0, lambda fmt: maintainer).after_batch([s.target]) == []  # off by default
 
 
+@pytest.mark.spark4
 def test_cli_over_an_iceberg_config(spark: SparkSession, tmp_path: Path) -> None:
     import json
 

@@ -49,6 +49,7 @@ def names(writer: TableWriter, s: Stream) -> dict[object, object]:
     return {k: v["name"] for k, v in silver(writer, s).items()}
 
 
+@pytest.mark.spark4
 def test_latest_event_per_key_wins_within_a_batch(writer: TableWriter, spark: SparkSession) -> None:
     s = stream(writer, spark)
     result = writer.apply(s.batch([
@@ -73,6 +74,7 @@ def test_bronze_keeps_every_event_with_metadata(writer: TableWriter, spark: Spar
     assert rows[1]["_key_json"] == '{"id":1}' and rows[2]["_key_json"] is None
 
 
+@pytest.mark.spark4
 def test_replayed_batch_changes_nothing(writer: TableWriter, spark: SparkSession) -> None:
     s = stream(writer, spark)
     events = [Ev("c", 10, {"id": 1, "name": "a"}), Ev("c", 11, {"id": 2, "name": "b"}), Ev("d", 12, {"id": 2})]
@@ -135,6 +137,7 @@ def test_delete_and_late_update_in_one_batch(writer: TableWriter, spark: SparkSe
     assert names(writer, s) == {}
 
 
+@pytest.mark.spark4
 def test_truncate_then_later_insert(writer: TableWriter, spark: SparkSession) -> None:
     s = stream(writer, spark)
     writer.apply(s.batch([Ev("c", 10, {"id": i, "name": f"n{i}"}) for i in (1, 2, 3)]), 1)
@@ -232,6 +235,7 @@ def test_soft_delete_marks_and_guards(writer: TableWriter, spark: SparkSession) 
     assert all(r["_is_deleted"] for r in silver(writer, s).values())
 
 
+@pytest.mark.spark4
 def test_added_column_is_added_before_merge(writer: TableWriter, spark: SparkSession) -> None:
     s = stream(writer, spark)
     writer.apply(s.batch([Ev("c", 10, {"id": 1, "name": "a"})]), 1)
@@ -276,6 +280,7 @@ def test_incompatible_change_stops_only_that_table(writer: TableWriter, spark: S
     assert names(writer, healthy) == {1: "ok"}
 
 
+@pytest.mark.spark4
 def test_progress_round_trip_and_commit_position(writer: TableWriter, spark: SparkSession) -> None:
     s = stream(writer, spark)
     assert writer.committed_progress(s.target) == {}
@@ -303,6 +308,7 @@ def test_table_without_key_gets_bronze_only(writer: TableWriter, spark: SparkSes
     assert writer.committed_progress(s.target) == {(s.topic, 0): 1}
 
 
+@pytest.mark.spark4
 def test_dead_letters_are_appended(writer: TableWriter, spark: SparkSession) -> None:
     from datetime import datetime, timezone
     name = f"lakecdc.dead_letters_{abs(hash(str(id(writer)))) % 10**8}"

@@ -46,6 +46,7 @@ def history_progress(spark: SparkSession, table: str) -> list[dict[str, object]]
     return found
 
 
+@pytest.mark.spark4_connectors
 def test_delta_spark_applies_and_records_progress(connector_spark: SparkSession) -> None:
     spark = connector_spark
     writer = delta_writer(spark)

@@ -48,6 +48,7 @@ def append_silver_row(lake: Lake, row: dict) -> None:
     write_deltalake(lake.silver.uri, pa.Table.from_pylist([row], schema=schema), mode="append")
 
 
+@pytest.mark.spark4
 def test_clean_tables_pass_then_a_resurrected_row_is_caught_and_quarantined(lake: Lake) -> None:
     clean = check_table(lake.silver, lake.bronze, rules=TABLE_RULES)
     assert clean.passed, clean.as_dict()
@@ -80,6 +81,7 @@ def test_clean_tables_pass_then_a_resurrected_row_is_caught_and_quarantined(lake
     assert failed_expectations(result) == ["expect_column_values_to_be_unique(id)"]
 
 
+@pytest.mark.spark4
 def test_gx_suite_passes_on_the_table_and_checks_types(spark: SparkSession, tmp_path: Path) -> None:
     lake = build_lake("delta-rs", spark, tmp_path)
     df = lake.silver.pandas()

@@ -19,6 +19,7 @@ from lakecdc.events.positions import position_from_source
 from lakecdc.ingest.config import IngestConfig
 from lakecdc.ingest.decode import Decoder, split_envelope
 from lakecdc.ingest.segments import union_segments
+pytestmark = pytest.mark.spark4  # also runs on the Spark 4 line (run.sh test)
 
 NOW = datetime(2026, 11, 22, 9, 0, tzinfo=timezone.utc)
 
