@@ -118,3 +118,40 @@ def test_each_spark_line_fetches_its_own_scala_builds() -> None:
     assert spark_line("4.0.5") == "4.0" and spark_line("3.5.9") == "3.5"
     with pytest.raises(DevStackError, match=r"PySpark 4\.1\.0 is not a supported line.*lakecdc\[spark4\]"):
         spark_line("4.1.0")
+
+
+def _fake_checkout(tmp_path: Path, main_code: int, spark4_code: int) -> Path:
+    """run.sh beside a no-op bootstrap and two pythons that log their arguments and exit with a code."""
+    (tmp_path / "scripts").mkdir(parents=True)
+    shutil.copy2(ROOT / "run.sh", tmp_path / "run.sh")
+    (tmp_path / "scripts" / "bootstrap.sh").write_text('#!/bin/sh\necho "bootstrap $*" >> "$(dirname "$0")/../calls.log"\n')
+    (tmp_path / "scripts" / "bootstrap.sh").chmod(0o755)
+    for venv, code in ((".venv", main_code), (".venv-spark4", spark4_code)):
+        python = tmp_path / venv / "bin" / "python"
+        python.parent.mkdir(parents=True)
+        python.write_text(f'#!/bin/sh\necho "{venv} connectors=$LAKECDC_SPARK_CONNECTORS $*" '
+                          f'>> "$(dirname "$0")/../../calls.log"\nexit {code}\n')
+        python.chmod(0o755)
+    return tmp_path
+
+
+def _run_tests(checkout: Path, *args: str) -> tuple[int, list[str]]:
+    env = {k: v for k, v in os.environ.items() if k not in ("LAKECDC_SPARK4", "LAKECDC_SPARK_CONNECTORS")}
+    result = subprocess.run(["bash", str(checkout / "run.sh"), "test", *args], capture_output=True, text=True,
+                            timeout=60, env=env)
+    return result.returncode, (checkout / "calls.log").read_text().splitlines()
+
+
+def test_run_sh_test_runs_the_spark4_subset_after_the_suite_and_fails_when_it_fails(tmp_path: Path) -> None:
+    code, calls = _run_tests(_fake_checkout(tmp_path / "green", 0, 0))
+    assert code == 0
+    assert calls == ["bootstrap default spark4",
+                     ".venv connectors= -m pytest --durations=15",
+                     ".venv-spark4 connectors= -m pytest --durations=5 -m spark4",
+                     ".venv-spark4 connectors=auto -m pytest --durations=5 -m spark4_connectors"]
+    assert _run_tests(_fake_checkout(tmp_path / "red4", 0, 1))[0] == 1
+    assert _run_tests(_fake_checkout(tmp_path / "red", 1, 0))[0] == 1
+    # The whole subset selecting nothing is a failure; a narrowed selection (ARGS) may select nothing.
+    assert _run_tests(_fake_checkout(tmp_path / "empty", 0, 5))[0] == 5
+    code, calls = _run_tests(_fake_checkout(tmp_path / "narrow", 0, 5), "tests/unit/config")
+    assert code == 0 and calls[2] == ".venv-spark4 connectors= -m pytest --durations=5 tests/unit/config -m spark4"
