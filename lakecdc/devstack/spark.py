@@ -1,4 +1,4 @@
-"""Local SparkSession factory: Iceberg offline (no Maven download), Delta and Spark's Kafka source from the jar cache.
+"""Local SparkSession factory: Iceberg (offline on 3.5, from the jar cache on 4.0), Delta and Spark's Kafka source from the jar cache.
 
 ``spark_session(warehouse)`` returns a ``local[2]`` session with the UI off, few shuffle
 partitions, UTC session time zone, the Iceberg SQL extensions, and an Iceberg catalog named
@@ -9,6 +9,8 @@ iceberg`` and ``MERGE INTO db.t`` work without a catalog prefix:
 - ``catalog="jdbc"``: Iceberg's JDBC catalog on ``<warehouse>/iceberg_catalog.db`` (SQLite), the
   same file pyiceberg's ``SqlCatalog("lake", uri="sqlite:///...")`` opens.
 
+Both supported Spark lines (3.5 on Scala 2.12, 4.0 on Scala 2.13) get the same settings: nothing
+here differs between them but the jars, which follow the installed PySpark (``lakecdc.devstack.maven.spark_line``).
 Jars come from ``lakecdc.devstack.jars`` unless Maven coordinates are given (parameter
 ``packages`` or the environment variable ``LAKECDC_SPARK_PACKAGES``, comma separated), which
 Spark's own resolver then downloads, e.g.
