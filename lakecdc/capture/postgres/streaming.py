@@ -39,6 +39,7 @@ from lakecdc.capture.postgres.decoder import (
     CommitMessage,
     LogicalMessage,
     RelationMessage,
+    UNCHANGED,
     TruncateMessage,
     decode_message,
 )
@@ -487,10 +488,10 @@ class PostgresStreamingSource:
                     out.append(ChangeRecord(schema.topic, schema.key_schema, key, None, None, self._headers, position))
             return
         # update
-        new_values = message.new
+        old_values = message.old
+        new_values = _unchanged_from_old(message.new, old_values)
         after = schema.row(new_values)
         new_key = schema.key(new_values)
-        old_values = message.old
         before = schema.row(old_values) if old_values is not None else None
         old_key = schema.key(old_values) if old_values is not None else None
         if old_key is not None and old_key != new_key and None not in old_key.values():
@@ -551,3 +552,14 @@ class PostgresStreamingSource:
                 PostgresPosition(lsn=lsn, commit_lsn=self._last_commit_lsn, tx_id=self._xid,
                                  ts_usec=self._commit_ts_us),
             ))
+
+
+def _unchanged_from_old(new: list[Any], old: list[Any] | None) -> list[Any]:
+    """An update's new tuple with each unchanged TOASTed value taken from the old tuple where it
+    holds one (REPLICA IDENTITY FULL sends the whole old row, detoasted), as Debezium's
+    ``PostgresChangeRecordEmitter`` does with the old values it caches; otherwise the column keeps
+    the unavailable-value placeholder (an old tuple of key columns only holds nulls there)."""
+    if old is None or not any(value is UNCHANGED for value in new):
+        return new
+    return [old[i] if value is UNCHANGED and i < len(old) and old[i] is not None and old[i] is not UNCHANGED
+            else value for i, value in enumerate(new)]
