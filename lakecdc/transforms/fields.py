@@ -183,7 +183,9 @@ class MaskField:
             if java_date:
                 return 0
             if s.name == DECIMAL:
-                return decimal_to_bytes(decimal.Decimal(0), int(s.parameter("scale") or 0))
+                if int(s.parameter("scale") or 0) != 0:  # BigDecimal.ZERO has scale 0: Connect refuses it
+                    raise TransformDataError("BigDecimal has mismatching scale value for given Decimal schema")
+                return decimal_to_bytes(decimal.Decimal(0), 0)
             empty = {"int8": 0, "int16": 0, "int32": 0, "int64": 0, "float": 0.0, "double": 0.0,
                      "boolean": False, "string": "", "array": [], "map": {}}
             if s.type not in empty:
