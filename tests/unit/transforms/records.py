@@ -24,7 +24,7 @@ def source(lsn: int = 100, snapshot: str = "false", table: str = "items") -> dic
     return {"version": "3.6.3.Final", "connector": "postgresql", "name": PREFIX, "ts_ms": 1_700_000_000_123,
             "snapshot": snapshot, "db": "shop", "sequence": f'[null,"{lsn}"]', "ts_us": 1_700_000_000_123_000,
             "ts_ns": 1_700_000_000_123_000_000, "schema": "public", "table": table, "txId": 42, "lsn": lsn,
-            "xmin": None}
+            "xmin": None, "origin": None, "origin_lsn": None}
 
 
 def row(id_: int, name: str | None = "a", qty: int | None = 1, seen: int | None = 1_700_000_000_000_000) -> dict[str, Any]:
