@@ -14,7 +14,7 @@ and parameters only: a struct rebuilt from it is required and has no default.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from lakecdc.errors import ConfigError, TerminalError
@@ -134,21 +134,15 @@ def field_of(schema: ConnectSchema, name: str) -> ConnectField | None:
 
 
 def with_key(record: Record, schema: ConnectSchema | None, key: Any) -> Record:
-    return _replace(record, key_schema=schema, key=key)
+    return replace(record, key_schema=schema, key=key)
 
 
 def with_value(record: Record, schema: ConnectSchema | None, value: Any) -> Record:
-    return _replace(record, value_schema=schema, value=value)
+    return replace(record, value_schema=schema, value=value)
 
 
 def with_topic(record: Record, topic: str) -> Record:
-    return _replace(record, topic=topic)
-
-
-def _replace(record: Record, **changes: Any) -> Record:
-    from dataclasses import replace
-
-    return replace(record, **changes)
+    return replace(record, topic=topic)
 
 
 class KeyOrValue:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import replace
 from typing import Any
 
 from lakecdc.events.schema import STRING, ConnectField, ConnectSchema
@@ -101,12 +102,12 @@ class ByLogicalTableRouter:
             key_schema = self._key_schema(record.key_schema, new_topic)
             key = self._key(old_key, old_topic)
         if record.value is None or not is_envelope(record.value_schema):
-            return _replace(record, topic=new_topic, key_schema=key_schema, key=key)
+            return replace(record, topic=new_topic, key_schema=key_schema, key=key)
         old_envelope = require_struct(record.value_schema, record.value, "Updating schema")
         assert record.value_schema is not None
         envelope_schema = self._envelope_schema(record.value_schema, new_topic)
         value = {f.name: _get(f, old_envelope) for f in record.value_schema.fields}
-        return _replace(record, topic=new_topic, key_schema=key_schema, key=key, value_schema=envelope_schema,
+        return replace(record, topic=new_topic, key_schema=key_schema, key=key, value_schema=envelope_schema,
                         value=value)
 
     def _key_schema(self, old: ConnectSchema, topic: str) -> ConnectSchema:
@@ -151,8 +152,3 @@ def _get(field: ConnectField, struct: dict[str, Any]) -> Any:
     value = struct.get(field.name)
     return field.schema.default if value is None else value
 
-
-def _replace(record: Record, **changes: Any) -> Record:
-    from dataclasses import replace
-
-    return replace(record, **changes)

@@ -23,7 +23,6 @@ from lakecdc.transforms.fields import CONNECT_DATE, CONNECT_TIME, CONNECT_TIMEST
 TARGETS = ("string", "unix", "Date", "Time", "Timestamp")
 PRECISIONS = ("nanoseconds", "microseconds", "milliseconds", "seconds")
 _DAY_MS = 86_400_000
-_PER_MS = {"seconds": 1 / 1000, "milliseconds": 1, "microseconds": 1000, "nanoseconds": 1_000_000}
 
 
 def _truncate(numerator: int, denominator: int) -> int:

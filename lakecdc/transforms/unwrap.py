@@ -89,7 +89,16 @@ class FieldReference:
         if parent is None:
             return None  # no transaction block in a snapshot
         parent_schema = envelope.field(self.struct).schema if self.struct is not None else envelope
-        return parent.get(self.field) if field_of(parent_schema, self.field) else value.get(self.field)
+        found = field_of(parent_schema, self.field)
+        if found is None:
+            return value.get(self.field)
+        got = parent.get(self.field)
+        if self.struct == "source" and got is not None and got == found.schema.default:
+            # Debezium reads with getWithoutDefault, and leaves source fields that have a default unset
+            # while streaming (snapshot: null, written "false" through its default); lakecdc's source
+            # blocks hold the default itself.
+            return None
+        return got
 
 
 def _struct_of(field: str) -> str | None:

@@ -8,6 +8,9 @@ every supported transform and predicate:
 - ``ROUTING``: the outbox ``EventRouter`` (on the outbox table only, ``TopicNameMatches``) with an
   additional header, ``ByLogicalTableRouter`` merging two tables into one topic with the key field,
   and a ``RegexRouter`` renaming the outbox topics;
+- ``VARIANTS``: ``RegexRouter`` behind ``HasHeaderKey`` (the create of a primary-key change), the
+  unwrap's ``rewrite`` mode with prefixed ``add.fields``, ``TimestampConverter`` from Connect's
+  ``Timestamp`` / ``Date`` to unix seconds and text, ``InsertField$Key`` and ``ReplaceField$Key``;
 - ``FLATTENING``: ``ExtractNewRecordState`` twice (one table with ``add.fields`` / ``add.headers`` /
   ``rewrite-with-tombstone``, the other with the default delete handling), ``MaskField`` (empty
   values and a replacement), ``InsertField``, ``ReplaceField``, ``TimestampConverter``,
@@ -31,19 +34,22 @@ pytestmark = [pytest.mark.conformance, pytest.mark.integration]
 
 SETUP = """
 DROP TABLE IF EXISTS items, things, outbox CASCADE;
-CREATE TABLE items (id int PRIMARY KEY, name text, qty int DEFAULT 7, seen timestamp, secret text, code numeric(6));
-CREATE TABLE things (id int PRIMARY KEY, name text, qty int DEFAULT 7, seen timestamp, secret text, code numeric(6));
+CREATE TABLE items (id int PRIMARY KEY, name text, qty int DEFAULT 7, seen timestamp, secret text, code numeric(6),
+                    day date);
+CREATE TABLE things (id int PRIMARY KEY, name text, qty int DEFAULT 7, seen timestamp, secret text, code numeric(6),
+                     day date);
 CREATE TABLE outbox (id uuid PRIMARY KEY, aggregatetype varchar(255) NOT NULL, aggregateid varchar(255) NOT NULL,
                      type varchar(255) NOT NULL, payload jsonb);
-INSERT INTO items VALUES (1, 'a', 1, '2024-01-01 10:00:00', 's1', 15);
-INSERT INTO things VALUES (1, 't', 2, NULL, 's2', 20);
+INSERT INTO items VALUES (1, 'a', 1, '2024-01-01 10:00:00', 's1', 15, '2024-01-01');
+INSERT INTO things VALUES (1, 't', 2, NULL, 's2', 20, '1960-06-30');
 INSERT INTO outbox VALUES ('aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee', 'order', 'o-0', 'created', '{"total": 1}');
 """
 
 WORKLOAD = """
-INSERT INTO items VALUES (2, 'b', NULL, '2024-02-02 12:34:56.789', 's3', 325);
+INSERT INTO items VALUES (2, 'b', NULL, '2024-02-02 12:34:56.789', 's3', 325, NULL);
 UPDATE items SET name = 'bb' WHERE id = 2;
-INSERT INTO things VALUES (2, 't2', 5, '1969-12-31 23:59:59.5', NULL, NULL);
+UPDATE items SET id = 10 WHERE id = 2;
+INSERT INTO things VALUES (2, 't2', 5, '1969-12-31 23:59:59.5', NULL, NULL, '2000-02-29');
 DELETE FROM items WHERE id = 1;
 DELETE FROM things WHERE id = 1;
 INSERT INTO outbox VALUES ('11111111-2222-3333-4444-555555555555', 'order', 'o-1', 'created', '{"total": 12}');
@@ -120,6 +126,37 @@ FLATTENING = {
     "predicates.isTombstone.type": "org.apache.kafka.connect.transforms.predicates.RecordIsTombstone",
 }
 
+# time.precision.mode=connect: Connect Timestamp / Date logical values for TimestampConverter to read
+VARIANTS = {
+    "table.include.list": "public.items,public.things",
+    "time.precision.mode": "connect",
+    "transforms": "moved,unwrap,ts,ts2,keyInsert,keyRename",
+    "transforms.moved.type": "org.apache.kafka.connect.transforms.RegexRouter",
+    "transforms.moved.regex": r"(.*)\.public\.(.*)",
+    "transforms.moved.replacement": "$1.moved.$2",
+    "transforms.moved.predicate": "hasOldKey",
+    "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
+    "transforms.unwrap.delete.tombstone.handling.mode": "rewrite",
+    "transforms.unwrap.add.fields.prefix": "meta_",
+    "transforms.unwrap.add.fields": "snapshot,db:database,name:connectorName",
+    "transforms.ts.type": _KAFKA + "TimestampConverter$Value",
+    "transforms.ts.field": "seen",
+    "transforms.ts.target.type": "unix",
+    "transforms.ts.unix.precision": "seconds",
+    "transforms.ts2.type": _KAFKA + "TimestampConverter$Value",
+    "transforms.ts2.field": "day",
+    "transforms.ts2.target.type": "string",
+    "transforms.ts2.format": "yyyy/MM/dd",
+    "transforms.keyInsert.type": _KAFKA + "InsertField$Key",
+    "transforms.keyInsert.static.field": "region",
+    "transforms.keyInsert.static.value": "eu",
+    "transforms.keyRename.type": _KAFKA + "ReplaceField$Key",
+    "transforms.keyRename.renames": "id:key_id",
+    "predicates": "hasOldKey",
+    "predicates.hasOldKey.type": "org.apache.kafka.connect.transforms.predicates.HasHeaderKey",
+    "predicates.hasOldKey.name": "__debezium.oldkey",
+}
+
 RULES = MaskRules.for_connector("postgres", extra_paths=frozenset({"value.payload.__lsn", "value.payload.__source_ts_ms"}))
 
 
@@ -171,4 +208,13 @@ def test_flattening_chain_with_predicates_equals_debezium(pg: Any, tmp_path: Pat
     assert not any(v is None for v in values)
     assert any(v and v["payload"] is None for v in values)  # default handling: null value with a schema
     assert any(v and v["payload"] and v["payload"].get("header_op") for v in values)
+    assert_conformant(expected, actual, RULES)
+
+
+def test_unwrap_rewrite_timestamps_key_transforms_and_header_predicate_equal_debezium(pg: Any, tmp_path: Path) -> None:
+    expected, actual = run_both(pg, tmp_path, VARIANTS, minimum=9)
+    moved = [r for r in expected if r["topic"] == "dbz.moved.items"]
+    assert len(moved) == 1 and moved[0]["value"]["payload"]["id"] == 10  # the create after the key change
+    assert all(r["key"]["payload"].keys() == {"key_id", "region"} for r in expected)
+    assert any(r["value"]["payload"]["day"] == "1960/06/30" for r in expected)
     assert_conformant(expected, actual, RULES)

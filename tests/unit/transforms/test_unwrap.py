@@ -107,3 +107,14 @@ def test_bad_mode_and_removed_properties() -> None:
     assert set(chain.not_applied) == {"transforms.u.delete.handling.mode", "transforms.u.drop.tombstones"}
     # Debezium 3.6.3 ignores them: the default mode applies
     assert chain.apply(delete_pair(1))[0].value is None
+
+
+def test_source_fields_at_their_default_are_added_as_null_like_debeziums_unset_fields() -> None:
+    [streamed] = unwrap(**{"add.fields": "snapshot"}).apply([change("c", None, row(1))])
+    assert streamed.value["__snapshot"] is None  # Debezium leaves source.snapshot unset while streaming
+    from dataclasses import replace
+
+    record = change("r", None, row(1))
+    record = replace(record, value={**record.value, "source": {**record.value["source"], "snapshot": "first"}})
+    [snapshot] = unwrap(**{"add.fields": "snapshot"}).apply([record])
+    assert snapshot.value["__snapshot"] == "first"
