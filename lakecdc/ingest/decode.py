@@ -389,8 +389,8 @@ class Decoder:
             return None
 
     def _with_key_columns(self, layout: _ValueLayout, records: _Records) -> tuple[_ValueLayout, tuple[str, ...]]:
-        """``layout`` plus the key fields that are not row columns, each as a nullable column taken from
-        the key: Debezium's ``ByLogicalTableRouter`` adds the source table's identifier
+        """``layout`` plus the key fields that are not row columns (text fields only), each as a nullable
+        column taken from the key: Debezium's ``ByLogicalTableRouter`` adds the source table's identifier
         (``__dbz__physicalTableIdentifier``) to the keys of the tables it merges into one topic, and the
         silver table must keep it to tell their rows apart."""
         key = next((records.keys[i] for i in records.indexes if i in records.keys), None)
@@ -398,6 +398,8 @@ class Decoder:
         if not extra or key is None:
             return layout, ()
         fields = [key.schema.field(n) for n in extra]
+        if any(f.schema.type != "string" for f in fields):
+            return layout, ()  # not a router's identifier: refused below as a key that is not the row's
         try:
             types = tuple(column_type(f.schema, self._options, check_required=False) for f in fields)
         except ValueConversionError as exc:

@@ -69,3 +69,15 @@ def test_outbox_events_are_dead_letters_naming_the_event_router() -> None:
     batch = decoder().decode(kafka_table(chain.apply([event()])), NOW)
     [dead] = batch.dead_letters
     assert "EventRouter" in dead.reason and "outbox.event.order" in dead.reason
+
+
+def test_a_key_field_of_another_type_outside_the_row_is_still_refused() -> None:
+    from dataclasses import replace
+
+    from lakecdc.events.schema import INT32, struct
+
+    record = change("c", None, row(1))
+    odd = replace(record, key_schema=struct([("id", INT32), ("shard", INT32)], name="dbz.public.items.Key"),
+                  key={"id": 1, "shard": 3})
+    [dead] = decoder().decode(kafka_table([odd]), NOW).dead_letters
+    assert "key field 'shard' is not a column of the row" in dead.reason
