@@ -1,6 +1,6 @@
 """Kafka Connect transforms through real Debezium 3.6.3 and through lakecdc, compared record by record.
 
-The same PostgreSQL 18 database, workload and connector properties (``transforms.*`` and
+The same PostgreSQL database (18 and 15), workload and connector properties (``transforms.*`` and
 ``predicates.*`` included, the same file for both) run through Debezium's embedded engine, which
 applies the transforms as Kafka Connect does, and through ``lakecdc capture``. Two chains cover
 every supported transform and predicate:
@@ -8,6 +8,8 @@ every supported transform and predicate:
 - ``ROUTING``: the outbox ``EventRouter`` (on the outbox table only, ``TopicNameMatches``) with an
   additional header, ``ByLogicalTableRouter`` merging two tables into one topic with the key field,
   and a ``RegexRouter`` renaming the outbox topics;
+- ``MORE``: the outbox router with an ``envelope`` field, a header alias and
+  ``route.tombstone.on.empty.payload``; the unwrap's ``delete-to-tombstone`` with ``route.by.field``;
 - ``VARIANTS``: ``RegexRouter`` behind ``HasHeaderKey`` (the create of a primary-key change), the
   unwrap's ``rewrite`` mode with prefixed ``add.fields``, ``TimestampConverter`` from Connect's
   ``Timestamp`` / ``Date`` to unix seconds and text, ``InsertField$Key`` and ``ReplaceField$Key``;
@@ -54,6 +56,8 @@ DELETE FROM items WHERE id = 1;
 DELETE FROM things WHERE id = 1;
 INSERT INTO outbox VALUES ('11111111-2222-3333-4444-555555555555', 'order', 'o-1', 'created', '{"total": 12}');
 INSERT INTO outbox VALUES ('66666666-7777-8888-9999-000000000000', 'customer', 'c-7', 'renamed', '{"name": "x"}');
+INSERT INTO outbox VALUES ('77777777-8888-9999-0000-111111111111', 'customer', 'c-8', 'erased', NULL);
+UPDATE outbox SET type = 'renamed again' WHERE aggregateid = 'c-7';
 DELETE FROM outbox WHERE aggregatetype = 'order';
 """
 
@@ -157,6 +161,33 @@ VARIANTS = {
     "predicates.hasOldKey.name": "__debezium.oldkey",
 }
 
+# The outbox router with an envelope field, a header alias and tombstones for empty payloads (an
+# update is dropped with a warning); the unwrap turns deletes into tombstones and routes by a column.
+MORE = {
+    "transforms": "outbox,unwrap",
+    "transforms.outbox.type": "io.debezium.transforms.outbox.EventRouter",
+    "transforms.outbox.predicate": "isOutbox",
+    "transforms.outbox.table.fields.additional.placement": "type:envelope:eventType,aggregateid:header:agg",
+    "transforms.outbox.route.tombstone.on.empty.payload": "true",
+    "transforms.outbox.route.topic.replacement": "outbox.${routedByValue}.events",
+    "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
+    "transforms.unwrap.delete.tombstone.handling.mode": "delete-to-tombstone",
+    "transforms.unwrap.route.by.field": "name",
+    "transforms.unwrap.predicate": "isRoutedOutbox",
+    "transforms.unwrap.negate": "true",
+    "predicates": "isOutbox,isRoutedOutbox",
+    "predicates.isOutbox.type": "org.apache.kafka.connect.transforms.predicates.TopicNameMatches",
+    "predicates.isOutbox.pattern": r"dbz\.public\.outbox",
+    "predicates.isRoutedOutbox.type": "org.apache.kafka.connect.transforms.predicates.TopicNameMatches",
+    "predicates.isRoutedOutbox.pattern": r"outbox\..*",
+}
+
+@pytest.fixture(params=["pg", "pg15"])
+def postgres(request: pytest.FixtureRequest) -> Any:
+    """PostgreSQL 18 and 15."""
+    return request.getfixturevalue(request.param)
+
+
 RULES = MaskRules.for_connector("postgres", extra_paths=frozenset({"value.payload.__lsn", "value.payload.__source_ts_ms"}))
 
 
@@ -189,19 +220,19 @@ def run_both(pg: Any, tmp_path: Path, chain: dict[str, str], minimum: int) -> tu
     return expected, actual
 
 
-def test_routers_and_outbox_equal_debezium(pg: Any, tmp_path: Path) -> None:
-    expected, actual = run_both(pg, tmp_path, ROUTING, minimum=10)
+def test_routers_and_outbox_equal_debezium(postgres: Any, tmp_path: Path) -> None:
+    expected, actual = run_both(postgres, tmp_path, ROUTING, minimum=10)
     topics = {r["topic"] for r in expected}
     assert {"dbz.all_rows", "events.order", "events.customer"} <= topics, topics
     keys = [r["key"]["payload"] for r in expected if r["topic"] == "dbz.all_rows"]
     assert {"id": 1, "__dbz__physicalTableIdentifier": "dbz.public.things"} in keys
     outbox = [r for r in expected if r["topic"].startswith("events.")]
-    assert len(outbox) == 3 and all(any(h["key"] == "eventType" for h in r["headers"]) for r in outbox)
+    assert len(outbox) == 4 and all(any(h["key"] == "eventType" for h in r["headers"]) for r in outbox)
     assert_conformant(expected, actual, RULES)
 
 
-def test_flattening_chain_with_predicates_equals_debezium(pg: Any, tmp_path: Path) -> None:
-    expected, actual = run_both(pg, tmp_path, FLATTENING, minimum=7)
+def test_flattening_chain_with_predicates_equals_debezium(postgres: Any, tmp_path: Path) -> None:
+    expected, actual = run_both(postgres, tmp_path, FLATTENING, minimum=7)
     values = [r["value"] for r in expected]
     # rewrite-with-tombstone keeps the tombstone, which the second unwrap (default mode) then drops
     assert any(v and v["payload"] and v["payload"].get("__deleted") == "true" for v in values)
@@ -211,8 +242,18 @@ def test_flattening_chain_with_predicates_equals_debezium(pg: Any, tmp_path: Pat
     assert_conformant(expected, actual, RULES)
 
 
-def test_unwrap_rewrite_timestamps_key_transforms_and_header_predicate_equal_debezium(pg: Any, tmp_path: Path) -> None:
-    expected, actual = run_both(pg, tmp_path, VARIANTS, minimum=9)
+def test_outbox_envelope_and_unwrap_routing_equal_debezium(postgres: Any, tmp_path: Path) -> None:
+    expected, actual = run_both(postgres, tmp_path, MORE, minimum=12)
+    events = [r for r in expected if r["topic"].startswith("outbox.")]
+    assert [r["value"] is None for r in events] == [False, False, False, True]  # c-8 has no payload
+    assert events[0]["value"]["schema"]["name"] == "dbz.public.outbox.order.Value"
+    assert {"bb", "t2"} <= {r["topic"] for r in expected}  # routed by the name column
+    assert any(r["value"] is None and r["topic"] == "dbz.public.things" for r in expected)  # delete-to-tombstone
+    assert_conformant(expected, actual, RULES)
+
+
+def test_unwrap_rewrite_timestamps_key_transforms_and_header_predicate_equal_debezium(postgres: Any, tmp_path: Path) -> None:
+    expected, actual = run_both(postgres, tmp_path, VARIANTS, minimum=9)
     moved = [r for r in expected if r["topic"] == "dbz.moved.items"]
     assert len(moved) == 1 and moved[0]["value"]["payload"]["id"] == 10  # the create after the key change
     assert all(r["key"]["payload"].keys() == {"key_id", "region"} for r in expected)
