@@ -170,3 +170,24 @@ class TransformContext:
     converter's ``schemas.enable``)."""
 
     header_schemas_enable: bool = True
+
+
+class SchemaCache:
+    """Derived schemas by the identity of what they derive from (capture reuses one schema object per
+    table version, so no per-record hashing of a whole schema tree); the sources are kept alive so an
+    id is never reused while cached. Bounded: cleared when full."""
+
+    def __init__(self, max_entries: int = 1024) -> None:
+        self._entries: dict[tuple[Any, ...], tuple[tuple[Any, ...], ConnectSchema]] = {}
+        self._max = max_entries
+
+    def get(self, sources: tuple[Any, ...], build: Callable[[], ConnectSchema]) -> ConnectSchema:
+        key = tuple(id(s) if isinstance(s, ConnectSchema) else s for s in sources)
+        hit = self._entries.get(key)
+        if hit is not None:
+            return hit[1]
+        if len(self._entries) >= self._max:
+            self._entries.clear()
+        schema = build()
+        self._entries[key] = (sources, schema)
+        return schema

@@ -15,8 +15,8 @@ from typing import Any
 from lakecdc.events.logical import DECIMAL, decimal_to_bytes
 from lakecdc.events.schema import (INT32, OPTIONAL_INT32, OPTIONAL_STRING, STRING,
                                    ConnectField, ConnectSchema, primitive, struct)
-from lakecdc.transforms.base import (KeyOrValue, Record, Settings, TransformContext, TransformDataError,
-                                     copy_basics, field_of, require_struct, struct_get)
+from lakecdc.transforms.base import (KeyOrValue, Record, SchemaCache, Settings, TransformContext,
+                                     TransformDataError, copy_basics, field_of, require_struct, struct_get)
 from lakecdc.transforms.headers import header_value
 
 CONNECT_TIMESTAMP = "org.apache.kafka.connect.data.Timestamp"
@@ -62,7 +62,7 @@ class InsertField:
                                        "timestamp.field or static.field)")
         if self.static is not None and self.static_value is None:
             raise settings.error("static.value", f"No value specified for static field: {self.static[0]}")
-        self._schemas: dict[ConnectSchema, ConnectSchema] = {}
+        self._schemas = SchemaCache()
 
     def apply(self, record: Record) -> Record:
         value = self.part.value(record)
@@ -70,18 +70,7 @@ class InsertField:
             return record
         schema = _schema_of(self.part, record)
         value = require_struct(schema, value, "field insertion")
-        new_schema = self._schemas.get(schema)
-        if new_schema is None:
-            fields = list(schema.fields)
-            for spec, required, optional in ((self.topic, STRING, OPTIONAL_STRING),
-                                             (self.partition, INT32, OPTIONAL_INT32),
-                                             (self.timestamp, logical("int64", CONNECT_TIMESTAMP, False),
-                                              logical("int64", CONNECT_TIMESTAMP, True)),
-                                             (self.static, STRING, OPTIONAL_STRING)):
-                if spec is not None:
-                    fields.append(ConnectField(spec[0], optional if spec[1] else required))
-            new_schema = _build(schema, fields)
-            self._schemas[schema] = new_schema
+        new_schema = self._schemas.get((schema,), lambda: self._schema(schema))
         new_value = {f.name: struct_get(schema, value, f.name, self.with_default) for f in schema.fields}
         for spec in (self.partition, self.timestamp):
             if spec is not None:
@@ -91,6 +80,18 @@ class InsertField:
         if self.static is not None:
             new_value[self.static[0]] = self.static_value
         return self.part.new(record, new_schema, new_value)
+
+
+    def _schema(self, schema: ConnectSchema) -> ConnectSchema:
+        fields = list(schema.fields)
+        for spec, required, optional in ((self.topic, STRING, OPTIONAL_STRING),
+                                         (self.partition, INT32, OPTIONAL_INT32),
+                                         (self.timestamp, logical("int64", CONNECT_TIMESTAMP, False),
+                                          logical("int64", CONNECT_TIMESTAMP, True)),
+                                         (self.static, STRING, OPTIONAL_STRING)):
+            if spec is not None:
+                fields.append(ConnectField(spec[0], optional if spec[1] else required))
+        return _build(schema, fields)
 
 
 def _spec(text: str | None) -> tuple[str, bool] | None:
@@ -128,7 +129,7 @@ class ReplaceField:
             self.renames[parts[0]] = parts[1]
         self.reverse = {new: old for old, new in self.renames.items()}
         self.with_default = settings.boolean("replace.null.with.default", True)
-        self._schemas: dict[ConnectSchema, ConnectSchema] = {}
+        self._schemas = SchemaCache()
 
     def apply(self, record: Record) -> Record:
         value = self.part.value(record)
@@ -136,11 +137,9 @@ class ReplaceField:
             return record
         schema = _schema_of(self.part, record)
         value = require_struct(schema, value, "field replacement")
-        new_schema = self._schemas.get(schema)
-        if new_schema is None:
-            new_schema = _build(schema, [ConnectField(self.renames.get(f.name, f.name), f.schema)
-                                         for f in schema.fields if self._keep(f.name)])
-            self._schemas[schema] = new_schema
+        new_schema = self._schemas.get((schema,), lambda: _build(
+            schema, [ConnectField(self.renames.get(f.name, f.name), f.schema) for f in schema.fields
+                     if self._keep(f.name)]))
         new_value = {f.name: struct_get(schema, value, self.reverse.get(f.name, f.name), self.with_default)
                      for f in new_schema.fields}
         return self.part.new(record, new_schema, new_value)
@@ -231,7 +230,7 @@ class ValueToKey:
         if not self.fields:
             raise settings.error("fields", "must be a non-empty list")
         self.with_default = settings.boolean("replace.null.with.default", True)
-        self._schemas: dict[ConnectSchema, ConnectSchema] = {}
+        self._schemas = SchemaCache()
 
     def apply(self, record: Record) -> Record:
         if record.value_schema is None:
@@ -240,18 +239,18 @@ class ValueToKey:
                                      f"value to key], found: {kind}")
         schema = record.value_schema
         value = require_struct(schema, record.value, "copying fields from value to key")
-        key_schema = self._schemas.get(schema)
-        if key_schema is None:
-            fields = []
-            for name in self.fields:
-                found = field_of(schema, name)
-                if found is None:
-                    raise TransformDataError(f"Field does not exist: {name}")
-                fields.append(ConnectField(name, found.schema))
-            key_schema = struct(fields)
-            self._schemas[schema] = key_schema
+        key_schema = self._schemas.get((schema,), lambda: self._key_schema(schema))
         key = {name: struct_get(schema, value, name, self.with_default) for name in self.fields}
         return replace(record, key_schema=key_schema, key=key)
+
+    def _key_schema(self, schema: ConnectSchema) -> ConnectSchema:
+        fields = []
+        for name in self.fields:
+            found = field_of(schema, name)
+            if found is None:
+                raise TransformDataError(f"Field does not exist: {name}")
+            fields.append(ConnectField(name, found.schema))
+        return struct(fields)
 
 
 class HeaderToValue:

@@ -23,7 +23,7 @@ from typing import Any
 
 from lakecdc.events.schema import STRING, ConnectField, ConnectSchema
 from lakecdc.events.topics import avro_sanitize
-from lakecdc.transforms.base import Record, Settings, TransformContext, require_struct, with_topic
+from lakecdc.transforms.base import Record, SchemaCache, Settings, TransformContext, require_struct, with_topic
 from lakecdc.transforms.java_regex import JavaRouter, compile_java
 
 log = logging.getLogger(__name__)
@@ -84,8 +84,8 @@ class ByLogicalTableRouter:
         self.adjust = (lambda name: name) if mode == "none" else (
             lambda name: avro_sanitize(name, unicode_escape=mode == "avro_unicode"))
         settings.integer("logical.table.cache.size", 16)  # sizes Debezium's LRU caches; nothing to size here
-        self._keys: dict[tuple[ConnectSchema, str], ConnectSchema] = {}
-        self._envelopes: dict[tuple[ConnectSchema, str], ConnectSchema] = {}
+        self._keys = SchemaCache()
+        self._envelopes = SchemaCache()
 
     def apply(self, record: Record) -> Record:
         old_topic = record.topic
@@ -111,14 +111,8 @@ class ByLogicalTableRouter:
                         value=value)
 
     def _key_schema(self, old: ConnectSchema, topic: str) -> ConnectSchema:
-        found = self._keys.get((old, topic))
-        if found is None:
-            fields = list(old.fields)
-            if self.enforce_uniqueness:
-                fields.append(ConnectField(self.key_field_name, STRING))
-            found = _renamed(old, self.adjust(topic + ".Key"), fields)
-            self._keys[(old, topic)] = found
-        return found
+        extra = [ConnectField(self.key_field_name, STRING)] if self.enforce_uniqueness else []
+        return self._keys.get((old, topic), lambda: _renamed(old, self.adjust(topic + ".Key"), [*old.fields, *extra]))
 
     def _key(self, old_key: dict[str, Any], old_topic: str) -> dict[str, Any]:
         key = dict(old_key)
@@ -131,14 +125,12 @@ class ByLogicalTableRouter:
         return key
 
     def _envelope_schema(self, old: ConnectSchema, topic: str) -> ConnectSchema:
-        found = self._envelopes.get((old, topic))
-        if found is None:
+        def build() -> ConnectSchema:
             row = old.field("before").schema
             new_row = _renamed(row, self.adjust(topic + ".Value"), list(row.fields))
             fields = [ConnectField(f.name, new_row) if f.name in ("before", "after") else f for f in old.fields]
-            found = _renamed(old, self.adjust(topic + ENVELOPE_SUFFIX), fields)
-            self._envelopes[(old, topic)] = found
-        return found
+            return _renamed(old, self.adjust(topic + ENVELOPE_SUFFIX), fields)
+        return self._envelopes.get((old, topic), build)
 
 
 def _renamed(source: ConnectSchema, name: str, fields: list[ConnectField]) -> ConnectSchema:

@@ -5,7 +5,9 @@ value) converted between ``unix`` (int64 in ``unix.precision``), ``string`` (a `
 The input kind comes from the field's schema: a Connect logical name, else ``string``, else
 ``int64`` (unix: Debezium's ``MicroTimestamp`` is read as a unix value in ``unix.precision``); any
 other schema is an error, as in Kafka Connect. Conversions go through epoch milliseconds (Java's
-``java.util.Date``), truncating toward zero as ``TimeUnit`` does.
+``java.util.Date``), truncating toward zero as ``TimeUnit`` does. Text is written and read in the
+proleptic Gregorian calendar: for dates before 1582-10-15 Java's ``GregorianCalendar`` uses the Julian
+one and its text differs.
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ import re
 from typing import Any
 
 from lakecdc.events.schema import ConnectField, ConnectSchema, primitive
-from lakecdc.transforms.base import (KeyOrValue, Record, Settings, TransformContext, TransformDataError,
-                                     struct_get)
+from lakecdc.transforms.base import (KeyOrValue, Record, SchemaCache, Settings, TransformContext,
+                                     TransformDataError, struct_get)
 from lakecdc.transforms.fields import CONNECT_DATE, CONNECT_TIME, CONNECT_TIMESTAMP, logical
 
 TARGETS = ("string", "unix", "Date", "Time", "Timestamp")
@@ -148,7 +150,7 @@ class TimestampConverter:
             except ValueError as exc:
                 raise settings.error("format", f"TimestampConverter requires a SimpleDateFormat-compatible pattern "
                                                f"for string timestamps: {pattern} ({exc})") from None
-        self._schemas: dict[ConnectSchema, ConnectSchema] = {}
+        self._schemas = SchemaCache()
 
     def apply(self, record: Record) -> Record:
         schema = self.part.schema(record)
@@ -162,14 +164,11 @@ class TimestampConverter:
         if value is not None and not isinstance(value, dict):
             raise TransformDataError("Only Struct objects supported for [converting timestamp formats], found: "
                                      f"{type(value).__name__}")
-        new_schema = self._schemas.get(schema)
-        if new_schema is None:
-            fields = [ConnectField(f.name, self._target_schema(f.schema.optional)) if f.name == self.field else f
-                      for f in schema.fields]
-            new_schema = ConnectSchema(type="struct", optional=schema.optional, name=schema.name,
-                                       version=schema.version, doc=schema.doc, parameters=schema.parameters,
-                                       fields=tuple(fields))
-            self._schemas[schema] = new_schema
+        new_schema = self._schemas.get((schema,), lambda: ConnectSchema(
+            type="struct", optional=schema.optional, name=schema.name, version=schema.version, doc=schema.doc,
+            parameters=schema.parameters,
+            fields=tuple(ConnectField(f.name, self._target_schema(f.schema.optional)) if f.name == self.field else f
+                         for f in schema.fields)))
         if value is None:
             return self.part.new(record, new_schema, None)
         new_value = {}

@@ -31,8 +31,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from lakecdc.events.schema import STRING, OPTIONAL_STRING, ConnectField, ConnectSchema
-from lakecdc.transforms.base import (Record, Settings, TransformContext, TransformDataError, copy_basics,
-                                     field_of, require_struct, struct_get, with_topic, with_value)
+from lakecdc.transforms.base import (Record, SchemaCache, Settings, TransformContext, TransformDataError,
+                                     copy_basics, field_of, require_struct, struct_get, with_topic, with_value)
 from lakecdc.transforms.headers import header_bytes
 from lakecdc.transforms.routers import is_envelope
 
@@ -135,8 +135,8 @@ class ExtractNewRecordState:
         settings.boolean("drop.fields.from.key", False)
         settings.boolean("drop.fields.keep.schema.compatible", True)
         self.header_schemas = context.header_schemas_enable
-        self._schemas: dict[tuple[ConnectSchema, ConnectSchema, str | None], ConnectSchema] = {}
-        self._deleted: dict[ConnectSchema, ConnectSchema] = {}
+        self._schemas = SchemaCache()
+        self._deleted = SchemaCache()
 
     def apply(self, record: Record) -> Record | None:
         tombstone = record.value is None
@@ -182,10 +182,8 @@ class ExtractNewRecordState:
         """``InsertField$Value`` with ``static.field=__deleted``: a required copy of the schema."""
         schema = record.value_schema
         assert schema is not None and isinstance(record.value, dict)
-        new_schema = self._deleted.get(schema)
-        if new_schema is None:
-            new_schema = copy_basics(schema, [*schema.fields, ConnectField(DELETED_FIELD, OPTIONAL_STRING)])
-            self._deleted[schema] = new_schema
+        new_schema = self._deleted.get((schema,), lambda: copy_basics(
+            schema, [*schema.fields, ConnectField(DELETED_FIELD, OPTIONAL_STRING)]))
         value = {f.name: struct_get(schema, record.value, f.name, self.replace_null_with_default)
                  for f in schema.fields}
         value[DELETED_FIELD] = deleted
@@ -195,26 +193,27 @@ class ExtractNewRecordState:
         schema = record.value_schema
         value = require_struct(schema, record.value, "source field insertion")
         assert schema is not None
-        cache_key = (schema, envelope, original.get("op"))
-        new_schema = self._schemas.get(cache_key)
-        if new_schema is None:
-            fields = list(schema.fields)
-            names = set(schema.field_names)
-            for ref in self.fields:
-                field_schema = ref.schema(envelope)
-                if field_schema is None:
-                    continue
-                if ref.new_field in names:
-                    raise TransformDataError(f"Cannot create field because of field name duplication {ref.new_field}")
-                names.add(ref.new_field)
-                fields.append(ConnectField(ref.new_field, field_schema))
-            new_schema = copy_basics(schema, fields)
-            self._schemas[cache_key] = new_schema
+        new_schema = self._schemas.get((schema, envelope, original.get("op")),
+                                       lambda: self._with_fields(schema, envelope))
         new_value = dict(value)
+        added = new_schema.field_names[len(schema.fields):]  # the references whose field exists
         for ref in self.fields:
-            if ref.schema(envelope) is not None:
+            if ref.new_field in added:
                 new_value[ref.new_field] = ref.value(envelope, original)
         return with_value(record, new_schema, new_value)
+
+    def _with_fields(self, schema: ConnectSchema, envelope: ConnectSchema) -> ConnectSchema:
+        fields = list(schema.fields)
+        names = set(schema.field_names)
+        for ref in self.fields:
+            field_schema = ref.schema(envelope)
+            if field_schema is None:
+                continue
+            if ref.new_field in names:
+                raise TransformDataError(f"Cannot create field because of field name duplication {ref.new_field}")
+            names.add(ref.new_field)
+            fields.append(ConnectField(ref.new_field, field_schema))
+        return copy_basics(schema, fields)
 
     def _headers(self, record: Record) -> list[tuple[str, bytes]]:
         added: list[tuple[str, bytes]] = []
