@@ -14,7 +14,7 @@ and parameters only: a struct rebuilt from it is required and has no default.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from lakecdc.errors import ConfigError, TerminalError
@@ -133,16 +133,18 @@ def field_of(schema: ConnectSchema, name: str) -> ConnectField | None:
     return next((f for f in schema.fields if f.name == name), None)
 
 
+# Built directly: dataclasses.replace costs several times more, once or twice per record and transform.
 def with_key(record: Record, schema: ConnectSchema | None, key: Any) -> Record:
-    return replace(record, key_schema=schema, key=key)
+    return ChangeRecord(record.topic, schema, key, record.value_schema, record.value, record.headers, record.position)
 
 
 def with_value(record: Record, schema: ConnectSchema | None, value: Any) -> Record:
-    return replace(record, value_schema=schema, value=value)
+    return ChangeRecord(record.topic, record.key_schema, record.key, schema, value, record.headers, record.position)
 
 
 def with_topic(record: Record, topic: str) -> Record:
-    return replace(record, topic=topic)
+    return ChangeRecord(topic, record.key_schema, record.key, record.value_schema, record.value, record.headers,
+                        record.position)
 
 
 class KeyOrValue:
@@ -182,7 +184,7 @@ class SchemaCache:
         self._max = max_entries
 
     def get(self, sources: tuple[Any, ...], build: Callable[[], ConnectSchema]) -> ConnectSchema:
-        key = tuple(id(s) if isinstance(s, ConnectSchema) else s for s in sources)
+        key = tuple([id(s) if type(s) is ConnectSchema else s for s in sources])
         hit = self._entries.get(key)
         if hit is not None:
             return hit[1]

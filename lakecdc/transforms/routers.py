@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import replace
 from typing import Any
 
+from lakecdc.events.envelope import ChangeRecord
 from lakecdc.events.schema import STRING, ConnectField, ConnectSchema
 from lakecdc.events.topics import avro_sanitize
 from lakecdc.transforms.base import Record, SchemaCache, Settings, TransformContext, require_struct, with_topic
@@ -102,13 +102,13 @@ class ByLogicalTableRouter:
             key_schema = self._key_schema(record.key_schema, new_topic)
             key = self._key(old_key, old_topic)
         if record.value is None or not is_envelope(record.value_schema):
-            return replace(record, topic=new_topic, key_schema=key_schema, key=key)
+            return ChangeRecord(new_topic, key_schema, key, record.value_schema, record.value, record.headers,
+                                record.position)
         old_envelope = require_struct(record.value_schema, record.value, "Updating schema")
         assert record.value_schema is not None
         envelope_schema = self._envelope_schema(record.value_schema, new_topic)
         value = {f.name: _get(f, old_envelope) for f in record.value_schema.fields}
-        return replace(record, topic=new_topic, key_schema=key_schema, key=key, value_schema=envelope_schema,
-                        value=value)
+        return ChangeRecord(new_topic, key_schema, key, envelope_schema, value, record.headers, record.position)
 
     def _key_schema(self, old: ConnectSchema, topic: str) -> ConnectSchema:
         extra = [ConnectField(self.key_field_name, STRING)] if self.enforce_uniqueness else []

@@ -27,6 +27,7 @@ Debezium 3.6.3 ignores them, so lakecdc does too and says so at start.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -84,21 +85,31 @@ class FieldReference:
         return ConnectSchema(type=s.type, optional=True, name=s.name, version=s.version, doc=s.doc,
                              parameters=s.parameters, items=s.items, keys=s.keys, values=s.values)
 
-    def value(self, envelope: ConnectSchema, value: dict[str, Any]) -> Any:
-        parent = value.get(self.struct) if self.struct is not None else value
-        if parent is None:
-            return None  # no transaction block in a snapshot
-        parent_schema = envelope.field(self.struct).schema if self.struct is not None else envelope
-        found = field_of(parent_schema, self.field)
+    def getter(self, envelope: ConnectSchema) -> Callable[[dict[str, Any]], Any]:
+        """Reads the field from an envelope value of ``envelope`` (resolved once per schema)."""
+        struct, name = self.struct, self.field
+        parent_schema = envelope.field(struct).schema if struct is not None else envelope
+        found = field_of(parent_schema, name)
         if found is None:
-            return value.get(self.field)
-        got = parent.get(self.field)
-        if self.struct == "source" and got is not None and got == found.schema.default:
-            # Debezium reads with getWithoutDefault, and leaves source fields that have a default unset
-            # while streaming (snapshot: null, written "false" through its default); lakecdc's source
-            # blocks hold the default itself.
-            return None
-        return got
+            return lambda value: value.get(name)
+        # Debezium reads with getWithoutDefault, and leaves source fields that have a default unset while
+        # streaming (snapshot: null, written "false" through its default); lakecdc's source blocks hold
+        # the default itself.
+        unset = found.schema.default if struct == "source" else None
+
+        def get(value: dict[str, Any]) -> Any:
+            parent = value.get(struct) if struct is not None else value
+            if parent is None:
+                return None  # no transaction block in a snapshot
+            got = parent.get(name)
+            return None if unset is not None and got == unset else got
+        return get
+
+    def value(self, envelope: ConnectSchema, value: dict[str, Any]) -> Any:
+        return self.getter(envelope)(value)
+
+
+Plan = list[tuple[str, ConnectSchema, Callable[[dict[str, Any]], Any]]]
 
 
 def _struct_of(field: str) -> str | None:
@@ -137,6 +148,7 @@ class ExtractNewRecordState:
         self.header_schemas = context.header_schemas_enable
         self._schemas = SchemaCache()
         self._deleted = SchemaCache()
+        self._plans: dict[tuple[int, int], tuple[ConnectSchema, Plan]] = {}
 
     def apply(self, record: Record) -> Record | None:
         tombstone = record.value is None
@@ -189,45 +201,50 @@ class ExtractNewRecordState:
         value[DELETED_FIELD] = deleted
         return with_value(record, new_schema, value)
 
+    def _plan(self, references: list[FieldReference], envelope: ConnectSchema) -> Plan:
+        """The references whose field the envelope has: (new name, schema, getter), once per schema."""
+        key = (id(references), id(envelope))
+        hit = self._plans.get(key)
+        if hit is None:
+            if len(self._plans) > 1024:
+                self._plans.clear()
+            plan = []
+            for ref in references:
+                field_schema = ref.schema(envelope)
+                if field_schema is not None:
+                    plan.append((ref.new_field, field_schema, ref.getter(envelope)))
+            hit = self._plans[key] = (envelope, plan)
+        return hit[1]
+
     def _add_fields(self, record: Record, envelope: ConnectSchema, original: dict[str, Any]) -> Record:
         schema = record.value_schema
         value = require_struct(schema, record.value, "source field insertion")
         assert schema is not None
-        new_schema = self._schemas.get((schema, envelope, original.get("op")),
-                                       lambda: self._with_fields(schema, envelope))
+        plan = self._plan(self.fields, envelope)
+        new_schema = self._schemas.get((schema, envelope, original.get("op")), lambda: self._with_fields(schema, plan))
         new_value = dict(value)
-        added = new_schema.field_names[len(schema.fields):]  # the references whose field exists
-        for ref in self.fields:
-            if ref.new_field in added:
-                new_value[ref.new_field] = ref.value(envelope, original)
+        for name, _, get in plan:
+            new_value[name] = get(original)
         return with_value(record, new_schema, new_value)
 
-    def _with_fields(self, schema: ConnectSchema, envelope: ConnectSchema) -> ConnectSchema:
+    @staticmethod
+    def _with_fields(schema: ConnectSchema, plan: Plan) -> ConnectSchema:
         fields = list(schema.fields)
         names = set(schema.field_names)
-        for ref in self.fields:
-            field_schema = ref.schema(envelope)
-            if field_schema is None:
-                continue
-            if ref.new_field in names:
-                raise TransformDataError(f"Cannot create field because of field name duplication {ref.new_field}")
-            names.add(ref.new_field)
-            fields.append(ConnectField(ref.new_field, field_schema))
+        for name, field_schema, _ in plan:
+            if name in names:
+                raise TransformDataError(f"Cannot create field because of field name duplication {name}")
+            names.add(name)
+            fields.append(ConnectField(name, field_schema))
         return copy_basics(schema, fields)
 
     def _headers(self, record: Record) -> list[tuple[str, bytes]]:
-        added: list[tuple[str, bytes]] = []
-        for ref in self.headers:
-            if record.value is None:
-                if ref.field == "op":
-                    added.append((ref.new_field, header_bytes(STRING, "d", self.header_schemas)))
-                continue
-            assert record.value_schema is not None
-            schema = ref.schema(record.value_schema)
-            if schema is not None:
-                added.append((ref.new_field, header_bytes(schema, ref.value(record.value_schema, record.value),
-                                                          self.header_schemas)))
-        return added
+        if record.value is None:  # a tombstone gets the operation only, as a delete
+            return [(ref.new_field, header_bytes(STRING, "d", self.header_schemas))
+                    for ref in self.headers if ref.field == "op"]
+        assert record.value_schema is not None
+        return [(name, header_bytes(field_schema, get(record.value), self.header_schemas))
+                for name, field_schema, get in self._plan(self.headers, record.value_schema)]
 
 
 def _image(envelope: ConnectSchema, value: dict[str, Any], name: str) -> tuple[ConnectSchema, Any]:
