@@ -249,13 +249,9 @@ ORACLE: dict[str, str] = {
 # Accepted names outside Debezium's connector definitions (Kafka Connect's, or older Debezium names);
 # ``passthrough.NOT_APPLIED_*`` decides which are reported, this gives the reason.
 KAFKA_CONNECT: dict[str, str] = {
-    "transforms": "Kafka Connect single message transforms are not applied by lakecdc; records keep Debezium's "
-                  "envelope and topic",
-    "predicates": "Kafka Connect predicates only select transforms, which lakecdc does not apply",
     "transaction.topic": "Debezium 3.6 itself names the transaction topic with topic.transaction; this older name "
                          "is accepted and not used",
 }
-_FAMILIES = {"transforms.": "transforms", "predicates.": "predicates"}
 _PLUGIN = "a Kafka Connect plug-in setting; lakecdc does not run Kafka Connect plug-ins"
 
 # SQL Server keeps no schema history at all: every schema.history.internal* property is without effect.
@@ -287,11 +283,7 @@ def no_effect(connector: str | None) -> dict[str, str]:
 
 def reason_for(connector: str | None, name: str) -> str:
     """Why ``name`` changes nothing (a Debezium property listed here, or a Kafka Connect plug-in name)."""
-    found = no_effect(connector).get(name) or KAFKA_CONNECT.get(name)
-    if found:
-        return found
-    family = next((f for p, f in _FAMILIES.items() if name.startswith(p)), None)
-    return KAFKA_CONNECT[family] if family else _PLUGIN
+    return no_effect(connector).get(name) or KAFKA_CONNECT.get(name) or _PLUGIN
 
 
 def render_markdown(titles: Mapping[str, str] | None = None) -> str:
