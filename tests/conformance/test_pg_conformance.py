@@ -210,7 +210,7 @@ def check_positions_and_transactions(records: list[dict[str, Any]]) -> None:
 
 
 WIDER_SETUP = """
-DROP TABLE IF EXISTS wide_full, wide_keys, wide_toast, wide_toast_full CASCADE;
+DROP TABLE IF EXISTS wide_full, wide_keys, wide_toast, wide_toast_full, wide_zempty CASCADE;
 CREATE TABLE wide_full (id int PRIMARY KEY, label text NOT NULL, amount numeric(8,3) DEFAULT 0, seen timestamptz);
 ALTER TABLE wide_full REPLICA IDENTITY FULL;
 INSERT INTO wide_full VALUES (1, 'a', 1.5, '2024-01-01 00:00:00+00'), (2, 'b', NULL, NULL);
@@ -224,6 +224,7 @@ ALTER TABLE wide_toast_full REPLICA IDENTITY FULL;
 ALTER TABLE wide_toast_full ALTER COLUMN doc SET STORAGE EXTERNAL;
 INSERT INTO wide_toast_full VALUES (1, 0, repeat('0123456789abcdefghij', 1000), NULL),
                                    (2, 0, repeat('abcdefghij0123456789', 1000), 'n');
+CREATE TABLE wide_zempty (id int PRIMARY KEY);  -- snapshot last and empty: the row before it is "last"
 """
 
 WIDER_WORKLOAD = """
@@ -262,7 +263,7 @@ def test_wider_workload_equals_live_debezium(server: str, request: pytest.Fixtur
         "topic.prefix": "wide",
         "plugin.name": "pgoutput", "slot.name": "wide_slot", "publication.name": "wide_pub",
         "publication.autocreate.mode": "filtered", "snapshot.mode": "initial",
-        "table.include.list": "public.wide_full,public.wide_keys,public.wide_toast,public.wide_toast_full",
+        "table.include.list": "public.wide_full,public.wide_keys,public.wide_toast,public.wide_toast_full,public.wide_zempty",
         "provide.transaction.metadata": "true", "skipped.operations": "none",
         "message.prefix.include.list": "audit",
     }

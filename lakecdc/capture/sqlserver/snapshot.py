@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from lakecdc.capture.snapshot_last import HoldLast
 from lakecdc.capture.blocking import BlockingSnapshotError
 from lakecdc.capture.spi import Emit, SnapshotResult
 from lakecdc.capture.sqlserver import connection as sq
@@ -168,9 +169,9 @@ class SqlServerSnapshotSource:
         commit_text = sq.lsn_text(max_lsn)
         fetch = self.config.snapshot_fetch_size or DEFAULT_FETCH
         total = 0
+        emit = hold = HoldLast(emit)
         try:
-            for t_index, inst in enumerate(instances):
-                last_table = t_index == len(instances) - 1
+            for inst in instances:
                 factory = self.schema.factory(inst)
                 ts_ms = int(time.time() * 1000)
 
@@ -192,10 +193,10 @@ class SqlServerSnapshotSource:
                         if table_rows == 0:
                             only = len(block) == 1 and not following
                             marker = snapshot_marker(True, first=total == 0, first_in_table=True,
-                                                     last_in_table=only, last=last_table and only)
+                                                     last_in_table=only)
                             pending[0] = factory.read(block[0], source(marker), position, ts_ns)
                         if not following and (len(block) > 1 or table_rows > 0):
-                            marker = snapshot_marker(True, last=last_table, last_in_table=True)
+                            marker = snapshot_marker(True, last_in_table=True)
                             pending[-1] = factory.read(block[-1], source(marker), position, ts_ns)
                         emit(with_headers(pending, self.headers))
                         table_rows += len(block)
@@ -207,6 +208,7 @@ class SqlServerSnapshotSource:
                     cur.close()
                 log.info("snapshot: table %s.%s.%s done, %d rows", self.schema.database, inst.source_schema,
                          inst.source_table, table_rows)
+            hold.finish()
         finally:
             if progress is not None:
                 progress.close()
