@@ -255,7 +255,7 @@ def _kill_restart_and_check(config: Path, lakes: Lakes, commits: list[Commit], r
     third = start_ingest(config, "continuous", log)
     try:
         seen = None
-        deadline = time.monotonic() + 900
+        deadline = time.monotonic() + 600  # it catches up in 1-3 minutes on a busy 2-core machine
         while True:
             point = latest_point(lakes.log)
             if point is not None and point.complete_through != seen:
