@@ -166,7 +166,8 @@ class BatchProcessor:
                 self._committed[tp] = offset
         self._tx_through[topic] = _lowest([c.tx_through if c else {} for c in commits])
         for commit in commits:
-            self._point.table_holds(commit.complete_through if commit else None)
+            if commit is not None:
+                self._point.table_holds(commit.complete_through, commit.max_seq)
 
     def _already_applied(self, collection: str, end: Where) -> bool:
         """Whether the table of a data collection already holds the transaction whose END is at
