@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from lakecdc.capture.offsets import OffsetStore, offset_key, offsets_file, open_offsets
+from lakecdc.transport.offsets import OffsetStore, offset_key, offsets_file, open_offsets
 from lakecdc.capture.registration import CaptureStatus
 from lakecdc.capture.registry import registration_for
 from lakecdc.config.base import load_properties

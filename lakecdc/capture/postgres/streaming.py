@@ -30,7 +30,7 @@ from typing import Any
 
 import psycopg
 
-from lakecdc.capture.offsets import Offset
+from lakecdc.transport.offsets import Offset
 from lakecdc.capture.postgres import connection as pgconn
 from lakecdc.capture.postgres.config import PostgresConnectorConfig
 from lakecdc.capture.postgres.decoder import (

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lakecdc.capture.offsets import FileOffsetStore, OffsetStoreError, offset_key, open_offsets
+from lakecdc.transport.offsets import FileOffsetStore, OffsetStoreError, offset_key, open_offsets
 from lakecdc.capture.postgres.config import PostgresConnectorConfig
 from lakecdc.capture.snapshot_modes import plan_start
 from lakecdc.errors import ConfigError

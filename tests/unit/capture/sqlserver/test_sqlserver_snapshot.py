@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from lakecdc.capture.offsets import offset_key
+from lakecdc.transport.offsets import offset_key
 from lakecdc.capture.sqlserver.errors import SqlServerSetupError
 from lakecdc.capture.sqlserver.snapshot import Q_ROW_ESTIMATE, SqlServerSnapshotSource
 from lakecdc.capture.sqlserver.config import SqlServerConnectorConfig
