@@ -384,7 +384,7 @@ class OracleStreamingSource:
         if not owner or not table or not self.schemas.is_captured(owner, table):
             return False
         user = (row.get("USERNAME") or "").upper()
-        if user in ("SYS", "SYSTEM"):  # never captured (seed S2), whatever the query returned
+        if user in ("SYS", "SYSTEM"):  # never captured (Debezium Oracle docs), whatever the query returned
             return False
         c = self.config
         if c.username_include and not any(_full_match(p, user) for p in c.username_include):

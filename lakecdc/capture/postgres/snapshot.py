@@ -16,7 +16,8 @@
    "last_snapshot_record": true}`` and streaming starts exactly there: transactions committed
    after the consistent point are streamed, earlier ones are in the snapshot.
 
-A crash before step 4 stores nothing, so the next start snapshots again (the seed's rule).
+A crash before step 4 stores nothing, so the next start snapshots again, as Debezium's PostgreSQL
+connector restarts a snapshot that did not complete (documentation, "Snapshots").
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The SQL Server connector as the capture coordinator drives it (``lakecdc/capture/spi.py``).
 
-``snapshot.mode`` (seed 1.4.3, Debezium 3.x names): ``initial`` (default), ``initial_only``,
-``no_data`` (= ``schema_only``: structures only, then stream changes committed from now on),
-``when_needed`` and ``always``.
+``snapshot.mode`` (Debezium 3.x SQL Server connector, ``SqlServerConnectorConfig.SnapshotMode``):
+``initial`` (default), ``initial_only``, ``no_data`` (= ``schema_only``: structures only, then stream
+changes committed from now on), ``when_needed`` and ``always``.
 
 Connections come from ``pymssql.connect`` unless a factory is given (``connection_factory``
 argument, or ``LAKECDC_SQLSERVER_CONNECTION_FACTORY``; see ``connection.py``).

@@ -1,4 +1,5 @@
-"""Streaming from the CDC change tables (seed 1.4.5): a poll loop over every capture instance.
+"""Streaming from the CDC change tables (Debezium SQL Server documentation, "Reading the change data
+tables"): a poll loop over every capture instance.
 
 Each pass::
 
@@ -21,9 +22,10 @@ Debezium, BEGIN goes out with the first event emitted (none for a transaction wh
 skipped), after what a signal row of it did: an incremental snapshot's reads at a close watermark
 come before the watermark's BEGIN, with ``transaction: null``.
 
-A table's instance is read only for LSNs before the next instance's start LSN, so when a new
-capture instance appears (seed 1.4.14) events switch to its structure exactly where it begins;
-an ALTER schema change event on ``<topic.prefix>`` marks the switch (``include.schema.changes``).
+A table's instance is read only for LSNs before the next instance's start LSN, so when a new capture
+instance appears (Debezium's online schema update, "Database schema evolution") events switch to its
+structure exactly where it begins; an ALTER schema change event on ``<topic.prefix>`` marks the switch
+(``include.schema.changes``).
 
 With ``signal.data.collection`` the signal table's capture instance is read like any other: an
 insert into it is a signal or a window watermark (``capture/signaling.py``), acted on before the
@@ -456,7 +458,8 @@ class SqlServerStreamingSource:
                       self._with_snapshot(event_offset(commit, change, serial)), data=False)
 
     def _switch(self, inst: CaptureInstance) -> list[_Group]:
-        """The new instance's structure takes over: an ALTER schema change event (seed 1.4.14)."""
+        """The new instance's structure takes over: an ALTER schema change event, as Debezium's
+        ``SqlServerStreamingChangeEventSource`` emits when it moves to a new change table."""
         self._announce(inst)
         instances = self.schema.instances[inst.table_key]
         previous = instances[instances.index(inst) - 1]
