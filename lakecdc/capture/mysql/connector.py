@@ -31,9 +31,7 @@ class MySqlConnector:
         self.config = config
         self.name = config.connector_name
         self.partition: dict[str, Any] = {"server": config.topic_prefix}
-        props = config.given_properties()
-        props.setdefault("time.precision.mode", config.time_precision_mode)
-        self.modes = TypeModes.from_properties(props)
+        self.modes = TypeModes.from_config(config)
         self.namer = TopicNamer(
             config.topic_prefix, config.connector_type, delimiter=config.topic_delimiter,
             transaction_suffix=config.topic_transaction, heartbeat_prefix=config.topic_heartbeat_prefix,

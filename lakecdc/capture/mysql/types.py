@@ -69,6 +69,17 @@ class TypeModes:
     binary_handling: str = "bytes"  # bytes | base64 | base64-url-safe | hex
 
     @classmethod
+    def from_config(cls, config: Any) -> TypeModes:
+        """The modes of a validated connector configuration (``MySqlConnectorConfig``, whose
+        ``time.precision.mode`` default is MySQL's), as the SQL Server and Oracle connectors build theirs."""
+        return cls(
+            decimal_handling=config.decimal_handling_mode,
+            bigint_unsigned_handling=config.bigint_unsigned_handling_mode,
+            time_precision=config.time_precision_mode,
+            binary_handling=config.binary_handling_mode,
+        )
+
+    @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> TypeModes:
         time_mode = props.get("time.precision.mode", "adaptive_time_microseconds").lower()
         if time_mode not in _TIME_MODES:
