@@ -36,7 +36,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from lakecdc.capture.offsets import Offset, OffsetStore, offset_key
+from lakecdc.transport.offsets import Offset, OffsetStore, offset_key
 from lakecdc.capture.snapshot_modes import plan_start
 from lakecdc.capture.spi import CaptureConnector
 from lakecdc.errors import TransientError

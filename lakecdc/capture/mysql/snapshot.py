@@ -1,4 +1,5 @@
-"""Consistent snapshot of the captured MySQL/MariaDB tables (seed S1, 1.2.4 and 1.2.5).
+"""Consistent snapshot of the captured MySQL/MariaDB tables (Debezium MySQL documentation, "Snapshots":
+the default workflow under a global read lock, and the table-level-lock workflow).
 
 With a global read lock (``snapshot.locking.mode=minimal``, the default)::
 
@@ -13,9 +14,9 @@ With a global read lock (``snapshot.locking.mode=minimal``, the default)::
     9. the coordinator stores the offset: the snapshot is complete
 
 When the user may not take a global read lock (managed servers), the table-lock variant locks the
-captured tables with ``LOCK TABLES ... READ`` inside the transaction and releases them only after
-the commit (seed 1.2.5). ``snapshot.locking.mode=none`` takes no lock (only safe without DDL).
-``with_data=False`` (``no_data``/``schema_only``) stops after step 6.
+captured tables with ``LOCK TABLES ... READ`` inside the transaction and releases them only after the
+commit, as Debezium's table-level-lock workflow does. ``snapshot.locking.mode=none`` takes no lock (only
+safe without DDL). ``with_data=False`` (``no_data``/``schema_only``) stops after step 6.
 """
 
 from __future__ import annotations

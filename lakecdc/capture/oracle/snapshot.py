@@ -13,10 +13,10 @@
        and, up to the snapshot SCN, keeps only the pending transactions' changes: no gap and no
        overlap
 
-Snapshot rows carry ``snapshot`` true / first / last (and ``*_in_data_collection``), the snapshot
-SCN as ``scn``, and no transaction id (seed S2). Temporal and interval columns are selected with
-``TO_CHAR`` in the session's NLS formats so that nanoseconds and time zone offsets reach the type
-converters intact (python-oracledb would drop both).
+Snapshot rows carry ``snapshot`` true / first / last (and ``*_in_data_collection``), the snapshot SCN as
+``scn``, and no transaction id (Debezium Oracle documentation, ``source`` fields). Temporal and interval
+columns are selected with ``TO_CHAR`` in the session's NLS formats so that nanoseconds and time zone
+offsets reach the type converters intact (python-oracledb would drop both).
 
 Step 5 reads V$TRANSACTION after the SCN (Debezium's "view only" way): a transaction that starts
 before the snapshot SCN and commits in the instant between the two reads is missed; Debezium's

@@ -16,7 +16,8 @@
    "last_snapshot_record": true}`` and streaming starts exactly there: transactions committed
    after the consistent point are streamed, earlier ones are in the snapshot.
 
-A crash before step 4 stores nothing, so the next start snapshots again (the seed's rule).
+A crash before step 4 stores nothing, so the next start snapshots again, as Debezium's PostgreSQL
+connector restarts a snapshot that did not complete (documentation, "Snapshots").
 """
 
 from __future__ import annotations
@@ -35,12 +36,13 @@ from lakecdc.capture.postgres import connection as pgconn
 from lakecdc.capture.postgres.config import PostgresConnectorConfig
 from lakecdc.capture.postgres.offset import snapshot_offset
 from lakecdc.capture.postgres.replication import ReplicationConnection
+from lakecdc.capture.postgres.source_info import PostgresSourceBuilder, source_builder
 from lakecdc.capture.postgres.table_schema import TableSchema, TableSchemas
 from lakecdc.capture.postgres.types import TypeModes
 from lakecdc.capture.spi import Emit, SnapshotResult
 from lakecdc.events.envelope import ChangeRecord
 from lakecdc.events.positions import PostgresPosition
-from lakecdc.events.source import PostgresSourceBuilder, snapshot_marker
+from lakecdc.events.source import snapshot_marker
 from lakecdc.events.topics import TableId, TopicNamer
 
 log = logging.getLogger(__name__)
@@ -124,7 +126,7 @@ class PostgresSnapshotSource:
                     tx_id: int, ts_us: int) -> int:
         """Emit every row of ``tables`` as ``r`` records (the caller holds the snapshot transaction);
         also used by a blocking snapshot while streaming."""
-        source_builder = PostgresSourceBuilder(self.config.topic_prefix, self.config.database_dbname or "postgres")
+        builder = source_builder(self.config)
         position = PostgresPosition(lsn=lsn, tx_id=tx_id, ts_usec=ts_us, snapshot=True)
         progress = _Progress(self.show_progress)
         headers = self.headers
@@ -144,7 +146,7 @@ class PostgresSnapshotSource:
                     visible = conn.execute(sql.SQL("SELECT count(*), txid_current_snapshot()::text FROM {}").format(
                         pgconn.quoted(table))).fetchone()
                     log.debug("snapshot of %s: %s rows visible (snapshot %s)", table, visible[0], visible[1])
-                sources = _SourceFactory(source_builder, schema, lsn, tx_id, ts_us)
+                sources = _SourceFactory(builder, schema, lsn, tx_id, ts_us)
                 topic, key_schema, envelope, key_of, row_of = (
                     schema.topic, schema.key_schema, schema.envelope, schema.key, schema.row
                 )

@@ -30,7 +30,7 @@ from typing import Any
 
 import psycopg
 
-from lakecdc.capture.offsets import Offset
+from lakecdc.transport.offsets import Offset
 from lakecdc.capture.postgres import connection as pgconn
 from lakecdc.capture.postgres.config import PostgresConnectorConfig
 from lakecdc.capture.postgres.decoder import (
@@ -46,6 +46,7 @@ from lakecdc.capture.postgres.decoder import (
 from lakecdc.capture.postgres.errors import LsnFlushTimeoutError, PostgresUnavailable, SlotMissingError, scrub
 from lakecdc.capture.postgres.offset import flush_lsn, resume_point
 from lakecdc.capture.postgres.replication import Keepalive, ReplicationConnection, XLogData, format_lsn
+from lakecdc.capture.postgres.source_info import source_builder
 from lakecdc.capture.postgres.table_schema import TableSchemas
 from lakecdc.capture.postgres.types import TypeModes
 from lakecdc.capture.heartbeat import Heartbeat
@@ -53,7 +54,6 @@ from lakecdc.events.envelope import HEADER_NEW_KEY, HEADER_OLD_KEY, ChangeRecord
 from lakecdc.events.serde import RecordEncoder
 from lakecdc.events.envelope import envelope_payload as _payload
 from lakecdc.events.positions import PostgresPosition
-from lakecdc.events.source import PostgresSourceBuilder
 from lakecdc.events.topics import TopicNamer
 from lakecdc.events.transaction import TransactionTracker, transaction_record
 from lakecdc.capture.postgres.messages import MessageRecords, message_data_collection
@@ -95,7 +95,7 @@ class PostgresStreamingSource:
             self._sql.close()
             raise
         self._repl: ReplicationConnection | None = None
-        self._source = PostgresSourceBuilder(config.topic_prefix, config.database_dbname or "postgres")
+        self._source = source_builder(config)
         self._skipped = config.skipped_operation_codes
         self._skip_creates = "c" in self._skipped
         self._source_templates: dict[Any, dict[str, Any]] = {}

@@ -1,4 +1,5 @@
-"""Snapshot of the captured SQL Server tables (seed 1.4.2, isolation per 1.4.4).
+"""Snapshot of the captured SQL Server tables (Debezium SQL Server documentation, "Snapshots"; isolation
+per ``snapshot.isolation.mode``).
 
 Steps (``snapshot.isolation.mode=repeatable_read``, the default)::
 
@@ -216,7 +217,8 @@ class SqlServerSnapshotSource:
 
 
 def schema_change_records(config: Any, schema: DatabaseSchema, instances: list[Any], lsn: int) -> list[Any]:
-    """One CREATE schema change event per captured table, at the snapshot LSN (seed 1.4.7)."""
+    """One CREATE schema change event per captured table, at the snapshot LSN, as Debezium's
+    ``SqlServerSnapshotChangeEventSource`` emits them ("Schema change topic")."""
     source = source_builder(config.topic_prefix)
     topic = schema.namer.schema_change_topic
     position = SqlServerPosition(commit_lsn=lsn, snapshot=True)

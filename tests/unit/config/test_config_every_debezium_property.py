@@ -49,8 +49,8 @@ _KAFKA_HISTORY = {"schema.history.internal.kafka.topic": "history",
 COMPLETIONS = {"postgres": {"plugin.name": "pgoutput"}, "mysql": _KAFKA_HISTORY, "oracle": _KAFKA_HISTORY}
 # Shared modules a connector never calls (their reads do not apply the property to it).
 # (the Kafka sink makes a schema history topic single-partition; SQL Server keeps no history)
-NOT_USED_BY = {"sqlserver": {"lakecdc/capture/history_store.py", "lakecdc/transport/registry.py"},
-               "postgres": {"lakecdc/capture/history_store.py"}}
+NOT_USED_BY = {"sqlserver": {"lakecdc/transport/history_store.py", "lakecdc/transport/registry.py"},
+               "postgres": {"lakecdc/transport/history_store.py"}}
 #: (connector, property) -> files that name the property for other connectors only: the schema
 #: history client's settings are built in the shared Kafka client module, which SQL Server (no
 #: schema history) uses for its other clients
