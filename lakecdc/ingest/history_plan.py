@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lakecdc.ingest.merge_plan import (
-    SOURCE, TARGET, Dialect, MergeClause, render_spark_merge, seq_components, seq_literal, seq_newer, SPARK,
+    SOURCE, SPARK, TARGET, Dialect, MergeClause, render_spark_merge, seq_components, seq_literal, seq_newer,
 )
 
 #: What a history row holds besides the source row's columns.
@@ -82,8 +82,9 @@ def history_clauses(plan: HistoryPlan, dialect: Dialect) -> list[MergeClause]:
         MergeClause("not_matched_insert", f"{action} = '{UPSERT}'", everything),
     ]
     if plan.truncate_seq is not None:
-        open_before = (f"{dialect.ident(TARGET, VALID_TO_SEQ)} IS NULL AND "
-                       f"{seq_newer(dialect, seq_literal(plan.truncate_seq), seq_components(dialect, TARGET, LAST_SEQ))}")
+        newest_event_before = seq_newer(dialect, seq_literal(plan.truncate_seq),
+                                        seq_components(dialect, TARGET, LAST_SEQ))
+        open_before = f"{dialect.ident(TARGET, VALID_TO_SEQ)} IS NULL AND {newest_event_before}"
         ts = dialect.timestamp_from_ms(f"CAST({int(plan.truncate_ts_ms or 0)} AS BIGINT)")
         clauses.append(MergeClause("not_matched_by_source_update", open_before,
                                    ((VALID_TO_SEQ, _seq_array(dialect, plan.truncate_seq)), (VALID_TO_TS, ts),

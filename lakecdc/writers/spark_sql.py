@@ -141,7 +141,8 @@ class SparkSqlWriter(LakeWriter):
         rows = stored
         if wanted is not None:
             key_schema = StructType([stored.schema[k] for k in keys])
-            wanted_df = arrow_to_spark(self.spark, wanted.select(list(keys)).cast(to_arrow_schema(key_schema)), key_schema)
+            typed = wanted.select(list(keys)).cast(to_arrow_schema(key_schema))
+            wanted_df = arrow_to_spark(self.spark, typed, key_schema)
             rows = stored.join(F.broadcast(wanted_df), on=list(keys), how="left_semi")
             if truncates:
                 rows = rows.unionByName(stored.filter(F.col("_op") == "t"))

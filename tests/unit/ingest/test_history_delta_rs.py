@@ -120,3 +120,25 @@ def test_truncate_closes_versions_outside_the_batch_through_delta_rs(tmp_path: P
     lake.deliver([event("t", 5, 2, None)])
     assert [(v["id"], v["_valid_to_seq"][0], v["_is_current"]) for v in lake.history()] == [(1, 5, False), (2, 5, False)]
     assert lake.history()[0]["_valid_to_ts"] == 1_700_000_000_005
+
+
+def test_audit_cli_reads_versions_and_as_of_from_history(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from lakecdc.cli.main import app
+
+    lake = Lake(tmp_path)
+    lake.deliver([event("c", 1, 0, 1, "first", "x"), event("c", 2, 1, 2, "other", "x")])
+    lake.deliver([event("u", 5, 2, 1, "second", "x"), event("d", 6, 3, 2)])
+    runner = CliRunner()
+    base = ["audit", "scd2", "silver.t", "-w", str(tmp_path), "-f", "delta"]
+    versions = runner.invoke(app, [*base, "--key", "id=1"], env={"COLUMNS": "300"})
+    assert versions.exit_code == 0, versions.output
+    assert "first" in versions.output and "second" in versions.output and "2 rows" in versions.output
+    as_of = runner.invoke(app, [*base, "--position", "3,3,0,0"], env={"COLUMNS": "300"})
+    assert as_of.exit_code == 0, as_of.output
+    assert "first" in as_of.output and "other" in as_of.output and "second" not in as_of.output
+    later = runner.invoke(app, [*base, "--position", "6,6,0,0"], env={"COLUMNS": "300"})
+    assert "second" in later.output and "other" not in later.output
+    wrong = runner.invoke(app, [*base, "--key", "id=1", "--position", "3"])
+    assert wrong.exit_code == 1 and "exactly one of" in wrong.output
