@@ -349,8 +349,9 @@ class DeltaRsWriter(LakeWriter):
         assert table is not None
         stored = pa.schema(table.schema().to_arrow())
         rows = _conform(source, stored.append(pa.field(ACTION, pa.string())))
-        self._merge(target.history_table, rows, history_join(plan, DATAFUSION), history_clauses(plan, DATAFUSION),
-                    self._commit(props, target.history_table, batch_id))
+        if rows.num_rows or plan.truncate_seq is not None:  # else nothing to change: progress only
+            self._merge(target.history_table, rows, history_join(plan, DATAFUSION),
+                        history_clauses(plan, DATAFUSION), self._commit(props, target.history_table, batch_id))
         self._commit_unchanged(table, props, target.history_table, batch_id)
         return _lakecdc_version(table)
 

@@ -154,10 +154,12 @@ class SparkSqlWriter(LakeWriter):
         assert stored is not None
         schema = StructType([*stored.fields, StructField(ACTION, StringType())])
         view = f"lakecdc_history_{abs(hash(target.history_table))}"
-        with self._committing(props, target.history_table, batch_id):
-            self._run_merge(render_history_spark_sql(plan, self.resolve(target.history_table), view),
-                            arrow_to_spark(self.spark, source, schema), view)
-        if self.commit_properties(target.history_table) != props:
+        if source.num_rows or plan.truncate_seq is not None:  # else nothing to change: progress only
+            with self._committing(props, target.history_table, batch_id):
+                self._run_merge(render_history_spark_sql(plan, self.resolve(target.history_table), view),
+                                arrow_to_spark(self.spark, source, schema), view)
+        committed = self.commit_properties(target.history_table)
+        if any(committed.get(k) != v for k, v in props.items()):
             # the MERGE changed nothing and made no commit: the progress goes in an empty append
             writer = self.spark.createDataFrame([], stored).writeTo(self.resolve(target.history_table))
             for key, value in self._append_options(props, target.history_table, batch_id).items():
