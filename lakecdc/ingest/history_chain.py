@@ -143,8 +143,8 @@ class HistoryBuilder:
     ``events``: the batch's events (truncates included) in ``ChangeBatch`` row form; ``stored``:
     the stored versions of the batch's keys; ``all_stored``: every stored version, needed (and read)
     only when the batch holds a truncate; ``removals``: the delete ledger's rows of the batch's keys
-    and its truncates (a delete of a key without a version leaves no trace in the history, and an
-    event older than it is late). Call ``late_keys()``, read bronze for them, then ``rows``.
+    and every truncate (a delete of a key without a version leaves no trace in the history, and an
+    event older than it is late; a late key's fold takes the truncates from here). Call ``late_keys()``, read bronze for them, then ``rows``.
     """
 
     def __init__(self, keys: tuple[str, ...], columns: tuple[str, ...], tracking: Tracking,
@@ -166,6 +166,8 @@ class HistoryBuilder:
         own = {(self._key(e), tuple(e["_seq"]), e["_op"]) for e in events if e["_op"] in ("d", "t")}
         #: the newest removal recorded before this batch, per key (truncates under None)
         self.removed: dict[Key | None, Seq] = {}
+        #: every truncate of the table (the ledger keeps them all: maintenance prunes deletes only)
+        self.all_truncates = [r for r in removals if r["_op"] == "t"]
         for row in removals:
             seq = tuple(row["_seq"])
             key = None if row["_op"] == "t" else self._key(row)
@@ -233,15 +235,16 @@ class HistoryBuilder:
 
     def rows(self, bronze: list[Row] = ()) -> list[Row]:
         """Versions to upsert and delete (``ACTION``), stored form. ``bronze``: the bronze events of
-        ``late_keys()`` plus every truncate bronze holds (renamed to the batch's column names)."""
+        ``late_keys()`` (renamed to the batch's column names); truncates come from ``removals``."""
         by_key: dict[Key, list[Row]] = defaultdict(list)
         seen: set[tuple[Any, ...]] = set()
-        truncates: dict[tuple[Any, ...], Row] = {}
+        truncates: dict[Seq, Row] = {}
         in_bronze = {self._key(e) for e in bronze if e["_op"] != "t"}
-        for event in [*bronze, *(e for es in self.events.values() for e in es), *self.truncates]:
+        for event in [*self.all_truncates, *bronze, *(e for es in self.events.values() for e in es),
+                      *self.truncates]:
             identity = (order(event), event.get("_partition"), event["_op"])
             if event["_op"] == "t":
-                truncates[identity] = event
+                truncates[tuple(event["_seq"])] = event  # the ledger's copy has no offset: one per position
             elif (self._key(event), identity) not in seen:
                 seen.add((self._key(event), identity))
                 by_key[self._key(event)].append(event)

@@ -7,8 +7,9 @@ then skips):
 1. skip when the history table's committed progress already covers the batch's events;
 2. read the stored versions of the batch's keys (every version when the batch holds a truncate);
 3. ``lakecdc.ingest.history_chain.HistoryBuilder`` decides which keys continue their stored chain
-   and which are folded again from bronze (which already holds this batch: step 4 of the apply);
-   their bronze events are read, and the builder returns the versions to upsert and delete;
+   and which are folded again from bronze (which already holds this batch: step 4 of the apply),
+   with the delete ledger's removals of the batch's keys and its truncates; the late keys' bronze
+   events are read, and the builder returns the versions to upsert and delete;
 4. MERGE them with ``lakecdc.ingest.history_plan`` (the format renders it), committing the progress
    in the same commit, as silver does.
 
@@ -65,9 +66,9 @@ def history_events(df: DataFrame, row_names: list[str]) -> pa.Table:
     return spark_to_arrow(df.select(*[col(c) for c in wanted]))
 
 
-def _bronze_events(writer: LakeWriter, target: TableTarget, keys: pa.Table, truncates: bool) -> list[dict]:
-    """The bronze events of these keys (and the table's truncates), under the batch's column names."""
-    rows = writer._read_arrow(target.bronze_table, target.key_columns, keys, truncates=truncates)
+def _bronze_events(writer: LakeWriter, target: TableTarget, keys: pa.Table) -> list[dict]:
+    """The bronze events of these keys, under the batch's column names."""
+    rows = writer._read_arrow(target.bronze_table, target.key_columns, keys)
     renamed = {v: k for k, v in BRONZE_RENAMES.items()}
     return rows.rename_columns([renamed.get(c, c) for c in rows.column_names]).to_pylist()
 
@@ -98,7 +99,7 @@ def apply_history(writer: LakeWriter, target: TableTarget, events: pa.Table, sta
     while True:
         if wanted_keys:
             bronze += _bronze_events(writer, target, pa.Table.from_pylist(
-                [dict(zip(keys, k)) for k in wanted_keys], schema=batch_keys.schema), truncates=not bronze)
+                [dict(zip(keys, k)) for k in wanted_keys], schema=batch_keys.schema))
         changed = builder.rows(bronze)
         wanted_keys = builder.more_keys()
         if not wanted_keys:

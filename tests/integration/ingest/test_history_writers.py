@@ -138,3 +138,26 @@ def test_history_audits_agree_with_time_travel_and_bronze_replay(writer: TableWr
     by_time = history_as_of(history, timestamp="2023-11-14T22:13:20.015+00:00")[columns]
     assert by_time.to_dict("records") == history_as_of(history, source_position=(15, 15, 0, 0))[columns].to_dict(
         "records")
+
+
+def test_a_crash_between_the_history_and_silver_commits_resumes_without_loss_or_duplicates(
+        writer: TableWriter, monkeypatch: pytest.MonkeyPatch) -> None:
+    s = HistoryStream(writer.spark, writer.format)  # type: ignore[attr-defined]
+    first, second = in_delivery_order([SCENARIO[:6], SCENARIO[6:]])
+    writer.apply(s.events(first), 1)
+    merge_silver = writer._merge_silver  # type: ignore[attr-defined]
+
+    def killed(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("killed after the history commit, before silver's")
+
+    monkeypatch.setattr(writer, "_merge_silver", killed)
+    with pytest.raises(RuntimeError, match="killed"):
+        writer.apply(s.events(second), 2)
+    commits = TableReader(writer).commits(s.target.history_table)
+    assert stored_history(writer, s) == model_history(first + second)  # the history committed the batch
+    monkeypatch.setattr(writer, "_merge_silver", merge_silver)
+    writer.apply(s.events(second), 2)  # the restart reads silver's progress and replays the batch
+    assert TableReader(writer).commits(s.target.history_table) == commits
+    assert stored_history(writer, s) == model_history(first + second)
+    current = {r["id"]: (r["name"], r["note"]) for r in stored_history(writer, s) if r["_is_current"]}
+    assert current == {r["id"]: (r["name"], r["note"]) for r in TableReader(writer).rows(s.target.silver_table)}

@@ -29,13 +29,14 @@ def apply_batch(table: dict[tuple[Any, ...], Row], batch: list[Row], bronze: lis
     keys = {e["id"] for e in batch if e["_op"] != "t"}
     truncates = any(e["_op"] == "t" for e in batch)
     stored = [dict(v) for v in table.values() if v["id"] in keys]
-    ledger = [e for e in bronze if e["_op"] in ("d", "t")]  # the delete ledger holds the batch's removals too
+    # the delete ledger holds the batch's removals too; its rows carry no Kafka position
+    ledger = [{k: e[k] for k in ("id", "_seq", "_op", "_source_ts_ms")} for e in bronze if e["_op"] in ("d", "t")]
     builder = HistoryBuilder(KEYS, COLUMNS, tracking, batch, stored, list(table.values()) if truncates else None,
                              ledger)
     wanted = builder.late_keys()
     read: list[Row] = []
     while True:
-        read += [e for e in bronze if (e["id"],) in set(wanted) or (e["_op"] == "t" and not read)]
+        read += [e for e in bronze if (e["id"],) in set(wanted) and e["_op"] != "t"]
         changed = builder.rows(read)
         wanted = builder.more_keys()
         if not wanted:
