@@ -9,11 +9,13 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 
-from lakecdc.audit import LakeTable
 from lakecdc.audit.versions import TableVersion
 from lakecdc.quality.reconcile import normalise, row_checksum
+from lakecdc.quality import report  # noqa: F401 - registers every rule
+from lakecdc.quality.engine import DataFusionEngine
 from lakecdc.quality.rules import RULES, CheckContext
 
 
@@ -31,9 +33,20 @@ SILVER = [{"id": 1, "name": "a", "_seq": [20, 20, 0, 0], "_op": "u"},
           {"id": 4, "name": "d", "_seq": [30, 30, 0, 0], "_op": "c"}]
 
 
+SEQ = pa.list_(pa.int64())
+SILVER_SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("_seq", SEQ), ("_op", pa.string())])
+BRONZE_SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("_op", pa.string()), ("_seq", SEQ),
+                           ("_source_ts_ms", pa.int64()), ("_tx_id", pa.string()), ("_kafka_partition", pa.int32()),
+                           ("_offset", pa.int64()), ("_unavailable", pa.list_(pa.string()))])
+
+
 def context(silver: list[dict] = SILVER, bronze: list[dict] | None = BRONZE, **options) -> CheckContext:
-    return CheckContext(LakeTable.delta("/nowhere", "silver.t"), pd.DataFrame(silver), ("id",),
-                        pd.DataFrame(bronze) if bronze is not None else None, options=options)
+    """The rules on in-memory tables in the DataFusion engine (the one Delta tables use)."""
+    engine = DataFusionEngine(memory_mb=64)
+    engine.register_arrow("silver", pa.Table.from_pylist(silver, schema=SILVER_SCHEMA))
+    if bronze is not None:
+        engine.register_arrow("bronze", pa.Table.from_pylist(bronze, schema=BRONZE_SCHEMA))
+    return CheckContext(engine, ("id",), "silver.t", bronze is not None, options=options)
 
 
 @pytest.mark.parametrize("name", ["not_null_keys", "unique_keys", "no_resurrected_deletes",
