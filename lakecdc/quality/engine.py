@@ -43,7 +43,7 @@ class Engine(Protocol):
     def view(self, name: str) -> str: ...
     def register(self, view: str, table: LakeTable) -> None: ...
     def register_arrow(self, view: str, rows: pa.Table) -> None: ...
-    def sql(self, query: str) -> pa.Table: ...
+    def sql(self, query: str, small_join: bool = False) -> pa.Table: ...
     def schema(self, view: str) -> pa.Schema: ...
     def quote(self, name: str) -> str: ...
     def seq_key(self, column: str = "_seq") -> str: ...
@@ -99,8 +99,8 @@ class SparkEngine(_Common):
         self.spark.createDataFrame(rows.to_pylist(), from_arrow_schema(rows.schema)).createOrReplaceTempView(
             self.view(view))
 
-    def sql(self, query: str) -> pa.Table:
-        return spark_to_arrow(self.spark.sql(query))
+    def sql(self, query: str, small_join: bool = False) -> pa.Table:
+        return spark_to_arrow(self.spark.sql(query))  # Spark broadcasts a small side on its own
 
     def schema(self, view: str) -> pa.Schema:
         from pyspark.sql.pandas.types import to_arrow_schema
@@ -138,7 +138,9 @@ class DataFusionEngine(_Common):
         except ImportError as error:
             raise MissingExtraError("quality checks on Delta tables", "quality", str(error)) from error
         runtime = RuntimeEnvBuilder().with_disk_manager_os().with_fair_spill_pool(memory_mb * 1024 * 1024)
-        self.context = SessionContext(SessionConfig().with_target_partitions(2), runtime)
+        # sort-merge joins spill to disk beyond the pool; hash joins would fail instead
+        config = SessionConfig().with_target_partitions(2).set("datafusion.optimizer.prefer_hash_join", "false")
+        self.context = SessionContext(config, runtime)
 
     def view(self, name: str) -> str:
         return f"q_{name}"
@@ -155,10 +157,18 @@ class DataFusionEngine(_Common):
         if self.context.table_exist(self.view(view)):
             self.context.deregister_table(self.view(view))
 
-    def sql(self, query: str) -> pa.Table:
+    def sql(self, query: str, small_join: bool = False) -> pa.Table:
+        """``small_join``: one side of the query's join is a small in-memory table: a hash join
+        builds on it and streams the large side (a sort-merge join would sort the large side's rows)."""
         import pyarrow as pa
 
-        rows = self.context.sql(query).to_arrow_table()
+        if small_join:
+            self.context.sql("SET datafusion.optimizer.prefer_hash_join = true")
+        try:
+            rows = self.context.sql(query).to_arrow_table()
+        finally:
+            if small_join:
+                self.context.sql("SET datafusion.optimizer.prefer_hash_join = false")
         return rows.cast(pa.schema([pa.field(f.name, _plain(f.type), f.nullable) for f in rows.schema]))
 
     def schema(self, view: str) -> pa.Schema:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from lakecdc.audit.diff import same_value
-from lakecdc.audit.tables import describe_value, to_pandas
+from lakecdc.audit.tables import describe_value
 from lakecdc.quality.engine import NULL_TEXT
 from lakecdc.quality.rules import CheckContext, RuleResult, needs_bronze, result, rule
 
@@ -77,8 +77,10 @@ def no_resurrected_deletes(ctx: CheckContext) -> RuleResult:
     missing = needs_bronze("no_resurrected_deletes", ctx)
     if missing:
         return missing
-    failing = f"(SELECT s.* FROM {ctx.live()} s JOIN {latest(ctx, [])} l ON {ctx.key_match('s', 'l')} WHERE l.gone)"
-    return result("no_resurrected_deletes", ctx.count(failing), lambda: ctx.rows(failing), ctx.count(ctx.live()),
+    failing = (f"(SELECT {ctx.key_list('s.')} FROM {ctx.live()} s JOIN {latest(ctx, [])} l "
+               f"ON {ctx.key_match('s', 'l')} WHERE l.gone)")
+    return result("no_resurrected_deletes", ctx.count(failing),
+                  lambda: ctx.rows_for(ctx.live(), ctx.sample_keys(failing)), ctx.count(ctx.live()),
                   "no silver row was deleted or truncated later in bronze",
                   "{n} silver rows whose newest bronze event is a delete (or older than a truncate)")
 
@@ -111,10 +113,8 @@ def _sample_detail(ctx: CheckContext, diff: str) -> pd.DataFrame:
     import pandas as pd
 
     sample = ctx.engine.sql(f"SELECT * FROM {diff} d LIMIT {ctx.sample}")
-    ctx.engine.register_arrow("sample_keys", sample.select(list(ctx.keys)))
-    keys_view = ctx.engine.view("sample_keys")
-    silver = to_pandas(ctx.engine.sql(f"SELECT s.* FROM {ctx.live()} s JOIN {keys_view} k ON {ctx.key_match('s', 'k')}"))
-    events = to_pandas(ctx.engine.sql(f"SELECT b.* FROM {ctx.bronze} b JOIN {keys_view} k ON {ctx.key_match('b', 'k')}"))
+    keys = sample.select(list(ctx.keys))
+    silver, events = ctx.rows_for(ctx.live(), keys), ctx.rows_for(ctx.bronze, keys)
     columns = [c for c, _ in ctx.compared_columns()]
     rows = {_key(r, ctx.keys): r for r in silver.to_dict("records")}
     newest = _latest_events(events, ctx.keys)

@@ -74,7 +74,7 @@ class CheckContext:
     def key_match(self, left: str, right: str) -> str:
         """Null-safe equality of the key columns of two aliases (a null key is a key too)."""
         q = self.engine.quote
-        return " AND ".join(f"{left}.{q(k)} IS NOT DISTINCT FROM {right}.{q(k)}" for k in self.keys)
+        return " AND ".join(f"({left}.{q(k)} IS NOT DISTINCT FROM {right}.{q(k)})" for k in self.keys)
 
     def count(self, query: str) -> int:
         rows = self.engine.sql(f"SELECT count(*) AS n FROM {query} counted").column(0).to_pylist()
@@ -83,6 +83,20 @@ class CheckContext:
     def rows(self, query: str) -> pd.DataFrame:
         """At most ``sample`` rows of ``query``, as pandas."""
         return to_pandas(self.engine.sql(f"SELECT * FROM {query} sampled LIMIT {self.sample}"))
+
+    def sample_keys(self, query: str, columns: tuple[str, ...] | None = None) -> pa.Table:
+        """At most ``sample`` rows of the (narrow) ``query``'s ``columns`` (default: the key columns)."""
+        chosen = ", ".join(self.engine.quote(c) for c in (columns or self.keys))
+        return self.engine.sql(f"SELECT {chosen} FROM {query} keyed LIMIT {self.sample}")
+
+    def rows_for(self, source: str, keys: pa.Table, alias: str = "s") -> pd.DataFrame:
+        """The rows of ``source`` whose ``keys.column_names`` values are among ``keys`` (a sample):
+        the wide rows are read only for those keys, the small side of the join."""
+        q = self.engine.quote
+        self.engine.register_arrow("sample_keys", keys)
+        match = " AND ".join(f"({alias}.{q(c)} IS NOT DISTINCT FROM k.{q(c)})" for c in keys.column_names)
+        return to_pandas(self.engine.sql(f"SELECT {alias}.* FROM {source} {alias} "
+                                         f"JOIN {self.engine.view('sample_keys')} k ON {match}", small_join=True))
 
     def compared_columns(self) -> list[tuple[str, pa.DataType]]:
         """Silver's source columns that bronze also has (the values the replay must reproduce)."""
@@ -145,8 +159,8 @@ def not_null_keys(ctx: CheckContext) -> RuleResult:
 def unique_keys(ctx: CheckContext) -> RuleResult:
     repeated = f"(SELECT {ctx.key_list()}, count(*) AS n FROM {ctx.live()} s GROUP BY {ctx.key_list()} HAVING count(*) > 1)"
     failed = ctx.engine.sql(f"SELECT sum(n) AS n FROM {repeated} r").column(0).to_pylist()[0] or 0
-    failing = f"(SELECT s.* FROM {ctx.live()} s JOIN {repeated} r ON {ctx.key_match('s', 'r')})"
-    return result("unique_keys", int(failed), lambda: ctx.rows(failing), ctx.count(ctx.live()),
+    return result("unique_keys", int(failed), lambda: ctx.rows_for(ctx.live(), ctx.sample_keys(repeated)),
+                  ctx.count(ctx.live()),
                   "every key appears once in silver", "{n} silver rows share their key with another row")
 
 
@@ -161,10 +175,11 @@ def bronze_positions_increasing(ctx: CheckContext) -> RuleResult:
               f"FROM {ctx.bronze} WHERE _op <> 't')")
     before = (f"(SELECT *, max(sk) OVER (PARTITION BY {ctx.key_list()} ORDER BY kp, ko "
               f"ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before FROM {events} e)")
-    bad = f"(SELECT kp, ko, sk FROM {before} w WHERE before IS NOT NULL AND sk <= before)"
-    failing = (f"(SELECT b.* FROM {ctx.bronze} b JOIN (SELECT * FROM {bad} x LIMIT {ctx.sample}) x "
-               f"ON b._kafka_partition = x.kp AND b._offset = x.ko AND {ctx.engine.seq_key('b._seq')} = x.sk)")
-    return result("bronze_positions_increasing", ctx.count(bad), lambda: ctx.rows(failing), ctx.count(events),
+    bad = (f"(SELECT kp AS _kafka_partition, ko AS _offset FROM {before} w "
+           f"WHERE before IS NOT NULL AND sk <= before)")
+    sample = ("_kafka_partition", "_offset")  # one bronze row per Kafka record
+    return result("bronze_positions_increasing", ctx.count(bad),
+                  lambda: ctx.rows_for(ctx.bronze, ctx.sample_keys(bad, sample)), ctx.count(events),
                   "every key's bronze positions increase strictly in Kafka order",
                   "{n} bronze events repeat or go back behind an earlier position of their key")
 
