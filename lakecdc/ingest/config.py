@@ -15,7 +15,8 @@ describe how the *capture* side was configured, so the job can read what it prod
 (``kafka.security.protocol`` -> ``security.protocol``); those values are never logged.
 
 Per-table overrides use ``table.mapping.<topic>.<attribute>`` (attributes ``bronze``, ``silver``,
-``format``, ``key_columns``, ``delete_mode``); in YAML::
+``format``, ``key_columns``, ``delete_mode``, and ``expectations`` / ``expectations_action`` for pipeline
+expectations, ``lakecdc.quality.pipeline``); in YAML::
 
     table.mapping:
       shop.public.orders: {silver: main.sales.orders, format: delta, key_columns: "id"}
@@ -36,7 +37,8 @@ from lakecdc.errors import ConfigError
 
 ReaderKind = Literal["auto", "spark", "spark-kafka", "python"]
 TableFormatName = Literal["iceberg", "delta"]
-MAPPING_ATTRIBUTES = ("bronze", "silver", "format", "key_columns", "delete_mode")
+MAPPING_ATTRIBUTES = ("bronze", "silver", "format", "key_columns", "delete_mode", "expectations",
+                      "expectations_action")
 DEFAULT_PLACEHOLDER = "__debezium_unavailable_value"
 
 
@@ -48,6 +50,9 @@ class TableOverride(PropertiesModel):
     format: TableFormatName | None = None
     key_columns: str | None = None
     delete_mode: Literal["hard", "soft"] | None = None
+    #: a GX 1.x suite JSON checked on each batch before silver (``lakecdc.quality.pipeline``)
+    expectations: str | None = None
+    expectations_action: Literal["warn", "quarantine", "fail"] | None = None
 
     @property
     def key_column_list(self) -> tuple[str, ...]:
