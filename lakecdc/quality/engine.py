@@ -41,7 +41,7 @@ class Engine(Protocol):
     name: str
 
     def view(self, name: str) -> str: ...
-    def register(self, view: str, table: LakeTable) -> None: ...
+    def register(self, view: str, table: LakeTable, version: int | None = None) -> None: ...
     def register_arrow(self, view: str, rows: pa.Table) -> None: ...
     def sql(self, query: str, small_join: bool = False) -> pa.Table: ...
     def schema(self, view: str) -> pa.Schema: ...
@@ -86,11 +86,12 @@ class SparkEngine(_Common):
     def view(self, name: str) -> str:
         return f"q_{name}_{self._tag}"
 
-    def register(self, view: str, table: LakeTable) -> None:
+    def register(self, view: str, table: LakeTable, version: int | None = None) -> None:
         if table.format == "iceberg":
-            df = table.spark_df()
+            df = table.spark_df(version)
         else:
-            df = self.spark.read.format("delta").load(table.uri)
+            reader = self.spark.read.format("delta")
+            df = (reader.option("versionAsOf", version) if version is not None else reader).load(table.uri)
         df.createOrReplaceTempView(self.view(view))
 
     def register_arrow(self, view: str, rows: pa.Table) -> None:
@@ -145,9 +146,9 @@ class DataFusionEngine(_Common):
     def view(self, name: str) -> str:
         return f"q_{name}"
 
-    def register(self, view: str, table: LakeTable) -> None:
+    def register(self, view: str, table: LakeTable, version: int | None = None) -> None:
         self._drop(view)
-        self.context.register_table(self.view(view), table.delta_table())
+        self.context.register_table(self.view(view), table.delta_table(version))
 
     def register_arrow(self, view: str, rows: pa.Table) -> None:
         self._drop(view)

@@ -13,7 +13,10 @@ import pyarrow as pa
 import pytest
 
 from lakecdc.audit.versions import TableVersion
-from lakecdc.quality.reconcile import normalise, row_checksum
+import pickle
+
+from lakecdc.quality.range_checksums import DIALECTS, bucket_sql
+from lakecdc.quality.reconcile import DIFFERS, MISSING_AT_SOURCE, MISSING_IN_SILVER, Side, bisect
 from lakecdc.quality import report  # noqa: F401 - registers every rule
 from lakecdc.quality.engine import DataFusionEngine
 from lakecdc.quality.rules import RULES, CheckContext
@@ -124,16 +127,48 @@ def test_freshness_compares_the_newest_source_time_with_now() -> None:
     assert stale.failing.iloc[0]["lag_seconds"] == 600.0
 
 
-def test_checksums_agree_across_driver_value_forms() -> None:
-    from datetime import datetime, timedelta, timezone
+def datafusion_side(rows: pa.Table, name: str) -> Side:
+    engine = DataFusionEngine(memory_mb=64)
+    engine.register_arrow(name, rows)
+    return Side(DIALECTS["datafusion"], engine.view(name),
+                lambda sql: [tuple(r.values()) for r in engine.sql(sql).to_pylist()])
 
-    lake = {"id": 1, "price": Decimal("12.50"), "at": pd.Timestamp("2026-11-22 10:00:00", tz="UTC"), "raw": b"\x01"}
-    source = {"id": 1, "price": Decimal("12.5"),
-              "at": datetime(2026, 11, 22, 11, 0, tzinfo=timezone(timedelta(hours=1))), "raw": memoryview(b"\x01")}
-    columns = ["id", "price", "at", "raw"]
-    assert row_checksum(lake, columns) == row_checksum(source, columns)
-    assert row_checksum(lake, columns) != row_checksum({**source, "price": Decimal("12.51")}, columns)
-    assert normalise(None) != normalise("") and normalise(5) == normalise(Decimal("5.00"))
+
+def test_bisection_finds_exactly_the_differing_keys_with_few_answers() -> None:
+    n = 20_000
+    rows = pa.table({"id": pa.array(range(n), pa.int64()), "name": [f"n{i}" for i in range(n)],
+                     "price": pa.array([Decimal(i) / 100 for i in range(n)], pa.decimal128(12, 2))})
+    changed = rows.to_pylist()
+    changed[777]["name"] = "other"  # differs
+    changed[15_000]["price"] = None  # a null is a value too
+    del changed[9_999]  # missing at the source
+    changed.append({"id": n + 5, "name": "new", "price": Decimal("1.00")})  # missing in silver
+    source = datafusion_side(pa.Table.from_pylist(changed, schema=rows.schema), "source")
+    lake = datafusion_side(rows, "lake")
+    columns = [("name", "text"), ("price", "decimal")]
+    out = bisect(source, lake, "id", columns, buckets=16, leaf_rows=64)
+    assert out.differences == {777: DIFFERS, 15_000: DIFFERS, 9_999: MISSING_AT_SOURCE, n + 5: MISSING_IN_SILVER}
+    assert (out.source_rows, out.silver_rows) == (n, n)
+    full_pull = len(pickle.dumps([tuple(r.values()) for r in rows.to_pylist()]))
+    assert out.bytes_moved * 20 < full_pull  # buckets and a few leaves, not the rows
+    same = bisect(datafusion_side(rows, "s2"), datafusion_side(rows, "l2"), "id", columns)
+    assert same.differences == {} and same.queries == 4  # bounds and one bucket query per side
+
+
+@pytest.mark.parametrize("dialect, fragments", [
+    ("sqlserver", ["HASHBYTES('MD5', CAST(CONCAT_WS(CHAR(31), COALESCE(CAST([name] AS NVARCHAR(MAX)), N'\u2205')",
+                   "CONVERT(VARBINARY(8), '0' + SUBSTRING(", "([id] - 10) / (6)", "FROM [dbo].[items]"]),
+    ("oracle", ["STANDARD_HASH(COALESCE(TO_CHAR(\"name\"), UNISTR('\\2205'))", "TO_NUMBER(SUBSTR(",
+                "FLOOR((\"id\" - 10) / (6))", "FROM \"SHOP\".\"ITEMS\""]),
+    ("postgres", ["md5(COALESCE(\"name\"::text, '\u2205'))", "::bit(60)::bigint", "FROM \"public\".\"items\""]),
+    ("mysql", ["MD5(", "CONV(SUBSTRING(", "(`id` - 10) DIV (6)"]),
+])
+def test_range_checksum_sql_per_dialect(dialect: str, fragments: list[str]) -> None:
+    d = DIALECTS[dialect]
+    table = {"oracle": "SHOP.ITEMS", "sqlserver": "dbo.items"}.get(dialect, "public.items")
+    sql = bucket_sql(d, d.quote(table), "id", [("name", "text")], 10, 100, 16)
+    for fragment in fragments:
+        assert fragment.lower() in sql.lower() if dialect == "mysql" else fragment in sql, (fragment, sql)
 
 
 def test_cli_source_connection_errors_never_show_the_password() -> None:
