@@ -31,6 +31,7 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from lakecdc.audit.tables import LakeTable
@@ -57,8 +58,13 @@ class BatchVerdict:
     failed_events: int = 0
 
 
-@lru_cache(maxsize=64)
 def _suite(path: str) -> Any:
+    """The suite at ``path``, read again when the file changes (a changed rule applies from the next batch)."""
+    return _load_suite(path, Path(path).stat().st_mtime_ns)
+
+
+@lru_cache(maxsize=64)
+def _load_suite(path: str, mtime_ns: int) -> Any:
     from lakecdc.quality.team_suites import load_suites
 
     suites = load_suites(path)
@@ -92,8 +98,9 @@ def check_batch(config: IngestConfig, target: TableTarget, rows: pa.Table, df: D
 
 def failing_events(suite: Any, df: DataFrame) -> dict[str, list[dict[str, Any]]]:
     """Per failed expectation (``type(column)``), the failing events' ``EVENT_ID`` values, by GX on Spark."""
-    from lakecdc.quality.gx_suite import _context
     import uuid
+
+    from lakecdc.quality.gx_suite import _context
 
     context = _context()
     tag = uuid.uuid4().hex[:8]

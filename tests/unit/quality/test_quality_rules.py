@@ -214,3 +214,18 @@ def test_replay_rules_agree_with_the_reference_replay(events: list[tuple[str, in
         assert not result.passed and result.failed_rows == 1
         assert list(result.failing["id"]) == [victim["id"]]
         assert result.failing["_problem"][0] == "differs from the replay in name"
+
+
+def test_pipeline_expectations_are_read_again_when_the_suite_file_changes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+    import os
+
+    from lakecdc.quality.pipeline import _suite
+
+    path = tmp_path / "orders.json"
+    rule = {"type": "expect_column_values_to_not_be_null", "kwargs": {"column": "id"}}
+    path.write_text(json.dumps({"name": "orders", "expectations": [rule]}))
+    assert [e.expectation_type for e in _suite(str(path)).expectations] == ["expect_column_values_to_not_be_null"]
+    path.write_text(json.dumps({"name": "orders", "expectations": []}))
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 1_000_000))
+    assert _suite(str(path)).expectations == []
