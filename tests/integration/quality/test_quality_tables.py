@@ -170,3 +170,16 @@ def test_cli_audit_and_quality_commands(lake: Lake, tmp_path: Path) -> None:
     assert ("FAIL" in out.output) != expected.passed
     out = runner.invoke(app, ["quality", "check", lake.silver.name, *common, "--rule", "nope"])
     assert out.exit_code == 2 and "unknown quality rule" in out.output
+
+
+def test_rules_on_delta_run_in_spark_when_the_session_has_delta(connector_spark: SparkSession, tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from lakecdc.quality.engine import SparkEngine, engine_for
+
+    lake = build_lake("delta-rs", connector_spark, tmp_path)
+    silver, bronze = (replace(t, spark=connector_spark) for t in (lake.silver, lake.bronze))
+    assert isinstance(engine_for(silver), SparkEngine)
+    report = check_table(silver, bronze, rules=TABLE_RULES, keys=("id",))
+    assert report.passed, report.as_dict()
+    assert report.result("silver_matches_bronze_replay").reason == "silver equals the replay of bronze (3 live keys)"
