@@ -167,6 +167,9 @@ class ChangeBatch:
     stats: BatchStats | None = None
     #: the source positions the table commits record (``lakecdc.ingest.progress.CommitPositions``)
     positions: CommitPositions | None = None
+    #: events bronze keeps but silver must not apply (``_topic``, ``_partition``, ``_offset``): the
+    #: ones pipeline expectations quarantined (``lakecdc.quality.pipeline``)
+    held_from_silver: DataFrame | None = None
 
     @property
     def column_names(self) -> list[str]:

@@ -16,7 +16,8 @@ describe how the *capture* side was configured, so the job can read what it prod
 
 Per-table overrides use ``table.mapping.<topic>.<attribute>`` (attributes ``bronze``, ``silver``,
 ``format``, ``key_columns``, ``delete_mode``, ``history``, ``track_history_columns``,
-``track_history_except_columns``); in YAML::
+``track_history_except_columns``, and ``expectations`` / ``expectations_action`` for pipeline
+expectations, ``lakecdc.quality.pipeline``); in YAML::
 
     table.mapping:
       shop.public.orders: {silver: main.sales.orders, format: delta, key_columns: "id"}
@@ -44,7 +45,7 @@ from lakecdc.errors import ConfigError
 ReaderKind = Literal["auto", "spark", "spark-kafka", "python"]
 TableFormatName = Literal["iceberg", "delta"]
 MAPPING_ATTRIBUTES = ("bronze", "silver", "format", "key_columns", "delete_mode", "history", "track_history_columns",
-                      "track_history_except_columns")
+                      "track_history_except_columns", "expectations", "expectations_action")
 DEFAULT_PLACEHOLDER = "__debezium_unavailable_value"
 
 
@@ -59,6 +60,9 @@ class TableOverride(PropertiesModel):
     history: Literal["scd2"] | None = None
     track_history_columns: str | None = None
     track_history_except_columns: str | None = None
+    #: a GX 1.x suite JSON checked on each batch before silver (``lakecdc.quality.pipeline``)
+    expectations: str | None = None
+    expectations_action: Literal["warn", "quarantine", "fail"] | None = None
 
     @property
     def key_column_list(self) -> tuple[str, ...]:

@@ -268,7 +268,9 @@ class LakeWriter(TableWriter):
         upserts = deletes = 0
         silver_version = None
         if target.has_key and not silver_covered:  # step 5
-            upserts, deletes, silver_version = self._apply_silver(target, df, row_names, stats, silver_done,
+            kept = df if batch.held_from_silver is None else df.join(
+                batch.held_from_silver, ["_topic", "_partition", "_offset"], "left_anti")  # quarantined events
+            upserts, deletes, silver_version = self._apply_silver(target, kept, row_names, stats, silver_done,
                                                                   batch, batch_id)
         return ApplyResult(target, batch_id, stats.events, bronze_rows, upserts, deletes,
                            bronze_version=bronze_version, silver_version=silver_version, max_seq=stats.max_seq,
