@@ -46,7 +46,7 @@ from pathlib import Path
 import pymysql
 import pymysql.cursors
 
-from lakecdc.capture.mysql.run import run_mysql_capture
+from lakecdc.capture.runner import run_capture
 from lakecdc.devstack.mariadb import MariaDB
 
 TABLE = (
@@ -111,8 +111,8 @@ def raw_select_rate(db: MariaDB) -> tuple[float, float]:
 def lakecdc_rate(config: Path, out: Path, snapshot: bool) -> tuple[float, float, int]:
     """One in-process capture run: (records per wall second, per CPU second, records)."""
     started, cpu = time.perf_counter(), time.process_time()
-    stats = run_mysql_capture(config, f"jsonl:{out}", stop_when_idle=1.0 if not snapshot else 0.3,
-                              show_progress=False)
+    stats = run_capture(config, f"jsonl:{out}", stop_when_idle=1.0 if not snapshot else 0.3,
+                        show_progress=False)
     idle = 1.0 if not snapshot else 0.0  # the idle wait that ends a streaming run is not work
     elapsed, cpu = time.perf_counter() - started - idle, time.process_time() - cpu
     n = stats.snapshot_rows if snapshot else stats.streamed_records
@@ -138,12 +138,13 @@ def main() -> int:
         conn = pymysql.connect(**db.connect_kwargs("bench"), autocommit=True)
         conn.cursor().execute(TABLE)
         conn.close()
-        props = {**db.connection_properties(), "topic.prefix": "bench", "database.include.list": "bench",
+        props = {"connector.class": "io.debezium.connector.mysql.MySqlConnector", **db.connection_properties(),
+                 "topic.prefix": "bench", "database.include.list": "bench",
                  "schema.history.internal.file.filename": str(tmp / "history.jsonl"),
                  "offset.storage.file.filename": str(tmp / "offsets.json")}
         config = tmp / "bench.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-        run_mysql_capture(config, f"jsonl:{tmp / 'empty.jsonl'}", stop_when_idle=0.5, show_progress=False)
+        run_capture(config, f"jsonl:{tmp / 'empty.jsonl'}", stop_when_idle=0.5, show_progress=False)
         offset = json.loads((tmp / "offsets.json").read_text()).popitem()[1]
 
         t0 = time.perf_counter()

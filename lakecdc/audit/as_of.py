@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from lakecdc.audit.changelog import bronze_of
 from lakecdc.audit.tables import AuditError, LakeTable, key_columns, to_pandas
 from lakecdc.audit.versions import Position, TableVersion, position_match, version_at
 
@@ -31,14 +32,6 @@ class AsOfRead:
     version: TableVersion | None  # None when read by time straight from the format (no lakecdc commit found)
     position: Position | None = None  # read as of a source position: the highest _seq included
     replayed: int = 0  # bronze events applied on top of ``version`` (the position fell inside a commit)
-
-
-def bronze_of(table: LakeTable) -> LakeTable:
-    """The bronze table beside a silver one under the default names (``silver.x`` -> ``bronze.x``)."""
-    parts = table.name.split(".")
-    if "silver" not in parts:
-        raise AuditError(f"{table}: cannot tell its bronze table; pass bronze=")
-    return table.sibling(".".join("bronze" if p == "silver" else p for p in parts))
 
 
 def _resolve(table: LakeTable, version: int | None, timestamp: datetime | str | None,
@@ -74,7 +67,7 @@ def read_as_of_with_version(table: LakeTable, version: int | None = None, timest
                             bronze: LakeTable | None = None, reached: Position | None = None) -> AsOfRead:
     """``read_as_of`` that also says which version was read (the CLI prints it). For a source
     position: ``connector`` names its notation (default: what the commits recorded), ``bronze`` the
-    change log to replay from (default: ``bronze_of``), ``reached`` a consistency point the table is
+    change log to replay from (default: ``lakecdc.audit.changelog.bronze_of``), ``reached`` a consistency point the table is
     known to be complete through (``lakecdc.audit.consistency``)."""
     from lakecdc.audit.versions import table_versions
 

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from lakecdc.audit.as_of import AsOfRead, bronze_of, read_as_of_with_version
+from lakecdc.audit.as_of import AsOfRead, read_as_of_with_version
+from lakecdc.audit.changelog import bronze_of
 from lakecdc.audit.notation import GTID, format_position
 from lakecdc.audit.tables import AuditError, LakeTable, to_pandas
 from lakecdc.audit.versions import Position, TableVersion, reached_bound, table_versions

@@ -36,7 +36,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from lakecdc.capture.offsets import Offset, OffsetStore, offset_key
+from lakecdc.transport.offsets import Offset, OffsetStore, offset_key
 from lakecdc.capture.snapshot_modes import plan_start
 from lakecdc.capture.spi import CaptureConnector
 from lakecdc.errors import TransientError
@@ -126,6 +126,10 @@ class CaptureCoordinator:
         self._streaming_started = False
         self.metrics = CaptureMetrics()  # no-op until run() opens the Prometheus endpoint (metrics.port)
         self._offsets_in_transaction = offsets_in_transaction(sink, offsets)
+        # Kafka Connect's transformation chain runs between the source task and the converter: here,
+        # once for every connector, on the records just before they go to the sink.
+        config = getattr(connector, "config", None)
+        self._transforms = getattr(config, "transform_chain", None) or None
 
     # -- control ----------------------------------------------------------------------------
     def request_stop(self) -> None:
@@ -171,6 +175,8 @@ class CaptureCoordinator:
 
         def emit(records: list[Any]) -> None:
             nonlocal unflushed, last_commit
+            if self._transforms is not None:
+                records = self._transforms.apply(records)
             self.sink.send(records)  # step 1
             self.metrics.sent(records)
             unflushed += len(records)
@@ -235,8 +241,9 @@ class CaptureCoordinator:
                 # idleness is read before a possibly slow send; heartbeats do not count as changes
                 idle = source.idle_seconds()
                 if batch:
-                    self.sink.send(batch)  # step 1
-                    self.metrics.sent(batch)
+                    sent = batch if self._transforms is None else self._transforms.apply(batch)
+                    self.sink.send(sent)  # step 1
+                    self.metrics.sent(sent)
                     unflushed += len(batch)
                     self.stats.streamed_records += len(batch)
                     batch = []

@@ -1,12 +1,10 @@
 """The Kafka signaling channel: ``{"type": ..., "data": {...}}`` messages on ``signal.kafka.topic``.
 
 A message is a signal for this connector only when its key equals ``topic.prefix`` (others are
-skipped with a log line), as Debezium's ``KafkaSignalChannel``. The consumer joins group
-``signal.kafka.groupId`` (default ``kafka-signal``), reads the topic's partition 0 from the
-group's committed position (earliest when none) and commits each message once its signal has
-been handed to the processor. Brokers: ``signal.kafka.bootstrap.servers``, else
-``bootstrap.servers``; ``signal.consumer.*`` properties go to the consumer, over the connection
-settings (SASL/SSL) of ``producer.*`` and the worker level (``transport/kafka_config.py``).
+skipped with a log line), as Debezium's ``KafkaSignalChannel``. The consumer
+(``transport/signal_consumer.py``) joins group ``signal.kafka.groupId`` (default ``kafka-signal``)
+and reads the topic's partition 0 from the group's committed position (earliest when none); the
+channel commits each message once its signal has been handed to the processor.
 
 The channel is polled between batches of the change stream, so a Kafka signal lands between two
 WAL messages; an ``execute-snapshot`` then writes its first window to the signal table, which
@@ -21,7 +19,7 @@ import logging
 from typing import Any
 
 from lakecdc.capture.signals import Signal
-from lakecdc.errors import ConfigError
+from lakecdc.transport.signal_consumer import signal_consumer, signal_consumer_settings
 
 log = logging.getLogger(__name__)
 
@@ -29,30 +27,14 @@ log = logging.getLogger(__name__)
 class KafkaSignalChannel:
     def __init__(self, topic: str, bootstrap_servers: str, key: str, group_id: str,
                  consumer_settings: dict[str, Any] | None = None) -> None:
-        from confluent_kafka import Consumer, TopicPartition
-
         self._topic = topic
         self._key = key
-        from lakecdc.transport.kafka_config import client_settings
-
-        settings = client_settings({}, "signal.consumer", bootstrap_servers)
-        settings.update(consumer_settings or {})
-        settings["group.id"] = group_id
-        self._consumer = Consumer({**settings, "logger": logging.getLogger("lakecdc.transport.librdkafka")})
-        # partition 0 only, as Debezium: one ordered stream of signals, no group rebalancing to wait for
-        self._consumer.assign([TopicPartition(topic, 0)])
+        self._consumer = signal_consumer(topic, bootstrap_servers, group_id, consumer_settings)
         log.info("reading signals from Kafka topic %s (key %s, group %s)", topic, key, group_id)
 
     @classmethod
     def from_config(cls, config: Any) -> KafkaSignalChannel:
-        from lakecdc.transport.kafka_config import client_settings, connector_kafka_properties
-
-        # signal.consumer.* over the connection settings of producer.* and the worker level
-        settings = client_settings(connector_kafka_properties(config), "signal.consumer")
-        servers = settings.pop("bootstrap.servers", None)
-        if not servers:
-            raise ConfigError("the kafka signaling channel needs signal.kafka.bootstrap.servers (or bootstrap.servers)",
-                              "signal.kafka.bootstrap.servers")
+        servers, settings = signal_consumer_settings(config)
         return cls(config.signal_kafka_topic, servers, config.topic_prefix, config.signal_kafka_groupid, settings)
 
     def poll(self, timeout: float = 0.0, max_messages: int = 100) -> list[Signal]:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from lakecdc.capture.offsets import Offset
+from lakecdc.transport.offsets import Offset
 
 #: Called with a batch of records (``lakecdc.events.envelope.ChangeRecord``) to send in order.
 Emit = Callable[[list[Any]], None]

@@ -1,4 +1,4 @@
-"""``lakecdc audit versions | as-of | history | diff``: time-travel audits of bronze and silver tables."""
+"""``lakecdc audit versions | as-of | history | scd2 | diff``: time-travel audits of bronze and silver tables."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ audit_app = typer.Typer(
         "  lakecdc audit as-of silver.accounts silver.ledger -c conf/ingest.yaml --position 0/16B3748\n\n"
         "  lakecdc audit consistent -c conf/ingest.yaml --sql\n\n"
         "  lakecdc audit history bronze.customers -w ./lake --key id=1001\n\n"
+        "  lakecdc audit scd2 silver.customers -w ./lake --key id=1001\n\n"
         "  lakecdc audit diff silver.customers -w ./lake 3 7"
     ),
 )
@@ -283,6 +284,40 @@ def history(table: str = typer.Argument(..., help="the BRONZE table, e.g. bronze
         fail(error)
         return
     print_frame(df, f"history of {parse_key(key)} in {lake}", limit)
+
+
+@audit_app.command("scd2", epilog="[bold]Examples[/bold]\n\n  lakecdc audit scd2 silver.customers -w ./lake --key id=1001\n\n"
+                                   "  lakecdc audit scd2 silver.customers -c conf/ingest.yaml --position 0/16B3748")
+def scd2(table: str = typer.Argument(..., help="the SILVER table whose history (history: scd2) to read"),
+         key: list[str] = typer.Option([], "--key", "-k", help="column=value (repeat for compound keys): that "
+                                                                "key's versions"),
+         position: str | None = typer.Option(None, "--position", "-p", help="the table as of this source position "
+                                                                             "(the source's notation)"),
+         at: str | None = typer.Option(None, "--time", "-t", help="the table as of this source commit time (ISO 8601)"),
+         fmt: str | None = FORMAT, warehouse: Path | None = WAREHOUSE, catalog: str | None = CATALOG,
+         config: Path | None = CONFIG, limit: int = LIMIT) -> None:
+    """From the SCD2 history table: one key's versions (--key), or the table as of a source position
+    (--position) or source commit time (--time)."""
+    from lakecdc.audit.scd2 import history_as_of, history_of, key_versions
+    from lakecdc.audit.versions import table_versions
+
+    if sum(bool(x) for x in (key, position, at)) != 1:
+        fail(LakecdcError("give exactly one of --key, --position, --time"))
+        return
+    try:
+        lake = AuditLake.of(config, fmt, warehouse, catalog)
+        history = history_of(lake.table(table))
+        if key:
+            df, title = key_versions(history, parse_key(key)), f"versions of {parse_key(key)} in {history}"
+        else:
+            commits = table_versions(history)
+            connector = lake.connector or next((v.connector for v in reversed(commits) if v.connector), None)
+            df = history_as_of(history, source_position=position, timestamp=at, connector=connector)
+            title = f"{table} as of {'position ' + position if position else at}, from {history}"
+    except LakecdcError as error:
+        fail(error)
+        return
+    print_frame(df, title, limit)
 
 
 @audit_app.command("diff", epilog="[bold]Examples[/bold]\n\n  lakecdc audit diff silver.customers -w ./lake 3 7")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -52,14 +53,17 @@ def connect_source(spec: str) -> Any:
         raise typer.BadParameter(f"cannot connect to the source database ({type(error).__name__})") from None
 
 
-@quality_app.command("check", epilog="[bold]Examples[/bold]\n\n  lakecdc quality check silver.customers --bronze bronze.customers -w ./lake\n\n  lakecdc quality check silver.customers -w ./lake --rule unique_keys --rule not_null_keys")
+@quality_app.command("check", epilog="[bold]Examples[/bold]\n\n  lakecdc quality check --config conf/ingest.yaml\n\n  lakecdc quality check silver.customers --bronze bronze.customers -w ./lake\n\n  lakecdc quality check silver.customers -w ./lake --rule unique_keys --rule not_null_keys")
 def check(
-    table: str = typer.Argument(..., help="the SILVER table, e.g. silver.customers"),
-    bronze: str | None = typer.Option(None, "--bronze", "-b", help="its bronze table (needed by the replay, "
-                                                                   "delete and position rules)."),
-    fmt: str = typer.Option("delta", "--format", "-f", help="iceberg or delta."),
-    warehouse: Path = typer.Option(..., "--warehouse", "-w", help="Warehouse directory."),
-    catalog: str = typer.Option("hadoop", "--catalog", help="Iceberg catalog kind: hadoop or jdbc."),
+    table: str | None = typer.Argument(None, help="the SILVER table, e.g. silver.customers; default with "
+                                                   "--config: every silver table the configuration knows"),
+    bronze: str | None = typer.Option(None, "--bronze", "-b", help="its bronze table (default with --config: "
+                                                                   "the one the ingest job writes)."),
+    fmt: str | None = typer.Option(None, "--format", "-f", help="iceberg or delta (default: --config's, else delta)."),
+    warehouse: Path | None = typer.Option(None, "--warehouse", "-w", help="Warehouse directory (default: --config's)."),
+    catalog: str | None = typer.Option(None, "--catalog", help="Iceberg catalog kind: hadoop or jdbc."),
+    config: Path | None = typer.Option(None, "--config", "-c", exists=True, dir_okay=False,
+                                       help="The ingest configuration: tables, formats, warehouse, catalog."),
     rules: list[str] = typer.Option([], "--rule", "-r", help="Rule to run (repeat); default: all that apply."),
     key: list[str] = typer.Option([], "--key-column", help="Key column(s); default: the delete ledger's."),
     source: str | None = typer.Option(None, "--source", help="Source database for reconciliation: libpq DSN, "
@@ -69,19 +73,33 @@ def check(
     quarantine_rows: bool = typer.Option(False, "--quarantine", help="Write failing rows to TABLE_quarantine."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
-    """Run the rules; exit 1 when any fails (the reasons are printed)."""
+    """Run the rules in the tables' own engine; exit 1 when any fails (the reasons are printed)."""
     from lakecdc.audit.tables import key_columns
-    from lakecdc.cli.audit import open_table
+    from lakecdc.cli.audit import AuditLake
     from lakecdc.quality import check_table, quarantine
 
     options: dict[str, Any] = {"max_lag_seconds": max_lag}
     if source:
-        options.update(source_connection=connect_source(source), source_table=source_table or table.split(".")[-1])
+        options.update(source_connection=connect_source(source))
+    reports = []
     try:
-        silver = open_table(table, fmt, warehouse, catalog)
-        bronze_table = silver.sibling(bronze) if bronze else None
-        report = check_table(silver, bronze_table, rules=rules or None, keys=tuple(key) or None, **options)
-        written = quarantine(silver, report, key_columns(silver, tuple(key) or None)) if quarantine_rows else 0
+        lake = AuditLake.of(config, fmt, warehouse, catalog)
+        names = [table] if table else sorted(lake.bronze_names)
+        if not names:
+            raise typer.BadParameter("name a TABLE, or give --config whose job has tables")
+        written = 0
+        for name in names:
+            silver = lake.table(name)
+            if table is None and not silver.exists():
+                continue  # a keyless source table has a bronze change log only
+            bronze_name = bronze or lake.bronze_names.get(name)
+            bronze_table = lake.table(bronze_name) if bronze_name else None
+            if source:
+                options["source_table"] = source_table or name.split(".")[-1]
+            report = check_table(silver, bronze_table, rules=rules or None, keys=tuple(key) or None, **options)
+            reports.append(report)
+            if quarantine_rows:
+                written += quarantine(silver, report, key_columns(silver, tuple(key) or None))
     except LakecdcError as error:
         errors.print(f"[red]error:[/red] {error}")
         raise typer.Exit(2) from None
@@ -89,15 +107,61 @@ def check(
         if options.get("source_connection") is not None:
             options["source_connection"].close()
     if as_json:
-        console.print_json(json.dumps(report.as_dict()))
+        console.print_json(json.dumps([r.as_dict() for r in reports] if len(reports) > 1 else reports[0].as_dict()))
     else:
-        out = Table(title=f"quality of {silver}")
-        for column in ("rule", "result", "failing rows", "reason"):
-            out.add_column(column, overflow="fold")
-        for r in report.results:
-            out.add_row(r.rule, "[green]pass[/green]" if r.passed else "[red]FAIL[/red]", str(r.failed_rows), r.reason)
-        console.print(out)
+        for report in reports:
+            out = Table(title=f"quality of {report.table}")
+            for column in ("rule", "result", "failing rows", "reason"):
+                out.add_column(column, overflow="fold")
+            for r in report.results:
+                out.add_row(r.rule, "[green]pass[/green]" if r.passed else "[red]FAIL[/red]", str(r.failed_rows),
+                            r.reason)
+            console.print(out)
     if written:
-        console.print(f"{written} failing rows written to {table}_quarantine")
-    if not report.passed:
+        console.print(f"{written} failing rows written to the tables' _quarantine")
+    if not all(r.passed for r in reports):
+        raise typer.Exit(1)
+
+
+@quality_app.command("suites", epilog="[bold]Examples[/bold]\n\n  lakecdc quality suites --config conf/ingest.yaml --suites gx/ --record")
+def suites(
+    config: Path = typer.Option(..., "--config", "-c", exists=True, dir_okay=False,
+                                help="The ingest configuration: tables, formats, warehouse; table.mapping.<topic>."
+                                     "expectations names a table's suite."),
+    suite_dir: Path | None = typer.Option(None, "--suites", help="A GX project directory or suite JSON files; a "
+                                                                 "suite runs on the table its name names."),
+    record: bool = typer.Option(False, "--record", help="Append the results to <namespace>.quality_results."),
+) -> None:
+    """Run the team's great-expectations suites on their silver tables through Spark; exit 1 when any fails."""
+    from lakecdc.cli.audit import AuditLake
+    from lakecdc.ingest.config import load_ingest_config
+    from lakecdc.ingest.naming import TableNamer
+    from lakecdc.quality.team_suites import load_suites, record_results, run_team_suite
+
+    try:
+        lake = AuditLake.of(config, None, None, None)
+        cfg = load_ingest_config(config)
+        namer = TableNamer(cfg)
+        wanted: list[tuple[str, Any]] = []
+        for topic, override in cfg.table_overrides().items():
+            if override.expectations:
+                silver = namer.target(topic).silver_table
+                wanted += [(silver, s) for s in load_suites(override.expectations)]
+        if suite_dir is not None:
+            wanted += [(s.name, s) for s in load_suites(suite_dir)]
+        runs = [run_team_suite(lake.table(name), suite) for name, suite in wanted]
+        if record:
+            record_results(runs)
+    except LakecdcError as error:
+        errors.print(f"[red]error:[/red] {error}")
+        raise typer.Exit(2) from None
+    out = Table(title="team suites")
+    for column in ("table", "version", "suite", "expectation", "result", "unexpected"):
+        out.add_column(column, overflow="fold")
+    for run in runs:
+        for row in run.rows("", datetime.now(timezone.utc)):
+            out.add_row(row["table_name"], str(row["table_version"]), row["suite"], row["expectation"],
+                        "[green]pass[/green]" if row["success"] else "[red]FAIL[/red]", str(row["unexpected_count"]))
+    console.print(out)
+    if not all(run.success for run in runs):
         raise typer.Exit(1)

@@ -12,9 +12,10 @@ properties, and narrow ``snapshot_modes`` / defaults::
     cfg.table_filter.matches("public", "orders")
 
 Defaults are Debezium 3.x's. Kafka Connect / worker properties found in Debezium files
-(``connector.class``, converters, ``producer.*``, ``transforms*`` ...) are accepted and kept in
+(``connector.class``, converters, ``producer.*``, ...) are accepted and kept in
 ``passthrough``; :meth:`CommonConnectorConfig.ignored_properties` lists those lakecdc does not
-apply, so the CLI can say so once at start.
+apply, so the CLI can say so once at start. Kafka Connect transforms (``transforms*``,
+``predicates*``) are validated at load and applied by capture (:attr:`transform_chain`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from __future__ import annotations
 import logging
 import re
 from functools import cached_property
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -45,10 +46,15 @@ from lakecdc.config.passthrough import (
     NOT_APPLIED_PREFIXES,
     OFFSET_STORES,
     OffsetStorageKind,
+    TRANSFORM_NAMES,
+    TRANSFORM_PREFIXES,
 )
 from lakecdc.config.no_effect import no_effect, reason_for
 from lakecdc.config.secret import Secret
 from lakecdc.errors import ConfigError
+
+if TYPE_CHECKING:
+    from lakecdc.transforms.chain import TransformChain
 
 JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
 OPERATION_CODES = ("c", "u", "d", "t")
@@ -251,6 +257,7 @@ class CommonConnectorConfig(PropertiesModel):
         # Touch the parsed views so that every regex and list error surfaces at load time.
         _ = (self.table_filter, self.column_filter, self.key_columns, self.skipped_operation_codes, self.column_rules)
         _ = self.snapshot_select_statements
+        _ = self.transform_chain
         return self
 
     @classmethod
@@ -389,6 +396,16 @@ class CommonConnectorConfig(PropertiesModel):
         """Mask / truncate / hash rules in a stable order (truncate before mask, as Debezium)."""
         return parse_column_rules(self.column_truncate_to, self.column_mask_with, self.column_mask_hash)
 
+    @cached_property
+    def transform_chain(self) -> TransformChain:
+        """The ``transforms`` / ``predicates`` chain capture applies to every record before sending it
+        (empty when none is configured); ConfigError at load for an unsupported class or a bad property."""
+        from lakecdc.transforms import TransformContext, build_chain
+
+        properties = {k: v for k, v in self.passthrough.items() if k in TRANSFORM_NAMES or k.startswith(TRANSFORM_PREFIXES)}
+        schemas = self.passthrough.get("header.converter.schemas.enable", "true").strip().lower() != "false"
+        return build_chain(properties, TransformContext(header_schemas_enable=schemas))
+
     @classmethod
     def accepting(cls, connector: str) -> frozenset[str]:
         """``accepted_names`` of a connector model: these plus its Debezium properties without effect."""
@@ -397,13 +414,15 @@ class CommonConnectorConfig(PropertiesModel):
     def not_applied_properties(self) -> dict[str, str]:
         """Given properties lakecdc accepts but does not apply, each with the reason (logged once
         per property at start): the connector's entries in ``lakecdc.config.no_effect``, and
-        Kafka Connect plug-in settings (SMTs, custom converters)."""
+        Kafka Connect plug-in settings (custom converters), and transform properties the transform
+        does not read (Kafka Connect ignores them too)."""
         listed = no_effect(self.connector_kind)
         found: dict[str, str] = {}
         for given in self.given_properties():
             name = self._current_name(given.strip())
             if name in listed or name in NOT_APPLIED_NAMES or name.startswith(NOT_APPLIED_PREFIXES):
                 found[name] = reason_for(self.connector_kind, name)
+        found.update(self.transform_chain.not_applied)
         return dict(sorted(found.items()))
 
     def log_not_applied(self, logger: logging.Logger) -> None:

@@ -35,6 +35,8 @@ _PROPAGATE = ("lakecdc does not add the __debezium.source.column.* parameters to
 _COMMENTS = "lakecdc does not copy table and column comments into schemas"
 _DELAY = "lakecdc starts at once; to delay, start the capture later"
 _CUSTOM_QUERY = "only read with snapshot.query.mode=custom, which needs a Java class; lakecdc refuses it"
+_NO_RESTART = ("lakecdc's capture is not restarted after a retriable error: it retries in place, 10 times, "
+               "waiting 1 s and doubling up to 30 s")
 
 # Shared by the four connectors (CommonConnectorConfig and RelationalDatabaseConnectorConfig).
 COMMON: dict[str, str] = {
@@ -118,6 +120,8 @@ POSTGRES: dict[str, str] = {
     "poll.interval.ms": "lakecdc waits on the replication socket and handles each message as it arrives",
     "query.fetch.size": _FETCH,
     "snapshot.fetch.size": _FETCH,
+    "retriable.restart.connector.wait.ms": "lakecdc's PostgreSQL capture is not restarted after a retriable "
+                                           "error: it reconnects after slot.retry.delay.ms, slot.max.retries times",
     "replica.identity.autoset.values": "lakecdc does not change tables' REPLICA IDENTITY; set it with ALTER TABLE",
     "schema.refresh.mode": "with pgoutput (lakecdc's only plug-in) every change carries every column, unchanged "
                            "TOASTed ones included, so Debezium's two modes give the same events",
@@ -133,6 +137,7 @@ POSTGRES: dict[str, str] = {
 }
 
 MYSQL: dict[str, str] = {
+    "retriable.restart.connector.wait.ms": _NO_RESTART,
     "binlog.buffer.size": "lakecdc decodes each transaction as its events arrive; no look-ahead buffer",
     "database.jdbc.driver": "names a Java JDBC driver; lakecdc connects with PyMySQL",
     "database.protocol": "names a Java JDBC protocol; lakecdc connects with PyMySQL",
@@ -177,6 +182,7 @@ _ORACLE_BUFFER = ("lakecdc's buffer beyond memory is a local SQLite spill file (
                   "no counterpart")
 _ORACLE_LOGMINER = "tunes Debezium's LogMiner session; lakecdc's mining loop has no such setting"
 ORACLE: dict[str, str] = {
+    "retriable.restart.connector.wait.ms": _NO_RESTART,
     "include.schema.comments": _COMMENTS,
     "archive.destination.name": "lakecdc mines the logs V$ARCHIVED_LOG lists for every destination",
     "archive.log.hours": "lakecdc considers every archive log V$ARCHIVED_LOG lists",
@@ -249,13 +255,9 @@ ORACLE: dict[str, str] = {
 # Accepted names outside Debezium's connector definitions (Kafka Connect's, or older Debezium names);
 # ``passthrough.NOT_APPLIED_*`` decides which are reported, this gives the reason.
 KAFKA_CONNECT: dict[str, str] = {
-    "transforms": "Kafka Connect single message transforms are not applied by lakecdc; records keep Debezium's "
-                  "envelope and topic",
-    "predicates": "Kafka Connect predicates only select transforms, which lakecdc does not apply",
     "transaction.topic": "Debezium 3.6 itself names the transaction topic with topic.transaction; this older name "
                          "is accepted and not used",
 }
-_FAMILIES = {"transforms.": "transforms", "predicates.": "predicates"}
 _PLUGIN = "a Kafka Connect plug-in setting; lakecdc does not run Kafka Connect plug-ins"
 
 # SQL Server keeps no schema history at all: every schema.history.internal* property is without effect.
@@ -287,11 +289,7 @@ def no_effect(connector: str | None) -> dict[str, str]:
 
 def reason_for(connector: str | None, name: str) -> str:
     """Why ``name`` changes nothing (a Debezium property listed here, or a Kafka Connect plug-in name)."""
-    found = no_effect(connector).get(name) or KAFKA_CONNECT.get(name)
-    if found:
-        return found
-    family = next((f for p, f in _FAMILIES.items() if name.startswith(p)), None)
-    return KAFKA_CONNECT[family] if family else _PLUGIN
+    return no_effect(connector).get(name) or KAFKA_CONNECT.get(name) or _PLUGIN
 
 
 def render_markdown(titles: Mapping[str, str] | None = None) -> str:

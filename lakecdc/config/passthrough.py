@@ -2,7 +2,9 @@
 
 ``CommonConnectorConfig`` accepts and keeps them so that a Debezium ``.properties`` file loads
 unchanged; names in ``NOT_APPLIED_*`` are reported by ``ignored_properties()`` because setting
-them changes Debezium's behaviour in a way lakecdc does not reproduce (plug-in classes, SMTs).
+them changes Debezium's behaviour in a way lakecdc does not reproduce (plug-in classes). Kafka
+Connect transforms (``transforms*``, ``predicates*``) are accepted here and applied by
+``lakecdc.transforms``.
 Also the storage class names of ``offset.storage`` / ``schema.history.internal``.
 """
 
@@ -32,7 +34,7 @@ HISTORY_STORES: dict[str, OffsetStorageKind] = {
 # plug-in classes and integrations of the JVM runtime.
 NOT_APPLIED_NAMES = frozenset(
     {
-        "transforms", "predicates", "converters", "post.processors", "topic.naming.strategy",
+        "converters", "post.processors", "topic.naming.strategy",
         "transaction.metadata.factory", "sourceinfo.struct.maker", "memory.management.schemas.class",
         "memory.management.tables.class", "guardrail.collections.max", "guardrail.collections.limit.action",
         "snapshot.mode.custom.name", "snapshot.locking.mode.custom.name", "snapshot.query.mode.custom.name",
@@ -41,7 +43,11 @@ NOT_APPLIED_NAMES = frozenset(
         "heartbeat.topics.prefix", "transaction.topic",
     }
 )
-NOT_APPLIED_PREFIXES = ("transforms.", "predicates.", "openlineage.")
+NOT_APPLIED_PREFIXES = ("openlineage.",)
+# Kafka Connect single message transforms and predicates: applied by lakecdc.transforms, validated
+# when the configuration loads (CommonConnectorConfig.transform_chain).
+TRANSFORM_NAMES = frozenset({"transforms", "predicates"})
+TRANSFORM_PREFIXES = ("transforms.", "predicates.")
 # Debezium and Kafka Connect settings that tune the JVM runtime (timeouts, metrics, threads):
 # meaningful there, kept here so a Debezium file loads unchanged.
 RUNTIME_NAMES = frozenset(
@@ -55,10 +61,10 @@ RUNTIME_NAMES = frozenset(
         "statistics.metrics.enabled",
     }
 )
-KAFKA_CONNECT_NAMES = RUNTIME_NAMES | NOT_APPLIED_NAMES
+KAFKA_CONNECT_NAMES = RUNTIME_NAMES | NOT_APPLIED_NAMES | TRANSFORM_NAMES
 KAFKA_CONNECT_PREFIXES = (
     "database.", "driver.", "producer.", "consumer.", "admin.", "signal.", "notification.",
     "key.converter.", "value.converter.", "header.converter.", "offset.storage.",
     "schema.history.internal.", "topic.creation.", "errors.", "internal.", "metrics.",
-    "snapshot.mode.configuration.based.", *NOT_APPLIED_PREFIXES,
+    "snapshot.mode.configuration.based.", *NOT_APPLIED_PREFIXES, *TRANSFORM_PREFIXES,
 )

@@ -59,7 +59,7 @@ def python_logs_to(log_file: Path) -> None:
         logger.setLevel(logging.INFO)
 
 
-def spark_session_logged(log_file: Path, warehouse: Path, **options: Any) -> SparkSession:
+def spark_session_logged(log_file: Path, warehouse: Path | str, **options: Any) -> SparkSession:
     """``devstack.spark.spark_session(warehouse, **options)`` with Spark's and Java's output in
     ``log_file``. The JVM is started here only if this process has none yet."""
     from lakecdc.devstack.spark import spark_session

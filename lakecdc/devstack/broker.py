@@ -9,10 +9,13 @@ from __future__ import annotations
 import importlib.util
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from lakecdc.devstack.part import ServicePart
 from lakecdc.devstack.ports import port_is_open
+from lakecdc.transport.kafka_config import kafka_client_defaults
+
+__all__ = ["Broker", "kafka_client_defaults", "tansu_binary"]
 
 
 def tansu_binary() -> Path:
@@ -26,28 +29,6 @@ def tansu_binary() -> Path:
     if not os.access(binary, os.X_OK):
         binary.chmod(binary.stat().st_mode | 0o111)
     return binary
-
-
-def kafka_client_defaults(role: Literal["producer", "consumer"] | None = None) -> dict[str, Any]:
-    """confluent-kafka settings the tansu broker needs (harmless on a real Kafka).
-
-    - consumers: a short session so a group join takes ~1 s instead of ~23 s; fetches that wait
-      at least 100 ms and return as soon as one byte is there;
-    - producers: batch for a few ms (tansu is slow with one record per request).
-    ``role=None`` returns both sets (librdkafka then logs that the other role's keys are ignored).
-    """
-    producer = {"linger.ms": 5}
-    consumer = {
-        "session.timeout.ms": 6000,
-        "heartbeat.interval.ms": 1000,
-        "fetch.wait.max.ms": 100,
-        "fetch.min.bytes": 1,
-    }
-    if role == "producer":
-        return producer
-    if role == "consumer":
-        return consumer
-    return {**producer, **consumer}
 
 
 class Broker(ServicePart):

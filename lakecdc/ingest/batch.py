@@ -101,6 +101,10 @@ class TableTarget:
     format: TableFormat = "iceberg"
     key_columns: tuple[str, ...] = ()
     delete_mode: DeleteMode = "hard"
+    #: ``"scd2"``: keep a history table of every version beside silver (``lakecdc.writers.history``)
+    history: Literal["scd2"] | None = None
+    track_history_columns: tuple[str, ...] = ()  # only these make a new version (empty: all)
+    track_history_except_columns: tuple[str, ...] = ()  # changes only in these update the version in place
 
     @property
     def source_name(self) -> str:
@@ -115,6 +119,11 @@ class TableTarget:
     def ledger_table(self) -> str:
         """The delete ledger beside silver: keys (and truncates) with the ``_seq`` they were removed at."""
         return f"{self.silver_table}__deletes"
+
+    @property
+    def history_table(self) -> str:
+        """The SCD2 history beside silver (``history: scd2``): one row per version of a key."""
+        return f"{self.silver_table}__history"
 
 
 @dataclass(frozen=True)
@@ -158,6 +167,9 @@ class ChangeBatch:
     stats: BatchStats | None = None
     #: the source positions the table commits record (``lakecdc.ingest.progress.CommitPositions``)
     positions: CommitPositions | None = None
+    #: events bronze keeps but silver must not apply (``_topic``, ``_partition``, ``_offset``): the
+    #: ones pipeline expectations quarantined (``lakecdc.quality.pipeline``)
+    held_from_silver: DataFrame | None = None
 
     @property
     def column_names(self) -> list[str]:

@@ -15,10 +15,18 @@ describe how the *capture* side was configured, so the job can read what it prod
 (``kafka.security.protocol`` -> ``security.protocol``); those values are never logged.
 
 Per-table overrides use ``table.mapping.<topic>.<attribute>`` (attributes ``bronze``, ``silver``,
-``format``, ``key_columns``, ``delete_mode``); in YAML::
+``format``, ``key_columns``, ``delete_mode``, ``history``, ``track_history_columns``,
+``track_history_except_columns``, and ``expectations`` / ``expectations_action`` for pipeline
+expectations, ``lakecdc.quality.pipeline``); in YAML::
 
     table.mapping:
       shop.public.orders: {silver: main.sales.orders, format: delta, key_columns: "id"}
+      shop.public.customers: {history: scd2, track_history_except_columns: "last_login"}
+
+``history: scd2`` keeps ``<silver>__history`` beside silver (one row per version of a key,
+``lakecdc.writers.history``); the two column lists (comma-separated) say which changes make a new
+version: only changes in ``track_history_columns`` (default: every column), never changes only in
+``track_history_except_columns`` (those update the current version in place).
 
 Three-part names (Unity Catalog ``catalog.schema.table``) are used as given.
 """
@@ -36,7 +44,8 @@ from lakecdc.errors import ConfigError
 
 ReaderKind = Literal["auto", "spark", "spark-kafka", "python"]
 TableFormatName = Literal["iceberg", "delta"]
-MAPPING_ATTRIBUTES = ("bronze", "silver", "format", "key_columns", "delete_mode")
+MAPPING_ATTRIBUTES = ("bronze", "silver", "format", "key_columns", "delete_mode", "history", "track_history_columns",
+                      "track_history_except_columns", "expectations", "expectations_action")
 DEFAULT_PLACEHOLDER = "__debezium_unavailable_value"
 
 
@@ -48,10 +57,32 @@ class TableOverride(PropertiesModel):
     format: TableFormatName | None = None
     key_columns: str | None = None
     delete_mode: Literal["hard", "soft"] | None = None
+    history: Literal["scd2"] | None = None
+    track_history_columns: str | None = None
+    track_history_except_columns: str | None = None
+    #: a GX 1.x suite JSON checked on each batch before silver (``lakecdc.quality.pipeline``)
+    expectations: str | None = None
+    expectations_action: Literal["warn", "quarantine", "fail"] | None = None
 
     @property
     def key_column_list(self) -> tuple[str, ...]:
-        return tuple(c.strip() for c in (self.key_columns or "").split(",") if c.strip())
+        return _names(self.key_columns)
+
+    @property
+    def tracked_columns(self) -> tuple[str, tuple[str, ...], tuple[str, ...]] | None:
+        """(``history``, ``track_history_columns``, ``track_history_except_columns``) or None
+        without history; column lists given without ``history: scd2`` are an error (they would
+        silently do nothing)."""
+        if self.history is None:
+            if self.track_history_columns or self.track_history_except_columns:
+                raise ConfigError("track_history_columns / track_history_except_columns need history: scd2 "
+                                  "in the same table.mapping entry", "table.mapping")
+            return None
+        return self.history, _names(self.track_history_columns), _names(self.track_history_except_columns)
+
+
+def _names(listed: str | None) -> tuple[str, ...]:
+    return tuple(c.strip() for c in (listed or "").split(",") if c.strip())
 
 
 class IngestConfig(PropertiesModel):

@@ -13,7 +13,10 @@ ranked at or below it is in every table. It is kept below:
 
 A point is *published* (``lakecdc.ingest.consistency``) only when no table holds anything above it
 -- then each table's newest version holds exactly the point -- and not below what a table's newest
-commit held before a restart (``floor``).
+commit held before a restart (``floor``: the highest ``_seq`` it holds, not only the position it
+recorded as complete through, which a snapshot or a held transaction may have kept lower). After a
+restart whose replays release nothing new, reading every partition to its end with nothing held
+lifts the point to the floor: every transaction read is then in every table.
 """
 
 from __future__ import annotations
@@ -41,10 +44,14 @@ class ConsistencyPoint:
             tuple(state.snapshot_pending_seq) if state.snapshot_pending_seq is not None
             else (0, 0, 0, 0) if state.applied_through_seq is None else None)
 
-    def table_holds(self, complete_through: Seq | None) -> None:
-        """A table's newest commit (read at start) is complete through this position."""
-        if complete_through is not None:
-            self.floor = max(self.floor or complete_through, complete_through)
+    def table_holds(self, complete_through: Seq | None, max_seq: Seq | None = None) -> None:
+        """A table's newest commit (read at start) is complete through ``complete_through`` and holds
+        changes up to ``max_seq``: after a kill, its events above the position it recorded (released
+        while a snapshot or another transaction kept the point lower) are replays the restarted job
+        drops, so only this floor says the point must reach them."""
+        for held in (complete_through, max_seq):
+            if held is not None:
+                self.floor = max(self.floor or held, tuple(held))
 
     def advance(self, released: Iterable[pa.Table], at_end_of_data: bool, held_min: Seq | None,
                 last_commit_lsn: int | None) -> None:

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -49,6 +49,7 @@ import pyarrow as pa
 
 from lakecdc.events.envelope import HEADER_OLD_KEY
 from lakecdc.events.positions import position_from_source
+from lakecdc.events.schema import ConnectSchema
 from lakecdc.ingest.batch import METADATA_COLUMNS, ColumnSpec
 from lakecdc.ingest.config import IngestConfig
 from lakecdc.ingest.connect_types import (ColumnType, TypeOptions, ValueConversionError, column_type,
@@ -58,7 +59,8 @@ from lakecdc.ingest.converter_json import (connect_schema, envelope_parts, envel
                                            parse_json, split_envelope)
 from lakecdc.ingest.dead_letter import DeadLetter
 from lakecdc.ingest.placeholders import Placeholders
-from lakecdc.ingest.record_checks import Check, RecordError, envelope_check, read_int, read_text, value_check
+from lakecdc.ingest.record_checks import (Check, RecordError, envelope_check, not_an_envelope, read_int, read_text,
+                                         value_check)
 from lakecdc.ingest.segments import METADATA_ARROW, DecodedSegment, SourceTable
 
 __all__ = ["DecodedBatch", "Decoder", "RecordError", "SchemaChange", "TxMarker", "split_envelope"]
@@ -97,10 +99,17 @@ class _ValueLayout:
     columns: list[ColumnSpec]
     required: tuple[bool, ...]
     check_envelope: Check  # the payload against its schema, all but the row images
+    #: the row image's own columns when ``names`` adds key fields (``_with_key_columns``)
+    row_names: tuple[str, ...] | None = None
 
     @property
     def name_set(self) -> frozenset[str]:
         return frozenset(self.names)
+
+    @property
+    def row(self) -> _ValueLayout:
+        """The layout a row image is checked against (without the key's extra columns)."""
+        return self if self.row_names is None else replace(self, names=self.row_names, row_names=None)
 
 
 @dataclass(frozen=True)
@@ -110,6 +119,7 @@ class _Key:
     names: tuple[str, ...]
     text: str
     payload: dict[str, Any]
+    schema: ConnectSchema
 
 
 @dataclass(frozen=True)
@@ -135,7 +145,7 @@ class Decoder:
         self._heartbeat_topic = config.heartbeat_topic_name
         self._schema_topic = config.schema_change_topic_name
         self._layouts: dict[bytes, _ValueLayout] = {}
-        self._key_layouts: dict[bytes, tuple[tuple[str, ...], Check]] = {}
+        self._key_layouts: dict[bytes, tuple[ConnectSchema, Check]] = {}
         self._proven: set[bytes] = set()  # schema slices that are JSON: the compact split was right
         self._keyed: dict[str, tuple[str, ...]] = {}  # topic -> key columns, once its events carry keys
 
@@ -237,8 +247,7 @@ class Decoder:
             return layout
         envelope = connect_schema(schema_bytes, "value schema")
         if envelope.type != "struct" or "op" not in envelope.field_names:
-            raise RecordError(f"value schema '{envelope.name}' is not a Debezium change event envelope "
-                              "(no 'op' field)")
+            raise not_an_envelope(envelope)
         images = [f for f in envelope.fields if f.name in ("before", "after")]
         if not images:
             raise RecordError(f"value schema '{envelope.name}' has neither 'before' nor 'after'")
@@ -269,14 +278,17 @@ class Decoder:
         if layout is None:
             schema = connect_schema(schema_bytes, "key schema")
             if schema.type != "struct":
-                raise RecordError(f"key schema: expected a struct, got {schema.type}")
-            layout = (schema.field_names, value_check(schema, ""))
+                raise RecordError(f"key schema: expected a struct, got {schema.type}: Debezium's key is a struct of the "
+                                  "key columns; the outbox EventRouter (io.debezium.transforms.outbox.EventRouter) "
+                                  "most likely replaced it with the aggregate id, and the ingest needs the change "
+                                  "event envelope: remove that transform or limit it to other topics")
+            layout = (schema, value_check(schema, ""))
             self._key_layouts[schema_bytes] = layout
         try:
             layout[1](payload)
         except RecordError as exc:
             raise RecordError(f"key: {exc}") from None
-        return _Key(layout[0], text, payload)
+        return _Key(layout[0].field_names, text, payload, layout[0])
 
     # ------------------------------------------------------------------ data rows
 
@@ -321,14 +333,24 @@ class Decoder:
         key_json: list[str | None] = []
         old_key_json: list[str | None] = []
         key_names: tuple[str, ...] = ()
+        try:
+            layout, extra = self._with_key_columns(layout, records)
+        except RecordError as exc:
+            for i in records.indexes:
+                dead(i, exc)
+            return None
+        row_layout = layout.row
         for i, payload in zip(records.indexes, records.payloads):
             key = records.keys.get(i)
             try:
                 keyed = records.keyed_from is not None and records.keyed_from < i
-                event = self._event(topic, layout, payload, key, keyed, records.key_columns)
+                event = self._event(topic, row_layout, payload, key, keyed, records.key_columns)
                 if event is None:
                     out.skipped += 1
                     continue
+                if extra and event.image is not None:
+                    event = replace(event, image={**event.image, **{n: (key.payload if key else {}).get(n)
+                                                                    for n in extra}})
                 old_key = key_text(records.old_keys[i]) if i in records.old_keys else None
             except Exception as exc:  # noqa: BLE001 - one bad record never stops the batch
                 dead(i, exc)
@@ -365,6 +387,28 @@ class Decoder:
             for i in kept:
                 dead(i, exc)
             return None
+
+    def _with_key_columns(self, layout: _ValueLayout, records: _Records) -> tuple[_ValueLayout, tuple[str, ...]]:
+        """``layout`` plus the key fields that are not row columns (text fields only), each as a nullable
+        column taken from the key: Debezium's ``ByLogicalTableRouter`` adds the source table's identifier
+        (``__dbz__physicalTableIdentifier``) to the keys of the tables it merges into one topic, and the
+        silver table must keep it to tell their rows apart."""
+        key = next((records.keys[i] for i in records.indexes if i in records.keys), None)
+        extra = tuple(n for n in key.names if n not in layout.name_set) if key else ()
+        if not extra or key is None:
+            return layout, ()
+        fields = [key.schema.field(n) for n in extra]
+        if any(f.schema.type != "string" for f in fields):
+            return layout, ()  # not a router's identifier: refused below as a key that is not the row's
+        try:
+            types = tuple(column_type(f.schema, self._options, check_required=False) for f in fields)
+        except ValueConversionError as exc:
+            raise RecordError(f"key schema '{key.schema.name}': {exc}") from None
+        columns = [ColumnSpec(f.name, t.spark, True, f.schema.as_optional().to_json(f.name))
+                   for f, t in zip(fields, types)]
+        wider = replace(layout, names=layout.names + extra, types=layout.types + types,
+                        columns=layout.columns + columns, required=layout.required + (False,) * len(extra))
+        return replace(wider, row_names=layout.names), extra
 
     def _assemble(self, topic: str, layout: _ValueLayout, key_names: tuple[str, ...], kept: list[int],
                   events: list[_Event], key_json: list[str | None], old_key_json: list[str | None],

@@ -196,17 +196,23 @@ def reader_kind(cfg: IngestConfig, spark: SparkSession) -> str:
     return "python" if master == "local" or master.startswith("local[") else "spark"
 
 
-def ingest_session(cfg: IngestConfig) -> SparkSession:
-    """The active Spark session, else a local one over the configuration's warehouse and catalog."""
+def ingest_session(cfg: IngestConfig, spark_log: Path | None = None) -> SparkSession:
+    """The active Spark session (Databricks, spark-submit), else a local one over the
+    configuration's warehouse and catalog whose JVM writes its own log lines (log4j, the JVM's
+    warnings) to ``spark_log``, by default ``spark.log`` in the job's progress directory: they
+    are Spark's business, not the job's output."""
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
-    from lakecdc.devstack.spark import spark_session
+    from lakecdc.demo.spark_log import spark_session_logged
 
-    return spark_session(cfg.warehouse, catalog=cfg.catalog_type, app_name=f"lakecdc-ingest-{cfg.name}",
-                         catalog_name=cfg.catalog)
+    log_file = spark_log or cfg.progress_dir / "spark.log"
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    log.info("Spark's own log: %s", log_file)
+    return spark_session_logged(log_file, cfg.warehouse, catalog=cfg.catalog_type,
+                                app_name=f"lakecdc-ingest-{cfg.name}", catalog_name=cfg.catalog)
 
 
 def _periodic_maintenance(cfg: IngestConfig, spark: SparkSession) -> PeriodicMaintenance:

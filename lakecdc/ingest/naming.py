@@ -37,7 +37,7 @@ def identifier_part(text: str) -> str:
     return _UNSAFE.sub("_", text)
 
 
-Role = Literal["bronze", "silver", "ledger"]
+Role = Literal["bronze", "silver", "ledger", "history"]
 
 
 class TableNamer:
@@ -67,7 +67,11 @@ class TableNamer:
         except (KeyError, IndexError) as exc:
             raise ConfigError(f"table name template uses an unknown placeholder {exc}; allowed: "
                               f"{', '.join('{' + f + '}' for f in fields)}", "table.name.format.silver") from None
-        self._claim(topic, {"bronze": bronze, "silver": silver, "ledger": f"{silver}__deletes"})
+        names: dict[Role, str] = {"bronze": bronze, "silver": silver, "ledger": f"{silver}__deletes"}
+        history = override.tracked_columns if override else None
+        if history:
+            names["history"] = f"{silver}__history"
+        self._claim(topic, names)
         keys = (override.key_column_list if override else ()) or key_columns
         connector = _CONNECTORS.get(source.connector, source.connector) if source else ""
         return TableTarget(
@@ -81,6 +85,9 @@ class TableNamer:
             format=(override.format if override and override.format else config.table_format),
             key_columns=tuple(keys),
             delete_mode=(override.delete_mode if override and override.delete_mode else config.delete_mode),
+            history=history[0] if history else None,
+            track_history_columns=history[1] if history else (),
+            track_history_except_columns=history[2] if history else (),
         )
 
     def with_keys(self, target: TableTarget, key_columns: tuple[str, ...]) -> TableTarget:
@@ -110,7 +117,7 @@ class TableNamer:
 def collision_error(name: str, first: tuple[str, Role], second: tuple[str, Role]) -> ConfigError:
     """The error for two topics (or two roles of one topic) given one table name."""
     (topic_a, role_a), (topic_b, role_b) = first, second
-    setting = "silver" if role_b == "ledger" else role_b
+    setting = "silver" if role_b in ("ledger", "history") else role_b
     if topic_a == topic_b:
         return ConfigError(f"topic {topic_b!r} would write its {role_a} and {role_b} tables to one table {name!r}: "
                            f"set table.mapping.{topic_b}.{setting} to another name", f"table.mapping.{topic_b}.{setting}")
@@ -118,6 +125,6 @@ def collision_error(name: str, first: tuple[str, Role], second: tuple[str, Role]
         f"topics {topic_a!r} and {topic_b!r} both map to table {name!r} ({role_a} of the first, {role_b} of the "
         f"second; table names ignore case and turn characters outside [A-Za-z0-9_] into '_'): their changes "
         f"would mix in one table. Give one of them its own name with table.mapping.{topic_b}.{setting} (or "
-        f"table.mapping.{topic_a}.{'silver' if role_a == 'ledger' else role_a}), or change "
+        f"table.mapping.{topic_a}.{'silver' if role_a in ('ledger', 'history') else role_a}), or change "
         f"table.name.format.bronze / table.name.format.silver so the names differ",
         f"table.mapping.{topic_b}.{setting}")

@@ -54,6 +54,7 @@ from lakecdc.ingest.progress import CommitPositions
 from lakecdc.ingest.reader import KafkaMicroBatch
 from lakecdc.ingest.segments import DecodedSegment, union_segments
 from lakecdc.ingest.transactions import TransactionBuffer, Where
+from lakecdc.quality.pipeline import check_batch
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -166,7 +167,8 @@ class BatchProcessor:
                 self._committed[tp] = offset
         self._tx_through[topic] = _lowest([c.tx_through if c else {} for c in commits])
         for commit in commits:
-            self._point.table_holds(commit.complete_through if commit else None)
+            if commit is not None:
+                self._point.table_holds(commit.complete_through, commit.max_seq)
 
     def _already_applied(self, collection: str, end: Where) -> bool:
         """Whether the table of a data collection already holds the transaction whose END is at
@@ -326,11 +328,16 @@ class BatchProcessor:
 
         schema = StructType([StructField(c.name, c.data_type, True) for c in columns] + metadata_fields())
         df = arrow_to_spark(self.spark, rows, schema)
+        verdict = check_batch(self.config, target, rows, df)  # pipeline expectations, if the table has some
+        if verdict.failure is not None:
+            return _TableOutcome(target, failure=verdict.failure)
+        held = self.spark.createDataFrame(verdict.held, "_topic string, _partition int, _offset long") \
+            if verdict.held else None
         try:
             # The figures of the batch come from its Arrow rows here: a Spark job less per table.
             stats = arrow_batch_stats(rows, target.key_columns)
             result = writer.apply(ChangeBatch(target, columns, df, progress, events_through, stats,
-                                              self._positions(rows)), batch_id)
+                                              self._positions(rows), held), batch_id)
         except SchemaEvolutionError as exc:
             return _TableOutcome(target, failure=str(exc))
         streamed = rows.filter(pc.not_equal(rows.column("_op"), "r")).column("_source_ts_ms")

@@ -128,7 +128,7 @@ class PythonKafkaReader:
             from confluent_kafka import Consumer
         except ImportError as exc:
             raise MissingExtraError("the Python Kafka reader", "kafka", str(exc)) from exc
-        from lakecdc.devstack.broker import kafka_client_defaults
+        from lakecdc.transport.kafka_config import kafka_client_defaults
 
         settings: dict[str, Any] = {
             **kafka_client_defaults("consumer"),

@@ -128,6 +128,26 @@ def envelope_check(envelope: ConnectSchema, skip: frozenset[str]) -> Check:
     return check
 
 
+def not_an_envelope(schema: ConnectSchema) -> RecordError:
+    """The dead-letter reason for a value that is not a Debezium change event envelope, naming the
+    transform that most likely replaced it: Debezium's ``ExtractNewRecordState`` leaves the row
+    (``<topic>.Value``, maybe with ``__``-prefixed metadata fields), the outbox ``EventRouter`` the
+    payload column (often a string or ``io.debezium.data.Json``) or a struct with a ``payload`` field."""
+    names = schema.field_names if schema.type == "struct" else ()
+    if schema.type == "struct" and "payload" in names and "op" not in names:
+        likely = "the outbox EventRouter (io.debezium.transforms.outbox.EventRouter)"
+    elif schema.type != "struct":
+        likely = "the outbox EventRouter (io.debezium.transforms.outbox.EventRouter), which sends the payload alone"
+    elif (schema.name or "").endswith(".Value") or any(n.startswith("__") for n in names):
+        likely = "ExtractNewRecordState (io.debezium.transforms.ExtractNewRecordState), which unwraps the row"
+    else:
+        likely = "a transform that replaces the envelope (ExtractNewRecordState, the outbox EventRouter)"
+    return RecordError(f"value schema '{schema.name or schema.type}' is not a Debezium change event envelope "
+                       f"(no 'op' field): the records were most likely transformed by {likely}. The ingest needs "
+                       "the envelope (before, after, source, op): remove that transform from the connector's "
+                       "transforms, or limit it to other topics with a predicate")
+
+
 def read_text(value: Any, where: str, optional: bool = True) -> str | None:
     """``value`` where the decoder reads text (validated there, whatever the schema says)."""
     if value is None and optional:

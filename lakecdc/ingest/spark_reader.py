@@ -49,7 +49,7 @@ class SparkRangeReader:
             from confluent_kafka import Consumer
         except ImportError as exc:
             raise MissingExtraError("the Spark range reader", "kafka", str(exc)) from exc
-        from lakecdc.devstack.broker import kafka_client_defaults
+        from lakecdc.transport.kafka_config import kafka_client_defaults
 
         self._settings: dict[str, Any] = {**kafka_client_defaults("consumer"), **config.kafka_client_properties(),
                                           "group.id": config.consumer_group}

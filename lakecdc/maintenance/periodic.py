@@ -21,9 +21,12 @@ log = logging.getLogger(__name__)
 
 
 def target_tables(target: TableTarget) -> list[str]:
-    """The tables one source table's batches write: bronze, and silver with its ledger if keyed."""
-    return [target.bronze_table, target.silver_table, target.ledger_table] if target.has_key \
-        else [target.bronze_table]
+    """The tables one source table's batches write: bronze, and silver with its ledger (and its SCD2
+    history, ``history: scd2``) if keyed."""
+    if not target.has_key:
+        return [target.bronze_table]
+    return [target.bronze_table, target.silver_table, target.ledger_table,
+            *([target.history_table] if target.history else [])]
 
 
 class PeriodicMaintenance:

@@ -1,10 +1,16 @@
-"""Data quality for lakecdc tables: registered rules, source reconciliation, quarantine, a GX bridge.
+"""Data quality for lakecdc tables: rules run in the table's engine, team GX suites, pipeline
+expectations, quarantine, and source reconciliation by key-range checksums.
 
-- ``check_table(silver, bronze=..., rules=..., **options) -> QualityReport`` (``report``);
-- rules in ``RULES`` (``rules``, ``reconcile``): not-null and unique keys, no resurrected deletes,
-  bronze positions increasing per key, silver equals the bronze replay, freshness, source reconciliation;
-- ``quarantine(table, report, keys)`` writes failing rows to ``<table>_quarantine`` (``quarantine``);
-- ``silver_suite`` / ``run_suite``: a great-expectations suite for a silver table (``gx_suite``).
+- ``check_table(silver, bronze=..., rules=..., **options) -> QualityReport`` (``report``): the rules
+  in ``RULES`` (``rules``, ``replay_rules``, ``reconcile``) as SQL in Spark or DataFusion (``engine``):
+  not-null and unique keys, no resurrected deletes, bronze positions increasing per key, silver
+  equals the bronze replay, freshness, source reconciliation; counts plus a bounded sample;
+- ``quarantine(table, report, keys)`` writes failing sample rows to ``<table>_quarantine`` (``quarantine``);
+- ``load_suites`` / ``run_team_suite`` / ``record_results``: the team's GX 1.x suites on Spark, results
+  in ``<namespace>.quality_results`` (``team_suites``);
+- ``check_batch``: pipeline expectations on each ingest batch, warn / quarantine / fail (``pipeline``);
+- ``bisect``: key-range checksum reconciliation (``reconcile``, SQL per dialect in ``range_checksums``);
+- ``silver_suite`` / ``run_suite``: a generated great-expectations suite for a silver table (``gx_suite``).
 """
 
 from lakecdc.quality.quarantine import quarantine, quarantine_name

@@ -50,8 +50,13 @@ def quarantine_rows(report: QualityReport, keys: tuple[str, ...], checked_at: da
 
 
 def quarantine(table: LakeTable, report: QualityReport, keys: tuple[str, ...]) -> int:
-    """Append the report's failing rows to ``<table>_quarantine``; returns how many were written."""
-    rows = quarantine_rows(report, keys)
+    """Append the report's failing rows (each rule's bounded sample) to ``<table>_quarantine``;
+    returns how many were written."""
+    return append_quarantine(table, quarantine_rows(report, keys))
+
+
+def append_quarantine(table: LakeTable, rows: list[dict[str, Any]]) -> int:
+    """Append ``rows`` (``QUARANTINE_COLUMNS``) to ``<table>_quarantine``, creating it on first use."""
     if not rows:
         return 0
     target = table.sibling(quarantine_name(table))

@@ -20,7 +20,8 @@ from typing import Any
 
 from lakecdc.audit.tables import AuditError, LakeTable, key_columns
 from lakecdc.audit.versions import table_versions
-from lakecdc.quality import reconcile  # noqa: F401 - registers source_reconciliation
+from lakecdc.quality import reconcile, replay_rules  # noqa: F401 - register their rules
+from lakecdc.quality.engine import engine_for
 from lakecdc.quality.rules import RULES, CheckContext, RuleResult
 
 #: Rules run when none are named (source reconciliation runs when a source is given).
@@ -62,8 +63,10 @@ def check_table(silver: LakeTable, bronze: LakeTable | None = None, rules: list[
     unknown = [r for r in chosen if r not in RULES]
     if unknown:
         raise AuditError(f"unknown quality rule(s) {unknown}: known rules are {sorted(RULES)}")
-    context = CheckContext(
-        silver_table=silver, silver=silver.pandas(), keys=key_columns(silver, keys),
-        bronze=bronze.pandas() if bronze is not None else None,
-        versions=table_versions(silver), options=options)
+    engine = options.pop("engine", None) or engine_for(silver, int(options.get("memory_mb", 256)))
+    engine.register("silver", silver)
+    if bronze is not None:
+        engine.register("bronze", bronze)
+    context = CheckContext(engine, key_columns(silver, keys), silver.name, bronze is not None,
+                           table_versions(silver), options, silver)
     return QualityReport(silver.name, tuple(RULES[name](context) for name in chosen))

@@ -1,12 +1,14 @@
 """Data-quality rules for lakecdc tables: small functions in a registry (databrickslabs/dqx style).
 
-A rule takes a ``CheckContext`` (silver and bronze rows as pandas, key columns, options) and returns
-a ``RuleResult``: passed or not, a reason in words, and the offending rows (the quarantine gets
-them). Register one with ``@rule("name")``; ``RULES`` maps names to functions.
+A rule takes a ``CheckContext`` (the engine that holds the silver and bronze tables as views, the
+key columns, options) and returns a ``RuleResult``: passed or not, a reason in words, how many rows
+fail, and a bounded sample of them (``sample_rows`` option, default 100; the quarantine gets them).
+Every count is computed by the engine (``lakecdc.quality.engine``) next to the data: nothing
+proportional to the table comes to the driver. Register one with ``@rule("name")``.
 
-Rules here: ``not_null_keys``, ``unique_keys``, ``no_resurrected_deletes``,
-``bronze_positions_increasing``, ``silver_matches_bronze_replay``, ``freshness``; ``source_reconciliation``
-lives in ``lakecdc.quality.reconcile`` (it needs the source database).
+Rules here: ``not_null_keys``, ``unique_keys``, ``bronze_positions_increasing``, ``freshness``;
+``no_resurrected_deletes`` and ``silver_matches_bronze_replay`` live in ``lakecdc.quality.replay_rules``,
+``source_reconciliation`` in ``lakecdc.quality.reconcile``.
 """
 
 from __future__ import annotations
@@ -14,32 +16,93 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from lakecdc.audit.diff import same_value
-from lakecdc.audit.tables import LakeTable, describe_value, row_columns
+from lakecdc.audit.tables import LakeTable, row_columns, to_pandas
 from lakecdc.audit.versions import TableVersion
+from lakecdc.quality.engine import Engine
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
+
+DEFAULT_SAMPLE_ROWS = 100
 
 
 @dataclass
 class CheckContext:
-    """What the rules look at. ``bronze`` may be None (rules that need it then fail, saying so)."""
+    """What the rules look at: views ``silver`` (and ``bronze``, when ``has_bronze``) in ``engine``."""
 
-    silver_table: LakeTable
-    silver: pd.DataFrame
+    engine: Engine
     keys: tuple[str, ...]
-    bronze: pd.DataFrame | None = None
+    table: str = "silver"  # the silver table's name, for messages
+    has_bronze: bool = False
     versions: list[TableVersion] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
+    silver_table: LakeTable | None = None
 
-    def live_silver(self) -> pd.DataFrame:
-        """Silver rows a reader sees (soft-deleted rows excluded)."""
-        if "_is_deleted" in self.silver.columns:
-            return self.silver[self.silver["_is_deleted"] != True]  # noqa: E712 - element-wise
+    @property
+    def sample(self) -> int:
+        return int(self.options.get("sample_rows", DEFAULT_SAMPLE_ROWS))
+
+    @property
+    def silver(self) -> str:
+        return self.engine.view("silver")
+
+    @property
+    def bronze(self) -> str:
+        return self.engine.view("bronze")
+
+    @cached_property
+    def silver_schema(self) -> pa.Schema:
+        return self.engine.schema("silver")
+
+    @cached_property
+    def bronze_schema(self) -> pa.Schema:
+        return self.engine.schema("bronze")
+
+    def live(self) -> str:
+        """Silver rows a reader sees (soft-deleted rows excluded), as a subquery."""
+        if "_is_deleted" in self.silver_schema.names:
+            return f"(SELECT * FROM {self.silver} WHERE _is_deleted IS NOT TRUE)"
         return self.silver
+
+    def key_list(self, alias: str = "") -> str:
+        return ", ".join(f"{alias}{self.engine.quote(k)}" for k in self.keys)
+
+    def key_match(self, left: str, right: str) -> str:
+        """Null-safe equality of the key columns of two aliases (a null key is a key too)."""
+        q = self.engine.quote
+        return " AND ".join(f"({left}.{q(k)} IS NOT DISTINCT FROM {right}.{q(k)})" for k in self.keys)
+
+    def count(self, query: str) -> int:
+        rows = self.engine.sql(f"SELECT count(*) AS n FROM {query} counted").column(0).to_pylist()
+        return int(rows[0] or 0)
+
+    def rows(self, query: str) -> pd.DataFrame:
+        """At most ``sample`` rows of ``query``, as pandas."""
+        return to_pandas(self.engine.sql(f"SELECT * FROM {query} sampled LIMIT {self.sample}"))
+
+    def sample_keys(self, query: str, columns: tuple[str, ...] | None = None) -> pa.Table:
+        """At most ``sample`` rows of the (narrow) ``query``'s ``columns`` (default: the key columns)."""
+        chosen = ", ".join(self.engine.quote(c) for c in (columns or self.keys))
+        return self.engine.sql(f"SELECT {chosen} FROM {query} keyed LIMIT {self.sample}")
+
+    def rows_for(self, source: str, keys: pa.Table, alias: str = "s") -> pd.DataFrame:
+        """The rows of ``source`` whose ``keys.column_names`` values are among ``keys`` (a sample):
+        the wide rows are read only for those keys, the small side of the join."""
+        q = self.engine.quote
+        self.engine.register_arrow("sample_keys", keys)
+        match = " AND ".join(f"({alias}.{q(c)} IS NOT DISTINCT FROM k.{q(c)})" for c in keys.column_names)
+        return to_pandas(self.engine.sql(f"SELECT {alias}.* FROM {source} {alias} "
+                                         f"JOIN {self.engine.view('sample_keys')} k ON {match}", small_join=True))
+
+    def compared_columns(self) -> list[tuple[str, pa.DataType]]:
+        """Silver's source columns that bronze also has (the values the replay must reproduce)."""
+        bronze = set(self.bronze_schema.names)
+        return [(f.name, f.type) for f in self.silver_schema
+                if f.name in row_columns(self.silver_schema.names) and f.name in bronze]
 
 
 @dataclass(frozen=True)
@@ -47,11 +110,14 @@ class RuleResult:
     rule: str
     passed: bool
     reason: str
-    failing: pd.DataFrame | None = None  # offending rows (silver or bronze shaped)
+    failing: pd.DataFrame | None = None  # a bounded sample of the offending rows (silver or bronze shaped)
     checked: int = 0
+    failed_count: int | None = None  # all offending rows (the sample may hold fewer)
 
     @property
     def failed_rows(self) -> int:
+        if self.failed_count is not None:
+            return self.failed_count
         return 0 if self.failing is None else len(self.failing)
 
 
@@ -66,146 +132,62 @@ def rule(name: str) -> Callable[[Rule], Rule]:
     return register
 
 
-def _seq(value: Any) -> tuple[int, ...]:
-    return tuple(int(v) for v in describe_value(value))
+def result(name: str, failed: int, sample: Callable[[], pd.DataFrame], checked: int, ok: str,
+           bad: str) -> RuleResult:
+    """Passed when nothing failed; else the reason (``{n}`` = how many) and the sample, read only then."""
+    if failed == 0:
+        return RuleResult(name, True, ok, None, checked, 0)
+    return RuleResult(name, False, bad.format(n=failed), sample().reset_index(drop=True), checked, failed)
 
 
-def _key(row: dict[str, Any], keys: tuple[str, ...]) -> tuple[Any, ...]:
-    return tuple(describe_value(row[k]) for k in keys)
-
-
-def _result(name: str, failing: pd.DataFrame, checked: int, ok: str, bad: str) -> RuleResult:
-    if failing.empty:
-        return RuleResult(name, True, ok, None, checked)
-    return RuleResult(name, False, bad.format(n=len(failing)), failing.reset_index(drop=True), checked)
-
-
-def _needs_bronze(name: str, ctx: CheckContext) -> RuleResult | None:
-    if ctx.bronze is None:
+def needs_bronze(name: str, ctx: CheckContext) -> RuleResult | None:
+    if not ctx.has_bronze:
         return RuleResult(name, False, "no bronze table given: this rule replays the bronze change log")
     return None
 
 
 @rule("not_null_keys")
 def not_null_keys(ctx: CheckContext) -> RuleResult:
-    silver = ctx.live_silver()
-    failing = silver[silver[list(ctx.keys)].isna().any(axis=1)]
-    return _result("not_null_keys", failing, len(silver), f"no null in key columns {list(ctx.keys)}",
-                   f"{{n}} silver rows have a null key column ({', '.join(ctx.keys)})")
+    q = ctx.engine.quote
+    failing = f"(SELECT * FROM {ctx.live()} s WHERE {' OR '.join(f'{q(k)} IS NULL' for k in ctx.keys)})"
+    return result("not_null_keys", ctx.count(failing), lambda: ctx.rows(failing), ctx.count(ctx.live()),
+                  f"no null in key columns {list(ctx.keys)}",
+                  f"{{n}} silver rows have a null key column ({', '.join(ctx.keys)})")
 
 
 @rule("unique_keys")
 def unique_keys(ctx: CheckContext) -> RuleResult:
-    silver = ctx.live_silver()
-    failing = silver[silver.duplicated(subset=list(ctx.keys), keep=False)]
-    return _result("unique_keys", failing, len(silver), "every key appears once in silver",
-                   "{n} silver rows share their key with another row")
-
-
-def _latest_events(bronze: pd.DataFrame, keys: tuple[str, ...]) -> tuple[dict[tuple[Any, ...], dict[str, Any]],
-                                                                            tuple[int, ...] | None]:
-    """Per key, the newest bronze event (with unavailable columns carried from older events);
-    and the position of the newest truncate."""
-    latest: dict[tuple[Any, ...], dict[str, Any]] = {}
-    truncate: tuple[int, ...] | None = None
-    records = bronze.to_dict("records")
-    records.sort(key=lambda r: _seq(r["_seq"]))
-    for r in records:
-        position = _seq(r["_seq"])
-        if r["_op"] == "t":
-            truncate = position if truncate is None else max(truncate, position)
-            continue
-        key = _key(r, keys)
-        previous = latest.get(key)
-        unavailable = set(describe_value(r.get("_unavailable")) or [])
-        if previous is not None and unavailable and previous["_op"] != "d":
-            r = {**r, **{c: previous.get(c) for c in unavailable}}  # placeholders keep the stored value
-        latest[key] = r
-    return latest, truncate
-
-
-def _gone(event: dict[str, Any], truncate: tuple[int, ...] | None) -> bool:
-    return event["_op"] == "d" or (truncate is not None and _seq(event["_seq"]) < truncate)
-
-
-@rule("no_resurrected_deletes")
-def no_resurrected_deletes(ctx: CheckContext) -> RuleResult:
-    missing = _needs_bronze("no_resurrected_deletes", ctx)
-    if missing:
-        return missing
-    latest, truncate = _latest_events(ctx.bronze, ctx.keys)  # type: ignore[arg-type]
-    silver = ctx.live_silver()
-    newest = [latest.get(_key(r, ctx.keys)) for r in silver.to_dict("records")]
-    flags = [event is not None and _gone(event, truncate) for event in newest]
-    failing = silver[flags] if len(silver) else silver
-    return _result("no_resurrected_deletes", failing, len(silver),
-                   "no silver row was deleted or truncated later in bronze",
-                   "{n} silver rows whose newest bronze event is a delete (or older than a truncate)")
+    repeated = f"(SELECT {ctx.key_list()}, count(*) AS n FROM {ctx.live()} s GROUP BY {ctx.key_list()} HAVING count(*) > 1)"
+    failed = ctx.engine.sql(f"SELECT sum(n) AS n FROM {repeated} r").column(0).to_pylist()[0] or 0
+    return result("unique_keys", int(failed), lambda: ctx.rows_for(ctx.live(), ctx.sample_keys(repeated)),
+                  ctx.count(ctx.live()),
+                  "every key appears once in silver", "{n} silver rows share their key with another row")
 
 
 @rule("bronze_positions_increasing")
 def bronze_positions_increasing(ctx: CheckContext) -> RuleResult:
-    """Per key, in Kafka order (partition, offset), each event's position is above the previous one:
+    """Per key, in Kafka order (partition, offset), each event's position is above every earlier one:
     a repeat means a duplicated event, a step back an out-of-order delivery."""
-    missing = _needs_bronze("bronze_positions_increasing", ctx)
+    missing = needs_bronze("bronze_positions_increasing", ctx)
     if missing:
         return missing
-    import pandas as pd
-
-    bronze = ctx.bronze
-    assert bronze is not None
-    ordered = bronze[bronze["_op"] != "t"].sort_values(["_kafka_partition", "_offset"], kind="stable")
-    last: dict[tuple[Any, ...], tuple[int, ...]] = {}
-    bad = []
-    for index, r in zip(ordered.index, ordered.to_dict("records")):
-        key, position = _key(r, ctx.keys), _seq(r["_seq"])
-        if key in last and position <= last[key]:
-            bad.append(index)
-        last[key] = max(position, last.get(key, position))
-    failing = ordered.loc[bad] if bad else pd.DataFrame(columns=bronze.columns)
-    return _result("bronze_positions_increasing", failing, len(ordered),
-                   "every key's bronze positions increase strictly in Kafka order",
-                   "{n} bronze events repeat or go back behind an earlier position of their key")
-
-
-@rule("silver_matches_bronze_replay")
-def silver_matches_bronze_replay(ctx: CheckContext) -> RuleResult:
-    """Silver equals the replay of bronze: per key the newest non-delete event newer than the last
-    truncate, with the same source column values. Failing rows carry ``_problem``."""
-    missing_bronze = _needs_bronze("silver_matches_bronze_replay", ctx)
-    if missing_bronze:
-        return missing_bronze
-    import pandas as pd
-
-    latest, truncate = _latest_events(ctx.bronze, ctx.keys)  # type: ignore[arg-type]
-    expected = {k: e for k, e in latest.items() if not _gone(e, truncate)}
-    silver = ctx.live_silver()
-    columns = row_columns(list(silver.columns))
-    problems: list[dict[str, Any]] = []
-    seen = set()
-    for r in silver.to_dict("records"):
-        key = _key(r, ctx.keys)
-        seen.add(key)
-        want = expected.get(key)
-        if want is None:
-            problems.append({**r, "_problem": "in silver but not in the bronze replay"})
-            continue
-        differing = [c for c in columns if c in want and not same_value(want.get(c), r.get(c))]
-        if differing:
-            problems.append({**r, "_problem": f"differs from the replay in {', '.join(differing)}"})
-    for key, event in expected.items():
-        if key not in seen:
-            problems.append({**{c: event.get(c) for c in columns}, "_problem": "in the bronze replay but not in silver"})
-    failing = pd.DataFrame(problems) if problems else pd.DataFrame(columns=[*silver.columns, "_problem"])
-    return _result("silver_matches_bronze_replay", failing, len(silver),
-                   f"silver equals the replay of bronze ({len(expected)} live keys)",
-                   "{n} keys differ between silver and the replay of bronze")
+    events = (f"(SELECT {ctx.key_list()}, {ctx.engine.seq_key()} AS sk, _kafka_partition AS kp, _offset AS ko "
+              f"FROM {ctx.bronze} WHERE _op <> 't')")
+    before = (f"(SELECT *, max(sk) OVER (PARTITION BY {ctx.key_list()} ORDER BY kp, ko "
+              f"ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before FROM {events} e)")
+    bad = (f"(SELECT kp AS _kafka_partition, ko AS _offset FROM {before} w "
+           f"WHERE before IS NOT NULL AND sk <= before)")
+    sample = ("_kafka_partition", "_offset")  # one bronze row per Kafka record
+    return result("bronze_positions_increasing", ctx.count(bad),
+                  lambda: ctx.rows_for(ctx.bronze, ctx.sample_keys(bad, sample)), ctx.count(events),
+                  "every key's bronze positions increase strictly in Kafka order",
+                  "{n} bronze events repeat or go back behind an earlier position of their key")
 
 
 @rule("freshness")
 def freshness(ctx: CheckContext) -> RuleResult:
     """The newest source change the table holds is at most ``max_lag_seconds`` (default 900) old
-    (option ``now_ms`` fixes "now" for reproducible checks)."""
+    (option ``now_ms`` fixes "now" for reproducible checks). Read from commit metadata: no scan."""
     import pandas as pd
 
     limit = float(ctx.options.get("max_lag_seconds", 900))
@@ -217,4 +199,4 @@ def freshness(ctx: CheckContext) -> RuleResult:
     if lag <= limit:
         return RuleResult("freshness", True, f"lag {lag:.1f}s <= {limit:.0f}s", None, 1)
     row = pd.DataFrame([{"newest_source_ts_ms": max(times), "lag_seconds": lag, "max_lag_seconds": limit}])
-    return RuleResult("freshness", False, f"lag {lag:.1f}s exceeds {limit:.0f}s", row, 1)
+    return RuleResult("freshness", False, f"lag {lag:.1f}s exceeds {limit:.0f}s", row, 1, 1)

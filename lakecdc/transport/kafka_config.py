@@ -208,3 +208,26 @@ def _jaas_to_sasl(jaas: str) -> dict[str, str]:
         translated["sasl.password"] = options["password"]
         register_secret(options["password"])
     return translated
+
+
+def kafka_client_defaults(role: Literal["producer", "consumer"] | None = None) -> dict[str, Any]:
+    """confluent-kafka settings every lakecdc client starts from: what the tansu broker of the
+    development stack needs, and harmless on a real Kafka.
+
+    - consumers: a short session so a group join takes ~1 s instead of ~23 s; fetches that wait
+      at least 100 ms and return as soon as one byte is there;
+    - producers: batch for a few ms (tansu is slow with one record per request).
+    ``role=None`` returns both sets (librdkafka then logs that the other role's keys are ignored).
+    """
+    producer = {"linger.ms": 5}
+    consumer = {
+        "session.timeout.ms": 6000,
+        "heartbeat.interval.ms": 1000,
+        "fetch.wait.max.ms": 100,
+        "fetch.min.bytes": 1,
+    }
+    if role == "producer":
+        return producer
+    if role == "consumer":
+        return consumer
+    return {**producer, **consumer}

@@ -88,7 +88,7 @@ class RecordSerializer:
     def _encode(self, record: ChangeRecord, schema: ConnectSchema | None, payload: Any,
                 schemas_enable: bool, part: str) -> bytes | None:
         if payload is None:
-            return None
+            return None if schema is None or part == "key" else b"".join(self._null_with_schema(schema, schemas_enable))
         if isinstance(payload, bytes):
             return payload
         try:
@@ -99,7 +99,7 @@ class RecordSerializer:
     def _pieces(self, record: ChangeRecord, schema: ConnectSchema | None, payload: Any,
                 schemas_enable: bool, part: str) -> tuple[bytes, ...]:
         if payload is None:
-            return _NULL
+            return _NULL if schema is None or part == "key" else self._null_with_schema(schema, schemas_enable)
         if isinstance(payload, bytes):
             return (payload,)
         encoder = self._encoder_for(record, schema, schemas_enable, part)
@@ -108,6 +108,14 @@ class RecordSerializer:
         except ValueError as exc:
             raise _undeliverable(record, part, exc) from None
         return (encoder.head, body, b"}") if schemas_enable else (body,)
+
+    def _null_with_schema(self, schema: ConnectSchema, schemas_enable: bool) -> tuple[bytes, ...]:
+        """A null value that still has a schema is not a Kafka tombstone: JsonConverter writes
+        ``{"schema":...,"payload":null}`` (ExtractNewRecordState's delete.tombstone.handling.mode=
+        tombstone makes such records; Debezium's own tombstones have no schema)."""
+        if not schemas_enable:
+            return _NULL
+        return (self.encoder(schema, True).head, b"null}")
 
     def _encoder_for(self, record: ChangeRecord, schema: ConnectSchema | None, schemas_enable: bool,
                      part: str) -> RecordEncoder:

@@ -12,7 +12,8 @@
 3. Evolve schemas (create tables on first sight; add columns, widen types) before writing, or stop
    this table with ``SchemaEvolutionError``.
 4. Append the events bronze does not hold yet, with the progress, in ONE bronze commit.
-5. (keyed tables) Append this batch's deletes and truncates to the delete ledger, then MERGE silver
+5. (keyed tables) Append this batch's deletes and truncates to the delete ledger, then (``history:
+   scd2``) MERGE the SCD2 history with its progress (``lakecdc.writers.history``), then MERGE silver
    with the progress (and the newest truncate applied) in ONE silver commit. Silver is committed last and is what a restart reads:
    a crash after step 4 or 5a replays the batch, which bronze's position anti-join and the
    ledger's and silver's ``_seq`` guards make harmless.
@@ -41,11 +42,13 @@ from pyspark.sql.types import (
 from lakecdc.errors import MissingExtraError, SchemaEvolutionError, TerminalError
 from lakecdc.ingest.batch import ApplyResult, ChangeBatch, ColumnSpec, TableTarget, col
 from lakecdc.ingest.bronze import BRONZE_RENAMES, OCCURRENCE, ROW_HASH, to_bronze_layout
+from lakecdc.ingest.history_plan import HistoryPlan
 from lakecdc.ingest.merge_plan import MergePlan
 from lakecdc.ingest.progress import CommitPositions, CommitProgress, Offsets
 from lakecdc.ingest.schema_evolution import SchemaChange, plan_schema_change
 from lakecdc.ingest.silver import BatchStats, batch_stats, ledger_rows, silver_source
 from lakecdc.writers.conflicts import retry_on_conflict
+from lakecdc.writers.history import HISTORY_META, apply_history, history_events
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -174,6 +177,17 @@ class LakeWriter(TableWriter):
     def _bronze_events(self, target: TableTarget, key_json: list[str]) -> DataFrame | None:
         """Every bronze event of these keys (``_key_json`` values, a few), as bronze stores them, or None."""
 
+    def _read_arrow(self, name: str, keys: tuple[str, ...], wanted: pa.Table | None,
+                    truncates: bool = False) -> pa.Table:
+        """Rows of table ``name`` whose ``keys`` match a row of ``wanted`` (None: every row), plus its
+        truncates (``_op`` = 't') when asked, as Arrow (the SCD2 history step reads with it)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no history tables")
+
+    def _merge_history(self, target: TableTarget, source: pa.Table, plan: HistoryPlan, props: dict[str, str],
+                       batch_id: int) -> int | None:
+        """MERGE the history rows (``lakecdc.writers.history``) committing ``props``; returns the version."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no history tables")
+
     @abstractmethod
     def _merge_silver(self, target: TableTarget, source: DataFrame | pa.Table, plan: MergePlan,
                       props: dict[str, str], batch_id: int, batch_keys: DataFrame) -> tuple[int, int, int | None]:
@@ -238,6 +252,9 @@ class LakeWriter(TableWriter):
             key_specs = [c for c in batch.columns if c.name in target.key_columns]
             self._prepare_table(target.ledger_table, ledger_schema(target, batch.columns), None, key_specs,
                                 "ledger", target.key_columns)
+            if target.history:
+                self._prepare_table(target.history_table, row_schema(batch.columns), HISTORY_META, batch.columns,
+                                    "history", target.key_columns)
         df = self._cast_to_stored(batch.df, row_names, target.bronze_table)
         bronze_rows, bronze_version = 0, None
         if not bronze_covered:  # step 4
@@ -251,7 +268,9 @@ class LakeWriter(TableWriter):
         upserts = deletes = 0
         silver_version = None
         if target.has_key and not silver_covered:  # step 5
-            upserts, deletes, silver_version = self._apply_silver(target, df, row_names, stats, silver_done,
+            kept = df if batch.held_from_silver is None else df.join(
+                batch.held_from_silver, ["_topic", "_partition", "_offset"], "left_anti")  # quarantined events
+            upserts, deletes, silver_version = self._apply_silver(target, kept, row_names, stats, silver_done,
                                                                   batch, batch_id)
         return ApplyResult(target, batch_id, stats.events, bronze_rows, upserts, deletes,
                            bronze_version=bronze_version, silver_version=silver_version, max_seq=stats.max_seq,
@@ -275,9 +294,11 @@ class LakeWriter(TableWriter):
                          truncate_seq=stats.truncate_seq, truncate_ts_ms=stats.truncate_ts_ms,
                          truncated_through=progress.truncated_through, placeholders=stats.has_placeholders,
                          key_ranges=stats.key_ranges)
+        if target.history:  # 5b: the SCD2 history, committed before silver (``lakecdc.writers.history``)
+            apply_history(self, target, history_events(df, row_names), stats, batch, batch_id, _positions(batch))
         props = progress.to_properties()
         upserts, deletes, version = self._merge_silver(target, source, plan, props, batch_id,
-                                                       df.select(*[col(k) for k in keys]))  # 5b
+                                                       df.select(*[col(k) for k in keys]))  # 5c
         log.info("silver %s: %d rows inserted or updated, %d deleted (batch %s)", target.silver_table, upserts,
                  deletes, batch_id)
         return upserts, deletes, version

@@ -40,6 +40,7 @@ from lakecdc.ingest.batch import SEQ_LENGTH, TableTarget, col
 from lakecdc.ingest.bronze import DELTA_PARTITION_COLUMN, STORED_IDENTITY, bronze_columns, spark_new_rows
 from lakecdc.ingest.frames import arrow_to_spark as arrow_to_dataframe
 from lakecdc.ingest.key_ranges import KeyRanges, arrow_in_filter, arrow_ranges_filter, arrow_read
+from lakecdc.ingest.history_plan import ACTION, HistoryPlan, history_clauses, history_join
 from lakecdc.ingest.merge_plan import (
     DATAFUSION, SOURCE, TARGET, MergeClause, MergePlan, join_condition, merge_clauses,
 )
@@ -301,18 +302,58 @@ class DeltaRsWriter(LakeWriter):
         assert table is not None
         metrics = self._merge(target.silver_table, rows, join_condition(plan, DATAFUSION),
                               merge_clauses(plan, DATAFUSION), self._commit(props, target.silver_table, batch_id))
-        table.update_incremental()
-        # Whether the MERGE committed: its properties, not the version, tell (maintenance may
-        # have committed meanwhile).
-        newest = newest_lakecdc_commit(table) or {}
-        if any(newest.get(k) != v for k, v in props.items()):
-            # Nothing changed (every event stale): commit the progress on its own.
-            write_deltalake(table, pa.schema(table.schema().to_arrow()).empty_table(), mode="append",
-                            commit_properties=self._commit(props, target.silver_table, batch_id),
-                            storage_options=self.storage_options)
-            table.update_incremental()
+        self._commit_unchanged(table, props, target.silver_table, batch_id)
         written = metrics["num_target_rows_inserted"] + metrics["num_target_rows_updated"]
         return written, metrics["num_target_rows_deleted"], _lakecdc_version(table)
+
+    def _commit_unchanged(self, table: DeltaTable, props: dict[str, str], name: str, batch_id: int) -> None:
+        """After a MERGE: when it made no commit (nothing changed, every event stale), commit the
+        progress on its own. Whether it committed, its properties tell, not the version
+        (maintenance may have committed meanwhile)."""
+        table.update_incremental()
+        newest = newest_lakecdc_commit(table) or {}
+        if any(newest.get(k) != v for k, v in props.items()):
+            write_deltalake(table, pa.schema(table.schema().to_arrow()).empty_table(), mode="append",
+                            commit_properties=self._commit(props, name, batch_id),
+                            storage_options=self.storage_options)
+            table.update_incremental()
+
+    def _read_arrow(self, name: str, keys: tuple[str, ...], wanted: pa.Table | None,
+                    truncates: bool = False) -> pa.Table:
+        table = self._open(name)
+        assert table is not None
+        dataset = table.to_pyarrow_dataset()
+        if wanted is None:
+            return arrow_read(dataset)
+        # statistics prune on each key column's values; the exact match is the semi join below
+        where = None
+        for key in keys:
+            condition = arrow_in_filter(dataset.schema, key, wanted[key])
+            if condition is not None:
+                where = condition if where is None else where & condition
+        if truncates:
+            where = None if where is None else where | (pc.field("_op") == "t")
+        rows = arrow_read(dataset, where)
+        # Arrow's join takes no list columns beside the keys: join the keys and row numbers only
+        index = rows.select(list(keys)).append_column("__row", pa.array(np.arange(rows.num_rows, dtype=np.int64)))
+        found = index.join(wanted.select(list(keys)).cast(index.select(list(keys)).schema), keys=list(keys),
+                           join_type="left semi")
+        matched = rows.take(pc.take(found["__row"], pc.sort_indices(found["__row"])))
+        if truncates:
+            matched = pa.concat_tables([matched, rows.filter(pc.equal(rows["_op"].cast(pa.string()), "t"))])
+        return matched
+
+    def _merge_history(self, target: TableTarget, source: pa.Table, plan: HistoryPlan, props: dict[str, str],
+                       batch_id: int) -> int | None:
+        table = self._open(target.history_table)
+        assert table is not None
+        stored = pa.schema(table.schema().to_arrow())
+        rows = _conform(source, stored.append(pa.field(ACTION, pa.string())))
+        if rows.num_rows or plan.truncate_seq is not None:  # else nothing to change: progress only
+            self._merge(target.history_table, rows, history_join(plan, DATAFUSION),
+                        history_clauses(plan, DATAFUSION), self._commit(props, target.history_table, batch_id))
+        self._commit_unchanged(table, props, target.history_table, batch_id)
+        return _lakecdc_version(table)
 
     def _stored_positions(self, name: str, topics: list[str]) -> DataFrame | None:
         table = self._open(name)

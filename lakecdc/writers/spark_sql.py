@@ -12,17 +12,21 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StringType, StructField, StructType
 
 from lakecdc.errors import TerminalError
 from lakecdc.ingest.batch import TableTarget, col
 from lakecdc.ingest.bronze import bronze_columns, spark_new_rows
+from lakecdc.ingest.frames import arrow_to_spark, spark_to_arrow
+from lakecdc.ingest.history_plan import ACTION, HistoryPlan, render_history_spark_sql
 from lakecdc.ingest.key_ranges import ranges_predicate
 from lakecdc.ingest.merge_plan import SPARK, MergePlan, render_spark_sql
 from lakecdc.ingest.silver import BatchStats
 from lakecdc.writers.base import DEAD_LETTER_POSITION, LakeWriter
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
 
@@ -130,6 +134,38 @@ class SparkSqlWriter(LakeWriter):
             self._run_merge(render_spark_sql(plan, self.resolve(target.silver_table), view), guarded, view)
         version, metrics = self._last_commit(target.silver_table)
         return metrics.get("written", 0), metrics.get("removed", 0), version
+
+    def _read_arrow(self, name: str, keys: tuple[str, ...], wanted: pa.Table | None,
+                    truncates: bool = False) -> pa.Table:
+        stored = self.spark.table(self.resolve(name))
+        rows = stored
+        if wanted is not None:
+            key_schema = StructType([stored.schema[k] for k in keys])
+            typed = wanted.select(list(keys)).cast(to_arrow_schema(key_schema))
+            wanted_df = arrow_to_spark(self.spark, typed, key_schema)
+            rows = stored.join(F.broadcast(wanted_df), on=list(keys), how="left_semi")
+            if truncates:
+                rows = rows.unionByName(stored.filter(F.col("_op") == "t"))
+        return spark_to_arrow(rows)
+
+    def _merge_history(self, target: TableTarget, source: pa.Table, plan: HistoryPlan, props: dict[str, str],
+                       batch_id: int) -> int | None:
+        stored = self._table_schema(target.history_table)
+        assert stored is not None
+        schema = StructType([*stored.fields, StructField(ACTION, StringType())])
+        view = f"lakecdc_history_{abs(hash(target.history_table))}"
+        if source.num_rows or plan.truncate_seq is not None:  # else nothing to change: progress only
+            with self._committing(props, target.history_table, batch_id):
+                self._run_merge(render_history_spark_sql(plan, self.resolve(target.history_table), view),
+                                arrow_to_spark(self.spark, source, schema), view)
+        committed = self.commit_properties(target.history_table)
+        if any(committed.get(k) != v for k, v in props.items()):
+            # the MERGE changed nothing and made no commit: the progress goes in an empty append
+            writer = self.spark.createDataFrame([], stored).writeTo(self.resolve(target.history_table))
+            for key, value in self._append_options(props, target.history_table, batch_id).items():
+                writer = writer.option(key, value)
+            writer.append()
+        return self._last_commit(target.history_table)[0]
 
     def _stored_positions(self, name: str, topics: list[str]) -> DataFrame | None:
         stored = self.spark.table(self.resolve(name))

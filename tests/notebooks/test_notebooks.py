@@ -20,8 +20,8 @@ NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.i
 EXPECTED_OUTPUT: dict[str, list[str]] = {
     "time_travel_audit.ipynb": [
         "pipeline tables written under",
-        # LSN 0/2050 is covered by batch 2 (complete through 0/2100): id 2 deleted, id 1 updated
-        "rows at LSN 0/2050: [(1, 'ann@example.com'), (3, 'cy@example.com')]",
+        # LSN 0/2050 lies inside batch 2's commit: id 1's update (0/2000) is in, id 2's delete (0/2100) not
+        "rows at LSN 0/2050: [(1, 'ann@example.com'), (2, 'bob@example.com'), (3, 'cy@example.com')]",
         "ops of id 1: r -> u -> u",
         "1 added, 1 removed, 1 changed between versions",
         "plots saved: True True",
@@ -48,6 +48,10 @@ EXPECTED_OUTPUT: dict[str, list[str]] = {
         "GX success: True",
         "failed rules: ['no_resurrected_deletes', 'silver_matches_bronze_replay']",
         "rows quarantined; keys: ['{\"id\": 2}']",
+        "team suite success: True",
+        "id 4 in silver: False",
+        "id 4 in bronze: True",
+        "differences: {2: 'missing at the source', 3: 'differs', 5: 'missing in silver'}",
     ],
 }
 
@@ -65,13 +69,7 @@ def outputs_text(notebook: nbformat.NotebookNode) -> str:
     return "\n".join(parts)
 
 
-#: notebooks whose expected output is known to be wrong today, with the reason (strict: fixed = red)
-KNOWN_WRONG = {"time_travel_audit.ipynb": "as of LSN 0/2050 the notebook gets a different row set: " + 'issue 19 follow-up, known: `lakecdc audit as-of --position` without --config (or with a warehouse whose bronze it cannot find) answers with the version complete through an earlier position instead of replaying bronze up to the position inside the commit that crosses it (see the session 6 closing note)'}
-
-
-@pytest.mark.parametrize("path", [
-    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN_WRONG[p.name])) if p.name in KNOWN_WRONG else p
-    for p in NOTEBOOKS], ids=[p.name for p in NOTEBOOKS])
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_notebook_runs_headless(path: Path, tmp_path: Path) -> None:
     notebook = nbformat.read(path, as_version=4)
     # kernel "python3" is started with this interpreter (jupyter_client swaps the spec's "python"

@@ -6,6 +6,6 @@ resume points, ``snapshot`` the locked consistent snapshot, ``streaming`` binlog
 (with ``binlog_reader`` the reading thread), ``source_info`` the source block, ``types`` the type
 mapping, ``errors``; plus ``ddl/`` (the DDL parser), ``schema_history`` (DDL log and recovery),
 ``database_schema`` (structures, filters, per-table record factories), ``table_schema`` and
-``change_records`` (event shapes), ``table_changes`` (schema change events), ``connector`` and
-``run`` (what the coordinator and the CLI call).
+``change_records`` (event shapes), ``table_changes`` (schema change events), ``connector`` (what
+the coordinator drives) and ``registration`` (what the runner, ``lakecdc status`` and the CLI read).
 """

@@ -1,7 +1,7 @@
 """Kafka records for MySQL/MariaDB changes: data events, tombstones, key changes, truncates and
-schema changes (the seed S3 shapes).
+schema changes, shaped as Debezium's MySQL connector documentation shows them ("Data change events").
 
-A primary-key update becomes three records (seed S3)::
+A primary-key update becomes three records (Debezium MySQL documentation, "Primary key updates")::
 
     DELETE  key {"id": 1}  value {op: "d", before: {...id 1...}}   header __debezium.newkey={"id":2}
     tombstone key {"id": 1}

@@ -4,18 +4,17 @@
 ``always``, ``no_data`` (= ``schema_only``: structures only, then stream from the current
 position), ``never`` (stream from the oldest binlog file, structures from its DDL) and ``recovery``
 (= ``schema_only_recovery``: rebuild a lost schema history from the current structures, then resume
-from the stored offset). The coordinator gets ``no_data`` for the last three: they take no data
-snapshot, and the streaming source handles the structures itself.
+from the stored offset). The coordinator gets ``no_data`` for the last three
+(``registration.coordinator_snapshot_mode``).
 """
 
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Any
 
 from lakecdc.capture.mysql import connection as myconn
-from lakecdc.capture.mysql.config import MARIADB_CLASSES, MYSQL_CLASSES, MySqlConnectorConfig
+from lakecdc.capture.mysql.config import MySqlConnectorConfig
 from lakecdc.capture.mysql.database_schema import DatabaseSchema
 from lakecdc.capture.mysql.offset import resume_point, snapshot_completed
 from lakecdc.capture.mysql.schema_history import SchemaHistory, open_history
@@ -26,32 +25,13 @@ from lakecdc.events.topics import TopicNamer
 
 log = logging.getLogger(__name__)
 
-CONNECTOR_CLASSES = MYSQL_CLASSES + MARIADB_CLASSES
-
-
-def load_mysql_config(config_path: str | Path, overrides: dict[str, str] | None = None) -> MySqlConnectorConfig:
-    from lakecdc.capture.runner import load_connector_config
-
-    config: MySqlConnectorConfig = load_connector_config(
-        config_path, overrides, CONNECTOR_CLASSES, MySqlConnectorConfig, "MySQL or MariaDB")
-    return config
-
-
-def coordinator_snapshot_mode(config: MySqlConnectorConfig) -> str:
-    """The mode the coordinator plans with (it knows no ``recovery``)."""
-    mode = config.snapshot_mode_normalized
-    return "no_data" if mode in ("recovery", "never") else mode
-
-
 class MySqlConnector:
     def __init__(self, config: MySqlConnectorConfig, show_progress: bool | None = None,
                  history: SchemaHistory | None = None) -> None:
         self.config = config
         self.name = config.connector_name
         self.partition: dict[str, Any] = {"server": config.topic_prefix}
-        props = config.given_properties()
-        props.setdefault("time.precision.mode", config.time_precision_mode)
-        self.modes = TypeModes.from_properties(props)
+        self.modes = TypeModes.from_config(config)
         self.namer = TopicNamer(
             config.topic_prefix, config.connector_type, delimiter=config.topic_delimiter,
             transaction_suffix=config.topic_transaction, heartbeat_prefix=config.topic_heartbeat_prefix,

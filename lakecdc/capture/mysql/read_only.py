@@ -26,10 +26,10 @@ The stream's GTIDs are checked after every transaction it processes and between 
 binlog (so an idle server, whose heartbeats bring no GTID, does not hold a window open).
 
 GTIDs within one stream must follow binlog order: on a multi-threaded MySQL replica that needs
-``replica_preserve_commit_order=ON`` (seed 1.2.8); a server without GTIDs cannot run these
-snapshots (:func:`check_prerequisites`). Signals come from the Kafka channel (or rows others insert
-into the signal table, when one is configured); watermark rows met in the signal table are not
-this connector's and are ignored.
+``replica_preserve_commit_order=ON`` (Debezium MySQL documentation, "Read-only incremental snapshots"); a
+server without GTIDs cannot run these snapshots (:func:`check_prerequisites`). Signals come from the
+Kafka channel (or rows others insert into the signal table, when one is configured); watermark rows met
+in the signal table are not this connector's and are ignored.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The binlog holds row images without column names or types a consumer can trust, 
 of each table at a given position must be known. Each DDL (and each table structure read by a
 snapshot) is appended here *before* any event that depends on it is emitted; on restart the records
 up to the restart position are replayed through the DDL parser to rebuild the structures as they
-were at that position (seed S1 "schema history topic"). One record per line, Debezium's layout::
+were at that position (Debezium MySQL documentation, "Schema history topic"). One record per line, Debezium's layout::
 
     {"source": {"server": "dbserver1"},
      "position": {"file": "binlog.000003", "pos": 2046, "server_id": 223344, "gtids": "0-223344-9",
@@ -27,8 +27,8 @@ from typing import Any
 
 from lakecdc.capture.mysql.ddl.parser import DdlParseError, DdlParser
 from lakecdc.capture.mysql.ddl.tables import Tables
-from lakecdc.capture import history_store
-from lakecdc.capture.history_store import HistoryRecord, HistoryStore, MemoryHistoryStore, open_store
+from lakecdc.transport import history_store
+from lakecdc.transport.history_store import HistoryRecord, HistoryStore, MemoryHistoryStore, open_store
 from lakecdc.capture.mysql.errors import MySqlSetupError
 from lakecdc.events.positions import binlog_file_index
 

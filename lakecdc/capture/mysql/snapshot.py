@@ -1,4 +1,5 @@
-"""Consistent snapshot of the captured MySQL/MariaDB tables (seed S1, 1.2.4 and 1.2.5).
+"""Consistent snapshot of the captured MySQL/MariaDB tables (Debezium MySQL documentation, "Snapshots":
+the default workflow under a global read lock, and the table-level-lock workflow).
 
 With a global read lock (``snapshot.locking.mode=minimal``, the default)::
 
@@ -13,9 +14,9 @@ With a global read lock (``snapshot.locking.mode=minimal``, the default)::
     9. the coordinator stores the offset: the snapshot is complete
 
 When the user may not take a global read lock (managed servers), the table-lock variant locks the
-captured tables with ``LOCK TABLES ... READ`` inside the transaction and releases them only after
-the commit (seed 1.2.5). ``snapshot.locking.mode=none`` takes no lock (only safe without DDL).
-``with_data=False`` (``no_data``/``schema_only``) stops after step 6.
+captured tables with ``LOCK TABLES ... READ`` inside the transaction and releases them only after the
+commit, as Debezium's table-level-lock workflow does. ``snapshot.locking.mode=none`` takes no lock (only
+safe without DDL). ``with_data=False`` (``no_data``/``schema_only``) stops after step 6.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import logging
 import time
 from typing import Any
 
+from lakecdc.capture.snapshot_last import HoldLast
 from lakecdc.capture.blocking import BlockingSnapshotError
 from lakecdc.capture.mysql import connection as myconn
 from lakecdc.capture.mysql.database_schema import DatabaseSchema
@@ -197,9 +199,9 @@ class MySqlSnapshotSource:
         tables = [(db, t, self.schema.factory(db, t)) for db, t in captured]
         tables = [entry for entry in tables if entry[2] is not None]
         file, pos, server_id = position.file, position.pos, position.server_id or 0
+        emit = hold = HoldLast(emit)
         try:
-            for t_index, (db, table, factory) in enumerate(tables):
-                last_table = t_index == len(tables) - 1
+            for db, table, factory in tables:
                 from_signal = self.selects.get(f"{db}.{table}")
                 statement = from_signal or self.config.snapshot_select_statements.get(f"{db}.{table}") or \
                     f"SELECT * FROM {myconn.quote(db)}.{myconn.quote(table)}"
@@ -227,11 +229,10 @@ class MySqlSnapshotSource:
                         if table_rows == 0:
                             first = total == 0
                             marker = snapshot_marker(True, first=first, first_in_table=True,
-                                                     last_in_table=len(block) == 1 and not following,
-                                                     last=last_table and len(block) == 1 and not following)
+                                                     last_in_table=len(block) == 1 and not following)
                             pending[0] = read(block[0], source(marker), position, ts_ns)
                         if not following and (len(block) > 1 or table_rows > 0):
-                            marker = snapshot_marker(True, last=last_table, last_in_table=True)
+                            marker = snapshot_marker(True, last_in_table=True)
                             pending[-1] = read(block[-1], source(marker), position, ts_ns)
                         emit(pending)
                         table_rows += len(block)
@@ -241,6 +242,7 @@ class MySqlSnapshotSource:
                 finally:
                     cur.close()
                 progress.table_done(db, table)
+            hold.finish()
         finally:
             progress.close()
         return total

@@ -37,7 +37,8 @@ __all__ = ["CHANGE_SCHEMA", "COLUMN_SCHEMA", "TABLE_SCHEMA", "change_id", "colum
            "schema_change_key_schema", "schema_change_value_schema", "table_change_json", "table_json"]
 
 def change_id(table_id: TableId, previous: TableId | None = None) -> str:
-    """``"db"."table"``; a rename is ``<old>,<new>`` as the seed describes."""
+    """``"db"."table"``; a rename is ``<old>,<new>``, as Debezium's
+    MySQL connector documentation describes ``tableChanges.id`` ("Schema change topic")."""
     return f"{previous.quoted},{table_id.quoted}" if previous is not None else table_id.quoted
 
 

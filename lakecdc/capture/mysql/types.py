@@ -51,6 +51,7 @@ from typing import Any
 from lakecdc.capture.mysql.ddl.datatypes import SPATIAL_TYPES
 from lakecdc.capture.mysql.ddl.model import ColumnDef, DefaultKind
 from lakecdc.capture.mysql.errors import MySqlTypeError
+from lakecdc.events import logical
 from lakecdc.events.logical import EXACT, binary_converter
 from lakecdc.events.schema import ConnectSchema, primitive, struct as struct_schema
 
@@ -67,6 +68,17 @@ class TypeModes:
     bigint_unsigned_handling: str = "long"  # long | precise
     time_precision: str = "adaptive_time_microseconds"  # | adaptive | connect
     binary_handling: str = "bytes"  # bytes | base64 | base64-url-safe | hex
+
+    @classmethod
+    def from_config(cls, config: Any) -> TypeModes:
+        """The modes of a validated connector configuration (``MySqlConnectorConfig``, whose
+        ``time.precision.mode`` default is MySQL's), as the SQL Server and Oracle connectors build theirs."""
+        return cls(
+            decimal_handling=config.decimal_handling_mode,
+            bigint_unsigned_handling=config.bigint_unsigned_handling_mode,
+            time_precision=config.time_precision_mode,
+            binary_handling=config.binary_handling_mode,
+        )
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> TypeModes:
@@ -109,7 +121,7 @@ def _base_schema(col: ColumnDef, modes: TypeModes) -> ConnectSchema:
     if t == "BOOLEAN" or (t == "BIT" and (col.length or 1) == 1):
         return primitive("boolean")
     if t == "BIT":
-        return primitive("bytes", name="io.debezium.data.Bits", version=1, parameters={"length": str(col.length)})
+        return primitive("bytes", name=logical.BITS, version=1, parameters={"length": str(col.length)})
     if t == "TINYINT":
         return primitive("int16")
     if t == "SMALLINT":
@@ -120,7 +132,7 @@ def _base_schema(col: ColumnDef, modes: TypeModes) -> ConnectSchema:
         return primitive("int64" if col.unsigned else "int32")
     if t == "BIGINT":
         if col.unsigned and modes.bigint_unsigned_handling == "precise":
-            return primitive("bytes", name="org.apache.kafka.connect.data.Decimal", version=1, parameters={"scale": "0", "connect.decimal.precision": "20"})
+            return primitive("bytes", name=logical.DECIMAL, version=1, parameters={"scale": "0", "connect.decimal.precision": "20"})
         return primitive("int64")
     if t in ("REAL", "FLOAT"):
         return primitive("float32")
@@ -132,39 +144,39 @@ def _base_schema(col: ColumnDef, modes: TypeModes) -> ConnectSchema:
         if modes.decimal_handling == "string":
             return primitive("string")
         params = {"scale": str(col.scale or 0), "connect.decimal.precision": str(col.length or 10)}
-        return primitive("bytes", name="org.apache.kafka.connect.data.Decimal", version=1, parameters=params)
+        return primitive("bytes", name=logical.DECIMAL, version=1, parameters=params)
     if t == "JSON":
-        return primitive("string", name="io.debezium.data.Json", version=1)
+        return primitive("string", name=logical.JSON, version=1)
     if t == "ENUM":
-        return primitive("string", name="io.debezium.data.Enum", version=1, parameters={"allowed": ",".join(col.enum_values)})
+        return primitive("string", name=logical.ENUM, version=1, parameters={"allowed": ",".join(col.enum_values)})
     if t == "SET":
         return primitive(
-            "string", name="io.debezium.data.EnumSet", version=1, parameters={"allowed": ",".join(col.enum_values)}
+            "string", name=logical.ENUM_SET, version=1, parameters={"allowed": ",".join(col.enum_values)}
         )
     if col.is_binary_string:
         return primitive("bytes" if modes.binary_handling == "bytes" else "string")
     if t in ("CHAR", "VARCHAR", "TINYTEXT", "TEXT", "MEDIUMTEXT", "LONGTEXT", "INET4", "INET6", "UUID"):
         return primitive("string")
     if t == "YEAR":
-        return primitive("int32", name="io.debezium.time.Year", version=1)
+        return primitive("int32", name=logical.YEAR, version=1)
     if t == "DATE":
         if modes.time_precision == "connect":
-            return primitive("int32", name="org.apache.kafka.connect.data.Date", version=1)
-        return primitive("int32", name="io.debezium.time.Date", version=1)
+            return primitive("int32", name=logical.CONNECT_DATE, version=1)
+        return primitive("int32", name=logical.DATE, version=1)
     if t == "TIME":
         if modes.time_precision == "connect":
-            return primitive("int32", name="org.apache.kafka.connect.data.Time", version=1)
+            return primitive("int32", name=logical.CONNECT_TIME, version=1)
         if modes.time_precision == "adaptive" and (col.length or 0) <= 3:
-            return primitive("int32", name="io.debezium.time.Time", version=1)
-        return primitive("int64", name="io.debezium.time.MicroTime", version=1)
+            return primitive("int32", name=logical.TIME, version=1)
+        return primitive("int64", name=logical.MICRO_TIME, version=1)
     if t == "DATETIME":
         if modes.time_precision == "connect":
-            return primitive("int64", name="org.apache.kafka.connect.data.Timestamp", version=1)
+            return primitive("int64", name=logical.CONNECT_TIMESTAMP, version=1)
         if (col.length or 0) <= 3:
-            return primitive("int64", name="io.debezium.time.Timestamp", version=1)
-        return primitive("int64", name="io.debezium.time.MicroTimestamp", version=1)
+            return primitive("int64", name=logical.TIMESTAMP, version=1)
+        return primitive("int64", name=logical.MICRO_TIMESTAMP, version=1)
     if t == "TIMESTAMP":
-        return primitive("string", name="io.debezium.time.ZonedTimestamp", version=1)
+        return primitive("string", name=logical.ZONED_TIMESTAMP, version=1)
     if t == "POINT":
         return struct_schema(
             [
@@ -173,14 +185,14 @@ def _base_schema(col: ColumnDef, modes: TypeModes) -> ConnectSchema:
                 ("wkb", primitive("bytes", True)),
                 ("srid", primitive("int32", True)),
             ],
-            name="io.debezium.data.geometry.Point",
+            name=logical.POINT,
             version=1,
             doc="Geometry (POINT)",
         )
     if t in SPATIAL_TYPES:
         return struct_schema(
             [("wkb", primitive("bytes")), ("srid", primitive("int32", True))],
-            name="io.debezium.data.geometry.Geometry",
+            name=logical.GEOMETRY,
             version=1,
             doc="Geometry",
         )

@@ -1,9 +1,9 @@
 """Kafka records for Oracle changes: data events, tombstones, key changes and truncates.
 
-A delete is followed by a tombstone (``tombstones.on.delete``, default true). An update that
-changes the key is, as seed S2 describes and Debezium does, a delete of the old key (header
-``__debezium.newkey``), its tombstone, and a create with the new key (header ``__debezium.oldkey``).
-A truncate has a null key, null before/after and ``op: "t"``.
+A delete is followed by a tombstone (``tombstones.on.delete``, default true). An update that changes the
+key is, as Debezium's Oracle documentation describes ("Primary key updates"), a delete of the old key
+(header ``__debezium.newkey``), its tombstone, and a create with the new key (header
+``__debezium.oldkey``). A truncate has a null key, null before/after and ``op: "t"``.
 """
 
 from __future__ import annotations

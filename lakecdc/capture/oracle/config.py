@@ -35,7 +35,7 @@ from lakecdc.errors import ConfigError
 ORACLE_CLASSES = ("io.debezium.connector.oracle.OracleConnector", "oracle")
 
 #: Schemas Debezium never captures (Oracle-maintained accounts); SYS and SYSTEM changes are never
-#: captured (seed S2).
+#: captured (Debezium Oracle documentation, "Data change events").
 ORACLE_SYSTEM_SCHEMAS = frozenset({
     "SYS", "SYSTEM", "OUTLN", "DBSNMP", "APPQOSSYS", "AUDSYS", "CTXSYS", "DVSYS", "DBSFWUSER",
     "GSMADMIN_INTERNAL", "LBACSYS", "MDSYS", "OJVMSYS", "OLAPSYS", "ORDDATA", "ORDSYS", "WMSYS",

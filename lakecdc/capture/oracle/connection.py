@@ -254,8 +254,8 @@ class OracleConnection:
         ) for r in rows]
 
     def key_columns(self, owner: str, table: str) -> list[str]:
-        """The primary key, or else the first enabled unique constraint (seed S2: "primary key
-        or unique key constraint")."""
+        """The primary key, or else the first enabled unique constraint (Debezium Oracle documentation,
+        "Change event keys": the primary key or unique key constraint)."""
         self.use_pdb()
         rows = self.query(SQL_KEYS, {"owner": owner, "table_name": table})
         for kind in ("P", "U"):

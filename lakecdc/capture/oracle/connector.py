@@ -8,11 +8,10 @@
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Any
 
 from lakecdc.capture.oracle import connection as oraconn
-from lakecdc.capture.oracle.config import ORACLE_CLASSES, OracleConnectorConfig
+from lakecdc.capture.oracle.config import OracleConnectorConfig
 from lakecdc.capture.oracle.logminer.session import resumable
 from lakecdc.capture.oracle.offset import OracleOffset, snapshot_completed
 from lakecdc.capture.oracle.schema_history import OracleSchemaHistory, open_history
@@ -22,14 +21,6 @@ from lakecdc.capture.oracle.types import TypeModes
 from lakecdc.events.topics import TopicNamer
 
 log = logging.getLogger(__name__)
-
-
-def load_oracle_config(config_path: str | Path, overrides: dict[str, str] | None = None) -> OracleConnectorConfig:
-    from lakecdc.capture.runner import load_connector_config
-
-    config: OracleConnectorConfig = load_connector_config(
-        config_path, overrides, ORACLE_CLASSES, OracleConnectorConfig, "Oracle")
-    return config
 
 
 class OracleConnector:

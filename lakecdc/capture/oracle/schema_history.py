@@ -2,7 +2,7 @@
 CREATE TABLE per captured table at each snapshot), with its SCN, replayed on restart so that the
 redo mined after the restart SCN is decoded with the table structures of that SCN.
 
-Record position (the store is shared with MySQL, ``lakecdc.capture.history_store``)::
+Record position (the store is shared with MySQL, ``lakecdc.transport.history_store``)::
 
     {"scn": "2122195"}                                          a DDL mined at SCN 2122195
     {"scn": "2122190", "snapshot": true, "snapshot_first": true}  the first table of a snapshot
@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from lakecdc.capture.history_store import HistoryRecord, HistoryStore, open_store
+from lakecdc.transport.history_store import HistoryRecord, HistoryStore, open_store
 from lakecdc.capture.oracle.ddl.model import OracleTables
 from lakecdc.capture.oracle.ddl.parser import OracleDdlParser
 from lakecdc.capture.oracle.errors import OracleDdlParseError

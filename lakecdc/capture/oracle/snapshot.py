@@ -13,10 +13,10 @@
        and, up to the snapshot SCN, keeps only the pending transactions' changes: no gap and no
        overlap
 
-Snapshot rows carry ``snapshot`` true / first / last (and ``*_in_data_collection``), the snapshot
-SCN as ``scn``, and no transaction id (seed S2). Temporal and interval columns are selected with
-``TO_CHAR`` in the session's NLS formats so that nanoseconds and time zone offsets reach the type
-converters intact (python-oracledb would drop both).
+Snapshot rows carry ``snapshot`` true / first / last (and ``*_in_data_collection``), the snapshot SCN as
+``scn``, and no transaction id (Debezium Oracle documentation, ``source`` fields). Temporal and interval
+columns are selected with ``TO_CHAR`` in the session's NLS formats so that nanoseconds and time zone
+offsets reach the type converters intact (python-oracledb would drop both).
 
 Step 5 reads V$TRANSACTION after the SCN (Debezium's "view only" way): a transaction that starts
 before the snapshot SCN and commits in the instant between the two reads is missed; Debezium's
@@ -30,6 +30,7 @@ import sys
 import time
 from typing import Any
 
+from lakecdc.capture.snapshot_last import HoldLast
 from lakecdc.capture.blocking import BlockingSnapshotError
 from lakecdc.capture.oracle import connection as oraconn
 from lakecdc.capture.oracle.change_records import RecordFactory
@@ -179,9 +180,9 @@ class OracleSnapshotSource:
         build = self.source.build
         total = 0
         conn.use_pdb()
+        emit = hold = HoldLast(emit)
         try:
-            for t_index, schema in enumerate(tables):
-                last_table = t_index == len(tables) - 1
+            for schema in tables:
                 factory = RecordFactory(schema, self.config.tombstones_on_delete, self.headers)
                 ts_ms = int(time.time() * 1000)
 
@@ -201,7 +202,7 @@ class OracleSnapshotSource:
                     row = schema.row_from_tuple(names, values)
                     is_last = following is None
                     if table_rows == 0 or is_last:
-                        marker = snapshot_marker(True, first=total == 0, last=last_table and is_last,
+                        marker = snapshot_marker(True, first=total == 0,
                                                  first_in_table=table_rows == 0, last_in_table=is_last)
                         src = source(marker)
                     else:
@@ -218,6 +219,7 @@ class OracleSnapshotSource:
                     emit(block)
                     progress.advance(len(block))
                 log.info("snapshot: table %s.%s done (%d rows)", schema.owner, schema.table, table_rows)
+            hold.finish()
         finally:
             progress.close()
         return total

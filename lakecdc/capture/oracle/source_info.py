@@ -1,6 +1,7 @@
 """The ``source`` block of Oracle events (Debezium ``SourceInfo`` / ``OracleSourceInfoStructMaker``).
 
-Streamed insert, as lakecdc writes it (Debezium 3.6.3 field order; seed S2's example values)::
+Streamed insert, as lakecdc writes it (Debezium 3.6.3 field order; the example values of Debezium's
+Oracle documentation, "Data change events")::
 
     {"version": "3.6.3.Final", "connector": "oracle", "name": "server1", "ts_ms": 1520085154000,
      "snapshot": "false", "db": "ORCLPDB1", "sequence": null, "ts_us": ..., "ts_ns": ...,
@@ -11,8 +12,8 @@ Streamed insert, as lakecdc writes it (Debezium 3.6.3 field order; seed S2's exa
 
 As in Debezium, ``commit_scn``, ``rs_id``, ``ssn`` and ``redo_thread`` describe the COMMIT of the
 event's transaction on its redo thread; ``scn``, ``ts_ms``, ``row_id`` and ``user_name`` the change
-itself. Snapshot rows carry the snapshot SCN and no transaction (seed S2: "txId not present for
-snapshots").
+itself. Snapshot rows carry the snapshot SCN and no transaction (Debezium Oracle documentation, ``source`` fields:
+the transaction id is not included for snapshots).
 """
 
 from __future__ import annotations

@@ -51,8 +51,8 @@ from typing import Any
 
 from lakecdc.capture.heartbeat import Heartbeat
 from lakecdc.capture.signaling import Signaling
-from lakecdc.capture.signals import parse_table_id
 from lakecdc.capture.oracle import connection as oraconn
+from lakecdc.capture.oracle.blocking import blocking_snapshot
 from lakecdc.capture.oracle.change_records import RecordFactory
 from lakecdc.capture.oracle.config import OracleConnectorConfig
 from lakecdc.capture.oracle.logminer import query as q
@@ -65,7 +65,6 @@ from lakecdc.capture.oracle.source_info import source_builder
 from lakecdc.capture.oracle.database_schema import OracleDatabaseSchema
 from lakecdc.capture.oracle.incremental import OracleIncrementalSnapshot
 from lakecdc.capture.oracle.schema_history import OracleSchemaHistory
-from lakecdc.capture.oracle.snapshot import OracleSnapshotSource
 from lakecdc.capture.oracle.table_changes import schema_change_record
 from lakecdc.capture.oracle.table_schema import TableSchema
 from lakecdc.capture.oracle.types import TypeModes
@@ -185,22 +184,12 @@ class OracleStreamingSource:
 
     def _blocking_snapshot(self, signal: Any, tables: list[str], position: OraclePosition | None,
                            selects: dict[str, str]) -> list[Any]:
-        """Streaming waits while ``tables`` (``db.schema.table``) are read whole as the initial snapshot
-        reads them, ``AS OF SCN`` the signal's commit (a Kafka signal: the restart SCN), with the
-        snapshot markers; their rows go out after the signal's own event. Transactions committed
-        after that SCN are streamed next, so nothing is missed or read twice (except changes of the
-        signal's own transaction that follow the signal row)."""
+        """Streaming waits while ``tables`` are read whole ``AS OF SCN`` the signal's commit (a Kafka
+        signal: the restart SCN; ``blocking.py``)."""
         assert self.schemas is not None and self.offset is not None
         scn = position.commit_scn if position is not None and position.commit_scn else self.offset.scn
-        schemas = [self.schemas.get(t.schema or "", t.table) for t in map(parse_table_id, tables)]
-        records: list[Any] = []
-        started = time.monotonic()
-        source = OracleSnapshotSource(self.config, self.modes, self.namer, show_progress=False, headers=self.headers,
-                                      selects=selects)
-        rows = source.blocking(records.extend, schemas, scn)
-        log.info("blocking snapshot completed: %d rows from %d tables as of SCN %d in %.1f s; streaming resumes",
-                 rows, len(schemas), scn, time.monotonic() - started)
-        return records
+        return blocking_snapshot(self.config, self.modes, self.namer, self.schemas, self.headers, tables, scn,
+                                 selects)
 
     def close(self) -> None:
         if self.signaling is not None:
@@ -384,7 +373,7 @@ class OracleStreamingSource:
         if not owner or not table or not self.schemas.is_captured(owner, table):
             return False
         user = (row.get("USERNAME") or "").upper()
-        if user in ("SYS", "SYSTEM"):  # never captured (seed S2), whatever the query returned
+        if user in ("SYS", "SYSTEM"):  # never captured (Debezium Oracle docs), whatever the query returned
             return False
         c = self.config
         if c.username_include and not any(_full_match(p, user) for p in c.username_include):

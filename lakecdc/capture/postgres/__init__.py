@@ -14,6 +14,7 @@ Modules (the same file names as the other connectors, per DESIGN.md):
                    heartbeats, offsets and the flush LSN
 - ``messages``     logical decoding messages (``op "m"``)
 - ``offset``       Debezium's offset shape and the resume point
+- ``source_info``  the ``source`` block of its events
 - ``errors``       failures that name what is wrong and how to fix it
 - ``connector``    the connector the coordinator (``lakecdc.capture.coordinator``) drives
 - ``types``        PostgreSQL type -> Connect schema and value (owned by the type-mapping area)

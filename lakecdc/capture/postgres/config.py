@@ -27,6 +27,8 @@ from lakecdc.config.secret import Secret
 from lakecdc.config.connector import CommonConnectorConfig
 from lakecdc.config.signaling import SignalingConnectorConfig
 
+POSTGRES_CLASSES = ("io.debezium.connector.postgresql.PostgresConnector", "postgres", "postgresql")
+
 _LIBPQ_QUOTE = re.compile(r"(['\\])")
 
 

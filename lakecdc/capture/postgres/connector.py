@@ -22,7 +22,7 @@ class PostgresConnector:
         self.config = config
         self.name = config.connector_name
         self.partition: dict[str, Any] = {"server": config.topic_prefix}
-        self.modes = TypeModes.from_properties(config.given_properties())
+        self.modes = TypeModes.from_config(config)
         self.namer = TopicNamer(
             config.topic_prefix, "postgresql", delimiter=config.topic_delimiter,
             transaction_suffix=config.topic_transaction, heartbeat_prefix=config.topic_heartbeat_prefix,

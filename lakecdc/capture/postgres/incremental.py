@@ -20,10 +20,10 @@ from lakecdc.capture.incremental import ChunkQueryError, IncrementalSnapshot
 from lakecdc.capture.postgres import connection as pgconn
 from lakecdc.capture.postgres.config import PostgresConnectorConfig
 from lakecdc.capture.postgres.connection import primary_key_columns
+from lakecdc.capture.postgres.source_info import PostgresSourceBuilder
 from lakecdc.capture.postgres.table_schema import TableSchema, TableSchemas, key_columns_for
 from lakecdc.events.envelope import ChangeRecord
 from lakecdc.events.positions import PostgresPosition
-from lakecdc.events.source import PostgresSourceBuilder
 from lakecdc.events.topics import TableId
 
 

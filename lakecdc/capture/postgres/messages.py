@@ -23,11 +23,11 @@ from typing import Any
 
 from lakecdc.capture.postgres.config import PostgresConnectorConfig
 from lakecdc.capture.postgres.decoder import LogicalMessage
+from lakecdc.capture.postgres.source_info import PostgresSourceBuilder, source_schema
 from lakecdc.events.envelope import TRANSACTION_BLOCK, ChangeRecord
 from lakecdc.events.logical import binary_converter
 from lakecdc.events.positions import PostgresPosition
 from lakecdc.events.schema import OPTIONAL_INT64, OPTIONAL_STRING, STRING, primitive, struct
-from lakecdc.events.source import PostgresSourceBuilder, source_schema
 from lakecdc.events.topics import TopicNamer
 
 #: Debezium 3.6 counts each transactional message in the END record under a collection named by

@@ -16,7 +16,8 @@
    "last_snapshot_record": true}`` and streaming starts exactly there: transactions committed
    after the consistent point are streamed, earlier ones are in the snapshot.
 
-A crash before step 4 stores nothing, so the next start snapshots again (the seed's rule).
+A crash before step 4 stores nothing, so the next start snapshots again, as Debezium's PostgreSQL
+connector restarts a snapshot that did not complete (documentation, "Snapshots").
 """
 
 from __future__ import annotations
@@ -29,17 +30,19 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from lakecdc.capture.snapshot_last import HoldLast
 from lakecdc.capture.blocking import BlockingSnapshotError
 from lakecdc.capture.postgres import connection as pgconn
 from lakecdc.capture.postgres.config import PostgresConnectorConfig
 from lakecdc.capture.postgres.offset import snapshot_offset
 from lakecdc.capture.postgres.replication import ReplicationConnection
+from lakecdc.capture.postgres.source_info import PostgresSourceBuilder, source_builder
 from lakecdc.capture.postgres.table_schema import TableSchema, TableSchemas
 from lakecdc.capture.postgres.types import TypeModes
 from lakecdc.capture.spi import Emit, SnapshotResult
 from lakecdc.events.envelope import ChangeRecord
 from lakecdc.events.positions import PostgresPosition
-from lakecdc.events.source import PostgresSourceBuilder, snapshot_marker
+from lakecdc.events.source import snapshot_marker
 from lakecdc.events.topics import TableId, TopicNamer
 
 log = logging.getLogger(__name__)
@@ -123,16 +126,17 @@ class PostgresSnapshotSource:
                     tx_id: int, ts_us: int) -> int:
         """Emit every row of ``tables`` as ``r`` records (the caller holds the snapshot transaction);
         also used by a blocking snapshot while streaming."""
-        source_builder = PostgresSourceBuilder(self.config.topic_prefix, self.config.database_dbname or "postgres")
+        builder = source_builder(self.config)
         position = PostgresPosition(lsn=lsn, tx_id=tx_id, ts_usec=ts_us, snapshot=True)
         progress = _Progress(self.show_progress)
         headers = self.headers
         total = 0
         batch: list[ChangeRecord] = []
+        emit = hold = HoldLast(emit)
         try:
             for table_index, table in enumerate(tables):
                 schema = schemas.for_table(table)
-                first_table, last_table = table_index == 0, table_index == len(tables) - 1
+                first_table = table_index == 0
                 estimate = conn.execute(
                     "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = %s::regclass",
                     (pgconn.regclass_text(table),),
@@ -142,7 +146,7 @@ class PostgresSnapshotSource:
                     visible = conn.execute(sql.SQL("SELECT count(*), txid_current_snapshot()::text FROM {}").format(
                         pgconn.quoted(table))).fetchone()
                     log.debug("snapshot of %s: %s rows visible (snapshot %s)", table, visible[0], visible[1])
-                sources = _SourceFactory(source_builder, schema, lsn, tx_id, ts_us)
+                sources = _SourceFactory(builder, schema, lsn, tx_id, ts_us)
                 topic, key_schema, envelope, key_of, row_of = (
                     schema.topic, schema.key_schema, schema.envelope, schema.key, schema.row
                 )
@@ -152,7 +156,7 @@ class PostgresSnapshotSource:
                 count = 0
                 for values in self._rows(conn, schema, table):
                     if held is not None:
-                        _finish(held, sources, first_table and count == 1, False, count == 1, False)
+                        _finish(held, sources, first_table and count == 1, count == 1, False)
                         batch.append(ChangeRecord(topic, key_schema, held_key, envelope, held, headers, position))
                         if len(batch) >= BATCH:
                             emit(batch)
@@ -163,13 +167,13 @@ class PostgresSnapshotSource:
                     held = {"before": None, "after": row_of(values), "source": None, "transaction": None,
                             "op": "r", "ts_ms": 0, "ts_us": 0, "ts_ns": 0}
                 if held is not None:
-                    _finish(held, sources, first_table and count == 1, last_table, count == 1, True)
+                    _finish(held, sources, first_table and count == 1, count == 1, True)
                     batch.append(ChangeRecord(topic, key_schema, held_key, envelope, held, headers, position))
                 progress.finish(task, count)
                 total += count
                 log.info("snapshot of %s: %d rows", table, count)
-            if batch:
-                emit(batch)
+            hold(batch)
+            hold.finish()
         finally:
             progress.close()
         return total
@@ -207,13 +211,12 @@ class _SourceFactory:
         )
 
 
-def _finish(value: dict[str, Any], sources: _SourceFactory, first: bool, last_table: bool, first_in_table: bool,
+def _finish(value: dict[str, Any], sources: _SourceFactory, first: bool, first_in_table: bool,
             last_in_table: bool) -> None:
-    """Fill a held-back row's source block (Debezium's marker precedence: last, first,
-    last_in_data_collection, first_in_data_collection, true) and its processing time."""
-    last = last_table and last_in_table
-    marker = snapshot_marker(True, first=first and not last, last=last, first_in_table=first_in_table,
-                             last_in_table=last_in_table)
+    """Fill a held-back row's source block (Debezium's marker precedence: first,
+    last_in_data_collection, first_in_data_collection, true; the snapshot's final record becomes
+    "last" once the snapshot ends) and its processing time."""
+    marker = snapshot_marker(True, first=first, first_in_table=first_in_table, last_in_table=last_in_table)
     value["source"] = sources.build(marker)
     now = time.time_ns()
     value["ts_ms"], value["ts_us"], value["ts_ns"] = now // 1_000_000, now // 1000, now

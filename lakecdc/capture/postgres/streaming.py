@@ -30,7 +30,7 @@ from typing import Any
 
 import psycopg
 
-from lakecdc.capture.offsets import Offset
+from lakecdc.transport.offsets import Offset
 from lakecdc.capture.postgres import connection as pgconn
 from lakecdc.capture.postgres.config import PostgresConnectorConfig
 from lakecdc.capture.postgres.decoder import (
@@ -39,12 +39,14 @@ from lakecdc.capture.postgres.decoder import (
     CommitMessage,
     LogicalMessage,
     RelationMessage,
+    UNCHANGED,
     TruncateMessage,
     decode_message,
 )
 from lakecdc.capture.postgres.errors import LsnFlushTimeoutError, PostgresUnavailable, SlotMissingError, scrub
 from lakecdc.capture.postgres.offset import flush_lsn, resume_point
 from lakecdc.capture.postgres.replication import Keepalive, ReplicationConnection, XLogData, format_lsn
+from lakecdc.capture.postgres.source_info import source_builder
 from lakecdc.capture.postgres.table_schema import TableSchemas
 from lakecdc.capture.postgres.types import TypeModes
 from lakecdc.capture.heartbeat import Heartbeat
@@ -52,7 +54,6 @@ from lakecdc.events.envelope import HEADER_NEW_KEY, HEADER_OLD_KEY, ChangeRecord
 from lakecdc.events.serde import RecordEncoder
 from lakecdc.events.envelope import envelope_payload as _payload
 from lakecdc.events.positions import PostgresPosition
-from lakecdc.events.source import PostgresSourceBuilder
 from lakecdc.events.topics import TopicNamer
 from lakecdc.events.transaction import TransactionTracker, transaction_record
 from lakecdc.capture.postgres.messages import MessageRecords, message_data_collection
@@ -94,7 +95,7 @@ class PostgresStreamingSource:
             self._sql.close()
             raise
         self._repl: ReplicationConnection | None = None
-        self._source = PostgresSourceBuilder(config.topic_prefix, config.database_dbname or "postgres")
+        self._source = source_builder(config)
         self._skipped = config.skipped_operation_codes
         self._skip_creates = "c" in self._skipped
         self._source_templates: dict[Any, dict[str, Any]] = {}
@@ -487,10 +488,10 @@ class PostgresStreamingSource:
                     out.append(ChangeRecord(schema.topic, schema.key_schema, key, None, None, self._headers, position))
             return
         # update
-        new_values = message.new
+        old_values = message.old
+        new_values = _unchanged_from_old(message.new, old_values)
         after = schema.row(new_values)
         new_key = schema.key(new_values)
-        old_values = message.old
         before = schema.row(old_values) if old_values is not None else None
         old_key = schema.key(old_values) if old_values is not None else None
         if old_key is not None and old_key != new_key and None not in old_key.values():
@@ -551,3 +552,14 @@ class PostgresStreamingSource:
                 PostgresPosition(lsn=lsn, commit_lsn=self._last_commit_lsn, tx_id=self._xid,
                                  ts_usec=self._commit_ts_us),
             ))
+
+
+def _unchanged_from_old(new: list[Any], old: list[Any] | None) -> list[Any]:
+    """An update's new tuple with each unchanged TOASTed value taken from the old tuple where it
+    holds one (REPLICA IDENTITY FULL sends the whole old row, detoasted), as Debezium's
+    ``PostgresChangeRecordEmitter`` does with the old values it caches; otherwise the column keeps
+    the unavailable-value placeholder (an old tuple of key columns only holds nulls there)."""
+    if old is None or not any(value is UNCHANGED for value in new):
+        return new
+    return [old[i] if value is UNCHANGED and i < len(old) and old[i] is not None and old[i] is not UNCHANGED
+            else value for i, value in enumerate(new)]

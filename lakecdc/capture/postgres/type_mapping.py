@@ -20,6 +20,7 @@ from lakecdc.capture.postgres import type_temporal as tt
 from lakecdc.capture.postgres import type_values as tv
 from lakecdc.capture.postgres.type_values import unscaled_bytes
 from lakecdc.events.javanum import java_double_str
+from lakecdc.events import logical
 from lakecdc.events.logical import binary_converter
 from lakecdc.events.schema import ConnectField, ConnectSchema
 from lakecdc.events.serde import jackson_dumps
@@ -127,7 +128,7 @@ def _numeric_spec(typmod: int, modes: TypeModes) -> TypeSpec:
                         modes.unavailable_value_placeholder.decode())
     if variable:
         schema = ConnectSchema(
-            "struct", optional=True, name="io.debezium.data.VariableScaleDecimal", version=1,
+            "struct", optional=True, name=logical.VARIABLE_SCALE_DECIMAL, version=1,
             doc="Variable scaled decimal",
             fields=(ConnectField("scale", ConnectSchema("int32")), ConnectField("value", ConnectSchema("bytes"))),
         )
@@ -139,7 +140,7 @@ def _numeric_spec(typmod: int, modes: TypeModes) -> TypeSpec:
             return value
 
         return TypeSpec(schema, tv.variable_scale, tv.variable_scale, element)
-    schema = _named("bytes", "org.apache.kafka.connect.data.Decimal",
+    schema = _named("bytes", logical.DECIMAL,
                     {"scale": str(scale), "connect.decimal.precision": str(precision)})
     fixed = tv.fixed_scale(scale)
 
@@ -180,7 +181,7 @@ def _money_spec(modes: TypeModes) -> TypeSpec:
         value = tv.money_decimal(text).quantize(quantum, rounding=decimal.ROUND_HALF_UP)
         return unscaled_bytes(int(value.scaleb(digits)))
 
-    return _same(precise, None, _named("bytes", "org.apache.kafka.connect.data.Decimal", {"scale": str(digits)}))
+    return _same(precise, None, _named("bytes", logical.DECIMAL, {"scale": str(digits)}))
 
 
 def _int(text: str) -> int:
@@ -227,8 +228,8 @@ def _date_spec(modes: TypeModes) -> TypeSpec:
                 return tt.JDBC_ISO_DATE_NEG_INF + "Z"
             return tt.iso_date(tt.jdbc_epoch_days(text)) + "Z"
 
-        return TypeSpec(_named("string", "io.debezium.time.IsoDate"), stream, jdbc, jdbc)
-    name = "org.apache.kafka.connect.data.Date" if mode == "connect" else "io.debezium.time.Date"
+        return TypeSpec(_named("string", logical.ISO_DATE), stream, jdbc, jdbc)
+    name = logical.CONNECT_DATE if mode == "connect" else logical.DATE
     return TypeSpec(_named("int32", name), tt.stream_epoch_days, tt.jdbc_epoch_days, tt.jdbc_epoch_days)
 
 
@@ -238,17 +239,17 @@ def _time_spec(typmod: int, modes: TypeModes) -> TypeSpec:
     if mode == "isostring":
         def iso(text: str) -> str:  # a java.time LocalTime: 24:00:00 wraps to midnight
             return tt.iso_clock(tt.time_micros(text) % tt.MICROS_PER_DAY, None) + "Z"
-        spec = _same(iso, None, _named("string", "io.debezium.time.IsoTime"))
+        spec = _same(iso, None, _named("string", logical.ISO_TIME))
     elif mode == "connect":
-        spec = _same(_millis_of(tt.time_micros), None, _named("int32", "org.apache.kafka.connect.data.Time"))
+        spec = _same(_millis_of(tt.time_micros), None, _named("int32", logical.CONNECT_TIME))
     elif mode == "adaptive" and precision <= 3:
-        spec = _same(_millis_of(tt.time_micros), None, _named("int32", "io.debezium.time.Time"))
+        spec = _same(_millis_of(tt.time_micros), None, _named("int32", logical.TIME))
     elif mode == "nanoseconds":
         def nanos(text: str) -> int:
             return tt.time_micros(text) * 1000
-        spec = _same(nanos, None, _named("int64", "io.debezium.time.NanoTime"))
+        spec = _same(nanos, None, _named("int64", logical.NANO_TIME))
     else:
-        spec = _same(tt.time_micros, None, _named("int64", "io.debezium.time.MicroTime"))
+        spec = _same(tt.time_micros, None, _named("int64", logical.MICRO_TIME))
     scalar = spec.stream
 
     def element(text: str) -> Any:  # pgjdbc's LocalTime wraps 24:00:00 to midnight
@@ -266,7 +267,7 @@ def _millis_of(micros: Callable[[str], int]) -> Convert:
 def _timetz_spec() -> TypeSpec:
     def zoned(text: str) -> str:
         return tt.iso_clock_minimal(tt.timetz_utc_micros(text)) + "Z"
-    return _same(zoned, None, _named("string", "io.debezium.time.ZonedTime"))
+    return _same(zoned, None, _named("string", logical.ZONED_TIME))
 
 
 def _timestamp_spec(typmod: int, modes: TypeModes) -> TypeSpec:
@@ -277,14 +278,14 @@ def _timestamp_spec(typmod: int, modes: TypeModes) -> TypeSpec:
             micros = tt.timestamp_micros(text)
             days, clock = divmod(micros, tt.MICROS_PER_DAY)
             return f"{tt.iso_date(days)}T{tt.iso_clock(clock, None)}Z"
-        return _same(iso, None, _named("string", "io.debezium.time.IsoTimestamp"))
+        return _same(iso, None, _named("string", logical.ISO_TIMESTAMP))
     if mode == "connect":
-        return _same(_millis_of(tt.timestamp_micros), None, _named("int64", "org.apache.kafka.connect.data.Timestamp"))
+        return _same(_millis_of(tt.timestamp_micros), None, _named("int64", logical.CONNECT_TIMESTAMP))
     if mode == "nanoseconds":
-        return _same(tt.nano_timestamp, None, _named("int64", "io.debezium.time.NanoTimestamp"))
+        return _same(tt.nano_timestamp, None, _named("int64", logical.NANO_TIMESTAMP))
     if precision <= 3 and mode != "microseconds":
-        return _same(_millis_of(tt.timestamp_micros), None, _named("int64", "io.debezium.time.Timestamp"))
-    return _same(tt.micro_timestamp, None, _named("int64", "io.debezium.time.MicroTimestamp"))
+        return _same(_millis_of(tt.timestamp_micros), None, _named("int64", logical.TIMESTAMP))
+    return _same(tt.micro_timestamp, None, _named("int64", logical.MICRO_TIMESTAMP))
 
 
 def _timestamptz_spec(typmod: int) -> TypeSpec:
@@ -293,13 +294,13 @@ def _timestamptz_spec(typmod: int) -> TypeSpec:
     def zoned(text: str) -> str:
         return tt.zoned_timestamp_text(text, digits)
 
-    return _same(zoned, None, _named("string", "io.debezium.time.ZonedTimestamp"))
+    return _same(zoned, None, _named("string", logical.ZONED_TIMESTAMP))
 
 
 def _interval_spec(modes: TypeModes) -> TypeSpec:
     if modes.interval_handling == "string":
-        return _same(tt.interval_iso, None, _named("string", "io.debezium.time.Interval"))
-    return _same(tt.interval_micro_duration, None, _named("int64", "io.debezium.time.MicroDuration"))
+        return _same(tt.interval_iso, None, _named("string", logical.INTERVAL))
+    return _same(tt.interval_micro_duration, None, _named("int64", logical.MICRO_DURATION))
 
 
 # ---- other scalars -------------------------------------------------------------------------
@@ -307,7 +308,7 @@ def _interval_spec(modes: TypeModes) -> TypeSpec:
 def bits_spec(length: int) -> TypeSpec:
     if length <= 1:
         return _same(lambda text: text == "1", None, ConnectSchema("boolean", optional=True))
-    return _same(tv.bits_bytes, None, _named("bytes", "io.debezium.data.Bits", {"length": str(length)}))
+    return _same(tv.bits_bytes, None, _named("bytes", logical.BITS, {"length": str(length)}))
 
 
 def _hstore_spec(modes: TypeModes) -> TypeSpec:
@@ -320,12 +321,12 @@ def _hstore_spec(modes: TypeModes) -> TypeSpec:
         return jackson_dumps(tv.parse_hstore(text))
 
     toast = jackson_dumps({placeholder: placeholder})
-    return _same(as_json, toast, _named("string", "io.debezium.data.Json"))
+    return _same(as_json, toast, _named("string", logical.JSON))
 
 
 def _point_spec() -> TypeSpec:
     schema = ConnectSchema(
-        "struct", optional=True, name="io.debezium.data.geometry.Point", version=1, doc="Geometry (POINT)",
+        "struct", optional=True, name=logical.POINT, version=1, doc="Geometry (POINT)",
         fields=(
             ConnectField("x", ConnectSchema("double")),
             ConnectField("y", ConnectSchema("double")),
@@ -337,10 +338,10 @@ def _point_spec() -> TypeSpec:
 
 
 def _postgis_spec(name: str) -> TypeSpec:
-    logical, doc = {"geometry": ("io.debezium.data.geometry.Geometry", "Geometry"),
-                    "geography": ("io.debezium.data.geometry.Geography", "Geography")}[name]
+    schema_name, doc = {"geometry": (logical.GEOMETRY, "Geometry"),
+                        "geography": (logical.GEOGRAPHY, "Geography")}[name]
     schema = ConnectSchema(
-        "struct", optional=True, name=logical, version=1, doc=doc,
+        "struct", optional=True, name=schema_name, version=1, doc=doc,
         fields=(ConnectField("wkb", ConnectSchema("bytes")), ConnectField("srid", ConnectSchema("int32", optional=True))),
     )
     return _same(tv.postgis_struct, None, schema)
@@ -361,8 +362,8 @@ _STRING_TYPES = frozenset({
     "daterange", "isbn",
 })
 _STRING_NAMES = {
-    "uuid": "io.debezium.data.Uuid", "json": "io.debezium.data.Json", "jsonb": "io.debezium.data.Json",
-    "xml": "io.debezium.data.Xml", "tsvector": "io.debezium.data.Tsvector", "ltree": "io.debezium.data.Ltree",
+    "uuid": logical.UUID, "json": logical.JSON, "jsonb": logical.JSON,
+    "xml": logical.XML, "tsvector": logical.TSVECTOR, "ltree": logical.LTREE,
 }
 
 
@@ -371,7 +372,7 @@ def scalar_spec(name: str, typmod: int, modes: TypeModes,
     """The mapping of a non-array root type called ``name`` (pg_type.typname); None = unknown."""
     placeholder = modes.unavailable_value_placeholder.decode()
     if enum_labels is not None:
-        schema = _named("string", "io.debezium.data.Enum", {"allowed": ",".join(enum_labels)})
+        schema = _named("string", logical.ENUM, {"allowed": ",".join(enum_labels)})
         spec = _same(_identity, placeholder, schema)
         return TypeSpec(spec.schema, _identity, _identity, _identity, placeholder, null_element_fails=True,
                         required_in_array=True)

@@ -75,6 +75,21 @@ class TypeModes:
     unavailable_value_placeholder: bytes = b"__debezium_unavailable_value"
 
     @classmethod
+    def from_config(cls, config: Any) -> TypeModes:
+        """The modes of a validated connector configuration (``PostgresConnectorConfig``), as the
+        SQL Server and Oracle connectors build theirs."""
+        return cls(
+            decimal_handling=config.decimal_handling_mode,
+            time_precision=config.time_precision_mode,
+            binary_handling=config.binary_handling_mode,
+            interval_handling=config.interval_handling_mode,
+            hstore_handling=config.hstore_handling_mode,
+            include_unknown_datatypes=config.include_unknown_datatypes,
+            money_fraction_digits=config.money_fraction_digits,
+            unavailable_value_placeholder=_placeholder_bytes(config.unavailable_value_placeholder),
+        )
+
+    @classmethod
     def from_properties(cls, props: Mapping[str, Any]) -> TypeModes:
         """Read Debezium property names; an invalid choice raises ConfigError naming the property."""
         chosen: dict[str, str] = {}

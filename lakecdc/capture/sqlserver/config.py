@@ -39,7 +39,7 @@ IsolationMode = Literal["read_uncommitted", "read_committed", "repeatable_read",
 
 class SqlServerConnectorConfig(SignalingConnectorConfig):
     # Debezium 3's SQL Server modes that need no schema history or custom class; schema_only is
-    # the older name of no_data (seed 1.4.3).
+    # the older name of no_data (Debezium SQL Server documentation, ``snapshot.mode``).
     snapshot_modes: ClassVar[tuple[str, ...]] = (
         "initial", "initial_only", "no_data", "schema_only", "when_needed", "always",
     )
@@ -87,7 +87,8 @@ class SqlServerConnectorConfig(SignalingConnectorConfig):
 
     @cached_property
     def effective_isolation_mode(self) -> str:
-        """Always On read-only replicas allow only ``snapshot`` isolation (seed 1.4.10)."""
+        """Always On read-only replicas allow only ``snapshot`` isolation (Debezium SQL Server
+        documentation, "SQL Server Always On")."""
         if (self.database_application_intent or "").lower() == "readonly":
             return "snapshot"
         return self.snapshot_isolation_mode

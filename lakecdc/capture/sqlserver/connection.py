@@ -17,7 +17,7 @@ Statements (``%s`` is pymssql's parameter marker; LSNs travel as ``binary(10)`` 
 factory is given: ``SqlServerConnector(config, connection_factory=f)`` in Python, or the environment
 variable ``LAKECDC_SQLSERVER_CONNECTION_FACTORY=package.module:callable`` (for the CLI). A factory
 is called with the connector configuration and returns a DB-API 2.0 connection; the tests use
-``lakecdc.capture.sqlserver.replay:from_env`` to answer from recorded result sets.
+``sqlserver_replay:from_env`` (``tests/unit/capture/sqlserver/``) to answer from recorded result sets.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The SQL Server connector as the capture coordinator drives it (``lakecdc/capture/spi.py``).
 
-``snapshot.mode`` (seed 1.4.3, Debezium 3.x names): ``initial`` (default), ``initial_only``,
-``no_data`` (= ``schema_only``: structures only, then stream changes committed from now on),
-``when_needed`` and ``always``.
+``snapshot.mode`` (Debezium 3.x SQL Server connector, ``SqlServerConnectorConfig.SnapshotMode``):
+``initial`` (default), ``initial_only``, ``no_data`` (= ``schema_only``: structures only, then stream
+changes committed from now on), ``when_needed`` and ``always``.
 
 Connections come from ``pymssql.connect`` unless a factory is given (``connection_factory``
 argument, or ``LAKECDC_SQLSERVER_CONNECTION_FACTORY``; see ``connection.py``).
@@ -11,13 +11,12 @@ argument, or ``LAKECDC_SQLSERVER_CONNECTION_FACTORY``; see ``connection.py``).
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Any
 
 from lakecdc.capture.sqlserver import connection as sq
-from lakecdc.capture.sqlserver.config import SQLSERVER_CLASSES, SqlServerConnectorConfig
+from lakecdc.capture.sqlserver.config import SqlServerConnectorConfig
 from lakecdc.capture.sqlserver.database_schema import DatabaseSchema
-from lakecdc.capture.sqlserver.offset import ResumePoint, snapshot_completed
+from lakecdc.capture.sqlserver.offset import ResumePoint, snapshot_completed, source_partition
 from lakecdc.capture.sqlserver.snapshot import SqlServerSnapshotSource
 from lakecdc.capture.sqlserver.streaming import SqlServerStreamingSource
 from lakecdc.capture.sqlserver.types import TypeModes
@@ -26,21 +25,12 @@ from lakecdc.events.topics import TopicNamer
 log = logging.getLogger(__name__)
 
 
-def load_sqlserver_config(config_path: str | Path, overrides: dict[str, str] | None = None) -> SqlServerConnectorConfig:
-    from lakecdc.capture.runner import load_connector_config
-
-    config: SqlServerConnectorConfig = load_connector_config(
-        config_path, overrides, SQLSERVER_CLASSES, SqlServerConnectorConfig, "SQL Server")
-    return config
-
-
 class SqlServerConnector:
     def __init__(self, config: SqlServerConnectorConfig, show_progress: bool | None = None,
                  connection_factory: sq.ConnectionFactory | None = None) -> None:
         self.config = config
         self.name = config.connector_name
-        # Debezium 2+'s SqlServerPartition: one partition per captured database
-        self.partition: dict[str, Any] = {"server": config.topic_prefix, "database": config.database}
+        self.partition: dict[str, Any] = source_partition(config)
         self.modes = TypeModes.from_config(config)
         self.namer = TopicNamer(
             config.topic_prefix, "sqlserver", delimiter=config.topic_delimiter,

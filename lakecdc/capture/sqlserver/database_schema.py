@@ -1,5 +1,6 @@
 """Which tables are captured, through which capture instances, with which event structure; and
-the CDC setup checks that name what is missing (seed 1.4.10).
+the CDC setup checks that name what is missing (Debezium SQL Server documentation, "Setting up SQL
+Server": enabling CDC on the database and on each table).
 
 Checks at every start, each failure naming the fix::
 
@@ -9,7 +10,8 @@ Checks at every start, each failure naming the fix::
     tracked tables, no instance
     visible to the login           -> SELECT on the captured columns / the gating role
 
-A source table may have two capture instances during an online schema change (seed 1.4.14):
+A source table may have two capture instances during an online schema change (Debezium SQL
+Server documentation, "Database schema evolution"):
 each instance is read for the LSNs before the next one's start LSN, so events switch to the new
 structure exactly where the new change table begins.
 """

@@ -25,6 +25,11 @@ from typing import Any
 from lakecdc.events.positions import SqlServerPosition
 
 
+def source_partition(config: Any) -> dict[str, Any]:
+    """Debezium 2+'s ``SqlServerPartition``: one source partition per captured database."""
+    return {"server": config.topic_prefix, "database": config.database}
+
+
 @dataclass(frozen=True)
 class ResumePoint:
     commit_lsn: int

@@ -1,4 +1,5 @@
-"""Snapshot of the captured SQL Server tables (seed 1.4.2, isolation per 1.4.4).
+"""Snapshot of the captured SQL Server tables (Debezium SQL Server documentation, "Snapshots"; isolation
+per ``snapshot.isolation.mode``).
 
 Steps (``snapshot.isolation.mode=repeatable_read``, the default)::
 
@@ -26,6 +27,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from lakecdc.capture.snapshot_last import HoldLast
 from lakecdc.capture.blocking import BlockingSnapshotError
 from lakecdc.capture.spi import Emit, SnapshotResult
 from lakecdc.capture.sqlserver import connection as sq
@@ -168,9 +170,9 @@ class SqlServerSnapshotSource:
         commit_text = sq.lsn_text(max_lsn)
         fetch = self.config.snapshot_fetch_size or DEFAULT_FETCH
         total = 0
+        emit = hold = HoldLast(emit)
         try:
-            for t_index, inst in enumerate(instances):
-                last_table = t_index == len(instances) - 1
+            for inst in instances:
                 factory = self.schema.factory(inst)
                 ts_ms = int(time.time() * 1000)
 
@@ -192,10 +194,10 @@ class SqlServerSnapshotSource:
                         if table_rows == 0:
                             only = len(block) == 1 and not following
                             marker = snapshot_marker(True, first=total == 0, first_in_table=True,
-                                                     last_in_table=only, last=last_table and only)
+                                                     last_in_table=only)
                             pending[0] = factory.read(block[0], source(marker), position, ts_ns)
                         if not following and (len(block) > 1 or table_rows > 0):
-                            marker = snapshot_marker(True, last=last_table, last_in_table=True)
+                            marker = snapshot_marker(True, last_in_table=True)
                             pending[-1] = factory.read(block[-1], source(marker), position, ts_ns)
                         emit(with_headers(pending, self.headers))
                         table_rows += len(block)
@@ -207,6 +209,7 @@ class SqlServerSnapshotSource:
                     cur.close()
                 log.info("snapshot: table %s.%s.%s done, %d rows", self.schema.database, inst.source_schema,
                          inst.source_table, table_rows)
+            hold.finish()
         finally:
             if progress is not None:
                 progress.close()
@@ -214,7 +217,8 @@ class SqlServerSnapshotSource:
 
 
 def schema_change_records(config: Any, schema: DatabaseSchema, instances: list[Any], lsn: int) -> list[Any]:
-    """One CREATE schema change event per captured table, at the snapshot LSN (seed 1.4.7)."""
+    """One CREATE schema change event per captured table, at the snapshot LSN, as Debezium's
+    ``SqlServerSnapshotChangeEventSource`` emits them ("Schema change topic")."""
     source = source_builder(config.topic_prefix)
     topic = schema.namer.schema_change_topic
     position = SqlServerPosition(commit_lsn=lsn, snapshot=True)

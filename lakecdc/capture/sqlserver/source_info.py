@@ -1,6 +1,7 @@
 """The ``source`` block of SQL Server events (Debezium ``SourceInfo``).
 
-Example (streamed insert, seed 1.4.8 values; Debezium 3 adds ``sequence``, ``ts_us``, ``ts_ns``)::
+Example (streamed insert, with the values of the example in Debezium's SQL Server documentation, "Data
+change events"; Debezium 3 adds ``sequence``, ``ts_us``, ``ts_ns``)::
 
     {"version": "3.6.3.Final", "connector": "sqlserver", "name": "server1", "ts_ms": 1559729468470,
      "snapshot": "false", "db": "testDB", "sequence": null, "ts_us": 1559729468470000,

@@ -1,4 +1,5 @@
-"""Streaming from the CDC change tables (seed 1.4.5): a poll loop over every capture instance.
+"""Streaming from the CDC change tables (Debezium SQL Server documentation, "Reading the change data
+tables"): a poll loop over every capture instance.
 
 Each pass::
 
@@ -21,9 +22,10 @@ Debezium, BEGIN goes out with the first event emitted (none for a transaction wh
 skipped), after what a signal row of it did: an incremental snapshot's reads at a close watermark
 come before the watermark's BEGIN, with ``transaction: null``.
 
-A table's instance is read only for LSNs before the next instance's start LSN, so when a new
-capture instance appears (seed 1.4.14) events switch to its structure exactly where it begins;
-an ALTER schema change event on ``<topic.prefix>`` marks the switch (``include.schema.changes``).
+A table's instance is read only for LSNs before the next instance's start LSN, so when a new capture
+instance appears (Debezium's online schema update, "Database schema evolution") events switch to its
+structure exactly where it begins; an ALTER schema change event on ``<topic.prefix>`` marks the switch
+(``include.schema.changes``).
 
 With ``signal.data.collection`` the signal table's capture instance is read like any other: an
 insert into it is a signal or a window watermark (``capture/signaling.py``), acted on before the
@@ -44,14 +46,14 @@ from typing import Any
 from lakecdc.capture.blocking import BlockingSnapshotError
 from lakecdc.capture.heartbeat import Heartbeat
 from lakecdc.capture.signaling import Signaling
-from lakecdc.capture.signals import parse_table_id
 from lakecdc.capture.sqlserver import connection as sq
+from lakecdc.capture.sqlserver.blocking import blocking_snapshot
 from lakecdc.capture.sqlserver.connection import CaptureInstance
 from lakecdc.capture.sqlserver.database_schema import DatabaseSchema
 from lakecdc.capture.sqlserver.errors import SqlServerConnectionLostError, SqlServerTypeError
 from lakecdc.capture.sqlserver.incremental import SqlServerIncrementalSnapshot
 from lakecdc.capture.sqlserver.offset import ResumePoint, event_offset
-from lakecdc.capture.sqlserver.snapshot import SqlServerSnapshotSource, schema_change_records
+from lakecdc.capture.sqlserver.snapshot import schema_change_records
 from lakecdc.capture.sqlserver.source_info import source_builder
 from lakecdc.capture.sqlserver.table_changes import schema_change_record
 from lakecdc.capture.sqlserver.table_schema import with_headers
@@ -195,26 +197,15 @@ class SqlServerStreamingSource:
 
     def _blocking_snapshot(self, signal: Any, tables: list[str], position: SqlServerPosition | None,
                            selects: dict[str, str]) -> list[Any]:
-        """Streaming waits while ``tables`` (``db.schema.table``) are read whole as the initial snapshot
-        reads them (``selects``: the SELECT statements of the signal's additional conditions), every
-        row at the signal's commit LSN with the snapshot markers. As in Debezium, changes committed
-        between the signal and the read are in the snapshot and streamed again after it."""
+        """Streaming waits while ``tables`` are read whole at the signal's commit LSN (``blocking.py``)."""
         assert self.resume is not None
         lsn = position.commit_lsn if position is not None else self.resume.commit_lsn
-        keys = [(t.schema or "dbo", t.table) for t in map(parse_table_id, tables)]
-        records: list[Any] = []
-        started = time.monotonic()
-        source = SqlServerSnapshotSource(self.config, self.schema, self.connect, show_progress=False,
-                                         headers=self.headers, selects=selects)
         try:
-            rows = source.blocking(records.extend, keys, lsn)
+            return blocking_snapshot(self.config, self.schema, self.connect, self.headers, tables, lsn, selects)
         except BlockingSnapshotError:
             raise  # the signal's SELECT refused: the snapshot fails, streaming goes on (capture/signaling.py)
         except Exception as exc:
             raise self._lost(exc) from exc
-        log.info("blocking snapshot completed: %d rows from %d tables in %.1f s; streaming resumes", rows, len(keys),
-                 time.monotonic() - started)
-        return records
 
     def _with_snapshot(self, offset: dict[str, Any] | None) -> dict[str, Any] | None:
         """The offset plus the incremental snapshot's progress as of the records before it."""
@@ -456,7 +447,8 @@ class SqlServerStreamingSource:
                       self._with_snapshot(event_offset(commit, change, serial)), data=False)
 
     def _switch(self, inst: CaptureInstance) -> list[_Group]:
-        """The new instance's structure takes over: an ALTER schema change event (seed 1.4.14)."""
+        """The new instance's structure takes over: an ALTER schema change event, as Debezium's
+        ``SqlServerStreamingChangeEventSource`` emits when it moves to a new change table."""
         self._announce(inst)
         instances = self.schema.instances[inst.table_key]
         previous = instances[instances.index(inst) - 1]

@@ -1,5 +1,6 @@
-"""Schema change events on the ``<prefix>`` topic (seed 1.4.7): CREATE for each captured table in
-the snapshot, ALTER when streaming reaches a new capture instance's start LSN (seed 1.4.14).
+"""Schema change events on the ``<prefix>`` topic (Debezium SQL Server documentation, "Schema change
+topic"): CREATE for each captured table in the snapshot, ALTER when streaming reaches a new capture
+instance's start LSN ("Database schema evolution").
 
 Value (``io.debezium.connector.sqlserver.SchemaChangeValue``; key
 ``io.debezium.connector.sqlserver.SchemaChangeKey`` = ``{"databaseName": "testDB"}``)::
@@ -84,7 +85,7 @@ def column_json(col: ColumnDef, position: int) -> dict[str, Any]:
         "scale": _scale(col),
         "position": position,
         "optional": col.nullable,
-        # as the seed's example prints it for an identity column
+        # as the schema change example of Debezium's SQL Server documentation prints it, identity columns too
         "autoIncremented": False,
         "generated": False,
         "comment": None,

@@ -1,11 +1,11 @@
 """Event structure per capture instance: topic, key/value/envelope schemas and row builders.
 
-A capture instance fixes the columns its change table holds (``captured_column_list``), so the
-structure is built per instance, not per source table: after an online schema change (seed
-1.4.14) the old and the new instance of ``dbo.customers`` have different value schemas. Rows are
-handed over as tuples in the instance's captured column order (the snapshot selects exactly those
-columns; change rows are the same after their ``__$`` metadata columns). Example for
-``testDB.dbo.customers`` under prefix ``server1``::
+A capture instance fixes the columns its change table holds (``captured_column_list``), so the structure
+is built per instance, not per source table: after an online schema change (Debezium SQL Server
+documentation, "Database schema evolution") the old and the new instance of ``dbo.customers`` have
+different value schemas. Rows are handed over as tuples in the instance's captured column order (the
+snapshot selects exactly those columns; change rows are the same after their ``__$`` metadata columns).
+Example for ``testDB.dbo.customers`` under prefix ``server1``::
 
     topic      server1.testDB.dbo.customers
     key schema {"type":"struct","fields":[{"type":"int32","optional":false,"field":"id"}],
@@ -83,7 +83,8 @@ def build_instance_schema(
     if missing:
         raise SqlServerTypeError(
             f"capture instance '{instance.name}' captures columns {missing} that table "
-            f"'{table.schema}.{table.table}' no longer has; create a new capture instance (seed 1.4.14)"
+            f"'{table.schema}.{table.table}' no longer has; create a new capture instance (Debezium SQL Server "
+            "documentation, 'Database schema evolution')"
         )
     columns = tuple(by_name[n] for n in instance.captured_columns) if instance.captured_columns else table.columns
     table_id = TableId(database, table.schema, table.table)

@@ -81,7 +81,8 @@ def _decimal_shape(col: ColumnDef) -> tuple[int, int]:
 
 
 def column_schema(col: ColumnDef, modes: TypeModes) -> ConnectSchema:
-    """The Connect schema of a column: optional when nullable, with the column default (seed 2.3)."""
+    """The Connect schema of a column: optional when nullable, with the column default (Debezium's
+    ``SqlServerDefaultValueConverter``)."""
     schema = _base_schema(col, modes)
     default = default_value(col, modes)
     return schema if default is None else dataclasses.replace(schema, default=default)
@@ -201,7 +202,8 @@ def _micros_of_day(v: Any) -> int:
 
 
 def _epoch_micros(v: Any) -> int:
-    """A zone-less datetime as if in UTC (seed 2.10.4: the JVM's zone does not matter)."""
+    """A zone-less datetime as if in UTC (Debezium SQL Server documentation, "Timestamp
+    values": the JVM's time zone does not matter)."""
     if not isinstance(v, dt.datetime):
         v = dt.datetime.combine(v, dt.time())
     delta = v.replace(tzinfo=None) - logical.EPOCH

@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from lakecdc.audit import (
-    AuditError, diff_versions, key_columns, read_as_of, row_history, table_versions, version_for_position,
+    AuditError, LakeTable, diff_versions, key_columns, read_as_of, row_history, table_versions, version_for_position,
 )
 from lakecdc.audit.plots import plot_lag, plot_versions
 from lake_fixture import FORMATS, Lake, build_lake
@@ -140,3 +140,87 @@ def test_soft_deleted_rows_count_as_removed(fmt: str, spark: SparkSession, tmp_p
     report = check_table(lake.silver, lake.bronze, rules=["unique_keys", "no_resurrected_deletes",
                                                            "silver_matches_bronze_replay"])
     assert report.passed, report.as_dict()
+
+
+def warehouse_of(table) -> str:  # type: ignore[no-untyped-def]
+    if table.format == "delta":
+        return str(table.warehouse)
+    return table.session.conf.get("spark.sql.catalog.lake.warehouse")
+
+
+@pytest.mark.parametrize(("position", "version", "replayed", "rows"), [
+    ("5", None, 0, {}),  # before the first commit
+    ("12", 0, 0, {1: "a", 2: "b", 3: "c"}),  # at a commit boundary
+    ("15", 0, 0, {1: "a", 2: "b", 3: "c"}),  # between two commits
+    ("20", 0, 1, {1: "a2", 2: "b", 3: "c"}),  # inside batch 2's commit: version 1 + bronze up to 20
+    ("21", 1, 0, {1: "a2", 3: "c"}),
+    ("0/1E", 1, 1, {1: "a2", 3: "c", 4: "d"}),  # inside batch 3's commit
+    ("31", 2, 0, {1: "a3", 3: "c", 4: "d"}),  # the newest position
+])
+def test_cli_as_of_a_position_without_config_is_exact(lake: Lake, position: str, version: int | None,
+                                                      replayed: int, rows: dict[int, str]) -> None:
+    """`lakecdc audit as-of --position` with only --format and --warehouse finds bronze by the
+    writers' names and replays it inside a commit, as the API does with the ingest configuration."""
+    from typer.testing import CliRunner
+
+    from lakecdc.cli.main import app
+
+    fmt = "iceberg" if lake.silver.format == "iceberg" else "delta"
+    out = CliRunner().invoke(app, ["audit", "as-of", lake.silver.name, "-f", fmt, "-w", warehouse_of(lake.silver),
+                                   "--position", position])
+    assert out.exit_code == 0, out.output
+    expected = read_as_of(lake.silver, source_position=position)
+    assert names(expected) == rows
+    if version is None:
+        assert "before its first version" in out.output, out.output
+    else:
+        assert f"version {lake.silver_versions[version]} " in out.output, out.output
+    assert (f"+ {replayed} bronze events" in out.output) == bool(replayed), out.output
+    assert f"({len(rows)} rows)" in out.output, out.output
+    printed = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in out.output.splitlines()
+               if line.startswith("│ ")}
+    assert printed == {str(k): v for k, v in rows.items()}, out.output
+
+
+def renamed_lake(spark: SparkSession, tmp_path: Path, silver: str, bronze: str) -> LakeTable:
+    """The three-batch history under other table names (a ``table.mapping`` or a template)."""
+    from dataclasses import replace
+
+    from lake_fixture import BATCHES
+    from writer_harness import LONG, STR, Stream
+
+    from lakecdc.writers.base import create_writer
+
+    writer = create_writer("delta-rs", spark, warehouse=str(tmp_path / "delta"))
+    stream = Stream(spark, "delta", [("id", LONG), ("name", STR)])
+    topic_name = stream.topic.replace(".", "_")
+    stream.target = replace(stream.target, silver_table=silver.format(topic=topic_name),
+                            bronze_table=bronze.format(topic=topic_name))
+    for batch_id, events in enumerate(BATCHES, start=1):
+        writer.apply(stream.batch(events), batch_id)
+    return LakeTable.delta(tmp_path / "delta", stream.target.silver_table)
+
+
+@pytest.mark.parametrize(("silver", "bronze"), [
+    ("shop_silver.{topic}", "shop_bronze.{topic}"),  # "silver" as a word of a name part
+    ("sales.{topic}", "bronze.{topic}"),  # a mapped silver name: bronze under its topic's default name
+])
+def test_bronze_is_found_by_the_writers_names(spark: SparkSession, tmp_path: Path, silver: str, bronze: str) -> None:
+    from lakecdc.audit.changelog import bronze_of
+
+    table = renamed_lake(spark, tmp_path, silver, bronze)
+    assert bronze_of(table).name == bronze.format(topic=table.name.split(".")[-1])
+    assert names(read_as_of(table, source_position=20)) == {1: "a2", 2: "b", 3: "c"}
+
+
+def test_a_bronze_that_cannot_be_found_is_an_error_not_an_earlier_state(spark: SparkSession, tmp_path: Path) -> None:
+    table = renamed_lake(spark, tmp_path, "sales.{topic}", "raw.{topic}_changes")
+    assert names(read_as_of(table, source_position=31)) == {1: "a3", 3: "c", 4: "d"}  # the newest: no replay
+    with pytest.raises(AuditError, match=r"its bronze change log was not found \(tried bronze\.shop_public_t.*"
+                                         r"give the ingest configuration \(--config\) or bronze="):
+        read_as_of(table, source_position=20)
+    bronze = table.sibling(f"raw.{table.name.split('.')[-1]}_changes")
+    from lakecdc.audit import read_as_of_with_version
+
+    read = read_as_of_with_version(table, source_position=20, bronze=bronze)
+    assert names(read.rows) == {1: "a2", 2: "b", 3: "c"} and read.replayed == 1

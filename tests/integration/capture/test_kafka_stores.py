@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from lakecdc.capture.history_store import HistoryRecord, KafkaHistoryStore, SchemaHistoryError
-from lakecdc.capture.offsets import KafkaOffsetStore, OffsetStoreError, java_partition
+from lakecdc.transport.history_store import HistoryRecord, KafkaHistoryStore, SchemaHistoryError
+from lakecdc.transport.offsets import KafkaOffsetStore, OffsetStoreError, java_partition
 from lakecdc.config import CommonConnectorConfig
 from lakecdc.devstack.broker import Broker
 

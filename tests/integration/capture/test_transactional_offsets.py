@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from lakecdc.capture.coordinator import CaptureCoordinator, CoordinatorSettings
-from lakecdc.capture.offsets import KafkaOffsetStore, offset_key
+from lakecdc.transport.offsets import KafkaOffsetStore, offset_key
 from lakecdc.devstack.broker import Broker
 from lakecdc.transport.kafka import KafkaSink
 
@@ -75,7 +75,7 @@ KILLED_CAPTURE = textwrap.dedent('''
     sys.path.insert(0, sys.argv[4])
     from scripted import Connector
     from lakecdc.capture.coordinator import CaptureCoordinator, CoordinatorSettings
-    from lakecdc.capture.offsets import KafkaOffsetStore
+    from lakecdc.transport.offsets import KafkaOffsetStore
     from lakecdc.transport.kafka import KafkaSink
 
     class KilledBeforeCommit(KafkaSink):

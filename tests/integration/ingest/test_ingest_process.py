@@ -83,6 +83,14 @@ def test_stop_signal_mid_batch_finishes_the_batch_and_exits_0(broker, spark, tmp
         stop_group(process)
     text = log.read_text(errors="replace")
     assert "finishing the current batch" in text and "ingest stopped (signal)" in text
+    # Spark's and Java's own lines go to the job's spark.log, not into the user's output
+    spark_log = tmp_path / "progress" / "spark.log"
+    assert f"Spark's own log: {spark_log}" in text
+    chatter = [line for line in text.splitlines()
+               if "NativeCodeLoader" in line or "Setting default log level" in line or " py4j." in line
+               or line[:9].count("/") == 2]  # log4j's "yy/MM/dd HH:mm:ss WARN ..." lines
+    assert not chatter, chatter[:5]
+    assert "Setting default log level" in spark_log.read_text(errors="replace")
     assert_final_source_state(spark, prefix)  # the batch in progress was completed, every table
 
 

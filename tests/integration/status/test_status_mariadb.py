@@ -9,7 +9,7 @@ from typing import Any
 import pymysql
 import pytest
 
-from lakecdc.capture.mysql.run import run_mysql_capture
+from lakecdc.capture.runner import run_capture
 from lakecdc.metrics.capture_status import capture_status
 
 pytestmark = [pytest.mark.integration]
@@ -45,7 +45,7 @@ def test_binlog_lag_counts_from_the_stored_position_and_grows_by_exactly_what_is
     config = tmp_path / "capture.properties"
     config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
     _execute(mariadb, database, "INSERT INTO items VALUES (3, 'three')")
-    run_mysql_capture(config, f"jsonl:{tmp_path / 'events.jsonl'}", stop_when_idle=2, show_progress=False)
+    run_capture(config, f"jsonl:{tmp_path / 'events.jsonl'}", stop_when_idle=2, show_progress=False)
 
     first = capture_status(config)
     assert first.error is None, first.error

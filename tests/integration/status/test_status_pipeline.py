@@ -24,7 +24,8 @@ from lakecdc.events.positions import position_from_source
 from lakecdc.ingest.transactions import commit_lsn, tx_link
 from lakecdc.ingest.config import IngestConfig
 from lakecdc.ingest.job import run_ingest
-from lakecdc.metrics.capture_status import capture_status, format_lsn, parse_lsn
+from lakecdc.capture.postgres.replication import format_lsn, parse_lsn
+from lakecdc.metrics.capture_status import capture_status
 from lakecdc.metrics.ingest_status import ingest_status
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

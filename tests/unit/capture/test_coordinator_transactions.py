@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from lakecdc.capture.coordinator import SNAPSHOT_IN_PROGRESS, CaptureCoordinator, CoordinatorSettings
-from lakecdc.capture.offsets import FileOffsetStore, OffsetRecord, offset_key
+from lakecdc.transport.offsets import FileOffsetStore, OffsetRecord, offset_key
 from lakecdc.capture.postgres.offset import snapshot_completed
 from lakecdc.capture.spi import SnapshotResult
 from lakecdc.errors import SinkTransientError

@@ -7,9 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from lakecdc.capture.offsets import FileOffsetStore, OffsetStoreError, offset_key, open_offset_store
+from lakecdc.transport.offsets import FileOffsetStore, OffsetStoreError, offset_key, open_offsets
+from lakecdc.capture.postgres.config import PostgresConnectorConfig
 from lakecdc.capture.snapshot_modes import plan_start
 from lakecdc.errors import ConfigError
+
+PG = {"topic.prefix": "p", "database.hostname": "localhost"}
 
 
 def test_offset_key_is_kafka_connect_json() -> None:
@@ -38,11 +41,18 @@ def test_file_store_rejects_foreign_format_naming_the_file(tmp_path: Path) -> No
         FileOffsetStore(path)
 
 
-def test_open_offset_store_uses_debezium_properties(tmp_path: Path) -> None:
-    store = open_offset_store({"offset.storage.file.filename": str(tmp_path / "o.json")})
+def test_open_offsets_uses_debezium_properties(tmp_path: Path) -> None:
+    """The one opener the runner and ``lakecdc status`` share: ``offset.storage.file.filename`` is
+    the file; memory storage is kept beside the configuration; a Kafka store needs its topic."""
+    connector = tmp_path / "c.properties"
+    store = open_offsets(PostgresConnectorConfig.from_properties(
+        {**PG, "offset.storage.file.filename": str(tmp_path / "o.json")}), connector)
     assert isinstance(store, FileOffsetStore) and store.path == tmp_path / "o.json"
+    store = open_offsets(PostgresConnectorConfig.from_properties(PG), connector)
+    assert isinstance(store, FileOffsetStore) and store.path == tmp_path / "c.offsets.json"
     with pytest.raises(ConfigError, match="offset.storage.topic"):
-        open_offset_store({"offset.storage": "org.apache.kafka.connect.storage.KafkaOffsetBackingStore"})
+        PostgresConnectorConfig.from_properties(
+            {**PG, "offset.storage": "org.apache.kafka.connect.storage.KafkaOffsetBackingStore"})
 
 
 @pytest.mark.parametrize(

@@ -190,7 +190,8 @@ def test_passthrough_groups_and_ignored_properties() -> None:
     )
     assert cfg.producer_properties() == {"compression.type": "zstd", "linger.ms": "20"}
     assert cfg.topic_creation_properties() == {"partitions": "3"}
-    assert cfg.ignored_properties() == ["transforms", "transforms.unwrap.type"]
+    assert cfg.ignored_properties() == []  # the transform is applied (lakecdc.transforms)
+    assert [stage.alias for stage in cfg.transform_chain.stages] == ["unwrap"]
 
 
 def test_password_secret_and_given_properties_masked() -> None:

@@ -49,8 +49,8 @@ _KAFKA_HISTORY = {"schema.history.internal.kafka.topic": "history",
 COMPLETIONS = {"postgres": {"plugin.name": "pgoutput"}, "mysql": _KAFKA_HISTORY, "oracle": _KAFKA_HISTORY}
 # Shared modules a connector never calls (their reads do not apply the property to it).
 # (the Kafka sink makes a schema history topic single-partition; SQL Server keeps no history)
-NOT_USED_BY = {"sqlserver": {"lakecdc/capture/history_store.py", "lakecdc/transport/registry.py"},
-               "postgres": {"lakecdc/capture/history_store.py"}}
+NOT_USED_BY = {"sqlserver": {"lakecdc/transport/history_store.py", "lakecdc/transport/registry.py"},
+               "postgres": {"lakecdc/transport/history_store.py"}}
 #: (connector, property) -> files that name the property for other connectors only: the schema
 #: history client's settings are built in the shared Kafka client module, which SQL Server (no
 #: schema history) uses for its other clients
@@ -175,13 +175,16 @@ def test_properties_not_listed_are_read(connector: str) -> None:
 
 def test_one_warning_per_property_without_effect_naming_it_and_why(caplog: pytest.LogCaptureFixture) -> None:
     config = load("postgres", {"snapshot.delay.ms": "5000", "slot.stream.params": "a=b", "slot.name": "s",
-                               "transforms": "unwrap", "transforms.unwrap.type": "x"})
+                               "transforms": "unwrap",
+                               "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
+                               "transforms.unwrap.drop.tombstones": "false"})
     with caplog.at_level(logging.WARNING):
         config.log_not_applied(logging.getLogger("lakecdc.test"))
     lines = [r.getMessage() for r in caplog.records]
-    assert len(lines) == 4
+    assert len(lines) == 3
+    # the transform is applied; the Debezium 2 property Debezium 3.6.3 no longer reads is reported
     assert sorted(line.split("'")[1] for line in lines) == [
-        "slot.stream.params", "snapshot.delay.ms", "transforms", "transforms.unwrap.type"]
+        "slot.stream.params", "snapshot.delay.ms", "transforms.unwrap.drop.tombstones"]
     assert any("slot.stream.params" in line and registry.POSTGRES["slot.stream.params"] in line for line in lines)
     assert not any("slot.name" in line for line in lines)
 

@@ -62,3 +62,30 @@ def test_just_below() -> None:
     assert just_below((5, 0, 0, 0)) == (4, (1 << 63) - 1, (1 << 63) - 1, (1 << 63) - 1)
     assert just_below((5, 6, 7, 8)) == (5, 6, 7, 7)
     assert just_below((0, 0, 0, 0)) == (0, 0, 0, 0)
+
+
+def test_a_table_holding_changes_above_its_recorded_position_is_the_floor_after_a_restart() -> None:
+    """MariaDB, killed three times: a run committed the last transactions into one table while the
+    snapshot kept the point (and so the table's complete-through) low, and was killed before it read
+    every partition to its end. The restarted job drops those events as replays; its point must
+    still reach them, and nothing below them may be published (that table's newest version holds
+    them)."""
+    point = ConsistencyPoint(JobState(applied_through_seq=[0, 0, 0, 0], snapshot_pending_seq=[0, 0, 0, 0]))
+    point.table_holds((0, 0, 0, 0), (1, 20_000, 0, 1))  # checking: complete through nothing, holds 1:20000
+    point.table_holds((0, 0, 0, 0), (1, 15_000, 0, 1))
+    point.advance([rows(("u", (1, 16_000, 0, 1)))], False, None, None)  # savings' last events, not at the end
+    assert point.behind_floor and not point.publishable
+    point.advance([rows(("u", (1, 17_000, 0, 1)))], True, None, None)  # read to the end, nothing held
+    assert point.publishable and point.point == (1, 20_000, 0, 1)
+    state = JobState()
+    point.save(state)
+    assert state.applied_through_seq == [1, 20_000, 0, 1] and state.snapshot_pending_seq is None
+
+
+def test_a_point_is_never_published_below_the_changes_a_table_already_holds() -> None:
+    point = ConsistencyPoint(JobState(applied_through_seq=[1, 100, 0, 1]))
+    point.table_holds((1, 100, 0, 1), (1, 900, 0, 1))
+    point.advance([rows(("u", (1, 500, 0, 1)))], False, None, None)
+    assert point.point == (1, 500, 0, 1) and not point.publishable  # that table's version holds 1:900
+    point.advance([rows(("u", (1, 950, 0, 1)))], False, None, None)
+    assert point.publishable and not point.behind_floor

@@ -8,7 +8,9 @@ import pytest
 from typer.testing import CliRunner
 
 from lakecdc.cli.main import app
-from lakecdc.metrics.capture_status import binlog_bytes_behind, format_lsn, is_capture_config, parse_lsn
+from lakecdc.capture.mysql.registration import binlog_bytes_behind
+from lakecdc.capture.postgres.replication import format_lsn, parse_lsn
+from lakecdc.metrics.capture_status import is_capture_config
 from lakecdc.metrics.ingest_status import is_ingest_config
 
 

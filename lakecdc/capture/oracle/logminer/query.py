@@ -2,7 +2,8 @@
 
 Rows of a mining window ``SCN > :start_scn AND SCN <= :end_scn``: transaction control (6 START,
 7 COMMIT, 36 ROLLBACK) for every transaction, and DML (1 INSERT, 2 DELETE, 3 UPDATE) plus DDL (5)
-only for schemas that may hold captured tables. SYS and SYSTEM changes are never captured (seed S2);
+only for schemas that may hold captured tables. SYS and SYSTEM changes are never captured (as Debezium's Oracle
+documentation says);
 ``log.mining.username.include.list/exclude.list`` narrow further in Python. Table filtering is
 finished in Python with the connector's include/exclude lists (Debezium's default query filter mode
 ``none`` works the same way).

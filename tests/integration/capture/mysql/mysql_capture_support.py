@@ -13,7 +13,7 @@ from typing import Any
 import pymysql
 
 from lakecdc.capture.coordinator import CaptureStats
-from lakecdc.capture.mysql.run import run_mysql_capture
+from lakecdc.capture.runner import run_capture
 from lakecdc.transport import read_jsonl
 
 REPO = Path(__file__).resolve().parents[4]
@@ -59,8 +59,8 @@ def write_properties(path: Path, mariadb: Any, database: str, **overrides: str) 
 
 
 def capture(properties: Path, out: Path, stop_when_idle: float = 2.0, **overrides: str) -> CaptureStats:
-    return run_mysql_capture(properties, f"jsonl:{out}", stop_when_idle=stop_when_idle, show_progress=False,
-                             overrides={k.replace("__", "."): v for k, v in overrides.items()} or None)
+    return run_capture(properties, f"jsonl:{out}", stop_when_idle=stop_when_idle, show_progress=False,
+                       overrides={k.replace("__", "."): v for k, v in overrides.items()} or None)
 
 
 class CaptureThread:
@@ -103,7 +103,7 @@ class CaptureThread:
 
 
 def capture_subprocess(properties: Path, out: Path, stop_when_idle: float | None, log: Path) -> subprocess.Popen:
-    args = [sys.executable, "-m", "lakecdc.capture.mysql.run", "--config", str(properties), "--sink", f"jsonl:{out}"]
+    args = [sys.executable, "-m", "lakecdc.cli.main", "capture", "--config", str(properties), "--sink", f"jsonl:{out}"]
     if stop_when_idle is not None:
         args += ["--stop-when-idle", str(stop_when_idle)]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}

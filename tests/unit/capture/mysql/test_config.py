@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from lakecdc.capture.mysql.config import MySqlConnectorConfig
-from lakecdc.capture.mysql.connector import coordinator_snapshot_mode, load_mysql_config
+from lakecdc.capture.mysql.registration import coordinator_snapshot_mode, load_mysql_config
 from lakecdc.errors import ConfigError
 
 CONF = Path(__file__).resolve().parents[4] / "conf"

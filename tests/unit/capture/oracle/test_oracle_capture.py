@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("oracledb", reason="the replay connection has python-oracledb's shape: pip install 'lakecdc[oracle]'")
 
 from lakecdc.capture.coordinator import CaptureCoordinator, CoordinatorSettings
-from lakecdc.capture.offsets import FileOffsetStore
+from lakecdc.transport.offsets import FileOffsetStore
 from lakecdc.capture.oracle import connection as oraconn
 from lakecdc.capture.oracle.config import OracleConnectorConfig
 from lakecdc.capture.oracle.connector import OracleConnector

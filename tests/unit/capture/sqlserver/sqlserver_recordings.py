@@ -2,7 +2,7 @@
 
 A :class:`RecordedServer` writes the answers a SQL Server 2019 database with CDC would give to
 exactly the statements lakecdc issues (``lakecdc/capture/sqlserver/connection.py``); the replay
-connection (``lakecdc.capture.sqlserver.replay``) fails on any other statement. Values are what
+connection (``sqlserver_replay``) fails on any other statement. Values are what
 pymssql 2.x returns: ``binary(10)`` LSNs as ``bytes``, ``datetimeoffset`` as an aware
 ``datetime``, ``uniqueidentifier`` as ``uuid.UUID``, money/decimal as ``Decimal``, ``bit`` as
 ``bool``. The seed's example table (seed 1.4.8) is ``testDB.dbo.customers``.
@@ -14,7 +14,7 @@ import datetime as dt
 from typing import Any
 
 from lakecdc.capture.sqlserver import connection as sq
-from lakecdc.capture.sqlserver.replay import Recording, ReplayConnection, ResultSet
+from sqlserver_replay import Recording, ReplayConnection, ResultSet
 from lakecdc.capture.sqlserver.snapshot import Q_ROW_ESTIMATE
 from lakecdc.events.position_text import sqlserver_lsn_from_text
 

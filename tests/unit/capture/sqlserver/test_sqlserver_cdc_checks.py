@@ -9,7 +9,7 @@ from lakecdc.capture.sqlserver import connection as sq
 from lakecdc.capture.sqlserver.config import SqlServerConnectorConfig
 from lakecdc.capture.sqlserver.connector import SqlServerConnector
 from lakecdc.capture.sqlserver.errors import CdcNotEnabledError
-from lakecdc.capture.sqlserver.replay import Recording, ReplayConnection, UnrecordedStatementError
+from sqlserver_replay import Recording, ReplayConnection, UnrecordedStatementError
 from sqlserver_recordings import CUSTOMERS, RecordedServer, base_properties
 
 

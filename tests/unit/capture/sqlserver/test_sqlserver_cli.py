@@ -10,11 +10,12 @@ import sys
 from pathlib import Path
 
 from lakecdc.capture.sqlserver.connection import FACTORY_ENV
-from lakecdc.capture.sqlserver.replay import REPLAY_ENV
+from sqlserver_replay import REPLAY_ENV
 from sqlserver_recordings import base_properties
 from test_sqlserver_seed_golden import seed_server
 
 REPO = Path(__file__).resolve().parents[4]
+HERE = Path(__file__).resolve().parent  # sqlserver_replay.py, the connection factory
 
 
 def test_capture_command_runs_a_sqlserver_connector_file(tmp_path: Path) -> None:
@@ -24,8 +25,8 @@ def test_capture_command_runs_a_sqlserver_connector_file(tmp_path: Path) -> None
     config = tmp_path / "sqlserver.properties"
     config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
     out = tmp_path / "events.jsonl"
-    env = {**os.environ, FACTORY_ENV: "lakecdc.capture.sqlserver.replay:from_env", REPLAY_ENV: str(recording),
-           "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env = {**os.environ, FACTORY_ENV: "sqlserver_replay:from_env", REPLAY_ENV: str(recording),
+           "PYTHONPATH": os.pathsep.join([str(REPO), str(HERE), os.environ.get("PYTHONPATH", "")])}
     result = subprocess.run(
         [sys.executable, "-m", "lakecdc.cli.main", "capture", "--config", str(config), "--sink", f"jsonl:{out}",
          "--stop-when-idle", "1"],
@@ -57,8 +58,8 @@ def test_status_command_reports_the_stored_lsn_against_cdcs_max_lsn(tmp_path: Pa
     config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
     offsets.write_text(json.dumps({'["server1",{"server":"server1","database":"testDB"}]':
                                    {"commit_lsn": "00000024:00000010:0001", "snapshot": True}}))
-    env = {**os.environ, FACTORY_ENV: "lakecdc.capture.sqlserver.replay:from_env", REPLAY_ENV: str(recording),
-           "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env = {**os.environ, FACTORY_ENV: "sqlserver_replay:from_env", REPLAY_ENV: str(recording),
+           "PYTHONPATH": os.pathsep.join([str(REPO), str(HERE), os.environ.get("PYTHONPATH", "")])}
     result = subprocess.run([sys.executable, "-m", "lakecdc.cli.main", "status", "--config", str(config), "--json"],
                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]

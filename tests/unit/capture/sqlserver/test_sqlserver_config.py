@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from lakecdc.capture.sqlserver.config import SqlServerConnectorConfig
-from lakecdc.capture.sqlserver.connector import load_sqlserver_config
+from lakecdc.capture.sqlserver.registration import load_sqlserver_config
 from lakecdc.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[4]

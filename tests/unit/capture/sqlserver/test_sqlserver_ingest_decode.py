@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from lakecdc.capture.coordinator import CaptureCoordinator, CoordinatorSettings
-from lakecdc.capture.offsets import FileOffsetStore
+from lakecdc.transport.offsets import FileOffsetStore
 from lakecdc.capture.sqlserver.config import SqlServerConnectorConfig
 from lakecdc.capture.sqlserver.connector import SqlServerConnector
 from lakecdc.ingest.config import IngestConfig

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from lakecdc.capture.coordinator import CaptureCoordinator, CoordinatorSettings
-from lakecdc.capture.offsets import FileOffsetStore, offset_key
+from lakecdc.transport.offsets import FileOffsetStore, offset_key
 from lakecdc.capture.sqlserver.config import SqlServerConnectorConfig
 from lakecdc.capture.sqlserver.connector import SqlServerConnector
 from lakecdc.events.position_text import sqlserver_lsn_to_text

@@ -97,7 +97,7 @@ def chunks(server: RecordedServer) -> None:
 
 
 def server_result(names: list[str], rows: list[tuple[Any, ...]]) -> Any:
-    from lakecdc.capture.sqlserver.replay import ResultSet
+    from sqlserver_replay import ResultSet
 
     return ResultSet.of(names, rows) if rows else ResultSet([(n, 1) for n in names], [])
 
@@ -252,7 +252,7 @@ def test_blocking_snapshot_additional_conditions(tmp_path: Path, caplog: Any) ->
     that snapshot, naming the table and the statement, and streaming goes on; a valid one reads
     only its rows."""
     caplog.set_level("INFO")
-    from lakecdc.capture.sqlserver.replay import ResultSet
+    from sqlserver_replay import ResultSet
 
     server = signal_server()
     server.passes(START, lsn_at(4))
@@ -361,7 +361,7 @@ def test_additional_condition_in_the_chunk_queries(tmp_path: Path, chunk_ids: No
 
 def test_invalid_condition_skips_the_table_and_streaming_goes_on(tmp_path: Path, chunk_ids: None,
                                                                  caplog: Any) -> None:
-    from lakecdc.capture.sqlserver.replay import ResultSet
+    from sqlserver_replay import ResultSet
 
     server = signal_server()
     server.passes(START, lsn_at(1), lsn_at(14))

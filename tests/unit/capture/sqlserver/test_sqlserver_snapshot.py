@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from lakecdc.capture.offsets import offset_key
+from lakecdc.transport.offsets import offset_key
 from lakecdc.capture.sqlserver.errors import SqlServerSetupError
 from lakecdc.capture.sqlserver.snapshot import Q_ROW_ESTIMATE, SqlServerSnapshotSource
 from lakecdc.capture.sqlserver.config import SqlServerConnectorConfig
@@ -145,7 +145,7 @@ def test_progress_bar_uses_sql_servers_row_estimate() -> None:
 def test_select_statement_override_and_included_collections(tmp_path: Path) -> None:
     server = RecordedServer().customers()
     server.snapshot_locks([("dbo", "customers")])
-    from lakecdc.capture.sqlserver.replay import ResultSet
+    from sqlserver_replay import ResultSet
 
     override = "SELECT [id], [first_name], [last_name], [email] FROM [testDB].[dbo].[customers] WHERE id > 1001"
     server.rec.add(override, None, ResultSet.of(COLS, ROWS[1:]))

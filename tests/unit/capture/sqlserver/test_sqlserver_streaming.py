@@ -10,7 +10,7 @@ from typing import Any
 
 from lakecdc.capture.sqlserver.config import SqlServerConnectorConfig
 from lakecdc.capture.sqlserver.connector import SqlServerConnector
-from lakecdc.capture.sqlserver.replay import ResultSet
+from sqlserver_replay import ResultSet
 from lakecdc.events.envelope import HEADER_NEW_KEY, HEADER_OLD_KEY
 from sqlserver_recordings import CUSTOMERS, RecordedServer, base_properties, columns_result, lsn_b
 from test_sqlserver_seed_golden import after, run

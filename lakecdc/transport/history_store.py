@@ -7,7 +7,7 @@ One record per DDL statement (and per table structure a snapshot read), Debezium
      "ddl": "CREATE TABLE ...", "tableChanges": [...]}
 
 ``position`` is connector-specific (binlog file/pos, SCN); ordering and replay are the connector's
-(``mysql.schema_history``, ``oracle.schema_history``). Snapshot records carry ``"snapshot": true``
+(``capture/mysql/schema_history.py``, ``capture/oracle/schema_history.py``). Snapshot records carry ``"snapshot": true``
 in their position and the first of a snapshot ``"snapshot_first": true``: a new snapshot
 supersedes every record before it. Stores: a local file (``schema.history.internal.file.filename``,
 appended and fsync'ed per record), a Kafka topic with exactly one partition

@@ -337,31 +337,24 @@ def _client(cls: Any, settings: dict[str, Any], role: str) -> Any:
         raise ConfigError(f"invalid Kafka {role} setting for the offset store: {redact(str(exc))}") from None
 
 
-def open_offset_store(properties: dict[str, str], default_dir: Path | None = None) -> OffsetStore:
-    """The store Debezium's ``offset.storage`` properties describe.
+def offsets_file(config: Any, config_path: Path) -> Path | None:
+    """The file a connector's offsets live in (None: a Kafka topic): ``offset.storage.file.filename``,
+    or for memory storage a file beside the configuration. Debezium's MemoryOffsetBackingStore
+    forgets everything at exit; lakecdc keeps that file instead so a restart resumes."""
+    kind = config.offset_storage_kind
+    if kind == "kafka":
+        return None
+    if kind == "file":
+        return Path(config.offset_storage_file_filename)
+    return config_path.with_name(config_path.stem + ".offsets.json")
 
-    ``offset.storage`` = ...FileOffsetBackingStore (default) with ``offset.storage.file.filename``,
-    or ...KafkaOffsetBackingStore with ``offset.storage.topic`` and ``bootstrap.servers``.
-    """
-    storage = properties.get("offset.storage", "org.apache.kafka.connect.storage.FileOffsetBackingStore")
-    if storage.endswith("KafkaOffsetBackingStore"):
-        topic = properties.get("offset.storage.topic")
-        bootstrap = properties.get("bootstrap.servers") or properties.get("kafka.bootstrap.servers")
-        if not topic or not bootstrap:
-            raise ConfigError(
-                "offset.storage=KafkaOffsetBackingStore needs offset.storage.topic and bootstrap.servers",
-                "offset.storage.topic",
-            )
-        return KafkaOffsetStore(bootstrap, topic, properties=properties)
-    if storage.endswith("FileOffsetBackingStore") or storage in ("file", ""):
-        filename = properties.get("offset.storage.file.filename")
-        if not filename:
-            base = default_dir or Path.cwd()
-            filename = str(base / "offsets.json")
-            log.info("offset.storage.file.filename not set; storing offsets in %s", filename)
-        return FileOffsetStore(filename)
-    raise ConfigError(
-        f"offset.storage '{storage}' is not supported; use FileOffsetBackingStore or "
-        "KafkaOffsetBackingStore",
-        "offset.storage",
-    )
+
+def open_offsets(config: Any, config_path: Path) -> OffsetStore:
+    """The offset store a connector configuration's ``offset.storage.*`` names (``config_path``: the
+    configuration's own file, beside which memory storage is kept)."""
+    file = offsets_file(config, config_path)
+    if file is None:
+        return KafkaOffsetStore.from_config(config)
+    if config.offset_storage_kind != "file":
+        log.info("no offset storage configured; keeping offsets in %s", file)
+    return FileOffsetStore(file)

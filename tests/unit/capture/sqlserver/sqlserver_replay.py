@@ -17,8 +17,9 @@ Recordings are JSON so the CLI can use them too::
 
 Typed values: ``{"$bytes": hex}``, ``{"$decimal": "1.50"}``, ``{"$datetime": iso}``,
 ``{"$date": iso}``, ``{"$time": iso}``, ``{"$uuid": text}``. Use it from the CLI with
-``LAKECDC_SQLSERVER_CONNECTION_FACTORY=lakecdc.capture.sqlserver.replay:from_env`` and
-``LAKECDC_SQLSERVER_REPLAY=/path/recording.json``.
+``LAKECDC_SQLSERVER_CONNECTION_FACTORY=sqlserver_replay:from_env`` (with this directory on
+``PYTHONPATH``) and ``LAKECDC_SQLSERVER_REPLAY=/path/recording.json``. It is a test double and lives
+with the tests, as Oracle's ``tests/unit/capture/oracle/oracle_replay.py`` does.
 """
 
 from __future__ import annotations

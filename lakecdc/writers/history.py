@@ -1,0 +1,118 @@
+"""The SCD2 history step of ``LakeWriter.apply``: one history MERGE per batch, before silver's.
+
+For a table with ``history: scd2`` (``TableTarget.history``), after the delete ledger and before
+silver's MERGE (so a crash between the two replays the batch, which the history's own progress
+then skips):
+
+1. skip when the history table's committed progress already covers the batch's events;
+2. read the stored versions of the batch's keys (every version when the batch holds a truncate);
+3. ``lakecdc.ingest.history_chain.HistoryBuilder`` decides which keys continue their stored chain
+   and which are folded again from bronze (which already holds this batch: step 4 of the apply),
+   with the delete ledger's removals of the batch's keys and its truncates; the late keys' bronze
+   events are read, and the builder returns the versions to upsert and delete;
+4. MERGE them with ``lakecdc.ingest.history_plan`` (the format renders it), committing the progress
+   in the same commit, as silver does.
+
+The format provides two primitives: ``_read_arrow(name, keys, wanted, truncates)`` (rows of a table
+whose key columns match ``wanted``'s rows, plus its truncates, as Arrow) and ``_merge_history``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import ArrayType, BooleanType, LongType, StringType, StructField, StructType, TimestampType
+
+from lakecdc.ingest.batch import ChangeBatch, TableTarget, col
+from lakecdc.ingest.bronze import BRONZE_RENAMES
+from lakecdc.ingest.frames import spark_to_arrow
+from lakecdc.ingest.history_chain import HistoryBuilder, Tracking
+from lakecdc.ingest.history_plan import ACTION, HISTORY_META_COLUMNS, HistoryPlan
+from lakecdc.ingest.progress import CommitPositions, CommitProgress
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from lakecdc.ingest.silver import BatchStats
+    from lakecdc.writers.base import LakeWriter
+
+log = logging.getLogger(__name__)
+
+_SEQ = ArrayType(LongType(), containsNull=False)
+HISTORY_META = StructType([
+    StructField("_valid_from_seq", _SEQ), StructField("_valid_to_seq", _SEQ),
+    StructField("_valid_from_ts", TimestampType()), StructField("_valid_to_ts", TimestampType()),
+    StructField("_last_seq", _SEQ), StructField("_op", StringType()), StructField("_tx_id", StringType()),
+    StructField("_is_current", BooleanType()),
+])
+assert tuple(HISTORY_META.fieldNames()) == HISTORY_META_COLUMNS
+#: what the fold reads of each batch event besides the row columns
+EVENT_COLUMNS = ("_op", "_seq", "_source_ts_ms", "_tx_id", "_partition", "_offset", "_unavailable", "_key_json",
+                 "_old_key_json")
+
+
+def history_source_schema(history: StructType) -> pa.Schema:
+    """The Arrow schema of the MERGE source: the history table's columns plus ``__action``."""
+    return to_arrow_schema(history).append(pa.field(ACTION, pa.string()))
+
+
+def history_events(df: DataFrame, row_names: list[str]) -> pa.Table:
+    """What the history step reads of a batch: its row columns and ``EVENT_COLUMNS``, as Arrow."""
+    wanted = [c for c in dict.fromkeys([*row_names, *EVENT_COLUMNS]) if c in df.columns]
+    return spark_to_arrow(df.select(*[col(c) for c in wanted]))
+
+
+def _bronze_events(writer: LakeWriter, target: TableTarget, keys: pa.Table) -> list[dict]:
+    """The bronze events of these keys, under the batch's column names."""
+    rows = writer._read_arrow(target.bronze_table, target.key_columns, keys)
+    renamed = {v: k for k, v in BRONZE_RENAMES.items()}
+    return rows.rename_columns([renamed.get(c, c) for c in rows.column_names]).to_pylist()
+
+
+def apply_history(writer: LakeWriter, target: TableTarget, events: pa.Table, stats: BatchStats,
+                  batch: ChangeBatch, batch_id: int, positions: CommitPositions) -> int | None:
+    """Steps 1-4 of the module docstring; returns the history version committed (None: skipped).
+    ``positions``: the source positions silver's commit records (the history's progress advances
+    the same way as silver's)."""
+    name = target.history_table
+    done = writer._stored_progress(name)
+    if done and done.covers(batch.event_offsets or batch.progress):
+        log.info("history %s already holds batch %s: skipped", name, batch_id)
+        return None
+    schema = writer._table_schema(name)
+    assert schema is not None, f"history table {name} is created before it is written"
+    keys = target.key_columns
+    value_columns = tuple(f.name for f in schema.fields if f.name not in keys and f.name not in HISTORY_META_COLUMNS)
+    batch_keys = events.filter(pc.not_equal(events["_op"], "t")).group_by(list(keys)).aggregate([])
+    stored = writer._read_arrow(name, keys, batch_keys).to_pylist()
+    all_stored = writer._read_arrow(name, keys, None).to_pylist() if stats.has_truncate else None
+    builder = HistoryBuilder(keys, value_columns, Tracking(target.track_history_columns,
+                                                         target.track_history_except_columns),
+                             events.to_pylist(), stored, all_stored,
+                             writer._read_arrow(target.ledger_table, keys, batch_keys, truncates=True).to_pylist())
+    bronze: list[dict] = []
+    late = wanted_keys = builder.late_keys()
+    while True:
+        if wanted_keys:
+            bronze += _bronze_events(writer, target, pa.Table.from_pylist(
+                [dict(zip(keys, k)) for k in wanted_keys], schema=batch_keys.schema))
+        changed = builder.rows(bronze)
+        wanted_keys = builder.more_keys()
+        if not wanted_keys:
+            break
+        late += wanted_keys
+    source = pa.Table.from_pylist(changed, schema=history_source_schema(schema))
+    truncate = builder.oldest_truncate
+    plan = HistoryPlan(keys=keys, columns=tuple(schema.fieldNames()),
+                       truncate_seq=tuple(truncate["_seq"]) if truncate else None,
+                       truncate_ts_ms=truncate["_source_ts_ms"] if truncate else None)
+    progress = (done or CommitProgress()).advanced(
+        batch.progress, batch_id, stats.max_seq, stats.max_source_ts_ms, stats.truncate_seq, positions)
+    version = writer._merge_history(target, source, plan, progress.to_properties(), batch_id)
+    log.info("history %s: %d versions changed (%d keys folded again from bronze) (batch %s)", name,
+             source.num_rows, len(late), batch_id)
+    return version

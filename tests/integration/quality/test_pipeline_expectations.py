@@ -1,0 +1,87 @@
+"""Pipeline expectations in a real ingest run (golden Debezium records, real broker, Spark, Iceberg):
+``quarantine`` keeps the failing event out of silver and in ``<silver>_quarantine`` while bronze keeps
+every event; ``fail`` stops that table only."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from ingest_broker import create_topics, golden_records, publish_records, unique_prefix
+from ingest_tables import table_rows
+from test_ingest_job import job_config
+
+from typer.testing import CliRunner
+
+from lakecdc.cli.main import app
+from lakecdc.ingest.job import run_ingest
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+def suite_file(tmp_path: Path) -> Path:
+    """The team's rule for customers: no customer called Frank (the workload's last insert, id 6)."""
+    path = tmp_path / "customers.json"
+    path.write_text(json.dumps({"name": "customers_pipeline", "expectations": [
+        {"type": "expect_column_values_to_not_match_regex", "kwargs": {"column": "name", "regex": "^Frank$"}}]}))
+    return path
+
+
+def run(broker, spark, tmp_path: Path, action: str):  # type: ignore[no-untyped-def]
+    prefix = unique_prefix(f"pe{action[:2]}")
+    records = golden_records(prefix)
+    create_topics(broker.bootstrap_servers, [r["topic"] for r in records])
+    publish_records(broker.bootstrap_servers, records)
+    topic = f"{prefix}.public.customers"
+    mapping = {f"table.mapping.{topic}.expectations": str(suite_file(tmp_path)),
+               f"table.mapping.{topic}.expectations_action": action}
+    cfg = job_config(broker, spark, prefix, tmp_path, **mapping)
+    summary = run_ingest(cfg, "available-now", spark=spark)
+    events = sum(1 for r in records if r["topic"] == topic and r["value"] is not None)
+    # the same configuration as a file, for the CLI
+    (tmp_path / "ingest.yaml").write_text("\n".join(f"{k}: {json.dumps(v)}" for k, v in {
+        "name": prefix, "kafka.bootstrap.servers": broker.bootstrap_servers, "topic.prefix": prefix,
+        "warehouse": spark.conf.get("spark.sql.catalog.lake.warehouse"),
+        "table.name.format.bronze": f"{prefix}_bronze.{{table}}", "table.name.format.silver": f"{prefix}_silver.{{table}}",
+        "progress.path": str(tmp_path / "progress"), **mapping}.items()))
+    return prefix, summary, events
+
+
+def test_quarantine_keeps_the_failing_event_out_of_silver_only(broker, spark, tmp_path: Path) -> None:
+    prefix, summary, events = run(broker, spark, tmp_path, "quarantine")
+    assert summary.failed_tables == {}
+    silver = table_rows(spark, f"{prefix}_silver.customers")
+    assert [r["name"] for r in silver] == []  # the truncate removed the others; Frank is held back
+    bronze = table_rows(spark, f"{prefix}_bronze.customers")
+    assert len(bronze) == events and "Frank" in {r["name"] for r in bronze}  # bronze keeps every event
+    held = table_rows(spark, f"{prefix}_silver.customers_quarantine")
+    assert len(held) == 1 and held[0]["rule"] == "expect_column_values_to_not_match_regex(name)"
+    assert json.loads(held[0]["row_key"]) == {"id": 6} and "quarantine" in held[0]["reason"]
+    assert json.loads(held[0]["row_json"])["name"] == "Frank"
+    assert table_rows(spark, f"{prefix}_silver.audit_full")  # other tables are untouched by the rule
+
+    # `lakecdc quality` finds the tables, formats and warehouse in the ingest configuration
+    runner = CliRunner()
+    out = runner.invoke(app, ["quality", "check", "--config", str(tmp_path / "ingest.yaml"), "--rule", "unique_keys",
+                              "--rule", "silver_matches_bronze_replay", "--json"])
+    assert out.exit_code in (0, 1), out.output
+    checked = json.loads(out.output)
+    tables = {r["table"] for r in checked}
+    assert f"{prefix}_silver.customers" in tables and f"{prefix}_silver.audit_full" in tables, out.output
+    by_table = {r["table"]: r for r in checked}
+    replay = {r["rule"]: r for r in by_table[f"{prefix}_silver.customers"]["results"]}["silver_matches_bronze_replay"]
+    assert not replay["passed"] and replay["failed_rows"] == 1  # exactly the quarantined event (Frank) is missing
+    out = runner.invoke(app, ["quality", "suites", "--config", str(tmp_path / "ingest.yaml"), "--record"])
+    assert out.exit_code == 0, out.output  # silver holds no Frank: the team's suite passes there
+    stored = table_rows(spark, f"{prefix}_silver.quality_results")
+    assert [(r["expectation"], r["success"]) for r in stored] == [("expect_column_values_to_not_match_regex", True)]
+
+
+def test_fail_stops_that_table_and_the_others_go_on(broker, spark, tmp_path: Path) -> None:
+    prefix, summary, _ = run(broker, spark, tmp_path, "fail")
+    assert list(summary.failed_tables) == [f"{prefix}.public.customers"] or \
+        any("customers" in t for t in summary.failed_tables), summary.failed_tables
+    reason = next(iter(summary.failed_tables.values()))
+    assert "pipeline expectations failed" in reason and "expect_column_values_to_not_match_regex(name): 1" in reason
+    assert table_rows(spark, f"{prefix}_silver.audit_full")
