@@ -28,7 +28,7 @@ class RecordFactory:
     __slots__ = ("schema", "tombstones", "has_set_columns", "fractional_times", "_header_encoder", "headers")
 
     def __init__(self, schema: TableSchema, tombstones_on_delete: bool,
-                 headers: list[tuple[str, bytes]] | None = None, header_schemas: bool = True) -> None:
+                 headers: list[tuple[str, bytes]] | None = None, header_schemas: bool = False) -> None:
         self.schema = schema
         self.tombstones = tombstones_on_delete
         #: Debezium 3's context headers, on every record including tombstones (shared, never mutated)

@@ -66,7 +66,7 @@ def tables() -> Tables:
 def factory(tables: Tables) -> RecordFactory:
     namer = TopicNamer("mysql-server-1", "mysql")
     schema = build_table_schema(tables.get(TableId("inventory", "customers")), namer, TypeModes())
-    return RecordFactory(schema, tombstones_on_delete=True)
+    return RecordFactory(schema, tombstones_on_delete=True, header_schemas=True)
 
 
 def source_like(seed_source: dict[str, Any]) -> dict[str, Any]:
