@@ -193,7 +193,7 @@ class MySqlSnapshotSource:
         position = MySqlPosition(file=status.file, pos=status.pos, server_id=info.server_id, snapshot=True)
 
         def statement_record(db: str, table: str | None, ddl: str, changes: list[dict[str, Any]]) -> None:
-            source = self.source.build(db=db, table=table, ts_ms=ts_ms, server_id=info.server_id, file=status.file,
+            source = self.source.build(db=db, table=table, ts_ms=ts_ms, server_id=0, file=status.file,
                                        pos=status.pos, row=0, snapshot="true")
             records.append(schema_change_record(self.schema.namer.schema_change_topic, self.schema.change_key_schema,
                                                 self.schema.change_value_schema, source, db, ddl, changes, position,
@@ -221,8 +221,7 @@ class MySqlSnapshotSource:
             statement = ParsedStatement("CREATE_TABLE", ddl, table.id.database,
                                         [TableChange("CREATE", table)])
             source = self.source.build(db=table.id.database, table=table.id.table, ts_ms=ts_ms,
-                                       server_id=info.server_id, file=status.file, pos=status.pos, row=0,
-                                       snapshot="true")
+                                       server_id=0, file=status.file, pos=status.pos, row=0, snapshot="true")
             position = MySqlPosition(file=status.file, pos=status.pos, server_id=info.server_id, snapshot=True)
             records += self.schema.schema_change_records(statement, source, position)
         if records:
@@ -239,7 +238,10 @@ class MySqlSnapshotSource:
         build = self.source.build
         tables = [(db, t, self.schema.factory(db, t)) for db, t in captured]
         tables = [entry for entry in tables if entry[2] is not None]
-        file, pos, server_id = position.file, position.pos, position.server_id or 0
+        # source.server_id is 0 in the initial snapshot's events: Debezium's BinlogSourceInfo learns the
+        # server id from binlog events only (a blocking snapshot, while streaming, has it)
+        file, pos = position.file, position.pos
+        server_id = 0 if position.snapshot else position.server_id or 0
         try:
             for t_index, (db, table, factory) in enumerate(tables):
                 last_table = t_index == len(tables) - 1

@@ -102,6 +102,9 @@ class MySqlStreamingSource:
         self.tx = _Tx()
         self.file = ""
         self.file_index = 0
+        #: source.row of DDL and TRUNCATE events: Debezium's BinlogSourceInfo keeps the row number of
+        #: the last captured rows event until a rotate event resets it (setBinlogPosition)
+        self._source_row = 0
         self.resume: ResumePoint | None = None
         self.gtids = GtidSet()
         self.server_id = 0
@@ -288,6 +291,7 @@ class MySqlStreamingSource:
 
         self.events_seen += 1
         if isinstance(ev, RotateEvent):
+            self._source_row = 0
             if ev.next_binlog != self.file:
                 self.file = ev.next_binlog
                 self.file_index = binlog_file_index(self.file)
@@ -375,7 +379,7 @@ class MySqlStreamingSource:
                     continue
                 tables = ",".join(c.table.id.table for c in statement.changes) or None
                 source = self.source.build(db=statement.database or db or "", table=tables, ts_ms=ts_ms,
-                                           server_id=ev.packet.server_id, file=self.file, pos=start, row=0,
+                                           server_id=ev.packet.server_id, file=self.file, pos=start, row=self._source_row,
                                            gtid=gtid)  # thread null: Debezium takes none from DDL
                 out.extend(self.schema.schema_change_records(statement, source, position))
             self.emitted.through = (self.file_index, start, 0)
@@ -391,7 +395,7 @@ class MySqlStreamingSource:
             if factory is None:
                 continue
             source = self.source.build(db=table_id.database, table=table_id.table, ts_ms=ev.timestamp * 1000,
-                                       server_id=ev.packet.server_id, file=self.file, pos=start, row=0,
+                                       server_id=ev.packet.server_id, file=self.file, pos=start, row=self._source_row,
                                        gtid=self.tx.gtid,  # thread null, as for DDL
                                        query=_text(ev.query) if self.include_query else None)
             tx = self._tx_block(factory.schema.data_collection, ev.timestamp, position, out)
@@ -431,6 +435,8 @@ class MySqlStreamingSource:
             on_undecodable_event(self.config.event_deserialization_failure_handling_mode, exc, f"{self.file}:{start}")
             tx.events_done += 1
             return
+        if rows:
+            self._source_row = len(rows) - 1
         is_write = isinstance(ev, WriteRowsEvent)
         is_update = isinstance(ev, UpdateRowsEvent)
         op = "c" if is_write else ("u" if is_update else "d")
