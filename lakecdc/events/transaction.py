@@ -9,7 +9,8 @@ BEGIN and END values (Debezium 3.6.3, PostgreSQL; ``ts_ms`` is the last field)::
         {"data_collection":"public.nopk_events","event_count":1}],"ts_ms":1795336045068}
 
 The key is ``{"id": <same id as the value>}``. Tombstones are not counted. ``data_collections``
-lists tables in the order their first event appeared. PostgreSQL ids are ``<txId>:<LSN>`` with the
+lists tables in the iteration order of Debezium's ``TransactionContext.perTableEventCount``, a
+``java.util.HashMap`` (by the tables' name hashes, not by first event). PostgreSQL ids are ``<txId>:<LSN>`` with the
 LSN of the message at hand, so BEGIN, each event and END of one transaction carry different ids;
 :func:`transaction_group` gives the part that identifies the transaction.
 """
@@ -109,12 +110,15 @@ class TransactionTracker:
         """Close the transaction; returns the END payload (``tx_id`` None keeps the BEGIN id)."""
         if self._id is None:
             raise RuntimeError("END without an open transaction")
+        from lakecdc.capture.postgres.type_values import java_hashmap_order  # shared: Java's HashMap order
+
         payload = {
             "status": END,
             "id": tx_id or self._id,
             "event_count": self._total,
             "data_collections": [
-                {"data_collection": name, "event_count": count} for name, count in self._per_collection.items()
+                {"data_collection": name, "event_count": count}
+                for name, count in java_hashmap_order(list(self._per_collection.items()))
             ],
             "ts_ms": ts_ms,
         }

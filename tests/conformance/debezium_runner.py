@@ -10,7 +10,7 @@ SPEC.json::
     {"properties": {"connector.class": "...", "topic.prefix": "dbz", ...},
      "connector": "postgres",                  # JMX domain: debezium.<connector>
      "workload": ["INSERT ...", "BEGIN", ...], # run one by one once streaming is connected
-     "workload_dsn": "host=... dbname=...",    # libpq DSN for the workload connection
+     "workload_dsn": "host=... dbname=...",    # libpq DSN or mysql://... URL for the workload connection
      "output": "/tmp/x/debezium.jsonl", "idle_s": 3.0, "minimum_records": 0,
      "start_timeout_s": 120, "run_timeout_s": 300,
      "jars": ["/path/a.jar", ...]}             # optional: another Debezium release's classpath,
@@ -272,11 +272,9 @@ def streaming_connected(connector: str, server: str) -> bool:
 
 
 def run_workload(dsn: str, statements: list[str]) -> None:
-    import psycopg
+    from harness import run_statements  # this script's directory is sys.path[0]
 
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        for statement in statements:
-            conn.execute(statement)  # type: ignore[arg-type]
+    run_statements(dsn, statements)
 
 
 def main(spec_path: str) -> int:

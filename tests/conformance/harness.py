@@ -118,10 +118,32 @@ def split_sql(script: str) -> list[str]:
 
 def run_sql(dsn: str, script: str) -> None:
     """Run ``script`` statement by statement, autocommit."""
+    run_statements(dsn, split_sql(script))
+
+
+def run_statements(dsn: str, statements: Sequence[str]) -> None:
+    """Run ``statements`` in order, autocommit, on ``dsn``: a libpq DSN (PostgreSQL) or
+    ``mysql://user:password@host:port/database`` (MySQL/MariaDB, through PyMySQL)."""
+    if dsn.startswith("mysql://"):
+        from urllib.parse import unquote, urlsplit
+
+        import pymysql
+
+        url = urlsplit(dsn)
+        conn = pymysql.connect(host=url.hostname, port=url.port or 3306, user=unquote(url.username or ""),
+                               password=unquote(url.password or ""), database=url.path.lstrip("/") or None,
+                               autocommit=True)
+        try:
+            with conn.cursor() as cursor:
+                for statement in statements:
+                    cursor.execute(statement)
+        finally:
+            conn.close()
+        return
     import psycopg
 
     with psycopg.connect(dsn, autocommit=True) as conn:
-        for statement in split_sql(script):
+        for statement in statements:
             conn.execute(statement)  # type: ignore[arg-type]
 
 

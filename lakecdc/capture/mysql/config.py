@@ -154,5 +154,20 @@ class MySqlConnectorConfig(SignalingConnectorConfig):
         include, patterns = source_filter
         return any(p.fullmatch(source.strip()) for p in patterns) is include
 
+    @property
+    def header_schemas_enable(self) -> bool:
+        """Whether headers are written with their schema (Kafka Connect's header converter, JSON)."""
+        return self.passthrough.get("header.converter.schemas.enable", "true").strip().lower() != "false"
+
+    def data_headers(self, run_id: str | None = None) -> list[tuple[str, bytes]]:
+        """Debezium 3's context headers on every record of the connector's own topics (data,
+        tombstone, schema change; none with extended.headers.enabled=false), naming the connector
+        type Debezium's MySQL or MariaDB connector names."""
+        if not self.extended_headers_enabled:
+            return []
+        from lakecdc.capture.headers import context_headers
+
+        return context_headers(self.topic_prefix, self.connector_type, self.header_schemas_enable, run_id=run_id)
+
     def describe_target(self) -> str:
         return f"{self.connector_type} {self.database_user}@{self.database_hostname}:{self.database_port}"

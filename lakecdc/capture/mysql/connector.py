@@ -40,10 +40,11 @@ class MySqlConnector:
         self.history = history or open_history(config)
         self.show_progress = show_progress
         self.emitted = EmittedMark()
+        self.headers = config.data_headers()  # one runId for the whole run, as Debezium
 
     def snapshot_source(self, stored: dict[str, Any] | None) -> MySqlSnapshotSource:
         with_data = self.config.snapshot_mode_normalized not in ("no_data", "recovery", "never")
-        schema = DatabaseSchema(self.config, self.modes, self.namer, self.history)
+        schema = DatabaseSchema(self.config, self.modes, self.namer, self.history, self.headers)
         return MySqlSnapshotSource(self.config, schema, with_data=with_data, show_progress=self.show_progress)
 
     def streaming_source(self) -> MySqlStreamingSource:
@@ -51,7 +52,7 @@ class MySqlConnector:
             return schema_only_snapshot(self.config, schema, emit, position, self.show_progress)
 
         return MySqlStreamingSource(self.config, self.modes, self.namer, self.history, self.emitted,
-                                    snapshot_for_schema=schema_snapshot)
+                                    snapshot_for_schema=schema_snapshot, headers=self.headers)
 
     def offset_has_completed_snapshot(self, stored: dict[str, Any]) -> bool:
         return snapshot_completed(stored)

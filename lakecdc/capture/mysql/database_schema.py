@@ -33,8 +33,11 @@ _DATABASE_STATEMENTS = frozenset({"CREATE_DATABASE", "DROP_DATABASE", "ALTER_DAT
 
 
 class DatabaseSchema:
-    def __init__(self, config: Any, modes: TypeModes, namer: TopicNamer, history: SchemaHistory) -> None:
+    def __init__(self, config: Any, modes: TypeModes, namer: TopicNamer, history: SchemaHistory,
+                 headers: list[tuple[str, bytes]] | None = None) -> None:
         self.config = config
+        # Debezium 3's context headers (one runId per connector run: the connector passes its own)
+        self.headers = headers if headers is not None else config.data_headers()
         self.modes = modes
         self.namer = namer
         self.history = history
@@ -79,7 +82,8 @@ class DatabaseSchema:
         schema = build_table_schema(
             table, self.namer, self.modes, self.config.column_filter, self.config.key_columns, self._source_schema
         )
-        return RecordFactory(schema, self.config.tombstones_on_delete)
+        return RecordFactory(schema, self.config.tombstones_on_delete, self.headers,
+                             getattr(self.config, "header_schemas_enable", True))
 
     def structure(self, database: str, table: str) -> TableDef | None:
         return self.tables.get(TableId(database, table))
@@ -171,6 +175,6 @@ class DatabaseSchema:
             schema_change_record(
                 self.namer.schema_change_topic, self.change_key_schema, self.change_value_schema, source,
                 statement.database, statement.text, [table_change_json(c, include_comments) for c in changes],
-                position,
+                position, self.headers,
             )
         ]

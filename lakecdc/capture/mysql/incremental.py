@@ -72,7 +72,8 @@ class MySqlIncrementalSnapshot(SqlChunkSnapshot):
                                     row=position.row, gtid=position.gtid, snapshot="incremental",
                                     ts_us=now // 1000)
         return ChangeRecord(schema.topic, schema.key_schema, key, schema.envelope_schema,
-                            envelope_payload("r", None, schema.row(values), source, now), [], position)
+                            envelope_payload("r", None, schema.row(values), source, now),
+                            self._database_schema.headers, position)
 
     def write_watermark(self, watermark_id: str, kind: str, data: str) -> None:
         signal = self._signal_table

@@ -28,10 +28,12 @@ from typing import Any
 from lakecdc.capture.snapshot_last import HoldLast
 from lakecdc.capture.blocking import BlockingSnapshotError
 from lakecdc.capture.mysql import connection as myconn
+from lakecdc.capture.mysql.change_records import schema_change_record
 from lakecdc.capture.mysql.database_schema import DatabaseSchema
 from lakecdc.capture.mysql.errors import MySqlPrivilegeError
 from lakecdc.capture.mysql.offset import boundary_offset
 from lakecdc.capture.mysql.source_info import source_builder
+from lakecdc.capture.mysql.table_changes import change_id
 from lakecdc.capture.spi import Emit, SnapshotResult
 from lakecdc.events.positions import MySqlPosition
 from lakecdc.events.source import snapshot_marker
@@ -55,6 +57,9 @@ class MySqlSnapshotSource:
         self.lock_kind = "none"
         self.lock_used = "no"
         self._create_statements: dict[tuple[str, str], str] = {}
+        #: the server's and each database's character set statements, as Debezium's snapshot emits them
+        self._charset_statement = ""
+        self._database_statements: dict[str, str] = {}
 
     # -- the steps -----------------------------------------------------------------------------
     def run(self, emit: Emit) -> SnapshotResult:
@@ -159,6 +164,18 @@ class MySqlSnapshotSource:
         first = dict(position, snapshot_first=True)
         charset = info.character_set_server or "utf8mb4"
         self.schema.apply_ddl(f"SET character_set_server = {charset}", None, first, where)
+        with conn.cursor() as cur:
+            cur.execute("SELECT @@character_set_server, @@collation_server")
+            server = cur.fetchone()
+            cur.execute("SELECT SCHEMA_NAME, DEFAULT_CHARACTER_SET_NAME, DEFAULT_COLLATION_NAME "
+                        "FROM information_schema.SCHEMATA")
+            locales = {str(row[0]): row[1:] for row in cur.fetchall()}
+        # BinlogConnection.setStatementFor / DatabaseLocales.appendToDdlStatement's spellings
+        self._charset_statement = f"SET character_set_server={server[0]}, collation_server={server[1]}"
+        for db in databases:
+            cs, coll = locales.get(db, (None, None))
+            self._database_statements[db] = (f"CREATE DATABASE {myconn.quote(db)}" + (f" CHARSET {cs}" if cs else "")
+                                             + (f" COLLATE {coll}" if coll else ""))
         for db in databases:
             db_charset = myconn.database_charset(conn, db)
             ddl = f"CREATE DATABASE IF NOT EXISTS {myconn.quote(db)}"
@@ -175,13 +192,38 @@ class MySqlSnapshotSource:
 
         records = []
         ts_ms = int(time.time() * 1000)
-        for table in self.schema.captured_tables():
+        position = MySqlPosition(file=status.file, pos=status.pos, server_id=info.server_id, snapshot=True)
+
+        def statement_record(db: str, table: str | None, ddl: str, changes: list[dict[str, Any]]) -> None:
+            source = self.source.build(db=db, table=table, ts_ms=ts_ms, server_id=0, file=status.file,
+                                       pos=status.pos, row=0, snapshot="true")
+            records.append(schema_change_record(self.schema.namer.schema_change_topic, self.schema.change_key_schema,
+                                                self.schema.change_value_schema, source, db, ddl, changes, position,
+                                                self.schema.headers))
+
+        # BinlogSnapshotChangeEventSource.readTableStructure: the server's character set, a DROP TABLE
+        # IF EXISTS per table, then per database DROP DATABASE IF EXISTS, CREATE DATABASE, USE and
+        # its CREATE TABLEs (the tables are not known yet when the DROPs are parsed: "table" is null)
+        captured = self.schema.captured_tables()
+        if self.config.include_schema_changes and captured:
+            statement_record("", None, self._charset_statement, [])
+            for table in captured:
+                db, name = table.id.database, table.id.table
+                statement_record(db, name, f"DROP TABLE IF EXISTS {myconn.quote(db)}.{myconn.quote(name)}",
+                                 [{"type": "DROP", "id": change_id(table.id, None), "table": None}])
+        databases: set[str] = set()
+        for table in captured:
+            if self.config.include_schema_changes and table.id.database not in databases:
+                databases.add(table.id.database)
+                database, quoted = table.id.database, myconn.quote(table.id.database)
+                statement_record(database, None, f"DROP DATABASE IF EXISTS {quoted}", [])
+                statement_record(database, None, self._database_statements.get(database, f"CREATE DATABASE {quoted}"), [])
+                statement_record(database, None, f"USE {quoted}", [])
             ddl = self._create_statements.get((table.id.database, table.id.table), "")
             statement = ParsedStatement("CREATE_TABLE", ddl, table.id.database,
                                         [TableChange("CREATE", table)])
             source = self.source.build(db=table.id.database, table=table.id.table, ts_ms=ts_ms,
-                                       server_id=info.server_id, file=status.file, pos=status.pos, row=0,
-                                       snapshot="true")
+                                       server_id=0, file=status.file, pos=status.pos, row=0, snapshot="true")
             position = MySqlPosition(file=status.file, pos=status.pos, server_id=info.server_id, snapshot=True)
             records += self.schema.schema_change_records(statement, source, position)
         if records:
@@ -198,7 +240,10 @@ class MySqlSnapshotSource:
         build = self.source.build
         tables = [(db, t, self.schema.factory(db, t)) for db, t in captured]
         tables = [entry for entry in tables if entry[2] is not None]
-        file, pos, server_id = position.file, position.pos, position.server_id or 0
+        # source.server_id is 0 in the initial snapshot's events: Debezium's BinlogSourceInfo learns the
+        # server id from binlog events only (a blocking snapshot, while streaming, has it)
+        file, pos = position.file, position.pos
+        server_id = 0 if position.snapshot else position.server_id or 0
         emit = hold = HoldLast(emit)
         try:
             for db, table, factory in tables:

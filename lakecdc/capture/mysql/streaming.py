@@ -21,6 +21,7 @@ already handed to the sink (the binlog client can re-deliver events after a reco
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import time
 from dataclasses import dataclass, field
@@ -82,22 +83,28 @@ class _Tx:
 
 class MySqlStreamingSource:
     def __init__(self, config: Any, modes: TypeModes, namer: TopicNamer, history: Any,
-                 emitted: EmittedMark, snapshot_for_schema: Any = None) -> None:
+                 emitted: EmittedMark, snapshot_for_schema: Any = None,
+                 headers: list[tuple[str, bytes]] | None = None) -> None:
         self.config = config
         self.modes = modes
         self.namer = namer
         self.history = history
         self.emitted = emitted
         self.snapshot_for_schema = snapshot_for_schema  # callable(schema) -> offset, for no_data starts
-        self.schema = DatabaseSchema(config, modes, namer, history)
+        self.schema = DatabaseSchema(config, modes, namer, history, headers)
         self.source = source_builder(config.topic_prefix, config.connector_type)
         self.skipped = config.skipped_operation_codes
         self.include_query = config.include_query
         self.tracker = TransactionTracker() if config.provide_transaction_metadata else None
+        #: Debezium's MariaDB connector begins a transaction at every GTID event (see _announce_begin)
+        self.eager_begin = self.tracker is not None and config.connector_type == "mariadb"
         self.reader: BinlogReader | None = None
         self.tx = _Tx()
         self.file = ""
         self.file_index = 0
+        #: source.row of DDL and TRUNCATE events: Debezium's BinlogSourceInfo keeps the row number of
+        #: the last captured rows event until a rotate event resets it (setBinlogPosition)
+        self._source_row = 0
         self.resume: ResumePoint | None = None
         self.gtids = GtidSet()
         self.server_id = 0
@@ -284,6 +291,7 @@ class MySqlStreamingSource:
 
         self.events_seen += 1
         if isinstance(ev, RotateEvent):
+            self._source_row = 0
             if ev.next_binlog != self.file:
                 self.file = ev.next_binlog
                 self.file_index = binlog_file_index(self.file)
@@ -302,6 +310,8 @@ class MySqlStreamingSource:
             self._rows(ev, start, out)
         elif isinstance(ev, (MariadbGtidEvent, GtidEvent)):
             self._begin(start, str(ev.gtid))
+            if self.eager_begin:
+                self._announce_begin(ev, start, out)
         elif isinstance(ev, XidEvent):
             self._commit(end, ev.timestamp, out)
         elif isinstance(ev, QueryEvent):
@@ -314,6 +324,21 @@ class MySqlStreamingSource:
     def _begin(self, start: int, gtid: str | None) -> None:
         self.tx = _Tx(start=start, gtid=gtid, open=True,
                       skip_rows=gtid is not None and not self.config.captures_gtid_source(gtid))
+
+    def _announce_begin(self, ev: Any, start: int, out: list[Any]) -> None:
+        """BEGIN at the GTID event, as Debezium's MariaDB connector (MariaDbStreamingChangeEventSource.
+        handleGtidEvent -> handleTransactionBegin): also for a transaction without captured changes
+        (its END counts 0 events) and for a DDL statement or TRUNCATE, which no XID event ends, so
+        no END follows and the next GTID begins the next transaction. Not repeated for a
+        transaction whose events were delivered before a restart (Debezium's TransactionMonitor)."""
+        assert self.tracker is not None
+        if self.tracker.in_transaction:
+            self.tracker.end(None, 0)
+        begin = self.tracker.begin(self.tx.gtid or f"{self.file}:{start}", ev.timestamp * 1000)
+        if (self.file_index, start, 0) > self.emitted.through and not self._resumed_past(start, 0):
+            position = MySqlPosition(file=self.file, pos=start, server_id=ev.packet.server_id, gtid=self.tx.gtid,
+                                     ts_sec=ev.timestamp)
+            out.append(transaction_record(self.namer.transaction_topic, begin, position))
 
     def _query(self, ev: Any, start: int, end: int, out: list[Any]) -> None:
         sql = ev.query if isinstance(ev.query, str) else bytes(ev.query).decode("utf-8", "replace")
@@ -354,12 +379,13 @@ class MySqlStreamingSource:
                     continue
                 tables = ",".join(c.table.id.table for c in statement.changes) or None
                 source = self.source.build(db=statement.database or db or "", table=tables, ts_ms=ts_ms,
-                                           server_id=ev.packet.server_id, file=self.file, pos=start, row=0,
+                                           server_id=ev.packet.server_id, file=self.file, pos=start, row=self._source_row,
                                            gtid=gtid)  # thread null: Debezium takes none from DDL
                 out.extend(self.schema.schema_change_records(statement, source, position))
             self.emitted.through = (self.file_index, start, 0)
-        # a DDL statement commits implicitly: it is a transaction of its own
-        self._commit(end, ev.timestamp, out)
+        # a DDL statement commits implicitly: it is a transaction of its own (which Debezium's MariaDB
+        # connector began at its GTID event and never ends)
+        self._commit(end, ev.timestamp, out, announce_end=not self.eager_begin)
 
     def _truncate(self, table_ids: list[Any], ev: Any, start: int, position: MySqlPosition, out: list[Any]) -> None:
         if "t" in self.skipped:
@@ -369,7 +395,7 @@ class MySqlStreamingSource:
             if factory is None:
                 continue
             source = self.source.build(db=table_id.database, table=table_id.table, ts_ms=ev.timestamp * 1000,
-                                       server_id=ev.packet.server_id, file=self.file, pos=start, row=0,
+                                       server_id=ev.packet.server_id, file=self.file, pos=start, row=self._source_row,
                                        gtid=self.tx.gtid,  # thread null, as for DDL
                                        query=_text(ev.query) if self.include_query else None)
             tx = self._tx_block(factory.schema.data_collection, ev.timestamp, position, out)
@@ -409,6 +435,8 @@ class MySqlStreamingSource:
             on_undecodable_event(self.config.event_deserialization_failure_handling_mode, exc, f"{self.file}:{start}")
             tx.events_done += 1
             return
+        if rows:
+            self._source_row = len(rows) - 1
         is_write = isinstance(ev, WriteRowsEvent)
         is_update = isinstance(ev, UpdateRowsEvent)
         op = "c" if is_write else ("u" if is_update else "d")
@@ -437,7 +465,7 @@ class MySqlStreamingSource:
         data_collection = factory.schema.data_collection
         tracker = self.tracker
         tx_block = self._tx_block
-        has_sets = factory.has_set_columns
+        has_sets = factory.has_set_columns or bool(factory.fractional_times)
         last_emitted = -1
         for i, row in enumerate(rows):
             if may_skip and ((file_index, start, i) <= mark
@@ -456,8 +484,8 @@ class MySqlStreamingSource:
                 if len(before) != ncols or len(after) != ncols:
                     _width_mismatch(factory, before if len(before) != ncols else after, ncols)
                 if has_sets:
-                    before_row = _row_values(before, row["before_none_sources"])
-                    after_row = _row_values(after, row["after_none_sources"])
+                    before_row = _row_values(before, row["before_none_sources"], factory.fractional_times)
+                    after_row = _row_values(after, row["after_none_sources"], factory.fractional_times)
                 else:
                     before_row, after_row = tuple(before.values()), tuple(after.values())
                 factory.update_into(out, before_row, after_row, source, position, ts_ns,
@@ -467,7 +495,8 @@ class MySqlStreamingSource:
                 values = row["values"]
                 if len(values) != ncols:
                     _width_mismatch(factory, values, ncols)
-                image = _row_values(values, row["none_sources"]) if has_sets else tuple(values.values())
+                image = (_row_values(values, row["none_sources"], factory.fractional_times) if has_sets
+                         else tuple(values.values()))
                 txb = None if tracker is None else tx_block(data_collection, ts_sec, position, out)
                 if signal_rows is not None:  # the signal (or watermark) acts before its row's own event
                     signal_rows.on_row(factory.schema.row(image), position, out)
@@ -495,11 +524,13 @@ class MySqlStreamingSource:
             out.append(transaction_record(self.namer.transaction_topic, tracker.begin(tx_id, ts_sec * 1000), position))
         return tracker.event(data_collection)
 
-    def _commit(self, end: int, ts_sec: int, out: list[Any]) -> None:
+    def _commit(self, end: int, ts_sec: int, out: list[Any], announce_end: bool = True) -> None:
         tx = self.tx
         if tx.gtid:
             self.gtids = self.gtids.add(tx.gtid)
-        if self.tracker is not None and self.tracker.in_transaction:
+        if self.tracker is not None and self.tracker.in_transaction and not announce_end:
+            self.tracker.end(None, 0)
+        elif self.tracker is not None and self.tracker.in_transaction:
             position = MySqlPosition(file=self.file, pos=end, server_id=self.server_id, gtid=tx.gtid, ts_sec=ts_sec)
             out.append(transaction_record(self.namer.transaction_topic, self.tracker.end(None, ts_sec * 1000), position))
         self._committed = boundary_offset(self.file, end, self.server_id, str(self.gtids) or None, ts_sec)
@@ -588,13 +619,31 @@ def binlog_connection_settings(config: Any) -> dict[str, Any]:
     return settings
 
 
-def _row_values(values: dict[str, Any], none_sources: dict[str, str]) -> tuple[Any, ...]:
+def _row_values(values: dict[str, Any], none_sources: dict[str, str],
+                fractional_times: frozenset[str] = frozenset()) -> tuple[Any, ...]:
     """A row image's values by position, with an empty SET as '' as Debezium emits it:
     mysql-replication reports an empty SET as None and says why in the row's ``none_sources``
-    (``{"tags": "empty set"}``), which tells it apart from NULL."""
+    (``{"tags": "empty set"}``), which tells it apart from NULL. Negative TIME(1-6) values are
+    corrected (:func:`_negative_time`)."""
+    if fractional_times:
+        values = {k: _negative_time(v) if k in fractional_times else v for k, v in values.items()}
     if not none_sources:
         return tuple(values.values())
     return tuple("" if v is None and none_sources.get(k) == EMPTY_SET else v for k, v in values.items())
+
+
+def _negative_time(value: Any) -> Any:
+    """A negative TIME(1-6) with a fraction as the server stored it. MySQL packs a TIME2 value's
+    seconds and fraction as one signed number, so a negative value with a fraction is stored as
+    -(seconds + 1) and (1 - fraction); mysql-replication negates the two parts separately and
+    reads -01:02:03.000004 as -01:02:03.999996. Debezium (mysql-binlog-connector-java) reads the
+    stored value. Recovers seconds + fraction: whole seconds are right, the fraction is 1 - read."""
+    if not isinstance(value, dt.timedelta) or value >= dt.timedelta(0):
+        return value
+    magnitude = -value
+    whole = dt.timedelta(days=magnitude.days, seconds=magnitude.seconds)
+    fraction = magnitude.microseconds
+    return value if fraction == 0 else -(whole + dt.timedelta(microseconds=1_000_000 - fraction))
 
 
 def _width_mismatch(factory: Any, values: dict[str, Any], ncols: int) -> None:

@@ -433,10 +433,11 @@ def _format_zoned(v: dt.datetime, fsp: int) -> str:
 
 
 def _split_geometry(v: Any) -> tuple[bytes, int | None]:
-    """MySQL's internal geometry value is a 4-byte little-endian SRID followed by WKB."""
+    """MySQL's internal geometry value is a 4-byte little-endian SRID followed by WKB. SRID 0 is
+    null: Debezium's ``BinlogGeometry.fromBytes`` "uses null for an unset/unknown SRID"."""
     b = bytes(v)
     if len(b) >= 9 and b[4] in (0, 1):
-        return b[4:], struct.unpack("<I", b[:4])[0]
+        return b[4:], struct.unpack("<I", b[:4])[0] or None
     return b, None
 
 

@@ -69,9 +69,15 @@ def test_snapshot_then_streaming_with_every_event_kind(mariadb, tmp_path):
     raw = [r for r in recs if r["topic"] == "dbz.it_events.customers"]
     delete_index = next(i for i, r in enumerate(raw) if r["value"] and r["value"]["payload"] is pk_delete or
                         (r["value"] and r["value"]["payload"]["op"] == "d" and r["value"]["payload"]["before"]["id"] == 1004))
-    assert raw[delete_index]["headers"] == [{"key": "__debezium.newkey", "value": {"id": 2004}}]
+    # key headers as the header converter writes them (schema and payload), then Debezium 3's context headers
+    def headers(record):
+        return [(h["key"], h["value"]["payload"]) for h in record["headers"]]
+    context = [("__debezium.context.connectorLogicalName", "dbz"), ("__debezium.context.taskId", "0"),
+               ("__debezium.context.connectorName", "mysql")]
+    assert headers(raw[delete_index])[:4] == [("__debezium.newkey", {"id": 2004}), *context]
     assert raw[delete_index + 1]["value"] is None and raw[delete_index + 1]["key"]["payload"] == {"id": 1004}
-    assert raw[delete_index + 2]["headers"] == [{"key": "__debezium.oldkey", "value": {"id": 1004}}]
+    assert raw[delete_index + 1]["headers"] == raw[delete_index]["headers"]  # Debezium's tombstone keeps them
+    assert headers(raw[delete_index + 2])[:4] == [("__debezium.oldkey", {"id": 1004}), *context]
     # rows after the ALTER carry the new column, rows before it do not
     assert "middle_name" not in other_insert["after"]
     assert after_alter["after"]["middle_name"] == "M"
@@ -86,10 +92,15 @@ def test_snapshot_then_streaming_with_every_event_kind(mariadb, tmp_path):
     keys = [(s["file"], s["pos"], s["row"]) for s in streamed]
     assert keys == sorted(keys)
 
-    # schema change topic: the snapshot's CREATE and the streamed ALTER, keyed by database
+    # schema change topic: the snapshot's statements (as Debezium's BinlogSnapshotChangeEventSource) and
+    # the streamed ALTER, keyed by database
     changes = [r for r in recs if r["topic"] == "dbz"]
-    assert [c["value"]["payload"]["tableChanges"][0]["type"] for c in changes] == ["CREATE", "ALTER"]
-    alter = changes[1]
+    assert [" ".join(c["value"]["payload"]["ddl"].split()[:2]) for c in changes] == [
+        "SET character_set_server=utf8mb4,", "DROP TABLE", "DROP DATABASE", "CREATE DATABASE", "USE `it_events`",
+        "CREATE TABLE", "ALTER TABLE"]
+    assert [c["value"]["payload"]["tableChanges"][0]["type"] for c in changes if c["value"]["payload"]["tableChanges"]] \
+        == ["DROP", "CREATE", "ALTER"]
+    alter = changes[-1]
     assert alter["key"]["payload"] == {"databaseName": db}
     assert alter["value"]["payload"]["ddl"] == "ALTER TABLE customers ADD COLUMN middle_name VARCHAR(2000)"
     columns = alter["value"]["payload"]["tableChanges"][0]["table"]["columns"]
@@ -190,7 +201,9 @@ def test_snapshot_modes_initial_only_and_no_data(mariadb, tmp_path):
     runner.wait()
     recs = records(out)
     assert ops(recs, "t") == ["c"]
-    assert [r["value"]["payload"]["tableChanges"][0]["id"] for r in recs if r["topic"] == "dbz"] == [f'"{db}"."t"']
+    assert [(r["value"]["payload"]["tableChanges"][0]["type"], r["value"]["payload"]["tableChanges"][0]["id"])
+            for r in recs if r["topic"] == "dbz" and r["value"]["payload"]["tableChanges"]] == [
+        ("DROP", f'"{db}"."t"'), ("CREATE", f'"{db}"."t"')]
 
 
 def test_table_filters_and_column_filters(mariadb, tmp_path):

@@ -66,7 +66,7 @@ def tables() -> Tables:
 def factory(tables: Tables) -> RecordFactory:
     namer = TopicNamer("mysql-server-1", "mysql")
     schema = build_table_schema(tables.get(TableId("inventory", "customers")), namer, TypeModes())
-    return RecordFactory(schema, tombstones_on_delete=True)
+    return RecordFactory(schema, tombstones_on_delete=True, header_schemas=True)
 
 
 def source_like(seed_source: dict[str, Any]) -> dict[str, Any]:
@@ -159,11 +159,19 @@ def test_delete_payload_and_tombstone_match_seed(factory):
 def test_primary_key_change_headers(factory):
     before = ROW_1004
     after = {**ROW_1004, "id": 2004}
-    delete, tombstone, create = factory.update(list(before.values()), list(after.values()), source_like(load("update_value")["payload"]["source"]),
-                                               MySqlPosition(file="mysql-bin.000003", pos=484), 0, lambda: None)
+    # the documentation's example shows the headers as written with header.converter.schemas.enable=false
+    schemaless = RecordFactory(factory.schema, tombstones_on_delete=True, header_schemas=False)
+    delete, tombstone, create = schemaless.update(list(before.values()), list(after.values()), source_like(load("update_value")["payload"]["source"]),
+                                                  MySqlPosition(file="mysql-bin.000003", pos=484), 0, lambda: None)
     assert (delete.value["op"], delete.key, delete.headers) == ("d", {"id": 1004}, [("__debezium.newkey", b'{"id":2004}')])
     assert tombstone.value is None and tombstone.key == {"id": 1004}
+    assert tombstone.headers == delete.headers  # Debezium's tombstone keeps the delete's headers
     assert (create.value["op"], create.key, create.headers) == ("c", {"id": 2004}, [("__debezium.oldkey", b'{"id":1004}')])
+    # by default the header converter writes the key's schema too, as real Debezium does
+    delete = factory.update(list(before.values()), list(after.values()), source_like(load("update_value")["payload"]["source"]),
+                            MySqlPosition(file="mysql-bin.000003", pos=484), 0, lambda: None)[0]
+    header = json.loads(delete.headers[0][1])
+    assert header["payload"] == {"id": 2004} and header["schema"]["name"] == "mysql-server-1.inventory.customers.Key"
 
 
 def test_truncate_payload_matches_seed(factory):
