@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from lakecdc.events.envelope import ChangeRecord, transaction_block
+from lakecdc.events.java_hashmap import java_hashmap_order
 from lakecdc.events.schema import INT64, OPTIONAL_INT64, STRING, array, struct
 
 TRANSACTION_KEY_SCHEMA = struct(
@@ -110,8 +111,6 @@ class TransactionTracker:
         """Close the transaction; returns the END payload (``tx_id`` None keeps the BEGIN id)."""
         if self._id is None:
             raise RuntimeError("END without an open transaction")
-        from lakecdc.capture.postgres.type_values import java_hashmap_order  # shared: Java's HashMap order
-
         payload = {
             "status": END,
             "id": tx_id or self._id,
