@@ -203,10 +203,13 @@ def ingest_session(cfg: IngestConfig) -> SparkSession:
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
-    from lakecdc.devstack.spark import spark_session
+    from lakecdc.devstack.spark import ICEBERG_CATALOG, spark_session
 
+    # ``spark_catalog`` is Spark's session catalog (Delta's DeltaCatalog when Delta's jars are on the
+    # classpath: Delta through Spark): Iceberg's catalog keeps its own name beside it, not that one.
+    iceberg = ICEBERG_CATALOG if cfg.catalog == "spark_catalog" else cfg.catalog
     return spark_session(cfg.warehouse, catalog=cfg.catalog_type, app_name=f"lakecdc-ingest-{cfg.name}",
-                         catalog_name=cfg.catalog)
+                         catalog_name=iceberg)
 
 
 def _periodic_maintenance(cfg: IngestConfig, spark: SparkSession) -> PeriodicMaintenance:
