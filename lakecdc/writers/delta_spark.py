@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -53,6 +54,8 @@ log = logging.getLogger(__name__)
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 GLOBAL_TEMP_DATABASE_CONF = "spark.sql.globalTempDatabase"
 HISTORY_LOOKBACK = 100
+#: a commit or checkpoint in ``_delta_log`` (``00000000000000000000.json``, ``...checkpoint.parquet``)
+_COMMIT_FILE = re.compile(r"^\d{20}\.(json|checkpoint.*\.parquet|crc)$")
 #: characters Delta refuses in a column name unless the table has column mapping (``checkFieldNames``)
 _NEEDS_MAPPING = frozenset(" ,;{}()\n\t=")
 COLUMN_MAPPING = {"delta.minReaderVersion": "2", "delta.minWriterVersion": "5", "delta.columnMapping.mode": "name"}
@@ -179,11 +182,31 @@ class DeltaSparkWriter(SparkSqlWriter):
         location = f"{self.spark.catalog.getDatabase(parts[1]).locationUri.rstrip('/')}/{parts[2].lower()}"
         jvm, jsession = self.spark._jvm, self.spark._jsparkSession  # type: ignore[attr-defined]
         if not jvm.io.delta.tables.DeltaTable.isDeltaTable(jsession, location):
+            self._clear_unfinished_create(location)
             return False
         escaped = location.replace("\\", "\\\\").replace("'", "\\'")
         self.spark.sql(f"CREATE TABLE IF NOT EXISTS {full} USING delta LOCATION '{escaped}'")
         log.info("registered Delta table %s at its location %s again", full, location)
         return True
+
+    def _clear_unfinished_create(self, location: str) -> None:
+        """A creation killed before Delta's first commit leaves ``_delta_log`` without a commit (an
+        empty ``_commits`` directory, a temporary file), where Delta refuses to create the table
+        ever again. Such a leftover holds no data and no commit, and is removed; anything else at
+        the location is left for Delta's own error to name."""
+        jvm = self.spark._jvm  # type: ignore[attr-defined]
+        path = jvm.org.apache.hadoop.fs.Path(location)
+        fs = path.getFileSystem(self.spark._jsc.hadoopConfiguration())  # type: ignore[attr-defined]
+        if not fs.exists(path):
+            return
+        files = fs.listFiles(path, True)
+        while files.hasNext():
+            file = files.next().getPath()
+            in_log = file.getParent() is not None and "_delta_log" in file.getParent().toString()
+            if not in_log or _COMMIT_FILE.match(file.getName()):
+                return
+        fs.delete(path, True)
+        log.warning("removed %s: a Delta table creation there was killed before its first commit", location)
 
     def _table_schema(self, name: str) -> StructType | None:
         if not self._registered(name):
