@@ -58,6 +58,7 @@ from lakecdc.ingest.control_records import SchemaChange, TxMarker, heartbeat_ts_
 from lakecdc.ingest.converter_json import (connect_schema, envelope_parts, envelope_payload, header_values, key_text,
                                            parse_json, split_envelope)
 from lakecdc.ingest.dead_letter import DeadLetter
+from lakecdc.ingest.ordering import event_seq
 from lakecdc.ingest.placeholders import Placeholders
 from lakecdc.ingest.record_checks import (Check, RecordError, envelope_check, not_an_envelope, read_int, read_text,
                                          value_check)
@@ -310,7 +311,7 @@ class Decoder:
         image = _image(op, event, layout)
         connector = read_text(source.get("connector"), "source.connector", optional=False) or ""
         try:
-            seq = position_from_source(connector, source).seq()
+            seq = event_seq(position_from_source(connector, source))
         except ValueError as exc:
             raise RecordError(f"source position: {exc}") from None
         if not all(0 <= n < 1 << 63 for n in seq):

@@ -207,12 +207,16 @@ def ingest_session(cfg: IngestConfig, spark_log: Path | None = None) -> SparkSes
     if active is not None:
         return active
     from lakecdc.demo.spark_log import spark_session_logged
+    from lakecdc.devstack.spark import ICEBERG_CATALOG
 
     log_file = spark_log or cfg.progress_dir / "spark.log"
     log_file.parent.mkdir(parents=True, exist_ok=True)
     log.info("Spark's own log: %s", log_file)
+    # ``spark_catalog`` is Spark's session catalog (Delta's DeltaCatalog when Delta's jars are on the
+    # classpath: Delta through Spark): Iceberg's catalog keeps its own name beside it, not that one.
+    iceberg = ICEBERG_CATALOG if cfg.catalog == "spark_catalog" else cfg.catalog
     return spark_session_logged(log_file, cfg.warehouse, catalog=cfg.catalog_type,
-                                app_name=f"lakecdc-ingest-{cfg.name}", catalog_name=cfg.catalog)
+                                app_name=f"lakecdc-ingest-{cfg.name}", catalog_name=iceberg)
 
 
 def _periodic_maintenance(cfg: IngestConfig, spark: SparkSession) -> PeriodicMaintenance:

@@ -43,6 +43,8 @@ class JobState:
     held_from_seq: list[int] | None = None
     #: lowest snapshot row applied since every partition was last read to its end: the point stays below it
     snapshot_pending_seq: list[int] | None = None
+    #: highest snapshot-row LSN seen (PostgreSQL): the first transaction ranks above it (ingest.ordering)
+    snapshot_lsn: int | None = None
     held_events: int = 0
     open_transactions: int = 0
     source_heartbeat_ts_ms: int | None = None  # newest heartbeat: the source was alive then

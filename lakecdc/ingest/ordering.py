@@ -16,6 +16,18 @@ released. Without it, a transaction that began before the snapshot's consistent 
 after it would rank below the snapshot rows (its event LSNs are below the snapshot position), and
 a table's recorded position would be one transaction behind what it holds. The event itself is
 left exactly as Debezium wrote it; only the ingest's ``_seq`` changes.
+
+Without transaction metadata (``provide.transaction.metadata=false``, Debezium's default) there is
+no END marker, so that transaction is ranked by ``rank_after_snapshot`` instead: ``event_seq``
+marks a streamed PostgreSQL event whose ``source.sequence[0]`` is null (``_seq[2]`` =
+``FIRST_TRANSACTION_PHASE``: no commit was known when it was emitted, so it belongs to the first
+transaction after the connector started without an offset), and such an event ranks at
+``snapshot LSN + 1`` when its own LSN is not above the snapshot's (the highest snapshot-row position
+the job has seen, kept in the job state). That lies after every snapshot row and at or before its
+real commit: the slot streams only transactions that commit after its consistent point, and
+Debezium's commit LSN (the commit record's end) is above it; the next transaction's events carry
+that commit as ``sequence[0]`` and so rank after it. Inside the transaction the event LSNs keep
+their order.
 """
 
 from __future__ import annotations
@@ -25,10 +37,21 @@ from collections.abc import Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakecdc.events.positions import SNAPSHOT_PHASE, Position, PostgresPosition
 from lakecdc.ingest.batch import SEQ_LENGTH
 
 Seq = tuple[int, ...]
 _SEQ_PARTS = [f"__seq{i}" for i in range(SEQ_LENGTH)]
+#: ``_seq[2]`` of a streamed PostgreSQL event emitted before any commit was known (module docstring)
+FIRST_TRANSACTION_PHASE = 2
+
+
+def event_seq(position: Position) -> Seq:
+    """``position.seq()``, with a PostgreSQL event of the first transaction marked (module docstring)."""
+    seq = position.seq()
+    if isinstance(position, PostgresPosition) and position.commit_lsn is None and not position.snapshot:
+        return (seq[0], seq[1], FIRST_TRANSACTION_PHASE, seq[3])
+    return seq
 
 
 def order_rows(rows: pa.Table) -> pa.Table:
@@ -73,6 +96,40 @@ def rank_by_commit(rows: pa.Table, commit_of: Callable[[str], int | None]) -> pa
         commit = commit_of(tx_id) if tx_id else None
         if commit is not None and commit > seqs[i][0]:
             seqs[i] = [commit, *seqs[i][1:]]
+            changed = True
+    if not changed:
+        return rows
+    index = rows.schema.get_field_index("_seq")
+    return rows.set_column(index, rows.schema.field(index), pa.array(seqs, rows.schema.field(index).type))
+
+
+def snapshot_lsn(rows: pa.Table) -> int | None:
+    """The highest position of the snapshot rows among PostgreSQL ``rows`` (``_seq[0]``), or None."""
+    seqs = rows.column("_seq").to_pylist()
+    return max((s[0] for s in seqs if s[2] == SNAPSHOT_PHASE), default=None)
+
+
+def snapshot_lsn_below(table_max_seq: Seq | None) -> int | None:
+    """The snapshot LSN a PostgreSQL table's last commit shows (its ``max-seq``: a snapshot row, or a
+    first-transaction event ranked at snapshot LSN + 1), else None: a job whose state was lost, or
+    saved before that commit, still ranks the rest of the first transaction above the snapshot."""
+    if table_max_seq is None:
+        return None
+    if table_max_seq[2] == SNAPSHOT_PHASE:
+        return table_max_seq[0]
+    return table_max_seq[0] - 1 if table_max_seq[2] == FIRST_TRANSACTION_PHASE else None
+
+
+def rank_after_snapshot(rows: pa.Table, snapshot_at: int | None) -> pa.Table:
+    """PostgreSQL rows of the first transaction with ``_seq[0]`` raised to ``snapshot_at + 1`` when
+    not above ``snapshot_at`` (the snapshot's LSN; None: no snapshot seen, rows kept)."""
+    if snapshot_at is None:
+        return rows
+    seqs = rows.column("_seq").to_pylist()
+    changed = False
+    for i, seq in enumerate(seqs):
+        if seq[2] == FIRST_TRANSACTION_PHASE and seq[0] <= snapshot_at:
+            seqs[i] = [snapshot_at + 1, *seq[1:]]
             changed = True
     if not changed:
         return rows

@@ -20,7 +20,8 @@ step's invariant is what makes a crash at any point safe):
    error is raised; neither point nor state is saved, as a crash would leave them.
 
 Positions: released PostgreSQL events rank at their own transaction's commit LSN
-(``ordering.rank_by_commit``). Transactions are released whole and in commit order
+(``ordering.rank_by_commit``), or without transaction metadata the first transaction after the
+snapshot ranks right after it (``ordering.rank_after_snapshot``). Transactions are released whole and in commit order
 (``transactions``), so every table is complete through the consistency point
 (``consistency_point``); each table commit records it (``progress.CommitPositions``).
 """
@@ -48,7 +49,8 @@ from lakecdc.ingest.executor_decode import SchemaRegistry, decode_on_executors, 
 from lakecdc.ingest.frames import arrow_to_spark, metadata_fields
 from lakecdc.ingest.job_state import JobState, append_schema_changes, save_state
 from lakecdc.ingest.naming import TableNamer
-from lakecdc.ingest.ordering import max_seq, min_seq, order_rows, rank_by_commit
+from lakecdc.ingest.ordering import (max_seq, min_seq, order_rows, rank_after_snapshot, rank_by_commit, snapshot_lsn,
+                                     snapshot_lsn_below)
 from lakecdc.ingest.parallel import TableApplyPool
 from lakecdc.ingest.progress import CommitPositions
 from lakecdc.ingest.reader import KafkaMicroBatch
@@ -169,6 +171,8 @@ class BatchProcessor:
         for commit in commits:
             if commit is not None:
                 self._point.table_holds(commit.complete_through, commit.max_seq)
+                if commit.connector == "postgres":
+                    self._raise_snapshot_lsn(snapshot_lsn_below(commit.max_seq))
 
     def _already_applied(self, collection: str, end: Where) -> bool:
         """Whether the table of a data collection already holds the transaction whose END is at
@@ -242,15 +246,24 @@ class BatchProcessor:
         return report
 
     def _ranked(self, segments: list[DecodedSegment]) -> list[DecodedSegment]:
-        """PostgreSQL events ranked at their own transaction's commit (``ordering.rank_by_commit``)."""
+        """PostgreSQL events ranked after the snapshot and at their own transaction's commit
+        (``ordering.rank_after_snapshot``, ``ordering.rank_by_commit``)."""
+        postgres = [s for s in segments if s.source.connector == "postgresql" and s.num_rows]
+        for segment in postgres:  # first: this batch's snapshot rows precede its first transaction
+            self._raise_snapshot_lsn(snapshot_lsn(segment.rows))
         out = []
         for segment in segments:
             if segment.source.connector == "postgresql" and segment.num_rows:
+                rows = rank_after_snapshot(segment.rows, self.state.snapshot_lsn)
                 segment = DecodedSegment(segment.topic, segment.schema_id, segment.columns, segment.key_columns,
-                                         segment.source, rank_by_commit(segment.rows, self._tx.commit_lsn_of))
+                                         segment.source, rank_by_commit(rows, self._tx.commit_lsn_of))
             self._connector = self._connector or segment.source.connector
             out.append(segment)
         return out
+
+    def _raise_snapshot_lsn(self, lsn: int | None) -> None:
+        if lsn is not None and lsn > (self.state.snapshot_lsn if self.state.snapshot_lsn is not None else -1):
+            self.state.snapshot_lsn = lsn
 
     def _advance_point(self, ready: list[DecodedSegment], at_end_of_data: bool) -> None:
         """The consistency point after releasing ``ready`` (``lakecdc.ingest.consistency_point``)."""

@@ -12,6 +12,13 @@ from ``DESCRIBE HISTORY``'s ``userMetadata`` column.
   writer session's SQL settings copied; the MERGE source is shared with it as a global temporary
   view): a commit can only ever carry its own table's progress.
 
+Column names Delta cannot store as physical Parquet names (a space or one of ``,;{}()=``, tab,
+newline: Delta's ``SchemaUtils.checkFieldNames``) need Delta's column mapping, mode ``name``
+(``delta.columnMapping.mode``, reader 2 / writer 5): a table gets it when it is created with such a
+column, or before such a column is added. Not on every table: column mapping raises the protocol
+every reader of the table must support (older delta-rs, other engines and Delta sharing clients
+cannot read it) and Delta's streaming reads refuse some schema changes on mapped tables.
+
 Idempotence comes from what each table records, never from the job's ``state.json``: before
 writing, ``LakeWriter`` skips a table whose committed progress already covers the batch's events,
 and bronze's position anti-join and silver's ``_seq`` guards make a partial replay harmless. Delta's
@@ -25,13 +32,14 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from pyspark.errors import AnalysisException
-from pyspark.sql.types import StructType
+from pyspark.sql.types import ArrayType, MapType, StructField, StructType
 
 from lakecdc.ingest.bronze import DELTA_PARTITION_COLUMN
 from lakecdc.ingest.progress import PROGRESS_KEY
@@ -46,6 +54,28 @@ log = logging.getLogger(__name__)
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 GLOBAL_TEMP_DATABASE_CONF = "spark.sql.globalTempDatabase"
 HISTORY_LOOKBACK = 100
+#: a commit or checkpoint in ``_delta_log`` (``00000000000000000000.json``, ``...checkpoint.parquet``)
+_COMMIT_FILE = re.compile(r"^\d{20}\.(json|checkpoint.*\.parquet|crc)$")
+#: characters Delta refuses in a column name unless the table has column mapping (``checkFieldNames``)
+_NEEDS_MAPPING = frozenset(" ,;{}()\n\t=")
+COLUMN_MAPPING = {"delta.minReaderVersion": "2", "delta.minWriterVersion": "5", "delta.columnMapping.mode": "name"}
+
+
+def needs_column_mapping(fields: Iterable[StructField]) -> bool:
+    """True when a column name (nested ones too) holds a character Delta stores only with column mapping."""
+    for f in fields:
+        if _NEEDS_MAPPING.intersection(f.name):
+            return True
+        inner = f.dataType
+        while isinstance(inner, (ArrayType, MapType)):
+            inner = inner.elementType if isinstance(inner, ArrayType) else inner.valueType
+        if isinstance(inner, StructType) and needs_column_mapping(inner.fields):
+            return True
+    return False
+
+
+def _tblproperties(props: dict[str, str]) -> str:
+    return ", ".join(f"'{k}' = '{v}'" for k, v in props.items())
 
 
 def create_table_sql(full: str, schema: StructType, kind: str) -> str:
@@ -55,12 +85,15 @@ def create_table_sql(full: str, schema: StructType, kind: str) -> str:
     if kind == "bronze":
         columns += f", {quote(DELTA_PARTITION_COLUMN)} date GENERATED ALWAYS AS (CAST(_ingest_ts AS DATE))"
         partitioning = f" PARTITIONED BY ({quote(DELTA_PARTITION_COLUMN)})"
-    return f"CREATE TABLE IF NOT EXISTS {full} ({columns}) USING delta{partitioning}"
+    mapping = f" TBLPROPERTIES ({_tblproperties(COLUMN_MAPPING)})" if needs_column_mapping(schema.fields) else ""
+    return f"CREATE TABLE IF NOT EXISTS {full} ({columns}) USING delta{partitioning}{mapping}"
 
 
 def evolve_sql(full: str, change: SchemaChange) -> list[str]:
     """ALTERs for a schema change; widening needs Delta's type widening table feature (Delta 3.2+)."""
     statements = []
+    if needs_column_mapping(StructField(c.name, c.data_type) for c in change.add):  # no-op if the table has it
+        statements.append(f"ALTER TABLE {full} SET TBLPROPERTIES ({_tblproperties(COLUMN_MAPPING)})")
     if change.add:
         added = ", ".join(f"{quote(c.name)} {c.data_type.simpleString()}" for c in change.add)
         statements.append(f"ALTER TABLE {full} ADD COLUMNS ({added})")
@@ -127,11 +160,57 @@ class DeltaSparkWriter(SparkSqlWriter):
                        .addColumns(jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json()))
                        .addColumn(generated)
                        .partitionedBy(jvm.PythonUtils.toSeq([DELTA_PARTITION_COLUMN])))
+            if needs_column_mapping(schema.fields):
+                for key, value in COLUMN_MAPPING.items():
+                    builder = builder.property(key, value)
             builder.execute()
         finally:
             session.conf.set("spark.sql.defaultCatalog", previous)
 
+    def _registered(self, name: str) -> bool:
+        """Whether the catalog knows the table. A local session catalog lives in memory: after a
+        restart it has forgotten the tables an earlier process created, whose Delta logs are still at
+        their managed locations (``CREATE TABLE`` there is refused). Such a table is registered at
+        its location again, so progress and rows are read from the table itself."""
+        full = self.resolve(name)
+        if self.spark.catalog.tableExists(full):
+            return True
+        parts = self._parts(name)
+        if len(parts) != 3 or parts[0] != "spark_catalog":
+            return False
+        self._ensure_namespace(name)
+        location = f"{self.spark.catalog.getDatabase(parts[1]).locationUri.rstrip('/')}/{parts[2].lower()}"
+        jvm, jsession = self.spark._jvm, self.spark._jsparkSession  # type: ignore[attr-defined]
+        if not jvm.io.delta.tables.DeltaTable.isDeltaTable(jsession, location):
+            self._clear_unfinished_create(location)
+            return False
+        escaped = location.replace("\\", "\\\\").replace("'", "\\'")
+        self.spark.sql(f"CREATE TABLE IF NOT EXISTS {full} USING delta LOCATION '{escaped}'")
+        log.info("registered Delta table %s at its location %s again", full, location)
+        return True
+
+    def _clear_unfinished_create(self, location: str) -> None:
+        """A creation killed before Delta's first commit leaves ``_delta_log`` without a commit (an
+        empty ``_commits`` directory, a temporary file), where Delta refuses to create the table
+        ever again. Such a leftover holds no data and no commit, and is removed; anything else at
+        the location is left for Delta's own error to name."""
+        jvm = self.spark._jvm  # type: ignore[attr-defined]
+        path = jvm.org.apache.hadoop.fs.Path(location)
+        fs = path.getFileSystem(self.spark._jsc.hadoopConfiguration())  # type: ignore[attr-defined]
+        if not fs.exists(path):
+            return
+        files = fs.listFiles(path, True)
+        while files.hasNext():
+            file = files.next().getPath()
+            in_log = file.getParent() is not None and "_delta_log" in file.getParent().toString()
+            if not in_log or _COMMIT_FILE.match(file.getName()):
+                return
+        fs.delete(path, True)
+        log.warning("removed %s: a Delta table creation there was killed before its first commit", location)
+
     def _table_schema(self, name: str) -> StructType | None:
+        if not self._registered(name):
+            return None
         schema = super()._table_schema(name)
         if schema is None:
             return None
@@ -143,7 +222,7 @@ class DeltaSparkWriter(SparkSqlWriter):
 
     def commit_properties(self, name: str) -> dict[str, str]:
         full = self.resolve(name)
-        if not self.spark.catalog.tableExists(full):
+        if not self._registered(name):
             return {}
         for row in self.spark.sql(f"DESCRIBE HISTORY {full} LIMIT {HISTORY_LOOKBACK}").select("userMetadata").collect():
             props = properties_from_user_metadata(row["userMetadata"])

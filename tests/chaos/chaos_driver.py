@@ -1,9 +1,16 @@
-"""The chaos driver: capture and two ingest jobs killed with SIGKILL while a seeded workload runs.
+"""The chaos driver: capture and the ingest jobs killed with SIGKILL while a seeded workload runs.
 
 A seeded PostgreSQL or MariaDB workload (``chaos_workload``) runs against a database captured by
-``lakecdc capture`` into the broker, and two continuous ``lakecdc ingest`` jobs (one writing
-Iceberg, one Delta) read it. A seeded schedule kills one of the three processes with SIGKILL (its
-whole process group, JVM included) at a chosen kind of moment, then restarts it:
+``lakecdc capture`` into the broker (tansu, or Apache Kafka in KRaft mode), and continuous
+``lakecdc ingest`` jobs read it, each on one path (``JOBS``; by default ``ice`` and ``dlt``):
+
+- ``ice``: Iceberg, the Python reader;  ``dlt``: Delta through delta-rs, the Python reader;
+- ``dsp``: Delta through Spark (Delta's Spark jars in the job's JVM: ``LAKECDC_SPARK_CONNECTORS``);
+- ``skf``: Iceberg read with Spark's Kafka source (``reader: spark-kafka``, its jars in the JVM);
+- ``spk``: Iceberg read by Spark's executors (``reader: spark``).
+
+A seeded schedule kills one of the processes with SIGKILL (its whole process group, JVM included)
+at a chosen kind of moment, then restarts it:
 
 - ``random``: after a random pause;
 - ``after-commit`` (ingest): right after the job logs a bronze or silver table commit;
@@ -17,6 +24,7 @@ By hand (its own local stack and Spark session)::
 
     .venv/bin/python tests/chaos/chaos_driver.py --seed 7 --operations 3000 --kills 60
     .venv/bin/python tests/chaos/chaos_driver.py --source mariadb --seed 7 --kills 30
+    .venv/bin/python tests/chaos/chaos_driver.py --broker kafka --jobs dsp,skf --operations 600 --kills 12
 """
 
 from __future__ import annotations
@@ -41,7 +49,7 @@ for extra in (HERE.parent / "e2e", HERE.parent):
         sys.path.insert(0, str(extra))
 
 from chaos_workload import KEYLESS, KEYS, ChaosWorkload, MariaDbChaosWorkload, create_schema  # noqa: E402
-from e2e_lake import Differences, check  # noqa: E402
+from e2e_lake import Differences, Lake, check  # noqa: E402
 from e2e_mysql import MariaDbPipeline  # noqa: E402
 from e2e_pipeline import PgPipeline, unique_name  # noqa: E402
 from workloads.changelog import ChangeLog, MySqlChangeLog  # noqa: E402
@@ -50,11 +58,49 @@ LAKECDC = Path(sys.executable).with_name("lakecdc")
 COMMIT_LINE = (" INFO lakecdc.writers.base: bronze ", " INFO lakecdc.writers.base: silver ")
 
 
+@dataclass(frozen=True)
+class JobPath:
+    """One ingest job's path: table format, reader and the Spark connectors its JVM gets."""
+
+    table_format: str
+    reader: str
+    batch_records: int  # smaller than the backlog: transactions straddle batch ends and are held
+    connectors: str = "none"  # LAKECDC_SPARK_CONNECTORS of the job's process (lakecdc.devstack.spark)
+    proof: str = ""  # a log line part that shows the job really took this path
+
+
+_DELTA_RS, _DELTA_SPARK = " INFO lakecdc.writers.delta_rs: created", " INFO lakecdc.writers.delta_spark: created"
+
+
+JOBS = {
+    "ice": JobPath("iceberg", "python", 1500),
+    "dlt": JobPath("delta", "python", 400, proof=_DELTA_RS),
+    "dsp": JobPath("delta", "python", 400, connectors="delta", proof=_DELTA_SPARK),
+    "skf": JobPath("iceberg", "spark-kafka", 700, connectors="spark-kafka", proof="through Spark's Kafka source"),
+    "spk": JobPath("iceberg", "spark", 700, proof="reading Kafka on the Spark executors"),
+}
+DEFAULT_JOBS = ("ice", "dlt")
+JOB_MOMENTS = ("random", "after-commit", "held")
+
+
+class SessionCatalogDeltaLake(Lake):
+    """The tables of a job writing Delta through Spark into ``spark_catalog``: managed tables under
+    ``<warehouse>/spark-warehouse/<database>.db/<table>``, read with delta-rs like the others."""
+
+    def read(self, table: str, name: str) -> Any:
+        from deltalake import DeltaTable
+
+        database, rest = name.split(".", 1)
+        path = str(self.warehouse / "spark-warehouse" / f"{database}.db" / rest)
+        return DeltaTable(path).to_pyarrow_table() if DeltaTable.is_deltatable(path) else None
+
+
 class Process:
     """One ``lakecdc`` command, restartable, killed with SIGKILL to its whole process group."""
 
-    def __init__(self, name: str, args: list[str], log: Path) -> None:
+    def __init__(self, name: str, args: list[str], log: Path, env: dict[str, str] | None = None) -> None:
         self.name, self.args, self.log = name, args, log
+        self.env = {**os.environ, **(env or {})}
         self.proc: subprocess.Popen[bytes] | None = None
         self.kills = 0
 
@@ -62,7 +108,7 @@ class Process:
         with self.log.open("ab") as out:
             out.write(f"\n=== chaos: start {self.name} ===\n".encode())
         self.proc = subprocess.Popen([str(LAKECDC), *self.args], stdout=self.log.open("ab"),
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+                                     stderr=subprocess.STDOUT, start_new_session=True, env=self.env)
 
     @property
     def alive(self) -> bool:
@@ -101,10 +147,15 @@ class ChaosReport:
 
 
 class ChaosRun:
-    """The pipeline, its three processes and the kill schedule (module docstring)."""
+    """The pipeline, its processes and the kill schedule (module docstring)."""
 
-    def __init__(self, database: Any, broker: Any, spark: Any, workdir: Path, seed: int) -> None:
-        """``database``: the ``pg`` (PostgreSQL) or ``mariadb`` fixture's server."""
+    def __init__(self, database: Any, broker: Any, spark: Any, workdir: Path, seed: int,
+                 jobs: tuple[str, ...] = DEFAULT_JOBS, job_moments: tuple[str, ...] = JOB_MOMENTS) -> None:
+        """``database``: the ``pg`` (PostgreSQL) or ``mariadb`` fixture's server; ``broker``: tansu's
+        ``broker`` or Apache Kafka's ``kafka_broker``; ``jobs``: labels of ``JOBS``; ``job_moments``:
+        the moments a job is killed at, drawn by the seed (``after-commit`` and ``held`` wait for the job
+        to work: a short run of slow-starting JVMs otherwise kills them mostly while they start)."""
+        self.job_moments = job_moments
         self.rng = random.Random(seed)
         self.report = ChaosReport(seed)
         self.mariadb = not hasattr(database, "dsn_for")
@@ -113,14 +164,21 @@ class ChaosRun:
         self.password = database.password
         self.keys = MariaDbChaosWorkload.KEYS if self.mariadb else KEYS
         tables = list(self.keys)
-        # batches smaller than the backlog: transactions straddle batch ends and are held
-        self.pipe.add_lake("ice", "iceberg", tables, **{"batch.max.records": "1500"})
-        self.pipe.add_lake("dlt", "delta", tables, **{"batch.max.records": "400"})
+        for label in jobs:
+            path = JOBS[label]
+            extra = {"batch.max.records": str(path.batch_records), "reader": path.reader}
+            if path.connectors == "delta":  # Spark's Delta keeps its tables in the session catalog
+                extra["catalog"] = "spark_catalog"
+            lake = self.pipe.add_lake(label, path.table_format, tables, **extra)
+            if path.connectors == "delta":
+                self.pipe.lakes[label] = (self.pipe.lakes[label][0], SessionCatalogDeltaLake(
+                    lake.spark, lake.warehouse, lake.namespace, lake.formats))
         self.capture = Process("capture", ["capture", "--config", str(self.pipe.properties),
                                            "--sink", f"kafka:{broker.bootstrap_servers}"], workdir / "capture.log")
         self.jobs = {label: Process(f"ingest-{label}", ["ingest", "--config", str(self.pipe.ingest_config_file(label)),
-                                                         "--trigger", "continuous"], workdir / f"ingest-{label}.log")
-                     for label in ("ice", "dlt")}
+                                                         "--trigger", "continuous"], workdir / f"ingest-{label}.log",
+                                           {"LAKECDC_SPARK_CONNECTORS": JOBS[label].connectors})
+                     for label in jobs}
         self.log: ChangeLog | None = None
         self._deck: list[str] = []
 
@@ -174,11 +232,11 @@ class ChaosRun:
     def _one_kill(self) -> None:
         rng = self.rng
         if not self._deck:  # every process is killed each round, capture twice, in a seeded order
-            self._deck = ["capture", "capture", "ice", "dlt"]
+            self._deck = ["capture", "capture", *self.jobs]
             rng.shuffle(self._deck)
         victim = self._deck.pop()
         proc = self.capture if victim == "capture" else self.jobs[victim]
-        moment = "random" if victim == "capture" else rng.choice(["random", "after-commit", "held"])
+        moment = "random" if victim == "capture" else rng.choice(list(self.job_moments))
         if not proc.alive:
             proc.start()
         if moment == "after-commit" and not self._wait_for_commit(proc, 90):
@@ -230,7 +288,7 @@ class ChaosRun:
         for label, job in self.jobs.items():
             job.kill9()
             final = Process(f"ingest-{label}-final", ["ingest", "--config", str(self.pipe.ingest_config_file(label)),
-                                                       "--trigger", "available-now"], job.log)
+                                                       "--trigger", "available-now"], job.log, job.env)
             final.start()
             assert final.proc is not None and final.proc.wait(900) == 0, final.text()[-4000:]
 
@@ -239,7 +297,10 @@ class ChaosRun:
     def differences(self) -> list[Differences]:
         assert self.log is not None
         diffs = self.pipe.compare_all(self.log, f"chaos {self.report.summary()}")
-        leaked = Differences()
+        leaked = Differences()  # a password in a log, or a job on the wrong path
+        for label, job in self.jobs.items():
+            if JOBS[label].proof not in job.text():
+                leaked.add(f"job {label} did not take its path: no {JOBS[label].proof!r} in {job.log}")
         for path in self.pipe.dir.rglob("*.log"):
             if self.password in path.read_text(errors="replace"):
                 leaked.add(f"the database password appears in {path}")
@@ -265,22 +326,32 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--operations", type=int, default=3000, help="source changes the workload makes")
     parser.add_argument("--kills", type=int, default=50, help="at least this many SIGKILLs in all")
+    parser.add_argument("--broker", choices=["tansu", "kafka"], default="tansu",
+                        help="tansu (the fast broker) or Apache Kafka in KRaft mode (its jars cached by the bootstrap)")
+    parser.add_argument("--jobs", default=",".join(DEFAULT_JOBS),
+                        help=f"comma-separated ingest job paths of {sorted(JOBS)} (module docstring)")
     parser.add_argument("--workdir", type=Path, default=None)
     args = parser.parse_args()
     import tempfile
 
     from lakecdc.devstack.broker import Broker
+    from lakecdc.devstack.kafka import KafkaBroker
     from lakecdc.devstack.mariadb import MariaDB
     from lakecdc.devstack.postgres import Postgres
     from lakecdc.devstack.spark import spark_session
 
+    jobs = tuple(label.strip() for label in args.jobs.split(",") if label.strip())
+    unknown = sorted(set(jobs) - set(JOBS))
+    if unknown or not jobs:
+        parser.error(f"--jobs: unknown job path(s) {unknown}: choose from {sorted(JOBS)}")
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="lakecdc-chaos-"))
-    with Broker() as broker, (MariaDB() if args.source == "mariadb" else Postgres(version=18)) as database:
+    with (KafkaBroker() if args.broker == "kafka" else Broker()) as broker, \
+            (MariaDB() if args.source == "mariadb" else Postgres(version=18)) as database:
         spark = spark_session(workdir / "reader-warehouse", app_name="lakecdc-chaos")
-        run = ChaosRun(database, broker, spark, workdir, args.seed)
+        run = ChaosRun(database, broker, spark, workdir, args.seed, jobs)
         try:
             report = run.run(args.operations, args.kills)
-            print(report.summary())
+            print(f"{report.summary()}; broker {args.broker}, jobs {','.join(jobs)}")
             check(run.differences())
             print("every silver table equals its source; bronze holds every change exactly once; no password in logs")
         finally:

@@ -85,6 +85,28 @@ def test_new_events_arrive_whatever_the_jobs_batch_counter_says(connector_spark:
     assert fresh.committed_progress(s.target) == {(s.topic, 0): 7}
 
 
+def test_a_table_creation_killed_before_its_first_commit_is_created_again(connector_spark: SparkSession) -> None:
+    # kill -9 while Delta creates a table leaves _delta_log without a commit at the managed
+    # location; Delta refuses to create the table there, and the job crash-looped on it.
+    spark = connector_spark
+    writer = delta_writer(spark)
+    s = Stream(spark, "delta", [("id", LONG), ("name", STR)])
+    database, table = s.target.bronze_table.split(".")
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS spark_catalog.{database}")
+    location = Path(spark.catalog.getDatabase(database).locationUri.removeprefix("file:")) / table
+    (location / "_delta_log" / "_commits").mkdir(parents=True)
+    (location / "_delta_log" / ".00000000000000000000.json.0f3a.tmp").write_text("{")
+    writer.apply(s.batch([Ev("c", 10, {"id": 1, "name": "a"})]), 1)
+    assert silver(spark, s) == {1: "a"}
+    assert spark.table(f"spark_catalog.{s.target.bronze_table}").count() == 1
+    # a location holding data files is never removed: Delta's own error names it
+    _, other = s.target.silver_table.split(".")
+    kept = location.parent / f"{other}_x"
+    kept.mkdir()
+    (kept / "part-00000.parquet").write_bytes(b"PAR1")
+    assert writer._table_schema(f"{database}.{other}_x") is None and (kept / "part-00000.parquet").exists()
+
+
 def test_tables_applied_in_parallel_each_record_their_own_progress(connector_spark: SparkSession) -> None:
     # Both threads commit MERGEs at the same moment (a barrier before each apply); a session-wide
     # userMetadata would let one table's commit record the other's topic and offsets.

@@ -97,7 +97,7 @@ class TableReader:
         self.writer = writer
 
     def rows(self, name: str, columns: list[str] | None = None) -> list[dict[str, Any]]:
-        if self.writer.format == "iceberg":
+        if self.writer.format == "iceberg" or not hasattr(self.writer, "table_uri"):  # Iceberg, Delta through Spark
             df = self.writer.spark.table(self.writer.resolve(name))  # type: ignore[attr-defined]
             return [r.asDict(recursive=True) for r in (df.select(*columns) if columns else df).collect()]
         from deltalake import DeltaTable

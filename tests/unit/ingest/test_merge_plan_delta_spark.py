@@ -4,12 +4,23 @@ from __future__ import annotations
 
 import json
 
-from pyspark.sql.types import DecimalType, IntegerType, LongType, StringType, StructField, StructType
+import pytest
+from pyspark.sql.types import (ArrayType, DecimalType, IntegerType, LongType, MapType, StringType, StructField,
+                               StructType)
 
 from lakecdc.ingest.batch import ColumnSpec
 from lakecdc.ingest.merge_plan import MergePlan, render_spark_sql
 from lakecdc.ingest.schema_evolution import SchemaChange
-from lakecdc.writers.delta_spark import create_table_sql, evolve_sql, properties_from_user_metadata, user_metadata
+from lakecdc.writers.delta_spark import (
+    create_table_sql,
+    evolve_sql,
+    needs_column_mapping,
+    properties_from_user_metadata,
+    user_metadata,
+)
+
+MAPPING = ("TBLPROPERTIES ('delta.minReaderVersion' = '2', 'delta.minWriterVersion' = '5', "
+           "'delta.columnMapping.mode' = 'name')")
 
 
 def test_bronze_create_has_generated_date_partition() -> None:
@@ -30,6 +41,29 @@ def test_evolution_statements() -> None:
         "ALTER TABLE m.s.t ALTER COLUMN `qty` TYPE bigint",
         "ALTER TABLE m.s.t ALTER COLUMN `amount` TYPE decimal(12,2)",
     ]
+
+
+@pytest.mark.parametrize("char", list(" ,;{}()\n\t="))
+def test_a_column_name_delta_cannot_store_gets_column_mapping(char: str) -> None:
+    """Delta's ``checkFieldNames`` refuses these characters without column mapping, nested names too."""
+    named = f"a{char}b"
+    for field in (StructField(named, StringType()), StructField("s", StructType([StructField(named, LongType())])),
+                  StructField("l", ArrayType(StructType([StructField(named, LongType())]))),
+                  StructField("m", MapType(StringType(), StructType([StructField(named, LongType())])))):
+        schema = StructType([StructField("id", LongType()), field])
+        assert needs_column_mapping(schema.fields)
+        assert create_table_sql("m.s.t", schema, "silver").endswith(f"USING delta {MAPPING}")
+        assert create_table_sql("m.s.t", schema, "bronze").endswith(f"PARTITIONED BY (`_ingest_date`) {MAPPING}")
+    added = evolve_sql("m.s.t", SchemaChange(add=(ColumnSpec(named, StringType()),)))
+    assert added == [f"ALTER TABLE m.s.t SET {MAPPING}", f"ALTER TABLE m.s.t ADD COLUMNS (`{named}` string)"]
+
+
+def test_names_delta_stores_as_they_are_get_no_column_mapping() -> None:
+    schema = StructType([StructField(n, StringType()) for n in ("id", "do.t", 'we"ird', "id`k", "ünïcödé", "sel-ect")])
+    assert not needs_column_mapping(schema.fields)
+    assert "TBLPROPERTIES" not in create_table_sql("m.s.t", schema, "silver")
+    assert evolve_sql("m.s.t", SchemaChange(add=(ColumnSpec("do.t", StringType()),))) == [
+        "ALTER TABLE m.s.t ADD COLUMNS (`do.t` string)"]
 
 
 def test_user_metadata_carries_the_progress_and_reads_back() -> None:
