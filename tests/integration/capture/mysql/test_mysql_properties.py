@@ -201,11 +201,14 @@ def test_keep_alive_reopens_a_binlog_connection_that_went_silent(mariadb: Any, t
                                  database__port=str(proxy.port), connect__keep__alive=str(keep_alive).lower(),
                                  connect__keep__alive__interval__ms="2000")
         out = tmp_path / "out.jsonl"
-        run = CaptureThread(props, out, stop_when_idle=20.0, mariadb=mariadb).start()
+        # idle stop well beyond the frozen window, so a loaded machine cannot end the capture while
+        # the proxy is frozen; with keep-alive the reconnect may take longer than 2 s under load:
+        # wait up to 30 s for the row (its arrival is the proof), without it 15 s of nothing is
+        run = CaptureThread(props, out, stop_when_idle=45.0, mariadb=mariadb).start()
         run.wait_streaming()
         proxy.freeze()
         sql(mariadb, db, "INSERT INTO t VALUES (1)")
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + (30 if keep_alive else 15)
         while time.monotonic() < deadline and not data_events(records(out), "t"):
             time.sleep(0.2)
         arrived_while_frozen = bool(data_events(records(out), "t"))
