@@ -74,6 +74,8 @@ class Collector:
         self.add_lines(lines)
 
     def add_lines(self, lines: list[str]) -> None:
+        if not lines:
+            return
         with self._lock:
             self._file.write("".join(line + "\n" for line in lines))
             self._file.flush()
@@ -227,8 +229,8 @@ class TaskEngine:
             self._task.start(self._task_config)
             while not self._stopping.is_set():
                 records = self._task.poll()
-                if records is None:
-                    continue
+                if records is None or records.isEmpty():
+                    continue  # an empty poll is not a record: it must not reset the idle wait
                 self._collector.add_lines([self._line(r) for r in records])
                 for record in records:
                     self._task.commitRecord(record, None)
