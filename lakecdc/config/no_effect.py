@@ -151,7 +151,6 @@ MYSQL: dict[str, str] = {
     "database.ssl.mode": "not applied: lakecdc connects to MySQL without requesting TLS",
     "ddl.parser.type": "lakecdc parses DDL with its own parser (Debezium's only parser is antlr)",
     "enable.time.adjuster": "lakecdc takes two-digit years as the server stores them",
-    "extended.headers.enabled": "lakecdc's MySQL capture adds no __debezium.context.* headers",
     "gtid.ignore.on.recovery": "lakecdc's snapshot recovery does not read GTIDs",
     "incremental.snapshot.allow.schema.changes": "an incremental snapshot reads the table's current structure "
                                                  "for each chunk",
