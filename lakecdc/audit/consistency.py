@@ -63,8 +63,11 @@ def consistency_points(log: LakeTable) -> list[ConsistencyPoint]:
     return sorted(points, key=lambda p: (p.complete_through, p.published_at))
 
 
-def latest_point(log: LakeTable) -> ConsistencyPoint | None:
-    points = consistency_points(log)
+def latest_point(log: LakeTable, tables: list[str] | None = None) -> ConsistencyPoint | None:
+    """The newest point, or with ``tables`` the newest one that vouches for all of them. Several
+    jobs (and tests) may share one log: a point speaks only for the tables in its ``versions``, so
+    another job's newer point says nothing about how far these tables are complete."""
+    points = [p for p in consistency_points(log) if tables is None or all(t in p.versions for t in tables)]
     return points[-1] if points else None
 
 
@@ -74,16 +77,18 @@ def read_consistent(tables: list[LakeTable], position: Any = None, log: LakeTabl
 
     Raises ``AuditError`` when the position is past what every table is complete through.
     """
-    point = latest_point(log) if log is not None else None
-    if point is not None:
-        stopped = [t.name for t in tables if t.name in point.stopped]
+    names = [t.name for t in tables]
+    newest = latest_point(log) if log is not None else None
+    if newest is not None:
+        stopped = [n for n in names if n in newest.stopped]
         if stopped:
             raise AuditError(f"tables stopped by a schema error are not consistent with the others: {stopped}")
+    point = latest_point(log, names) if log is not None else None
     if position is None:
         if point is None:
-            raise AuditError("no consistency point published yet (the ingest job writes one after each batch); "
-                             "give a source position")
-        return {t.name: _read_point(t, point, bronze) for t in tables}
+            raise AuditError(f"no consistency point covering {', '.join(names)} published yet (the ingest job "
+                             "writes one after each batch); give a source position")
+        return {t.name: _read_point(t, point) for t in tables}
     reached = point.reached if point is not None else None
     if isinstance(position, str) and GTID.match(position.strip()):
         changelogs = [(bronze or {}).get(t.name) or bronze_of(t) for t in tables]
@@ -124,11 +129,8 @@ def _gtid_parts(gtid: str) -> tuple[str, int]:
     return domain, int(number)
 
 
-def _read_point(table: LakeTable, point: ConsistencyPoint, bronze: dict[str, LakeTable] | None) -> AsOfRead:
-    version = point.versions.get(table.name)
-    if version is None:  # not committed in that run: its version is found by position
-        return read_as_of_with_version(table, source_position=list(point.reached), reached=point.reached,
-                                       connector=point.connector, bronze=(bronze or {}).get(table.name))
+def _read_point(table: LakeTable, point: ConsistencyPoint) -> AsOfRead:
+    version = point.versions[table.name]
     known: dict[int, TableVersion] = {v.version: v for v in table_versions(table)}
     return AsOfRead(to_pandas(table.arrow(version=version)), known.get(version), point.reached)
 

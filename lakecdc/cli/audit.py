@@ -215,7 +215,7 @@ def as_of(tables: list[str] = typer.Argument(..., help="one or more schema.table
                                          "consistency point), not at one --version or --timestamp")
             log = lake.table(lake.log_table)
             reads = read_consistent(handles, position, log, lake.bronze_of(handles))
-            point = latest_point(log) if position is None else None
+            point = latest_point(log, [h.name for h in handles]) if position is None else None
             heading = describe_point(point) if point else f"as of {position}"
         else:
             reads = {tables[0]: read_as_of_with_version(handles[0], version=version, timestamp=timestamp)}

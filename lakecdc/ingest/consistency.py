@@ -15,7 +15,8 @@ committed at or before ``position`` -- reading those versions together gives a s
 ``stopped`` lists tables stopped by a schema error (not consistent; not in ``versions``). A version is
 the Iceberg snapshot id or Delta version; a table not committed in this run yet is looked up from its
 metadata (``lakecdc.metrics.table_commits``), or left out when that cannot be read (the audit then
-finds its version by position, ``lakecdc.audit.consistency``).
+reads it at an older point that lists it, or by its own commits' positions, ``lakecdc.audit.consistency``).
+A point speaks only for the tables it lists: jobs sharing one log do not vouch for each other's tables.
 """
 
 from __future__ import annotations

@@ -57,3 +57,18 @@ def test_a_restart_with_nothing_left_to_apply_publishes_what_the_tables_hold(spa
     silver = [LakeTable.delta(warehouse, n) for n in point.versions if "_silver." in n]
     reads = read_consistent(silver, log=log)
     assert {n: len(r.rows) for n, r in reads.items()} == {t.name: len(t.pandas()) for t in silver}
+
+    # Another job sharing the log publishes a later point for its own tables: it vouches for nothing here.
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from lakecdc.audit.tables import AuditError
+
+    other = {**log.arrow().to_pylist()[-1], "job": "other-job", "complete_through": [2**40, 2**40, 1, 0],
+             "versions": '{"silver.other_table": 1}'}
+    write_deltalake(log.uri, pa.Table.from_pylist([other], schema=log.arrow().schema), mode="append")
+    assert latest_point(log, [t.name for t in silver]) == point
+    again = read_consistent(silver, log=log)
+    assert {n: r.version.version for n, r in again.items()} == {n: r.version.version for n, r in reads.items()}
+    with pytest.raises(AuditError, match="has not reached source position"):
+        read_consistent(silver, position=str(2**39), log=log)
