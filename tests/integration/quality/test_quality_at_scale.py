@@ -8,7 +8,10 @@ Each format runs in a child process (``million_rows.py``) so its memory is its o
   resident memory is sampled during the check.
 
 Collecting the table to the driver (what the rules did before) needs at least the table's size in
-Arrow, so the bound below (half of it) fails for that code; the planted defects are counted exactly.
+Arrow, so the bound below (0.8 of it) fails for that code; the planted defects are counted exactly.
+The bound is not tighter because what the engines hold beyond their spill pool (readers' buffers, the
+allocator's retained pages) depends on how many of their threads run at once: DataFusion's five
+rule queries grew the process by 180-280 MB on a loaded machine and by 417 MB on a quiet one.
 """
 
 from __future__ import annotations
@@ -50,4 +53,4 @@ def test_rules_on_a_million_rows_keep_the_driver_flat(fmt: str, tmp_path: Path) 
     assert all(0 < out["samples"][rule] <= 10 for rule, n in EXPECTED.items() if n)
     assert out["checked"] == 1_000_000 - 1000 + 2  # live rows: ids >= 1000, id 5, id 2000 twice, id 3000 changed
     assert out["table_mb"] > 600
-    assert out["rss_growth_mb"] < out["table_mb"] / 2, out
+    assert out["rss_growth_mb"] < out["table_mb"] * 0.8, out
