@@ -25,7 +25,12 @@ may be applied now and holds back the rest, so no silver commit ever shows half 
 6. when every partition has been read to its end, a transaction whose END was seen passes even
    if counts are short (its other events belong to tables this job does not read), and so does
    one whose BEGIN was never seen (its markers precede where reading started); only a
-   transaction with a BEGIN and no END yet stays held.
+   transaction with a BEGIN and no END yet stays held;
+7. a BEGIN ends every transaction begun before it on the same partition whose END has not come:
+   sources commit one transaction after another, so that one will never end. Debezium's MariaDB
+   connector begins a transaction at every GTID event and ends none after a DDL statement or a
+   TRUNCATE (``MariaDbStreamingChangeEventSource``); such a transaction is complete with the events
+   seen, in its BEGIN's place in commit order, and no longer blocks the ENDs after it.
 
 PostgreSQL's ids are ``"<txId>:<lsn>"`` and the LSN part differs between BEGIN, events and END;
 only the txId links them (``tx_link``). The END's LSN is the transaction's commit LSN (Debezium
@@ -85,10 +90,14 @@ class _Transaction:
     expected_total: int | None = None
     expected: dict[str, int] = field(default_factory=dict)
     seen: Counter[str] = field(default_factory=Counter)
+    #: ended without an END: a later BEGIN came on the same partition (step 7)
+    superseded: bool = False
 
     def complete(self, applied: AlreadyApplied) -> bool:
         if self.end_at is None:
             return False
+        if self.superseded:
+            return True
         end_at = self.end_at
         if self.expected:
             return all(self.seen[c] >= n or applied(c, end_at) for c, n in self.expected.items())
@@ -119,11 +128,20 @@ class TransactionBuffer:
             where = (m.topic, m.partition, m.offset)
             if m.status == "BEGIN":
                 tx.begin_at = where
+                self._supersede_before(key, where)
             else:
                 tx.end_at = where
                 tx.end_id = m.tx_id
                 tx.expected_total = m.event_count
                 tx.expected = dict(m.collections)
+
+    def _supersede_before(self, key: str, begin: Where) -> None:
+        """Close every transaction BEGun earlier on this partition without an END (step 7)."""
+        for other_key, tx in self._open.items():
+            at = tx.begin_at
+            if (other_key != key and tx.end_at is None and at is not None and at[:2] == begin[:2]
+                    and at[2] < begin[2]):
+                tx.end_at, tx.superseded = at, True
 
     def split(self, segments: list[DecodedSegment], at_end_of_data: bool) -> list[DecodedSegment]:
         """Events that may be applied now (new and previously held); the rest stay held."""

@@ -304,11 +304,6 @@ def _check_cli(config: Path, lakes: Lakes, commit: Commit) -> None:
 
 # ---------------------------------------------------------------------------------- MariaDB
 
-@pytest.mark.xfail(run=False, reason=(
-    "known regression, open in issue 19: passes at 06c092a, fails after the merge of the MariaDB-connector "
-    "event changes (621a274: GTID transaction boundaries, server_id 0 and the DDL preamble in the snapshot, "
-    "END data_collections order): read as of the first recorded commit (binlog.000001:4800) the tables "
-    "show half a transfer (checking + savings = 16000 or 21000, not 24000); not run: it fails every time"))
 def test_mariadb_transfers_and_orders_read_consistently_through_kills(mariadb, broker, spark, tmp_path: Path) -> None:
     from e2e_mysql import MariaDbPipeline
 

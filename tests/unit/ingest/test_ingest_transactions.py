@@ -202,3 +202,38 @@ def test_a_transaction_open_across_the_snapshot_ranks_after_the_snapshot_rows() 
         if tx:
             assert seq[0] == buffer.commit_lsn_of(tx) and seq[1] <= seq[0]
     assert buffer.last_commit_lsn == commits[-1]
+
+
+def _begin_only(records: list[dict], before_tx: str, ddl_id: str) -> list[dict]:
+    """The records with a BEGIN that no END follows (Debezium's MariaDB connector: a DDL statement's
+    transaction) inserted just before ``before_tx``'s BEGIN."""
+    at = next(i for i, r in enumerate(records) if r["topic"] == "dbz.transaction" and
+              r["value"]["payload"]["status"] == "BEGIN" and tx_link(r["value"]["payload"]["id"]) == before_tx)
+    begin = records[at]
+    ddl = {**begin, "key": {**begin["key"], "payload": {"id": ddl_id}},
+           "value": {**begin["value"], "payload": {**begin["value"]["payload"], "id": ddl_id}}}
+    return records[:at] + [ddl] + records[at:]
+
+
+def test_a_begin_without_end_is_ended_by_the_next_begin_and_blocks_nothing() -> None:
+    records = _begin_only(golden_records(), "1261", "0-1-7")
+    buffer = TransactionBuffer()
+    _, batch = decode(records)
+    buffer.add_markers(batch.tx_markers)
+    ready = buffer.split(batch.segments, at_end_of_data=False)
+    # every transaction after the one that never ends is released in order, none waits for it
+    assert {"1260", "1261", "1262", "1263", "1264"} | LATER <= tx_ids(ready)
+    assert buffer.held_events == 0 and buffer.open_transactions == 0
+    assert buffer.marker_restart_offsets() == {}
+
+
+def test_a_begin_without_end_still_blocks_until_the_next_begin() -> None:
+    # the BEGIN-only transaction is the last thing read: a later END may still come for it
+    records = _begin_only(golden_records(), "1261", "0-1-7")
+    records = records[:next(i for i, r in enumerate(records) if r["topic"] == "dbz.transaction"
+                            and r["value"]["payload"]["id"] == "0-1-7") + 1]
+    buffer = TransactionBuffer()
+    _, batch = decode(records)
+    buffer.add_markers(batch.tx_markers)
+    buffer.split(batch.segments, at_end_of_data=True)
+    assert buffer.open_transactions == 1
