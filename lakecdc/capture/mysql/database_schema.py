@@ -12,7 +12,7 @@ from typing import Any
 
 from lakecdc.capture.mysql.change_records import RecordFactory, schema_change_record
 from lakecdc.capture.mysql.ddl.model import TableDef, TableId
-from lakecdc.capture.mysql.ddl.parser import DdlParseError, DdlParser, ParsedStatement
+from lakecdc.capture.mysql.ddl.parser import DdlParseError, DdlParser, ParsedStatement, AlterOfUnknownTableError
 from lakecdc.capture.mysql.ddl.tables import Tables
 from lakecdc.capture.mysql.schema_history import SchemaHistory
 from lakecdc.capture.mysql.table_changes import (
@@ -99,6 +99,12 @@ class DatabaseSchema:
         try:
             statements = self.parser.parse(sql, default_database)
         except DdlParseError as exc:
+            if isinstance(exc, AlterOfUnknownTableError) and not self.is_captured(exc.table_id.database, exc.table_id.table):
+                # Debezium ignores an ALTER of a table it holds no structure of (one not captured whose
+                # structure was not recorded: schema.history.internal.store.only.captured.tables.ddl)
+                log.info("ignored at %s: ALTER TABLE of %s, which is not captured and whose structure is not known",
+                         where, exc.table_id)
+                return []
             located = exc.at(where)
             if self._concerns_no_captured_database(sql, default_database):
                 # structures of databases that are not captured are kept only on a best-effort basis
@@ -162,14 +168,19 @@ class DatabaseSchema:
 
     def schema_change_records(self, statement: ParsedStatement, source: dict[str, Any],
                               position: MySqlPosition) -> list[ChangeRecord]:
-        """The schema change topic record for a statement, when it concerns captured tables."""
+        """The schema change topic record for a statement. As Debezium's ``EventDispatcher.
+        dispatchSchemaChangeEvent``: a statement on tables that are not captured is emitted too unless
+        ``schema.history.internal.store.only.captured.tables.ddl`` is set, and one run in a database
+        that is not captured is left out with ``...store.only.captured.databases.ddl``
+        (``skipSchemaChangeEvent``) -- exactly the statements the schema history records."""
         if not self.config.include_schema_changes or statement.database is None:
             return []
-        if statement.kind in ("IGNORED", "USE", "TRUNCATE") or not self._relevant(statement):
+        if statement.kind in ("IGNORED", "USE", "TRUNCATE") or not self._stored(statement):
             return []
-        changes = [c for c in statement.changes
-                   if self.is_captured(c.table.id.database, c.table.id.table)
-                   or (c.previous_id is not None and self.is_captured(c.previous_id.database, c.previous_id.table))]
+        changes = statement.changes
+        if self.config.schema_history_internal_store_only_captured_tables_ddl:
+            changes = [c for c in changes if self.is_captured(c.table.id.database, c.table.id.table)
+                       or (c.previous_id is not None and self.is_captured(c.previous_id.database, c.previous_id.table))]
         include_comments = bool(getattr(self.config, "include_schema_comments", False))
         return [
             schema_change_record(

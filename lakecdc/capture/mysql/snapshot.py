@@ -70,7 +70,7 @@ class MySqlSnapshotSource:
             info = myconn.server_info(conn)
             with conn.cursor() as cur:
                 cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            databases = [d for d in myconn.list_databases(conn) if self.schema.is_database_captured(d)]
+            databases = self._structure_databases(myconn.list_databases(conn))
             self._lock_globally(conn)                                                  # step 1
             with conn.cursor() as cur:
                 cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")              # step 2
@@ -108,6 +108,19 @@ class MySqlSnapshotSource:
             except Exception:  # the connection may already be gone; the server drops its locks
                 pass
             conn.close()
+
+    def _structure_databases(self, names: list[str]) -> list[str]:
+        """The databases whose tables' structure the snapshot reads into the schema history:
+        Debezium's ``capturedSchemaTables`` -- every table of every database but the system ones
+        (``mysql``, ``sys``, ``performance_schema``, ``information_schema``; all with ``table.ignore.builtin=false``) unless
+        ``schema.history.internal.store.only.captured.tables.ddl`` (only the captured tables) or
+        ``...captured.databases.ddl`` (only the captured databases) narrow it."""
+        config = self.config
+        if config.schema_history_internal_store_only_captured_tables_ddl or \
+                config.schema_history_internal_store_only_captured_databases_ddl:
+            return [d for d in names if self.schema.is_database_captured(d)]
+        system = config.excluded_schemas if config.table_ignore_builtin else frozenset()
+        return [d for d in names if d.lower() not in system]
 
     def _lock_globally(self, conn: Any) -> None:
         import pymysql
@@ -204,7 +217,7 @@ class MySqlSnapshotSource:
         # BinlogSnapshotChangeEventSource.readTableStructure: the server's character set, a DROP TABLE
         # IF EXISTS per table, then per database DROP DATABASE IF EXISTS, CREATE DATABASE, USE and
         # its CREATE TABLEs (the tables are not known yet when the DROPs are parsed: "table" is null)
-        captured = self.schema.captured_tables()
+        captured = self._schema_tables()
         if self.config.include_schema_changes and captured:
             statement_record("", None, self._charset_statement, [])
             for table in captured:
@@ -228,6 +241,13 @@ class MySqlSnapshotSource:
             records += self.schema.schema_change_records(statement, source, position)
         if records:
             emit(records)
+
+    def _schema_tables(self) -> list[Any]:
+        """The tables whose structure the snapshot emits: every one it read (``_structure_databases``),
+        or with ``schema.history.internal.store.only.captured.tables.ddl`` the captured ones."""
+        if self.config.schema_history_internal_store_only_captured_tables_ddl:
+            return self.schema.captured_tables()
+        return [t for t in self.schema.tables if t.id.database in self._database_statements]
 
     def scan(self, conn: Any, emit: Emit, captured: list[tuple[str, str]], position: MySqlPosition) -> int:
         """Step 7: one ``r`` record per row, at ``position`` (also a blocking snapshot's, read while

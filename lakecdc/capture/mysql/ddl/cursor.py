@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from lakecdc.capture.mysql.ddl.lexer import Kind, Token
 from lakecdc.errors import TerminalError
@@ -28,6 +28,18 @@ class DdlParseError(TerminalError):
 
     def at(self, position: str) -> DdlParseError:
         return DdlParseError(self.reason, self.statement, position)
+
+
+class AlterOfUnknownTableError(DdlParseError):
+    """``ALTER TABLE`` of a table whose structure is not known (``table_id``): an error only for a
+    captured table; Debezium's ``AlterTableParserListener`` ignores it for any other."""
+
+    def __init__(self, reason: str, statement: str, table_id: Any, position: str | None = None) -> None:
+        super().__init__(reason, statement, position)
+        self.table_id = table_id
+
+    def at(self, position: str) -> AlterOfUnknownTableError:
+        return AlterOfUnknownTableError(self.reason, self.statement, self.table_id, position)
 
 
 class Cursor:

@@ -20,13 +20,13 @@ from dataclasses import dataclass, field
 
 from lakecdc.capture.mysql.ddl.alter_table import alter_table
 from lakecdc.capture.mysql.ddl.create_table import create_table_body, index_column_names
-from lakecdc.capture.mysql.ddl.cursor import Cursor, DdlParseError
+from lakecdc.capture.mysql.ddl.cursor import Cursor, DdlParseError, AlterOfUnknownTableError
 from lakecdc.capture.mysql.ddl.lexer import Kind, LexError, Token, tokenize
 from lakecdc.capture.mysql.ddl.model import TableDef, TableId
 from lakecdc.capture.mysql.ddl.options import database_options
 from lakecdc.capture.mysql.ddl.tables import Tables
 
-__all__ = ["DdlParseError", "DdlParser", "ParsedStatement", "TableChange"]
+__all__ = ["DdlParseError", "DdlParser", "ParsedStatement", "TableChange", "AlterOfUnknownTableError"]
 
 
 @dataclass(frozen=True)
@@ -211,7 +211,8 @@ class DdlParser:
         table = self.tables.get(table_id)
         if table is None:
             # ALTER of a table created before history began, or filtered out of it
-            raise cur.error(f"ALTER TABLE names table '{table_id}', whose structure is not known")
+            raise AlterOfUnknownTableError(f"ALTER TABLE names table '{table_id}', whose structure is not known",
+                                    cur.statement, table_id)
         updated = alter_table(cur, table)
         if updated.id != table_id:
             self.tables.remove(table_id)

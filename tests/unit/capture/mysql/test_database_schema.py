@@ -49,3 +49,13 @@ def test_unparseable_ddl_stops_for_captured_databases_and_is_skipped_for_others(
         s.apply_ddl("ALTER TABLE shop.t ADD c VARCHAR2(10)", "other", POS, "binlog.000001:500")
     skipping = schema(**{"schema.history.internal.skip.unparseable.ddl": "true"})
     assert skipping.apply_ddl("ALTER TABLE t ADD c VARCHAR2(10)", "shop", POS, "binlog.000001:300") == []
+
+
+def test_alter_of_an_unknown_table_is_ignored_only_when_it_is_not_captured():
+    # a session in a captured database altering another database's table nobody recorded (Debezium's
+    # AlterTableParserListener ignores it): skipped, not a stop of the capture
+    s = schema()
+    assert s.apply_ddl("ALTER TABLE other.x ADD COLUMN note VARCHAR(5)", "shop", POS, "binlog.000001:600") == []
+    assert list(s.history.store.records()) == []
+    with pytest.raises(DdlParseError, match="'shop.y', whose structure is not known.*binlog|binlog.000001:700"):
+        s.apply_ddl("ALTER TABLE y ADD COLUMN note VARCHAR(5)", "shop", POS, "binlog.000001:700")
