@@ -18,7 +18,8 @@ with a predicate applies only when ``predicate.test(record) != negate``; a trans
 no record drops it and the rest of the chain is skipped. The chain is built when the configuration
 is loaded: an unknown class, a missing required property or an undefined predicate is a
 ``ConfigError`` naming the alias and the property. A property a transform does not define is
-ignored by Kafka Connect; lakecdc says so once at start (``not_applied``).
+ignored by Kafka Connect; lakecdc says so once at start (``not_applied``). A record a transform
+fails on stops the capture or is skipped, per ``errors.tolerance`` (:mod:`.errors`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 
 from lakecdc.errors import ConfigError
 from lakecdc.transforms.base import Factory, Record, Settings, Transform, TransformContext, TransformDataError
+from lakecdc.transforms.errors import ErrorHandling
 from lakecdc.transforms.fields import HeaderToValue, InsertField, MaskField, ReplaceField, ValueToKey
 from lakecdc.transforms.outbox import EventRouter
 from lakecdc.transforms.predicates import PREDICATES, Predicate
@@ -65,21 +67,19 @@ class Stage:
     negate: bool
 
     def apply(self, record: Record) -> Record | None:
+        """Kafka Connect's ``TransformationStage.apply``: the predicate decides, then the transform."""
         if self.predicate is not None and self.predicate.test(record) == self.negate:
             return record
-        try:
-            return self.transform.apply(record)
-        except TransformDataError as exc:
-            raise TransformDataError(f"transform '{self.alias}' ({self.class_name}) failed on a record of topic "
-                                     f"'{record.topic}': {exc}") from None
+        return self.transform.apply(record)
 
 
 class TransformChain:
     """The configured stages; ``apply`` maps a batch of records to the records to send."""
 
-    def __init__(self, stages: list[Stage], not_applied: dict[str, str]) -> None:
+    def __init__(self, stages: list[Stage], not_applied: dict[str, str], errors: ErrorHandling | None = None) -> None:
         self.stages = stages
         self.not_applied = not_applied
+        self.errors = errors or ErrorHandling()
 
     def __bool__(self) -> bool:
         return bool(self.stages)
@@ -89,7 +89,13 @@ class TransformChain:
         for record in records:
             current: Record | None = record
             for stage in self.stages:
-                current = stage.apply(current)
+                try:
+                    current = stage.apply(current)
+                except Exception as exc:  # Connect tolerates any exception of this stage (TOLERABLE_EXCEPTIONS)
+                    text = self.errors.failed(stage.alias, stage.class_name, current, exc)
+                    if not self.errors.tolerate_all:
+                        raise TransformDataError(text) from (None if isinstance(exc, TransformDataError) else exc)
+                    current = None
                 if current is None:
                     break
             if current is not None:
@@ -100,6 +106,7 @@ class TransformChain:
 def build_chain(properties: Mapping[str, str], context: TransformContext | None = None) -> TransformChain:
     """The chain ``properties`` (a connector's, names as given) configure; ConfigError when invalid."""
     context = context or TransformContext()
+    errors = ErrorHandling.from_properties(properties)
     predicates, unused = _predicates(properties)
     not_applied: dict[str, str] = {}
     stages: list[Stage] = []
@@ -141,7 +148,7 @@ def build_chain(properties: Mapping[str, str], context: TransformContext | None 
                 not_applied[name] = f"'{alias}' is not listed in '{family}'"
     for alias in sorted(unused):
         not_applied[f"predicates.{alias}.type"] = f"predicate '{alias}' is used by no transform"
-    return TransformChain(stages, not_applied)
+    return TransformChain(stages, not_applied, errors)
 
 
 def _aliases(properties: Mapping[str, str], family: str) -> list[str]:

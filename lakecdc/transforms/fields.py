@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from lakecdc.events.logical import DECIMAL, decimal_to_bytes
-from lakecdc.events.schema import (INT32, OPTIONAL_INT32, OPTIONAL_STRING, STRING,
+from lakecdc.events.schema import (INT32, INT64, OPTIONAL_INT32, OPTIONAL_INT64, OPTIONAL_STRING, STRING,
                                    ConnectField, ConnectSchema, primitive, struct)
 from lakecdc.transforms.base import (KeyOrValue, Record, SchemaCache, Settings, TransformContext,
                                      TransformDataError, copy_basics, field_of, require_struct, struct_get)
@@ -44,7 +44,10 @@ def _schema_of(part: KeyOrValue, record: Record) -> ConnectSchema:
 class InsertField:
     """``org.apache.kafka.connect.transforms.InsertField$Key`` / ``$Value``. A name ending in ``!`` is a
     required field, ``?`` (the default) optional. Debezium's records have no Kafka partition and no
-    timestamp, so ``partition.field`` and ``timestamp.field`` are added as nulls, as Kafka Connect does."""
+    timestamp, so ``partition.field`` and ``timestamp.field`` are added as nulls, as Kafka Connect does.
+    ``offset.field`` is accepted, as Connect accepts it, and fails every record with a key/value to
+    insert into, as Connect's ``requireSinkRecord`` fails a source record (the Kafka offset is a
+    sink record's): the capture stops, or with ``errors.tolerance=all`` the record is skipped."""
 
     def __init__(self, settings: Settings, context: TransformContext) -> None:
         self.part = _part(settings.class_name)
@@ -54,10 +57,8 @@ class InsertField:
         self.static = _spec(settings.string("static.field"))
         self.static_value = settings.string("static.value")
         self.with_default = settings.boolean("replace.null.with.default", True)
-        if settings.string("offset.field") is not None:
-            raise settings.error("offset.field", "only applicable to sink connectors (Kafka Connect fails every "
-                                                 "source record with it)")
-        if not any((self.topic, self.partition, self.timestamp, self.static)):
+        self.offset = _spec(settings.string("offset.field"))
+        if not any((self.topic, self.partition, self.offset, self.timestamp, self.static)):
             raise settings.error(None, "No field insertion configured (set topic.field, partition.field, "
                                        "timestamp.field or static.field)")
         if self.static is not None and self.static_value is None:
@@ -77,6 +78,10 @@ class InsertField:
                 new_value[spec[0]] = None
         if self.topic is not None:
             new_value[self.topic[0]] = record.topic
+        if self.offset is not None:
+            raise TransformDataError("Only SinkRecord supported for [field insertion], found: "
+                                     "org.apache.kafka.connect.source.SourceRecord (offset.field needs a sink "
+                                     "record's Kafka offset)")
         if self.static is not None:
             new_value[self.static[0]] = self.static_value
         return self.part.new(record, new_schema, new_value)
@@ -86,6 +91,7 @@ class InsertField:
         fields = list(schema.fields)
         for spec, required, optional in ((self.topic, STRING, OPTIONAL_STRING),
                                          (self.partition, INT32, OPTIONAL_INT32),
+                                         (self.offset, INT64, OPTIONAL_INT64),
                                          (self.timestamp, logical("int64", CONNECT_TIMESTAMP, False),
                                           logical("int64", CONNECT_TIMESTAMP, True)),
                                          (self.static, STRING, OPTIONAL_STRING)):
