@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from lakecdc.errors import ConfigError
 from lakecdc.transforms.base import Factory, Record, Settings, Transform, TransformContext, TransformDataError
 from lakecdc.transforms.errors import ErrorHandling
-from lakecdc.transforms.fields import HeaderToValue, InsertField, MaskField, ReplaceField, ValueToKey
+from lakecdc.transforms.fields import InsertField, MaskField, ReplaceField, ValueToKey
+from lakecdc.transforms.header_to_value import HeaderToValue
 from lakecdc.transforms.outbox import EventRouter
 from lakecdc.transforms.predicates import PREDICATES, Predicate
 from lakecdc.transforms.routers import ByLogicalTableRouter, RegexRouter

@@ -1,5 +1,5 @@
-"""Kafka Connect's field transforms (``InsertField``, ``ReplaceField``, ``MaskField``, ``ValueToKey``)
-and Debezium's ``HeaderToValue``, on records with schemas.
+"""Kafka Connect's field transforms (``InsertField``, ``ReplaceField``, ``MaskField``, ``ValueToKey``),
+on records with schemas.
 
 Every rebuilt struct schema follows ``SchemaUtil.copySchemaBasics``: name, version, doc and
 parameters kept, required, no default. ``replace.null.with.default`` (default true) reads a null
@@ -17,7 +17,6 @@ from lakecdc.events.schema import (INT32, INT64, OPTIONAL_INT32, OPTIONAL_INT64,
                                    ConnectField, ConnectSchema, primitive, struct)
 from lakecdc.transforms.base import (KeyOrValue, Record, SchemaCache, Settings, TransformContext,
                                      TransformDataError, copy_basics, field_of, require_struct, struct_get)
-from lakecdc.transforms.headers import header_value
 
 CONNECT_TIMESTAMP = "org.apache.kafka.connect.data.Timestamp"
 CONNECT_DATE = "org.apache.kafka.connect.data.Date"
@@ -257,59 +256,3 @@ class ValueToKey:
                 raise TransformDataError(f"Field does not exist: {name}")
             fields.append(ConnectField(name, found.schema))
         return struct(fields)
-
-
-class HeaderToValue:
-    """``io.debezium.transforms.HeaderToValue``: ``headers`` (in order) become value fields named by
-    ``fields``; ``operation`` ``copy`` keeps the headers, ``move`` removes them. Each new field has the
-    header's schema; struct fields that are null are left out of the new value, as Debezium's
-    ``ConnectRecordUtil.makeUpdatedValue`` does. Nested (dotted) field names are not supported."""
-
-    def __init__(self, settings: Settings, context: TransformContext) -> None:
-        self.headers = settings.items("headers", required=True)
-        self.fields = settings.items("fields", required=True)
-        self.move = settings.choice("operation", ("move", "copy"), ignore_case=True) == "move"
-        for key, items in (("headers", self.headers), ("fields", self.fields)):
-            if not items or any(not i or " " in i for i in items):
-                raise settings.error(key, "must be a list of names without empty elements or spaces")
-        if len(self.headers) != len(self.fields):
-            raise settings.error("fields", "'fields' config must have the same number of elements as 'headers' config.")
-        nested = next((f for f in self.fields if "." in f), None)
-        if nested is not None:
-            raise settings.error("fields", f"nested field {nested!r} is not supported by lakecdc")
-        self.header_schemas = context.header_schemas_enable
-        self._schemas: dict[tuple[ConnectSchema, tuple[tuple[str, ConnectSchema | None], ...]], ConnectSchema] = {}
-
-    def apply(self, record: Record) -> Record:
-        if record.value is None:
-            return record
-        schema = record.value_schema
-        value = require_struct(schema, record.value, "Header field insertion")
-        assert schema is not None
-        entries = []
-        for name, raw in record.headers:
-            if name in self.headers:
-                field_schema, field_value = header_value(name, raw, self.header_schemas)
-                entries.append((self.fields[self.headers.index(name)], field_schema, field_value))
-        if not entries:
-            return record
-        cache_key = (schema, tuple((name, s) for name, s, _ in entries))
-        new_schema = self._schemas.get(cache_key)
-        if new_schema is None:
-            fields = list(schema.fields)
-            for name, field_schema, _ in entries:
-                if field_of(schema, name) is None and all(f.name != name for f in fields):
-                    if field_schema is None:
-                        raise TransformDataError(f"header for field '{name}' has no schema")
-                    fields.append(ConnectField(name, field_schema))
-            new_schema = copy_basics(schema, fields)
-            self._schemas[cache_key] = new_schema
-        new_value = {f.name: struct_get(schema, value, f.name, True) for f in schema.fields}
-        new_value = {k: v for k, v in new_value.items() if v is not None}
-        for name, _, field_value in entries:
-            new_value[name] = field_value
-        new_value = {f.name: new_value.get(f.name) for f in new_schema.fields}
-        headers = record.headers
-        if self.move:
-            headers = [(k, v) for k, v in headers if k not in self.headers]
-        return replace(record, value_schema=new_schema, value=new_value, headers=headers)
