@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from lakecdc.errors import ConfigError
+from lakecdc.transforms.changed import ExtractChangedRecordState
 from lakecdc.transforms.base import Factory, Record, Settings, Transform, TransformContext, TransformDataError
 from lakecdc.transforms.errors import ErrorHandling
 from lakecdc.transforms.fields import InsertField, MaskField, ReplaceField, ValueToKey
@@ -52,6 +53,7 @@ TRANSFORMS: dict[str, Factory] = {
     _KAFKA + "TimestampConverter$Key": TimestampConverter,
     "io.debezium.transforms.ByLogicalTableRouter": ByLogicalTableRouter,
     "io.debezium.transforms.ExtractNewRecordState": ExtractNewRecordState,
+    "io.debezium.transforms.ExtractChangedRecordState": ExtractChangedRecordState,
     "io.debezium.transforms.outbox.EventRouter": EventRouter,
     "io.debezium.transforms.HeaderToValue": HeaderToValue,
 }
