@@ -42,8 +42,9 @@ def _schema_of(part: KeyOrValue, record: Record) -> ConnectSchema:
 
 class InsertField:
     """``org.apache.kafka.connect.transforms.InsertField$Key`` / ``$Value``. A name ending in ``!`` is a
-    required field, ``?`` (the default) optional. Debezium's records have no Kafka partition and no
-    timestamp, so ``partition.field`` and ``timestamp.field`` are added as nulls, as Kafka Connect does.
+    required field, ``?`` (the default) optional. Debezium's records have no timestamp and no Kafka
+    partition (unless the outbox router placed one), so ``timestamp.field`` and most often
+    ``partition.field`` are added as nulls, as Kafka Connect does.
     ``offset.field`` is accepted, as Connect accepts it, and fails every record with a key/value to
     insert into, as Connect's ``requireSinkRecord`` fails a source record (the Kafka offset is a
     sink record's): the capture stops, or with ``errors.tolerance=all`` the record is skipped."""
@@ -72,9 +73,10 @@ class InsertField:
         value = require_struct(schema, value, "field insertion")
         new_schema = self._schemas.get((schema,), lambda: self._schema(schema))
         new_value = {f.name: struct_get(schema, value, f.name, self.with_default) for f in schema.fields}
-        for spec in (self.partition, self.timestamp):
-            if spec is not None:
-                new_value[spec[0]] = None
+        if self.partition is not None:
+            new_value[self.partition[0]] = record.partition  # set by a transform before (outbox), else none
+        if self.timestamp is not None:
+            new_value[self.timestamp[0]] = None
         if self.topic is not None:
             new_value[self.topic[0]] = record.topic
         if self.offset is not None:
