@@ -36,6 +36,7 @@ from lakecdc.transforms.header_to_value import HeaderToValue
 from lakecdc.transforms.outbox import EventRouter
 from lakecdc.transforms.predicates import PREDICATES, Predicate
 from lakecdc.transforms.routers import ByLogicalTableRouter, RegexRouter
+from lakecdc.transforms.shared_headers import DeleteHeaders
 from lakecdc.transforms.timestamps import TimestampConverter
 from lakecdc.transforms.unwrap import REMOVED, ExtractNewRecordState
 
@@ -69,11 +70,9 @@ class Stage:
     predicate: Predicate | None
     negate: bool
 
-    def apply(self, record: Record) -> Record | None:
-        """Kafka Connect's ``TransformationStage.apply``: the predicate decides, then the transform."""
-        if self.predicate is not None and self.predicate.test(record) == self.negate:
-            return record
-        return self.transform.apply(record)
+    def applies(self, record: Record) -> bool:
+        """Kafka Connect's ``TransformationStage.apply``: the transform runs when ``test != negate``."""
+        return self.predicate is None or self.predicate.test(record) != self.negate
 
 
 class TransformChain:
@@ -83,6 +82,7 @@ class TransformChain:
         self.stages = stages
         self.not_applied = not_applied
         self.errors = errors or ErrorHandling()
+        self._deletes = DeleteHeaders()
 
     def __bool__(self) -> bool:
         return bool(self.stages)
@@ -90,15 +90,21 @@ class TransformChain:
     def apply(self, records: list[Record]) -> list[Record]:
         out: list[Record] = []
         for record in records:
-            current: Record | None = record
+            current: Record | None = self._deletes.start(record)
+            delete = record.value is not None and record.op == "d"
             for stage in self.stages:
+                assert current is not None
                 try:
-                    current = stage.apply(current)
+                    if not stage.applies(current):
+                        continue
+                    result = stage.transform.apply(current)
                 except Exception as exc:  # Connect tolerates any exception of this stage (TOLERABLE_EXCEPTIONS)
                     text = self.errors.failed(stage.alias, stage.class_name, current, exc)
                     if not self.errors.tolerate_all:
                         raise TransformDataError(text) from (None if isinstance(exc, TransformDataError) else exc)
-                    current = None
+                    result = None
+                self._deletes.transformed(stage.transform, current, result, delete)
+                current = result
                 if current is None:
                     break
             if current is not None:

@@ -41,6 +41,14 @@ class ExtractChangedRecordState:
         self.unchanged = settings.string("header.unchanged.name")
         self.header_schemas = context.header_schemas_enable
 
+    #: it adds to ``record.headers()`` and hands the same record on (:mod:`.shared_headers`)
+    shares_headers = True
+
+    def in_place_headers(self, record: Record) -> list[tuple[str, bytes]]:
+        if record.value is None or not is_envelope(record.value_schema):
+            return []
+        return self.apply(record).headers[len(record.headers):]
+
     def apply(self, record: Record) -> Record:
         if record.value is None or not is_envelope(record.value_schema):
             return record

@@ -55,6 +55,7 @@ class HeaderToValue:
         if len(self.headers) != len(self.fields):
             raise settings.error("fields", "'fields' config must have the same number of elements as 'headers' config.")
         self.header_schemas = context.header_schemas_enable
+        self.shares_headers = not self.move  # copy: newRecord with record.headers() (:mod:`.shared_headers`)
         self._schemas: dict[tuple[int, tuple[tuple[str, ConnectSchema | None], ...]],
                             tuple[ConnectSchema, ConnectSchema]] = {}
 

@@ -153,6 +153,12 @@ class ExtractNewRecordState:
         self._deleted = SchemaCache()
         self._plans: dict[tuple[int, int], tuple[ConnectSchema, Plan]] = {}
 
+    def in_place_headers(self, record: Record) -> list[tuple[str, bytes]]:
+        """``add.headers`` go into ``record.headers()`` itself (:mod:`.shared_headers`)."""
+        if self.headers and (record.value is None or is_envelope(record.value_schema)):
+            return self._headers(record)
+        return []
+
     def apply(self, record: Record) -> Record | None:
         tombstone = record.value is None
         envelope = is_envelope(record.value_schema)

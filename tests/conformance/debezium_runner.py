@@ -21,7 +21,8 @@ Steps (each one is logged as ``runner: <step>`` so a failure's log tells where i
 1. build the engine with a completion callback: a connector failure does not raise in Python
    (``run()`` just returns), the callback is where Debezium reports it;
 2. run the engine on a thread; every record is appended to ``output`` as
-   ``{"topic", "key", "value", "headers"}`` in delivery order;
+   ``{"topic", "key", "value", "headers"}`` in delivery order (plus ``partition`` when a transform
+   placed the record in one);
 3. wait until the engine reports streaming connected (JMX ``Connected`` of the streaming metrics
    MBean ``debezium.<connector>:type=connector-metrics,context=streaming,server=<topic.prefix>``);
 4. run the workload statements, autocommit, in order;
@@ -65,12 +66,16 @@ class Collector:
         lines = []
         for event in events:
             key, value = event.key(), event.value()
-            lines.append(json.dumps({
+            line = {
                 "topic": str(event.destination()),
                 "key": json.loads(str(key)) if key is not None else None,
                 "value": json.loads(str(value)) if value is not None else None,
                 "headers": _headers(event),
-            }, ensure_ascii=False))
+            }
+            partition = event.partition()  # set only by a transform (the outbox router's placement)
+            if partition is not None:
+                line["partition"] = int(partition)
+            lines.append(json.dumps(line, ensure_ascii=False))
         self.add_lines(lines)
 
     def add_lines(self, lines: list[str]) -> None:

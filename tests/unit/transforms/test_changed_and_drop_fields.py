@@ -48,9 +48,29 @@ def test_every_envelope_gets_the_headers_empty_without_both_images() -> None:
     c = chain(header_changed_name="Changed")
     records = [change("c", None, row(1)), change("u", None, row(1)), delete_pair(1)[0]]
     assert [header(r, "Changed")["payload"] for r in c.apply(records)] == [[], [], []]
-    tombstone = delete_pair(1)[1]
-    assert c.apply([tombstone]) == [tombstone]
     assert chain().apply(records) == records  # no header names: nothing added
+    tombstone = delete_pair(1)[1]
+    assert chain(header_changed_name="Changed").apply([tombstone]) == [tombstone]
+
+
+def test_the_tombstone_after_a_delete_carries_what_was_added_to_the_deletes_headers() -> None:
+    """Debezium's tombstone shares the delete's Headers object, to which ExtractChangedRecordState adds
+    in place; a later transform that copies the record (RegexRouter) ends the sharing."""
+    c = chain(header_changed_name="Changed")
+    deleted, tombstone = delete_pair(1)
+    out = c.apply([deleted])  # the tombstone may come in the next batch
+    [after] = c.apply([tombstone])
+    assert after.value is None and [k for k, _ in after.headers] == ["Changed"] and after.headers == out[0].headers[-1:]
+    # a tombstone that does not follow its delete, or follows another key's, gets nothing
+    assert c.apply([change("c", None, row(2)), tombstone]) [1] == tombstone
+    assert c.apply([delete_pair(3)[0], tombstone])[1] == tombstone
+    # added after a copying transform: not on the tombstone; before it: on it
+    props = {"transforms": "r,c", "transforms.r.type": "org.apache.kafka.connect.transforms.RegexRouter",
+             "transforms.r.regex": "(.*)", "transforms.r.replacement": "$1", "transforms.c.type": CHANGED,
+             "transforms.c.header.changed.name": "Changed"}
+    assert build_chain(props).apply([deleted, tombstone])[1] == tombstone
+    props["transforms"] = "c,r"
+    assert [k for k, _ in build_chain(props).apply([deleted, tombstone])[1].headers] == ["Changed"]
 
 
 def test_a_bit_column_always_counts_as_changed_as_debeziums_byte_arrays() -> None:
