@@ -152,9 +152,9 @@ def build_chain(properties: Mapping[str, str], context: TransformContext | None 
         stages.append(Stage(alias, class_name, transform, predicate, negate))
     for name in properties:
         for family, listed in (("transforms", aliases), ("predicates", list(predicates))):
-            alias = _alias_of(name, family)
-            if alias is not None and alias not in listed:
-                not_applied[name] = f"'{alias}' is not listed in '{family}'"
+            unlisted = _alias_of(name, family)
+            if unlisted is not None and unlisted not in listed:
+                not_applied[name] = f"'{unlisted}' is not listed in '{family}'"
     for alias in sorted(unused):
         not_applied[f"predicates.{alias}.type"] = f"predicate '{alias}' is used by no transform"
     return TransformChain(stages, not_applied, errors)

@@ -209,10 +209,10 @@ class MaskField:
                 return decimal_to_bytes(number, scale)
             if s.type in ("int8", "int16", "int32", "int64"):
                 bits = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}[s.type]
-                number = int(text.strip())
-                if not -(1 << (bits - 1)) <= number < 1 << (bits - 1):
+                integer = int(text.strip())
+                if not -(1 << (bits - 1)) <= integer < 1 << (bits - 1):
                     raise ValueError(text)
-                return number
+                return integer
             if s.type in ("float", "double"):
                 return float(text)
         except (ValueError, decimal.InvalidOperation):

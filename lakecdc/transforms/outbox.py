@@ -101,7 +101,8 @@ class EventRouter:
         if op == "d":
             return None
         if op == "u":
-            return self._unexpected(record)
+            self._unexpected(record)
+            return None
         row_schema = envelope.field("after").schema if field_of(envelope, "after") else None
         event = require_struct(row_schema, value.get("after"), "Read Outbox Event")
         assert row_schema is not None
@@ -166,7 +167,6 @@ class EventRouter:
             raise TransformDataError(f"Unexpected update message received {record.key}, fail.")
         (log.warning if self.invalid == "warn" else log.error)("Unexpected update message received %s and ignored",
                                                               record.key)
-        return None
 
     def _string(self, schema: ConnectSchema, event: dict[str, Any], name: str) -> str | None:
         found = field_of(schema, name)

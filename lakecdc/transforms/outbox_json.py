@@ -161,7 +161,9 @@ def _kind(node: Any) -> str:
         return "BOOLEAN"
     if isinstance(node, (int, float)):
         return "NUMBER"
-    return {str: "STRING", list: "ARRAY", dict: "OBJECT"}[type(node)]
+    if isinstance(node, str):
+        return "STRING"
+    return "ARRAY" if isinstance(node, list) else "OBJECT"
 
 
 def _first_element(array: list[Any], expander: JsonPayloadExpander) -> Any:
