@@ -152,7 +152,7 @@ VARIANTS = {
     "transforms.ts2.type": _KAFKA + "TimestampConverter$Value",
     "transforms.ts2.field": "day",
     "transforms.ts2.target.type": "string",
-    "transforms.ts2.format": "yyyy/MM/dd",
+    "transforms.ts2.format": "yyyy/MM/dd G YYYY ww W F u LLL",  # every date letter, weeks as en_US
     "transforms.keyInsert.type": _KAFKA + "InsertField$Key",
     "transforms.keyInsert.static.field": "region",
     "transforms.keyInsert.static.value": "eu",
@@ -267,7 +267,7 @@ def test_unwrap_rewrite_timestamps_key_transforms_and_header_predicate_equal_deb
     moved = [r for r in expected if r["topic"] == "dbz.moved.items"]
     assert len(moved) == 1 and moved[0]["value"]["payload"]["id"] == 10  # the create after the key change
     assert all(r["key"]["payload"].keys() == {"key_id", "region"} for r in expected)
-    assert any(r["value"]["payload"]["day"] == "1960/06/30" for r in expected)
+    assert any(r["value"]["payload"]["day"] == "1960/06/30 AD 1960 27 5 5 4 Jun" for r in expected)
     assert_conformant(expected, actual, RULES)
 
 
@@ -390,3 +390,54 @@ def test_nested_header_to_value_changed_state_drop_fields_expanded_outbox_and_pa
     assert len(logged) == len(expected) - len(survivors)
     assert all("'org.apache.kafka.connect.transforms.InsertField$Value'" in m and "transform 'offset'" in m
                and "Only SinkRecord supported" in m for m in logged)
+
+
+# ---- the options' other settings and Debezium's corner cases ----------------------------------
+
+EXTRAS_WORKLOAD = NESTED_WORKLOAD + """
+INSERT INTO outbox VALUES ('88888888-9999-0000-1111-222222222222', 'customer', 'c-9', 'named', 0, 3,
+  '{"a-b": 1, "ok": true, "gone": null}');
+"""
+
+EXTRAS = {
+    "transforms": "changed,outbox,unwrap,quirks",
+    "transforms.changed.type": "io.debezium.transforms.ExtractChangedRecordState",
+    "transforms.changed.header.unchanged.name": "Unchanged",
+    "transforms.changed.predicate": "isRows",
+    # the expanded payload in an envelope with other columns; nulls as optional bytes; Avro field names
+    "transforms.outbox.type": "io.debezium.transforms.outbox.EventRouter",
+    "transforms.outbox.predicate": "isOutbox",
+    "transforms.outbox.table.expand.json.payload": "true",
+    "transforms.outbox.table.json.payload.null.behavior": "optional_bytes",
+    "transforms.outbox.field.name.adjustment.mode": "avro",
+    "transforms.outbox.table.fields.additional.placement": "type:envelope:eventType,region:envelope",
+    # unchanged columns dropped whatever their optionality, from the key too
+    "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
+    "transforms.unwrap.predicate": "isItems",
+    "transforms.unwrap.drop.fields.header.name": "Unchanged",
+    "transforms.unwrap.drop.fields.from.key": "true",
+    "transforms.unwrap.drop.fields.keep.schema.compatible": "false",
+    # HeaderToValue's walk: a missing struct two levels down comes out empty, a longer missing path
+    # at the top keeps its second name
+    "transforms.quirks.type": "io.debezium.transforms.HeaderToValue",
+    "transforms.quirks.predicate": "isThings",
+    "transforms.quirks.headers": "Unchanged,__debezium.context.connectorLogicalName",
+    "transforms.quirks.fields": "source.meta.x,a.b.c",
+    "transforms.quirks.operation": "copy",
+    "predicates": NESTED["predicates"],
+    **{k: v for k, v in NESTED.items() if k.startswith("predicates.")},
+}
+
+
+def test_outbox_envelope_expansion_key_drops_and_header_to_value_corner_cases_equal_debezium(
+        postgres: Any, tmp_path: Path) -> None:
+    expected, actual = run_both(postgres, tmp_path, EXTRAS, minimum=14, setup=NESTED_SETUP, workload=EXTRAS_WORKLOAD)
+    events = {r["key"]["payload"]: r["value"] for r in expected if r["topic"].startswith("outbox.event.")}
+    assert events["o-1"]["payload"]["payload"]["none"] is None and events["o-1"]["payload"]["region"] == 1
+    assert events["c-9"]["payload"]["payload"] == {"a_b": None, "ok": True, "gone": None}  # looked up by adjusted name
+    update = next(r for r in expected if r["topic"] == "dbz.public.items" and r["value"] and r["value"]["payload"]
+                  and r["value"]["payload"].get("name") == "bb")
+    assert update["value"]["payload"] == {"name": "bb"} and update["key"]["payload"] == {}
+    things = [r["value"]["payload"] for r in expected if r["topic"] == "dbz.public.things" and r["value"]]
+    assert all(v["source"]["meta"] == {} and v["a"] == {"b": "dbz"} for v in things)
+    assert_conformant(expected, actual, RULES)
