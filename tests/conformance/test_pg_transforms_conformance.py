@@ -2,7 +2,7 @@
 
 The same PostgreSQL database (18 and 15), workload and connector properties (``transforms.*`` and
 ``predicates.*`` included, the same file for both) run through Debezium's embedded engine, which
-applies the transforms as Kafka Connect does, and through ``lakecdc capture``. Two chains cover
+applies the transforms as Kafka Connect does, and through ``lakecdc capture``. The chains cover
 every supported transform and predicate:
 
 - ``ROUTING``: the outbox ``EventRouter`` (on the outbox table only, ``TopicNameMatches``) with an
@@ -17,7 +17,17 @@ every supported transform and predicate:
   ``rewrite-with-tombstone``, the other with the default delete handling), ``MaskField`` (empty
   values and a replacement), ``InsertField``, ``ReplaceField``, ``TimestampConverter``,
   ``ValueToKey`` and ``HeaderToValue``, the ones that cannot take a tombstone guarded by
-  ``RecordIsTombstone`` with ``negate=true``.
+  ``RecordIsTombstone`` with ``negate=true``;
+- ``NESTED``: ``ExtractChangedRecordState`` with the unwrap's ``drop.fields.header.name`` and
+  ``rewrite-with-tombstone`` (the tombstones carry what was added to their delete's shared headers),
+  ``HeaderToValue`` into a new struct and into ``source``, the outbox router's
+  ``table.expand.json.payload`` and ``partition`` placement (the partitions compared too); then the
+  same chain plus ``InsertField``'s ``offset.field`` with ``errors.tolerance=all`` through lakecdc,
+  compared with Debezium's records without the ones Connect's ``InsertField`` fails;
+- ``EXTRAS``: the expanded payload in an envelope (``optional_bytes``, Avro field names),
+  ``drop.fields.from.key`` without schema compatibility, ``HeaderToValue``'s corner cases.
+
+``VARIANTS``' date format uses every ``SimpleDateFormat`` letter, weeks included.
 
 What differs by nature is masked as in the other conformance tests (positions, times), plus the
 LSN and source time that ``add.fields`` copies into the row.
