@@ -401,8 +401,12 @@ class CommonConnectorConfig(PropertiesModel):
         """The ``transforms`` / ``predicates`` chain capture applies to every record before sending it
         (empty when none is configured); ConfigError at load for an unsupported class or a bad property."""
         from lakecdc.transforms import TransformContext, build_chain
+        from lakecdc.transforms.errors import NAMES as ERROR_HANDLING_NAMES
 
         properties = {k: v for k, v in self.passthrough.items() if k in TRANSFORM_NAMES or k.startswith(TRANSFORM_PREFIXES)}
+        # errors.tolerance / errors.log.*: what a record a transform fails on does (Connect's error handler)
+        properties.update({k: v for k, v in self.passthrough.items() if k in ERROR_HANDLING_NAMES})
+        properties["name"] = self.name or ""
         schemas = self.passthrough.get("header.converter.schemas.enable", "true").strip().lower() != "false"
         return build_chain(properties, TransformContext(header_schemas_enable=schemas))
 

@@ -125,6 +125,9 @@ class ChangeRecord:
     value: Any
     headers: list[tuple[str, bytes]] = field(default_factory=list)
     position: Position | None = None
+    #: the Kafka partition a transform placed the record in (the outbox EventRouter's ``partition``
+    #: placement); None lets the producer's partitioner choose, as for every record capture builds
+    partition: int | None = None
 
     @property
     def is_tombstone(self) -> bool:

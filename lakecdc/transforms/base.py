@@ -135,16 +135,18 @@ def field_of(schema: ConnectSchema, name: str) -> ConnectField | None:
 
 # Built directly: dataclasses.replace costs several times more, once or twice per record and transform.
 def with_key(record: Record, schema: ConnectSchema | None, key: Any) -> Record:
-    return ChangeRecord(record.topic, schema, key, record.value_schema, record.value, record.headers, record.position)
+    return ChangeRecord(record.topic, schema, key, record.value_schema, record.value, record.headers, record.position,
+                        record.partition)
 
 
 def with_value(record: Record, schema: ConnectSchema | None, value: Any) -> Record:
-    return ChangeRecord(record.topic, record.key_schema, record.key, schema, value, record.headers, record.position)
+    return ChangeRecord(record.topic, record.key_schema, record.key, schema, value, record.headers, record.position,
+                        record.partition)
 
 
 def with_topic(record: Record, topic: str) -> Record:
     return ChangeRecord(topic, record.key_schema, record.key, record.value_schema, record.value, record.headers,
-                        record.position)
+                        record.position, record.partition)
 
 
 class KeyOrValue:

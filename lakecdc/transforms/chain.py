@@ -18,7 +18,8 @@ with a predicate applies only when ``predicate.test(record) != negate``; a trans
 no record drops it and the rest of the chain is skipped. The chain is built when the configuration
 is loaded: an unknown class, a missing required property or an undefined predicate is a
 ``ConfigError`` naming the alias and the property. A property a transform does not define is
-ignored by Kafka Connect; lakecdc says so once at start (``not_applied``).
+ignored by Kafka Connect; lakecdc says so once at start (``not_applied``). A record a transform
+fails on stops the capture or is skipped, per ``errors.tolerance`` (:mod:`.errors`).
 """
 
 from __future__ import annotations
@@ -27,11 +28,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from lakecdc.errors import ConfigError
+from lakecdc.transforms.changed import ExtractChangedRecordState
 from lakecdc.transforms.base import Factory, Record, Settings, Transform, TransformContext, TransformDataError
-from lakecdc.transforms.fields import HeaderToValue, InsertField, MaskField, ReplaceField, ValueToKey
+from lakecdc.transforms.errors import ErrorHandling
+from lakecdc.transforms.fields import InsertField, MaskField, ReplaceField, ValueToKey
+from lakecdc.transforms.header_to_value import HeaderToValue
 from lakecdc.transforms.outbox import EventRouter
 from lakecdc.transforms.predicates import PREDICATES, Predicate
 from lakecdc.transforms.routers import ByLogicalTableRouter, RegexRouter
+from lakecdc.transforms.shared_headers import DeleteHeaders
 from lakecdc.transforms.timestamps import TimestampConverter
 from lakecdc.transforms.unwrap import REMOVED, ExtractNewRecordState
 
@@ -49,6 +54,7 @@ TRANSFORMS: dict[str, Factory] = {
     _KAFKA + "TimestampConverter$Key": TimestampConverter,
     "io.debezium.transforms.ByLogicalTableRouter": ByLogicalTableRouter,
     "io.debezium.transforms.ExtractNewRecordState": ExtractNewRecordState,
+    "io.debezium.transforms.ExtractChangedRecordState": ExtractChangedRecordState,
     "io.debezium.transforms.outbox.EventRouter": EventRouter,
     "io.debezium.transforms.HeaderToValue": HeaderToValue,
 }
@@ -64,22 +70,19 @@ class Stage:
     predicate: Predicate | None
     negate: bool
 
-    def apply(self, record: Record) -> Record | None:
-        if self.predicate is not None and self.predicate.test(record) == self.negate:
-            return record
-        try:
-            return self.transform.apply(record)
-        except TransformDataError as exc:
-            raise TransformDataError(f"transform '{self.alias}' ({self.class_name}) failed on a record of topic "
-                                     f"'{record.topic}': {exc}") from None
+    def applies(self, record: Record) -> bool:
+        """Kafka Connect's ``TransformationStage.apply``: the transform runs when ``test != negate``."""
+        return self.predicate is None or self.predicate.test(record) != self.negate
 
 
 class TransformChain:
     """The configured stages; ``apply`` maps a batch of records to the records to send."""
 
-    def __init__(self, stages: list[Stage], not_applied: dict[str, str]) -> None:
+    def __init__(self, stages: list[Stage], not_applied: dict[str, str], errors: ErrorHandling | None = None) -> None:
         self.stages = stages
         self.not_applied = not_applied
+        self.errors = errors or ErrorHandling()
+        self._deletes = DeleteHeaders()
 
     def __bool__(self) -> bool:
         return bool(self.stages)
@@ -87,9 +90,21 @@ class TransformChain:
     def apply(self, records: list[Record]) -> list[Record]:
         out: list[Record] = []
         for record in records:
-            current: Record | None = record
+            current: Record | None = self._deletes.start(record)
+            delete = record.value is not None and record.op == "d"
             for stage in self.stages:
-                current = stage.apply(current)
+                assert current is not None
+                try:
+                    if not stage.applies(current):
+                        continue
+                    result = stage.transform.apply(current)
+                except Exception as exc:  # Connect tolerates any exception of this stage (TOLERABLE_EXCEPTIONS)
+                    text = self.errors.failed(stage.alias, stage.class_name, current, exc)
+                    if not self.errors.tolerate_all:
+                        raise TransformDataError(text) from (None if isinstance(exc, TransformDataError) else exc)
+                    result = None
+                self._deletes.transformed(stage.transform, current, result, delete)
+                current = result
                 if current is None:
                     break
             if current is not None:
@@ -100,6 +115,7 @@ class TransformChain:
 def build_chain(properties: Mapping[str, str], context: TransformContext | None = None) -> TransformChain:
     """The chain ``properties`` (a connector's, names as given) configure; ConfigError when invalid."""
     context = context or TransformContext()
+    errors = ErrorHandling.from_properties(properties)
     predicates, unused = _predicates(properties)
     not_applied: dict[str, str] = {}
     stages: list[Stage] = []
@@ -136,12 +152,12 @@ def build_chain(properties: Mapping[str, str], context: TransformContext | None 
         stages.append(Stage(alias, class_name, transform, predicate, negate))
     for name in properties:
         for family, listed in (("transforms", aliases), ("predicates", list(predicates))):
-            alias = _alias_of(name, family)
-            if alias is not None and alias not in listed:
-                not_applied[name] = f"'{alias}' is not listed in '{family}'"
+            unlisted = _alias_of(name, family)
+            if unlisted is not None and unlisted not in listed:
+                not_applied[name] = f"'{unlisted}' is not listed in '{family}'"
     for alias in sorted(unused):
         not_applied[f"predicates.{alias}.type"] = f"predicate '{alias}' is used by no transform"
-    return TransformChain(stages, not_applied)
+    return TransformChain(stages, not_applied, errors)
 
 
 def _aliases(properties: Mapping[str, str], family: str) -> list[str]:

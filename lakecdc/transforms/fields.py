@@ -1,5 +1,5 @@
-"""Kafka Connect's field transforms (``InsertField``, ``ReplaceField``, ``MaskField``, ``ValueToKey``)
-and Debezium's ``HeaderToValue``, on records with schemas.
+"""Kafka Connect's field transforms (``InsertField``, ``ReplaceField``, ``MaskField``, ``ValueToKey``),
+on records with schemas.
 
 Every rebuilt struct schema follows ``SchemaUtil.copySchemaBasics``: name, version, doc and
 parameters kept, required, no default. ``replace.null.with.default`` (default true) reads a null
@@ -13,11 +13,10 @@ from dataclasses import replace
 from typing import Any
 
 from lakecdc.events.logical import DECIMAL, decimal_to_bytes
-from lakecdc.events.schema import (INT32, OPTIONAL_INT32, OPTIONAL_STRING, STRING,
+from lakecdc.events.schema import (INT32, INT64, OPTIONAL_INT32, OPTIONAL_INT64, OPTIONAL_STRING, STRING,
                                    ConnectField, ConnectSchema, primitive, struct)
 from lakecdc.transforms.base import (KeyOrValue, Record, SchemaCache, Settings, TransformContext,
                                      TransformDataError, copy_basics, field_of, require_struct, struct_get)
-from lakecdc.transforms.headers import header_value
 
 CONNECT_TIMESTAMP = "org.apache.kafka.connect.data.Timestamp"
 CONNECT_DATE = "org.apache.kafka.connect.data.Date"
@@ -43,8 +42,12 @@ def _schema_of(part: KeyOrValue, record: Record) -> ConnectSchema:
 
 class InsertField:
     """``org.apache.kafka.connect.transforms.InsertField$Key`` / ``$Value``. A name ending in ``!`` is a
-    required field, ``?`` (the default) optional. Debezium's records have no Kafka partition and no
-    timestamp, so ``partition.field`` and ``timestamp.field`` are added as nulls, as Kafka Connect does."""
+    required field, ``?`` (the default) optional. Debezium's records have no timestamp and no Kafka
+    partition (unless the outbox router placed one), so ``timestamp.field`` and most often
+    ``partition.field`` are added as nulls, as Kafka Connect does.
+    ``offset.field`` is accepted, as Connect accepts it, and fails every record with a key/value to
+    insert into, as Connect's ``requireSinkRecord`` fails a source record (the Kafka offset is a
+    sink record's): the capture stops, or with ``errors.tolerance=all`` the record is skipped."""
 
     def __init__(self, settings: Settings, context: TransformContext) -> None:
         self.part = _part(settings.class_name)
@@ -54,10 +57,8 @@ class InsertField:
         self.static = _spec(settings.string("static.field"))
         self.static_value = settings.string("static.value")
         self.with_default = settings.boolean("replace.null.with.default", True)
-        if settings.string("offset.field") is not None:
-            raise settings.error("offset.field", "only applicable to sink connectors (Kafka Connect fails every "
-                                                 "source record with it)")
-        if not any((self.topic, self.partition, self.timestamp, self.static)):
+        self.offset = _spec(settings.string("offset.field"))
+        if not any((self.topic, self.partition, self.offset, self.timestamp, self.static)):
             raise settings.error(None, "No field insertion configured (set topic.field, partition.field, "
                                        "timestamp.field or static.field)")
         if self.static is not None and self.static_value is None:
@@ -72,11 +73,16 @@ class InsertField:
         value = require_struct(schema, value, "field insertion")
         new_schema = self._schemas.get((schema,), lambda: self._schema(schema))
         new_value = {f.name: struct_get(schema, value, f.name, self.with_default) for f in schema.fields}
-        for spec in (self.partition, self.timestamp):
-            if spec is not None:
-                new_value[spec[0]] = None
+        if self.partition is not None:
+            new_value[self.partition[0]] = record.partition  # set by a transform before (outbox), else none
+        if self.timestamp is not None:
+            new_value[self.timestamp[0]] = None
         if self.topic is not None:
             new_value[self.topic[0]] = record.topic
+        if self.offset is not None:
+            raise TransformDataError("Only SinkRecord supported for [field insertion], found: "
+                                     "org.apache.kafka.connect.source.SourceRecord (offset.field needs a sink "
+                                     "record's Kafka offset)")
         if self.static is not None:
             new_value[self.static[0]] = self.static_value
         return self.part.new(record, new_schema, new_value)
@@ -86,6 +92,7 @@ class InsertField:
         fields = list(schema.fields)
         for spec, required, optional in ((self.topic, STRING, OPTIONAL_STRING),
                                          (self.partition, INT32, OPTIONAL_INT32),
+                                         (self.offset, INT64, OPTIONAL_INT64),
                                          (self.timestamp, logical("int64", CONNECT_TIMESTAMP, False),
                                           logical("int64", CONNECT_TIMESTAMP, True)),
                                          (self.static, STRING, OPTIONAL_STRING)):
@@ -202,10 +209,10 @@ class MaskField:
                 return decimal_to_bytes(number, scale)
             if s.type in ("int8", "int16", "int32", "int64"):
                 bits = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}[s.type]
-                number = int(text.strip())
-                if not -(1 << (bits - 1)) <= number < 1 << (bits - 1):
+                integer = int(text.strip())
+                if not -(1 << (bits - 1)) <= integer < 1 << (bits - 1):
                     raise ValueError(text)
-                return number
+                return integer
             if s.type in ("float", "double"):
                 return float(text)
         except (ValueError, decimal.InvalidOperation):
@@ -251,59 +258,3 @@ class ValueToKey:
                 raise TransformDataError(f"Field does not exist: {name}")
             fields.append(ConnectField(name, found.schema))
         return struct(fields)
-
-
-class HeaderToValue:
-    """``io.debezium.transforms.HeaderToValue``: ``headers`` (in order) become value fields named by
-    ``fields``; ``operation`` ``copy`` keeps the headers, ``move`` removes them. Each new field has the
-    header's schema; struct fields that are null are left out of the new value, as Debezium's
-    ``ConnectRecordUtil.makeUpdatedValue`` does. Nested (dotted) field names are not supported."""
-
-    def __init__(self, settings: Settings, context: TransformContext) -> None:
-        self.headers = settings.items("headers", required=True)
-        self.fields = settings.items("fields", required=True)
-        self.move = settings.choice("operation", ("move", "copy"), ignore_case=True) == "move"
-        for key, items in (("headers", self.headers), ("fields", self.fields)):
-            if not items or any(not i or " " in i for i in items):
-                raise settings.error(key, "must be a list of names without empty elements or spaces")
-        if len(self.headers) != len(self.fields):
-            raise settings.error("fields", "'fields' config must have the same number of elements as 'headers' config.")
-        nested = next((f for f in self.fields if "." in f), None)
-        if nested is not None:
-            raise settings.error("fields", f"nested field {nested!r} is not supported by lakecdc")
-        self.header_schemas = context.header_schemas_enable
-        self._schemas: dict[tuple[ConnectSchema, tuple[tuple[str, ConnectSchema | None], ...]], ConnectSchema] = {}
-
-    def apply(self, record: Record) -> Record:
-        if record.value is None:
-            return record
-        schema = record.value_schema
-        value = require_struct(schema, record.value, "Header field insertion")
-        assert schema is not None
-        entries = []
-        for name, raw in record.headers:
-            if name in self.headers:
-                field_schema, field_value = header_value(name, raw, self.header_schemas)
-                entries.append((self.fields[self.headers.index(name)], field_schema, field_value))
-        if not entries:
-            return record
-        cache_key = (schema, tuple((name, s) for name, s, _ in entries))
-        new_schema = self._schemas.get(cache_key)
-        if new_schema is None:
-            fields = list(schema.fields)
-            for name, field_schema, _ in entries:
-                if field_of(schema, name) is None and all(f.name != name for f in fields):
-                    if field_schema is None:
-                        raise TransformDataError(f"header for field '{name}' has no schema")
-                    fields.append(ConnectField(name, field_schema))
-            new_schema = copy_basics(schema, fields)
-            self._schemas[cache_key] = new_schema
-        new_value = {f.name: struct_get(schema, value, f.name, True) for f in schema.fields}
-        new_value = {k: v for k, v in new_value.items() if v is not None}
-        for name, _, field_value in entries:
-            new_value[name] = field_value
-        new_value = {f.name: new_value.get(f.name) for f in new_schema.fields}
-        headers = record.headers
-        if self.move:
-            headers = [(k, v) for k, v in headers if k not in self.headers]
-        return replace(record, value_schema=new_schema, value=new_value, headers=headers)

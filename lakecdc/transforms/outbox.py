@@ -14,9 +14,9 @@ An insert into the outbox table becomes the event it describes (defaults of Debe
 
 Deletes and tombstones are dropped; an update is dropped with a warning or an error in the log, or
 stops the capture (``table.op.invalid.behavior`` = ``warn`` / ``error`` / ``fatal``). An empty
-payload becomes a tombstone with ``route.tombstone.on.empty.payload=true``. Not supported (an error
-at start): ``partition`` placement (lakecdc's records carry no Kafka partition) and
-``table.expand.json.payload=true``.
+payload becomes a tombstone with ``route.tombstone.on.empty.payload=true``. A column placed in the
+``partition`` (an int32 column) puts the event in that Kafka partition (the last one listed wins).
+``table.expand.json.payload=true`` makes a JSON text payload a struct (:mod:`.outbox_json`).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from lakecdc.events.schema import STRING, ConnectField, ConnectSchema
 from lakecdc.transforms.base import (Record, Settings, TransformContext, TransformDataError, field_of,
                                      require_struct, struct_get)
 from lakecdc.transforms.headers import header_bytes
+from lakecdc.transforms.outbox_json import JsonPayloadExpander, field_namer
 from lakecdc.transforms.routers import is_envelope, java_router
 
 log = logging.getLogger(__name__)
@@ -40,7 +41,7 @@ _TIMESTAMP_NAMES = ("org.apache.kafka.connect.data.Timestamp", "io.debezium.time
 @dataclass(frozen=True)
 class AdditionalField:
     field: str
-    placement: str  # "header" or "envelope"
+    placement: str  # "header", "envelope" or "partition"
     alias: str
 
 
@@ -62,9 +63,11 @@ class EventRouter:
                                        ignore_case=True)
         self.ignore_missing = settings.choice("table.field.additional.missing", ("error", "ignore"), "error",
                                               ignore_case=True) == "ignore"
-        if settings.boolean("table.expand.json.payload", False):
-            raise settings.error("table.expand.json.payload", "expanding JSON payloads is not supported by lakecdc")
-        settings.choice("table.json.payload.null.behavior", ("ignore", "optional_bytes"), "ignore", ignore_case=True)
+        null_behavior = settings.choice("table.json.payload.null.behavior", ("ignore", "optional_bytes"), "ignore",
+                                        ignore_case=True)
+        names = settings.choice("field.name.adjustment.mode", ("none", "avro", "avro_unicode"), "none", ignore_case=True)
+        self.expander = JsonPayloadExpander(null_behavior == "optional_bytes", field_namer(names)) \
+            if settings.boolean("table.expand.json.payload", False) else None
         for tracing in ("tracing.span.context.field", "tracing.operation.name", "tracing.with.context.field.only"):
             settings.string(tracing)  # OpenTelemetry tracing: Debezium skips it without OpenTelemetry libraries
         self.additional = self._additional(settings)
@@ -82,9 +85,6 @@ class EventRouter:
                 raise settings.error("table.fields.additional.placement",
                                      f"entry {item!r} is not <column>:header|envelope|partition[:alias]")
             placement = parts[1].strip().lower()
-            if placement == "partition":
-                raise settings.error("table.fields.additional.placement", "placement 'partition' is not supported "
-                                                                          "by lakecdc (records carry no partition)")
             name = parts[0].strip()
             found.append(AdditionalField(name, placement, parts[2].strip() if len(parts) == 3 else name))
         return found
@@ -101,7 +101,8 @@ class EventRouter:
         if op == "d":
             return None
         if op == "u":
-            return self._unexpected(record)
+            self._unexpected(record)
+            return None
         row_schema = envelope.field("after").schema if field_of(envelope, "after") else None
         event = require_struct(row_schema, value.get("after"), "Read Outbox Event")
         assert row_schema is not None
@@ -116,17 +117,28 @@ class EventRouter:
         headers = [*record.headers, ("id", header_bytes(id_field.schema,
                                                         struct_get(row_schema, event, self.event_id, True),
                                                         self.header_schemas))]
+        payload_schema = payload_field.schema
+        if self.expander is not None:
+            if isinstance(payload, str):
+                payload_schema, payload = self.expander.expand(self.payload, payload, payload_schema, record.key)
+            elif payload is not None:
+                log.warning("Expand JSON payload is turned on but payload is not a string in %s", record.key)
         route_value = self._string(row_schema, event, self.route_by)
-        value_schema = None if self.headers_only else self._value_schema(payload_field.schema, row_schema, event,
+        value_schema = None if self.headers_only else self._value_schema(payload_schema, row_schema, event,
                                                                          route_value)
         struct_value: dict[str, Any] | None = None if self.headers_only else {"payload": payload}
+        partition: int | None = None
         for extra in self.additional:
             column = field_of(row_schema, extra.field)
             if column is None:
                 if self.ignore_missing:
                     continue
                 raise TransformDataError(f"Unable to find field {extra.field} in event")
-            if extra.placement == "envelope":
+            if extra.placement == "partition":
+                if column.schema.type != "int32":  # Struct.getInt32
+                    raise TransformDataError(f"Field '{extra.field}' is not of type INT32")
+                partition = struct_get(row_schema, event, extra.field, True)
+            elif extra.placement == "envelope":
                 assert struct_value is not None
                 struct_value[extra.alias] = struct_get(row_schema, event, extra.field, True)
             else:
@@ -137,7 +149,7 @@ class EventRouter:
         if self.tombstone_on_empty and (payload is None or (isinstance(payload, str) and not payload.strip())):
             new_schema, new_value = None, None
         elif self.headers_only:
-            new_schema, new_value = payload_field.schema, payload
+            new_schema, new_value = payload_schema, payload
         else:
             new_schema, new_value = value_schema, struct_value
         key_field = field_of(row_schema, self.event_key) if self.event_key else None
@@ -148,14 +160,13 @@ class EventRouter:
         routed = self.router.route(topic)
         return replace(record, topic=topic if routed is None else routed,
                        key_schema=key_field.schema if key_field else STRING, key=key,
-                       value_schema=new_schema, value=new_value, headers=headers)
+                       value_schema=new_schema, value=new_value, headers=headers, partition=partition)
 
     def _unexpected(self, record: Record) -> None:
         if self.invalid == "fatal":
             raise TransformDataError(f"Unexpected update message received {record.key}, fail.")
         (log.warning if self.invalid == "warn" else log.error)("Unexpected update message received %s and ignored",
                                                               record.key)
-        return None
 
     def _string(self, schema: ConnectSchema, event: dict[str, Any], name: str) -> str | None:
         found = field_of(schema, name)

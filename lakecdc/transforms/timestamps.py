@@ -12,15 +12,13 @@ one and its text differs.
 
 from __future__ import annotations
 
-import calendar
-import datetime as dt
-import re
 from typing import Any
 
 from lakecdc.events.schema import ConnectField, ConnectSchema, primitive
 from lakecdc.transforms.base import (KeyOrValue, Record, SchemaCache, Settings, TransformContext,
                                      TransformDataError, struct_get)
 from lakecdc.transforms.fields import CONNECT_DATE, CONNECT_TIME, CONNECT_TIMESTAMP, logical
+from lakecdc.transforms.java_date_format import SimpleDateFormat
 
 TARGETS = ("string", "unix", "Date", "Time", "Timestamp")
 PRECISIONS = ("nanoseconds", "microseconds", "milliseconds", "seconds")
@@ -31,103 +29,6 @@ def _truncate(numerator: int, denominator: int) -> int:
     """Java's integer division (toward zero), as ``TimeUnit.convert`` does."""
     q = abs(numerator) // denominator
     return q if numerator >= 0 else -q
-
-
-class SimpleDateFormat:
-    """The part of ``java.text.SimpleDateFormat`` (UTC) timestamp formats use: y M d H h k K m s S a E
-    D z Z X and quoted text. Other letters are refused when configured."""
-
-    _TOKEN = re.compile(r"'[^']*'|''|([A-Za-z])\1*|[^A-Za-z']+")
-    _SUPPORTED = set("yMdHhkKmsSaEDzZX")
-    _MONTHS = [calendar.month_name[i] for i in range(1, 13)]
-    _DAYS = [calendar.day_name[i] for i in range(7)]
-
-    def __init__(self, pattern: str) -> None:
-        self.pattern = pattern
-        self.tokens: list[tuple[str, str]] = []  # (letter or "", text)
-        pos = 0
-        while pos < len(pattern):
-            match = self._TOKEN.match(pattern, pos)
-            if match is None:
-                raise ValueError(f"Unterminated quote in {pattern!r}")
-            text = match.group(0)
-            pos = match.end()
-            if text == "''":
-                self.tokens.append(("", "'"))
-            elif text.startswith("'"):
-                self.tokens.append(("", text[1:-1]))
-            elif text[0].isalpha():
-                if text[0] not in self._SUPPORTED:
-                    raise ValueError(f"Illegal pattern character '{text[0]}' (or one lakecdc does not implement)")
-                self.tokens.append((text[0], text))
-            else:
-                self.tokens.append(("", text))
-
-    def format(self, millis: int) -> str:
-        moment = dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=millis)
-        out = []
-        for letter, text in self.tokens:
-            n = len(text)
-            if not letter:
-                out.append(text)
-            elif letter == "y":
-                out.append(f"{moment.year % 100:02d}" if n == 2 else f"{moment.year:0{n}d}")
-            elif letter == "M":
-                out.append(self._MONTHS[moment.month - 1][:3] if n == 3 else
-                           self._MONTHS[moment.month - 1] if n > 3 else f"{moment.month:0{n}d}")
-            elif letter == "E":
-                name = self._DAYS[moment.weekday()]
-                out.append(name if n > 3 else name[:3])
-            elif letter == "a":
-                out.append("AM" if moment.hour < 12 else "PM")
-            elif letter in "zZX":
-                out.append({"z": "UTC", "Z": "+0000", "X": "Z"}[letter])
-            else:
-                number = {"d": moment.day, "H": moment.hour, "k": moment.hour or 24, "K": moment.hour % 12,
-                          "h": moment.hour % 12 or 12, "m": moment.minute, "s": moment.second,
-                          "S": moment.microsecond // 1000, "D": moment.timetuple().tm_yday}[letter]
-                out.append(f"{number:0{n}d}")
-        return "".join(out)
-
-    def parse(self, text: str) -> int:
-        regex, readers = [], []
-        for letter, token in self.tokens:
-            if not letter:
-                regex.append(re.escape(token))
-                continue
-            if letter in "zZX":
-                regex.append(r"(UTC|GMT|Z|[+-]\d{2}:?\d{2})")
-            elif letter in "Ea" or (letter == "M" and len(token) >= 3):
-                regex.append(r"([A-Za-z]+)")
-            else:
-                regex.append(r"([+-]?\d+)")
-            readers.append(letter)
-        match = re.fullmatch("".join(regex), text.strip()) or re.match("".join(regex), text)
-        if match is None:
-            raise ValueError(text)
-        parts: dict[str, Any] = {"y": 1970, "M": 1, "d": 1, "H": 0, "m": 0, "s": 0, "S": 0}
-        offset_ms, pm = 0, None
-        for letter, raw in zip(readers, match.groups()):
-            if letter == "M" and not raw.lstrip("+-").isdigit():
-                parts["M"] = next(i + 1 for i, m in enumerate(self._MONTHS) if m.lower().startswith(raw.lower()))
-            elif letter == "a":
-                pm = raw.upper() == "PM"
-            elif letter == "E":
-                continue
-            elif letter in "zZX":
-                if raw not in ("UTC", "GMT", "Z"):
-                    sign = -1 if raw[0] == "-" else 1
-                    digits = raw[1:].replace(":", "")
-                    offset_ms = sign * (int(digits[:2]) * 60 + int(digits[2:])) * 60_000
-            else:
-                parts[{"h": "H", "k": "H", "K": "H"}.get(letter, letter)] = int(raw)
-        hour = parts["H"]
-        if pm is not None:
-            hour = hour % 12 + (12 if pm else 0)
-        base = dt.datetime(parts["y"], 1, 1) + dt.timedelta(days=parts.get("D", 1) - 1) if "D" in parts else \
-            dt.datetime(parts["y"], parts["M"], parts["d"])
-        moment = base + dt.timedelta(hours=hour, minutes=parts["m"], seconds=parts["s"], milliseconds=parts["S"])
-        return (moment - dt.datetime(1970, 1, 1)) // dt.timedelta(milliseconds=1) - offset_ms
 
 
 class TimestampConverter:
@@ -203,6 +104,9 @@ class TimestampConverter:
                 raise TransformDataError("TimestampConverter needs 'format' to parse string timestamps")
             try:
                 return self.format.parse(value)
+            except NotImplementedError as exc:
+                raise TransformDataError(f"Could not parse timestamp {value!r} with pattern ({self.format.pattern}): "
+                                         f"{exc}") from None
             except (ValueError, StopIteration):
                 raise TransformDataError(f"Could not parse timestamp: value ({value}) does not match pattern "
                                          f"({self.format.pattern})") from None

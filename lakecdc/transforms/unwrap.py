@@ -19,6 +19,9 @@ Behaviour of Debezium 3.6.3 (``AbstractExtractNewRecordState``, ``DefaultDeleteH
   else; a tombstone only gets ``op`` = ``"d"`` (a required string);
 - ``route.by.field``: the record goes to the topic named by that column (of ``after``, or of
   ``before`` for a delete); a blank value keeps the topic.
+- ``drop.fields.header.name``: the fields listed in that header (e.g. ``ExtractChangedRecordState``'s
+  unchanged columns) are removed from the row (:mod:`.drop_fields`), after ``add.fields`` for a
+  create/update and before it for a delete.
 
 Records whose value schema is not an ``*.Envelope`` pass unchanged. ``delete.handling.mode`` and
 ``drop.tombstones`` were removed from Debezium 3 (replaced by ``delete.tombstone.handling.mode``):
@@ -34,6 +37,7 @@ from typing import Any
 from lakecdc.events.schema import STRING, OPTIONAL_STRING, ConnectField, ConnectSchema
 from lakecdc.transforms.base import (Record, SchemaCache, Settings, TransformContext, TransformDataError,
                                      copy_basics, field_of, require_struct, struct_get, with_topic, with_value)
+from lakecdc.transforms.drop_fields import DropFields
 from lakecdc.transforms.headers import header_bytes
 from lakecdc.transforms.routers import is_envelope
 
@@ -140,15 +144,20 @@ class ExtractNewRecordState:
         self.fields = _references(settings, "add.fields", "add.fields.prefix")
         self.headers = _references(settings, "add.headers", "add.headers.prefix")
         self.replace_null_with_default = settings.boolean("replace.null.with.default", True)
-        if settings.string("drop.fields.header.name"):
-            raise settings.error("drop.fields.header.name", "dropping fields named by a header is not supported "
-                                                           "by lakecdc; remove the property")
-        settings.boolean("drop.fields.from.key", False)
-        settings.boolean("drop.fields.keep.schema.compatible", True)
+        name = settings.string("drop.fields.header.name")
+        self.drop_fields = DropFields(name, settings.boolean("drop.fields.from.key", False),
+                                      settings.boolean("drop.fields.keep.schema.compatible", True),
+                                      context.header_schemas_enable) if name and name.strip() else None
         self.header_schemas = context.header_schemas_enable
         self._schemas = SchemaCache()
         self._deleted = SchemaCache()
         self._plans: dict[tuple[int, int], tuple[ConnectSchema, Plan]] = {}
+
+    def in_place_headers(self, record: Record) -> list[tuple[str, bytes]]:
+        """``add.headers`` go into ``record.headers()`` itself (:mod:`.shared_headers`)."""
+        if self.headers and (record.value is None or is_envelope(record.value_schema)):
+            return self._headers(record)
+        return []
 
     def apply(self, record: Record) -> Record | None:
         tombstone = record.value is None
@@ -171,6 +180,8 @@ class ExtractNewRecordState:
                 return None
             if self.route_by_field is not None:
                 unwrapped = _routed(unwrapped, before[1], self.route_by_field)
+            if self.drop_fields is not None:
+                unwrapped = self.drop_fields.apply(unwrapped)
             if unwrapped.value is not None:
                 unwrapped = self._add_fields(unwrapped, schema, value)
             return unwrapped
@@ -179,7 +190,8 @@ class ExtractNewRecordState:
             unwrapped = self._with_deleted(unwrapped, "false")
         if self.route_by_field is not None:
             unwrapped = _routed(unwrapped, unwrapped.value, self.route_by_field)
-        return self._add_fields(unwrapped, schema, value)
+        unwrapped = self._add_fields(unwrapped, schema, value)
+        return unwrapped if self.drop_fields is None else self.drop_fields.apply(unwrapped)
 
     def _delete(self, record: Record, before: tuple[ConnectSchema, Any]) -> Record | None:
         if self.mode == "drop":

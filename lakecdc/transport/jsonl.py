@@ -117,6 +117,8 @@ class JsonlSink:
             extend(key_pieces(r))
             append(b',"value":')
             extend(value_pieces(r))
+            if r.partition is not None:  # placed by a transform: written as Debezium's engine reports it
+                append(b',"partition":' + str(r.partition).encode())
             append(b',"headers":[' + _headers_json(r.headers) + b"]}\n" if r.headers else _NO_HEADERS_END)
         try:
             _write_all(self._file.fileno(), pieces)

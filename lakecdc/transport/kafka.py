@@ -142,6 +142,9 @@ class KafkaSink:
         produce = self._producer.produce
         for record in records:
             key, value, headers = key_bytes(record), value_bytes(record), record.headers or None
+            if record.partition is not None:  # placed by a transform (outbox EventRouter)
+                self._produce(record.topic, key, value, headers, record.partition)
+                continue
             try:
                 produce(record.topic, value, key, headers=headers)  # the common case, inlined
             except (BufferError, KafkaException):

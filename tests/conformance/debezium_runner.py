@@ -21,7 +21,8 @@ Steps (each one is logged as ``runner: <step>`` so a failure's log tells where i
 1. build the engine with a completion callback: a connector failure does not raise in Python
    (``run()`` just returns), the callback is where Debezium reports it;
 2. run the engine on a thread; every record is appended to ``output`` as
-   ``{"topic", "key", "value", "headers"}`` in delivery order;
+   ``{"topic", "key", "value", "headers"}`` in delivery order (plus ``partition`` when a transform
+   placed the record in one);
 3. wait until the engine reports streaming connected (JMX ``Connected`` of the streaming metrics
    MBean ``debezium.<connector>:type=connector-metrics,context=streaming,server=<topic.prefix>``);
 4. run the workload statements, autocommit, in order;
@@ -65,12 +66,16 @@ class Collector:
         lines = []
         for event in events:
             key, value = event.key(), event.value()
-            lines.append(json.dumps({
+            line = {
                 "topic": str(event.destination()),
                 "key": json.loads(str(key)) if key is not None else None,
                 "value": json.loads(str(value)) if value is not None else None,
                 "headers": _headers(event),
-            }, ensure_ascii=False))
+            }
+            partition = event.partition()  # set only by a transform (the outbox router's placement)
+            if partition is not None:
+                line["partition"] = int(partition)
+            lines.append(json.dumps(line, ensure_ascii=False))
         self.add_lines(lines)
 
     def add_lines(self, lines: list[str]) -> None:
@@ -154,6 +159,40 @@ def build_engine(properties: dict[str, str], collector: Collector, outcome: dict
     return engine, consumer
 
 
+def _transformation_chain(properties: dict[str, str]) -> Any:
+    """``transforms`` / ``predicates`` applied as the embedded engine's ``Transformations`` does (the
+    task engine has no engine to do it): each transform configured with its ``transforms.<alias>.``
+    properties, applied when its predicate's ``test`` differs from ``negate``; None drops the record."""
+    import jpype
+
+    def configured(family: str, alias: str) -> Any:
+        prefix = f"{family}.{alias}."
+        instance = jpype.JClass(properties[prefix + "type"])()
+        config = jpype.JClass("java.util.HashMap")()
+        for name, value in properties.items():
+            if name.startswith(prefix):
+                config.put(name[len(prefix):], value)
+        instance.configure(config)
+        return instance
+
+    def aliases(family: str) -> list[str]:
+        return [a.strip() for a in properties.get(family, "").split(",") if a.strip()]
+
+    predicates = {alias: configured("predicates", alias) for alias in aliases("predicates")}
+    stages = [(configured("transforms", alias), predicates.get(properties.get(f"transforms.{alias}.predicate", "")),
+               properties.get(f"transforms.{alias}.negate", "false").strip().lower() == "true")
+              for alias in aliases("transforms")]
+
+    def apply(record: Any) -> Any:
+        for transform, predicate, negate in stages:
+            if predicate is None or negate != bool(predicate.test(record)):
+                record = transform.apply(record)
+                if record is None:
+                    return None
+        return record
+    return apply
+
+
 class TaskEngine:
     """Debezium's connector and source task driven directly, on a JVM whose classpath is ``jars``
     (a Debezium release with no embedded engine on Maven Central: 3.7). It does what the embedded
@@ -218,6 +257,7 @@ class TaskEngine:
         self._task = self._connector.taskClass().getDeclaredConstructor().newInstance()
         self._task.initialize(TaskContext())
         self._task_config = task_config
+        self._transforms = _transformation_chain(properties)
         converter = jpype.JClass("org.apache.kafka.connect.json.JsonConverter")
         self._key, self._value, self._header = converter(), converter(), converter()
         self._key.configure({"converter.type": "key"}, True)
@@ -231,7 +271,8 @@ class TaskEngine:
                 records = self._task.poll()
                 if records is None or records.isEmpty():
                     continue  # an empty poll is not a record: it must not reset the idle wait
-                self._collector.add_lines([self._line(r) for r in records])
+                transformed = [self._transforms(r) for r in records]
+                self._collector.add_lines([self._line(r) for r in transformed if r is not None])
                 for record in records:
                     self._task.commitRecord(record, None)
         except Exception as exc:  # the task failed: report it like the engine's completion callback

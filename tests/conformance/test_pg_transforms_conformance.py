@@ -2,7 +2,7 @@
 
 The same PostgreSQL database (18 and 15), workload and connector properties (``transforms.*`` and
 ``predicates.*`` included, the same file for both) run through Debezium's embedded engine, which
-applies the transforms as Kafka Connect does, and through ``lakecdc capture``. Two chains cover
+applies the transforms as Kafka Connect does, and through ``lakecdc capture``. The chains cover
 every supported transform and predicate:
 
 - ``ROUTING``: the outbox ``EventRouter`` (on the outbox table only, ``TopicNameMatches``) with an
@@ -17,7 +17,17 @@ every supported transform and predicate:
   ``rewrite-with-tombstone``, the other with the default delete handling), ``MaskField`` (empty
   values and a replacement), ``InsertField``, ``ReplaceField``, ``TimestampConverter``,
   ``ValueToKey`` and ``HeaderToValue``, the ones that cannot take a tombstone guarded by
-  ``RecordIsTombstone`` with ``negate=true``.
+  ``RecordIsTombstone`` with ``negate=true``;
+- ``NESTED``: ``ExtractChangedRecordState`` with the unwrap's ``drop.fields.header.name`` and
+  ``rewrite-with-tombstone`` (the tombstones carry what was added to their delete's shared headers),
+  ``HeaderToValue`` into a new struct and into ``source``, the outbox router's
+  ``table.expand.json.payload`` and ``partition`` placement (the partitions compared too); then the
+  same chain plus ``InsertField``'s ``offset.field`` with ``errors.tolerance=all`` through lakecdc,
+  compared with Debezium's records without the ones Connect's ``InsertField`` fails;
+- ``EXTRAS``: the expanded payload in an envelope (``optional_bytes``, Avro field names),
+  ``drop.fields.from.key`` without schema compatibility, ``HeaderToValue``'s corner cases.
+
+``VARIANTS``' date format uses every ``SimpleDateFormat`` letter, weeks included.
 
 What differs by nature is masked as in the other conformance tests (positions, times), plus the
 LSN and source time that ``add.fields`` copies into the row.
@@ -25,6 +35,8 @@ LSN and source time that ``add.fields`` copies into the row.
 
 from __future__ import annotations
 
+import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -150,7 +162,7 @@ VARIANTS = {
     "transforms.ts2.type": _KAFKA + "TimestampConverter$Value",
     "transforms.ts2.field": "day",
     "transforms.ts2.target.type": "string",
-    "transforms.ts2.format": "yyyy/MM/dd",
+    "transforms.ts2.format": "yyyy/MM/dd G YYYY ww W F u LLL",  # every date letter, weeks as en_US
     "transforms.keyInsert.type": _KAFKA + "InsertField$Key",
     "transforms.keyInsert.static.field": "region",
     "transforms.keyInsert.static.value": "eu",
@@ -198,10 +210,10 @@ def properties_file(path: Path, properties: dict[str, str]) -> Path:
     return path
 
 
-def run_both(pg: Any, tmp_path: Path, chain: dict[str, str], minimum: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    dbz_dir, our_dir = tmp_path / "debezium", tmp_path / "lakecdc"
+def run_both(pg: Any, tmp_path: Path, chain: dict[str, str], minimum: int, *, setup: str = SETUP,
+             workload: str = WORKLOAD) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    dbz_dir = tmp_path / "debezium"
     dbz_dir.mkdir()
-    our_dir.mkdir()
     dsn = fresh_database(pg, "smtdb")
     props = {**BASE, **pg.connection_properties("smtdb"), **chain}
 
@@ -210,14 +222,22 @@ def run_both(pg: Any, tmp_path: Path, chain: dict[str, str], minimum: int) -> tu
         for leftover in dbz_dir.glob("debezium-offsets*"):
             leftover.unlink()
 
-    expected = debezium_with_retry(props, minimum=minimum, setup_sql=SETUP, workload_sql=WORKLOAD, workload_dsn=dsn,
+    expected = debezium_with_retry(props, minimum=minimum, setup_sql=setup, workload_sql=workload, workload_dsn=dsn,
                                    work_dir=dbz_dir, headers=True, reset=reset)
     drop_slot(dsn, props["slot.name"], props["publication.name"])
+    return expected, run_lakecdc(pg, tmp_path / "lakecdc", props, setup=setup, workload=workload)
+
+
+def run_lakecdc(pg: Any, work: Path, props: dict[str, str], *, setup: str = SETUP,
+                workload: str = WORKLOAD) -> list[dict[str, Any]]:
+    """``lakecdc capture`` with ``props`` on a fresh database (its JSON lines in ``work``)."""
+    work.mkdir()
     dsn = fresh_database(pg, "smtdb")
-    config = properties_file(our_dir / "connector.properties",
-                             {**props, "offset.storage.file.filename": str(our_dir / "offsets.json")})
-    actual = capture_with_lakecdc(config, setup_sql=SETUP, workload_sql=WORKLOAD, workload_dsn=dsn, work_dir=our_dir)
-    return expected, actual
+    config = properties_file(work / "connector.properties",
+                             {**props, "offset.storage.file.filename": str(work / "offsets.json")})
+    actual = capture_with_lakecdc(config, setup_sql=setup, workload_sql=workload, workload_dsn=dsn, work_dir=work)
+    drop_slot(dsn, props["slot.name"], props["publication.name"])
+    return actual
 
 
 def test_routers_and_outbox_equal_debezium(postgres: Any, tmp_path: Path) -> None:
@@ -257,5 +277,177 @@ def test_unwrap_rewrite_timestamps_key_transforms_and_header_predicate_equal_deb
     moved = [r for r in expected if r["topic"] == "dbz.moved.items"]
     assert len(moved) == 1 and moved[0]["value"]["payload"]["id"] == 10  # the create after the key change
     assert all(r["key"]["payload"].keys() == {"key_id", "region"} for r in expected)
-    assert any(r["value"]["payload"]["day"] == "1960/06/30" for r in expected)
+    assert any(r["value"]["payload"]["day"] == "1960/06/30 AD 1960 27 5 5 4 Jun" for r in expected)
+    assert_conformant(expected, actual, RULES)
+
+
+# ---- nested HeaderToValue, changed-column headers with drop.fields, outbox JSON expansion and
+# partition placement, and errors.tolerance=all --------------------------------------------------
+
+NESTED_SETUP = """
+DROP TABLE IF EXISTS items, things, outbox CASCADE;
+CREATE TABLE items (id int PRIMARY KEY, name text, qty int DEFAULT 7, note text);
+ALTER TABLE items REPLICA IDENTITY FULL;
+CREATE TABLE things (id int PRIMARY KEY, name text, qty int);
+ALTER TABLE things REPLICA IDENTITY FULL;
+CREATE TABLE outbox (id uuid PRIMARY KEY, aggregatetype varchar(255) NOT NULL, aggregateid varchar(255) NOT NULL,
+                     type varchar(255) NOT NULL, shard int, region smallint, payload jsonb);
+INSERT INTO items VALUES (1, 'a', 1, 'n1');
+INSERT INTO things VALUES (1, 't', 2);
+INSERT INTO outbox VALUES ('aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee', 'order', 'o-0', 'created', 0, 1, '{"total": 1}');
+"""
+
+NESTED_WORKLOAD = """
+INSERT INTO items VALUES (2, 'b', NULL, 'n2');
+UPDATE items SET name = 'bb' WHERE id = 2;
+UPDATE items SET qty = 5, note = NULL WHERE id = 1;
+UPDATE things SET name = 't1' WHERE id = 1;
+DELETE FROM items WHERE id = 1;
+DELETE FROM things WHERE id = 1;
+INSERT INTO outbox VALUES ('11111111-2222-3333-4444-555555555555', 'order', 'o-1', 'created', 1, 1,
+  '{"total": 12, "big": 3000000000, "f": 1.5, "ok": true, "who": {"name": "x", "vip": false}, "none": null,
+    "tags": [], "words": ["a", "b"], "lines": [{"sku": "a", "n": 1}, {"sku": "b", "n": 2}]}');
+INSERT INTO outbox VALUES ('66666666-7777-8888-9999-000000000000', 'customer', 'c-7', 'renamed', NULL, 1, '"just text"');
+INSERT INTO outbox VALUES ('77777777-8888-9999-0000-111111111111', 'customer', 'c-8', 'erased', 2, 1, NULL);
+"""
+
+NESTED = {
+    "transforms": "changed,outbox,unwrap,toValue,toSource",
+    "transforms.changed.type": "io.debezium.transforms.ExtractChangedRecordState",
+    "transforms.changed.header.changed.name": "Changed",
+    "transforms.changed.header.unchanged.name": "Unchanged",
+    "transforms.changed.predicate": "isRows",
+    "transforms.outbox.type": "io.debezium.transforms.outbox.EventRouter",
+    "transforms.outbox.predicate": "isOutbox",
+    "transforms.outbox.table.expand.json.payload": "true",
+    "transforms.outbox.table.fields.additional.placement": "shard:partition,type:header:eventType",
+    "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
+    "transforms.unwrap.predicate": "isItems",
+    "transforms.unwrap.drop.fields.header.name": "Unchanged",
+    "transforms.unwrap.delete.tombstone.handling.mode": "rewrite-with-tombstone",
+    "transforms.unwrap.add.headers": "op,table",
+    "transforms.toValue.type": "io.debezium.transforms.HeaderToValue",
+    "transforms.toValue.predicate": "isItems",
+    "transforms.toValue.headers": "__op,__table,Changed",
+    "transforms.toValue.fields": "meta.op,meta.table,changed",
+    "transforms.toValue.operation": "move",
+    "transforms.toSource.type": "io.debezium.transforms.HeaderToValue",
+    "transforms.toSource.predicate": "isThings",
+    "transforms.toSource.headers": "Changed",
+    "transforms.toSource.fields": "source.changed",
+    "transforms.toSource.operation": "copy",
+    "predicates": "isRows,isOutbox,isItems,isThings",
+    "predicates.isRows.type": "org.apache.kafka.connect.transforms.predicates.TopicNameMatches",
+    "predicates.isRows.pattern": r"dbz\.public\.(items|things)",
+    "predicates.isOutbox.type": "org.apache.kafka.connect.transforms.predicates.TopicNameMatches",
+    "predicates.isOutbox.pattern": r"dbz\.public\.outbox",
+    "predicates.isItems.type": "org.apache.kafka.connect.transforms.predicates.TopicNameMatches",
+    "predicates.isItems.pattern": r"dbz\.public\.items",
+    "predicates.isThings.type": "org.apache.kafka.connect.transforms.predicates.TopicNameMatches",
+    "predicates.isThings.pattern": r"dbz\.public\.things",
+}
+
+# Kafka Connect's InsertField fails every source record that has a value with offset.field; with
+# errors.tolerance=all those records are skipped: what is left is Debezium's output without them.
+FAILING_ON_THINGS = {
+    "transforms": NESTED["transforms"] + ",offset",
+    "transforms.offset.type": _KAFKA + "InsertField$Value",
+    "transforms.offset.offset.field": "kafka_offset",
+    "transforms.offset.predicate": "isThings",
+    "errors.tolerance": "all",
+    "errors.log.enable": "true",
+}
+
+
+def placements(path: Path) -> list[tuple[str, str, int | None]]:
+    """(topic, key, partition) of every record of a JSON-lines capture, sorted (only the outbox
+    router places a record, so the order between topics does not matter here)."""
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return sorted((r["topic"], json.dumps(r.get("key"), sort_keys=True), r.get("partition", -1)) for r in lines)
+
+
+def test_nested_header_to_value_changed_state_drop_fields_expanded_outbox_and_partitions_equal_debezium(
+        postgres: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    expected, actual = run_both(postgres, tmp_path, NESTED, minimum=14, setup=NESTED_SETUP, workload=NESTED_WORKLOAD)
+    # what the chain does, seen in Debezium's own output
+    items = [r["value"]["payload"] for r in expected if r["topic"] == "dbz.public.items" and r["value"]
+             and r["value"]["payload"]]
+    assert {"id": 2, "name": "bb", "__deleted": "false", "meta": {"op": "u", "table": "items"}, "changed": ["name"]} in items
+    assert any(v.get("meta") == {"op": "r", "table": "items"} and "note" in v for v in items)
+    # the tombstones carry what was added in place to their delete's shared headers
+    tombstones = [[h["key"] for h in r["headers"] if "context" not in h["key"]] for r in expected if r["value"] is None]
+    assert tombstones == [["Changed", "Unchanged", "__op", "__table", "__op"], ["Changed", "Unchanged"]]
+    things = [r["value"]["payload"] for r in expected if r["topic"] == "dbz.public.things" and r["value"]]
+    assert any(v["source"]["changed"] == ["name"] for v in things)
+    order = [r for r in expected if r["topic"] == "outbox.event.order"]
+    assert order[1]["value"]["schema"]["name"] == "payload" and order[1]["value"]["payload"]["lines"][1]["sku"] == "b"
+    assert [r["value"]["payload"] for r in expected if r["topic"] == "outbox.event.customer"] == ['"just text"', None]
+    assert ("outbox.event.order", json.dumps({"schema": {"type": "string", "optional": False}, "payload": "o-1"},
+                                             sort_keys=True),
+            1) in placements(tmp_path / "debezium" / "debezium.jsonl")
+    assert_conformant(expected, actual, RULES)
+    assert placements(tmp_path / "lakecdc" / "lakecdc.jsonl") == placements(tmp_path / "debezium" / "debezium.jsonl")
+
+    # errors.tolerance=all: lakecdc skips exactly the records Connect's InsertField fails, and says so
+    with caplog.at_level(logging.ERROR, logger="lakecdc.transforms"):
+        tolerant = run_lakecdc(postgres, tmp_path / "tolerant",
+                               {**BASE, **postgres.connection_properties("smtdb"), **NESTED, **FAILING_ON_THINGS},
+                               setup=NESTED_SETUP, workload=NESTED_WORKLOAD)
+    survivors = [r for r in expected if not (r["topic"] == "dbz.public.things" and r["value"] is not None)]
+    assert len(survivors) < len(expected)
+    assert_conformant(survivors, tolerant, RULES)
+    logged = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Error encountered in task")]
+    assert len(logged) == len(expected) - len(survivors)
+    assert all("'org.apache.kafka.connect.transforms.InsertField$Value'" in m and "transform 'offset'" in m
+               and "Only SinkRecord supported" in m for m in logged)
+
+
+# ---- the options' other settings and Debezium's corner cases ----------------------------------
+
+EXTRAS_WORKLOAD = NESTED_WORKLOAD + """
+INSERT INTO outbox VALUES ('88888888-9999-0000-1111-222222222222', 'customer', 'c-9', 'named', 0, 3,
+  '{"a-b": 1, "ok": true, "gone": null}');
+"""
+
+EXTRAS = {
+    "transforms": "changed,outbox,unwrap,quirks",
+    "transforms.changed.type": "io.debezium.transforms.ExtractChangedRecordState",
+    "transforms.changed.header.unchanged.name": "Unchanged",
+    "transforms.changed.predicate": "isRows",
+    # the expanded payload in an envelope with other columns; nulls as optional bytes; Avro field names
+    "transforms.outbox.type": "io.debezium.transforms.outbox.EventRouter",
+    "transforms.outbox.predicate": "isOutbox",
+    "transforms.outbox.table.expand.json.payload": "true",
+    "transforms.outbox.table.json.payload.null.behavior": "optional_bytes",
+    "transforms.outbox.field.name.adjustment.mode": "avro",
+    "transforms.outbox.table.fields.additional.placement": "type:envelope:eventType,region:envelope",
+    # unchanged columns dropped whatever their optionality, from the key too
+    "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
+    "transforms.unwrap.predicate": "isItems",
+    "transforms.unwrap.drop.fields.header.name": "Unchanged",
+    "transforms.unwrap.drop.fields.from.key": "true",
+    "transforms.unwrap.drop.fields.keep.schema.compatible": "false",
+    # HeaderToValue's walk: a missing struct two levels down comes out empty, a longer missing path
+    # at the top keeps its second name
+    "transforms.quirks.type": "io.debezium.transforms.HeaderToValue",
+    "transforms.quirks.predicate": "isThings",
+    "transforms.quirks.headers": "Unchanged,__debezium.context.connectorLogicalName",
+    "transforms.quirks.fields": "source.meta.x,a.b.c",
+    "transforms.quirks.operation": "copy",
+    "predicates": NESTED["predicates"],
+    **{k: v for k, v in NESTED.items() if k.startswith("predicates.")},
+}
+
+
+def test_outbox_envelope_expansion_key_drops_and_header_to_value_corner_cases_equal_debezium(
+        postgres: Any, tmp_path: Path) -> None:
+    expected, actual = run_both(postgres, tmp_path, EXTRAS, minimum=14, setup=NESTED_SETUP, workload=EXTRAS_WORKLOAD)
+    events = {r["key"]["payload"]: r["value"] for r in expected if r["topic"].startswith("outbox.event.")}
+    assert events["o-1"]["payload"]["payload"]["none"] is None and events["o-1"]["payload"]["region"] == 1
+    assert events["c-9"]["payload"]["payload"] == {"a_b": None, "ok": True, "gone": None}  # looked up by adjusted name
+    update = next(r for r in expected if r["topic"] == "dbz.public.items" and r["value"] and r["value"]["payload"]
+                  and r["value"]["payload"].get("name") == "bb")
+    assert update["value"]["payload"] == {"name": "bb"} and update["key"]["payload"] == {}
+    things = [r["value"]["payload"] for r in expected if r["topic"] == "dbz.public.things" and r["value"]]
+    assert all(v["source"]["meta"] == {} and v["a"] == {"b": "dbz"} for v in things)
     assert_conformant(expected, actual, RULES)

@@ -40,6 +40,22 @@ def test_insert_field_topic_static_and_absent_timestamp() -> None:
     assert (out.value["t"], out.value["s"], out.value["ts"]) == ("dbz.public.items", "v", None)
 
 
+@pytest.mark.parametrize("part", ["Value", "Key"])
+def test_insert_field_offset_field_fails_every_source_record_as_kafka_connect(part: str) -> None:
+    """Connect accepts offset.field and fails each source record with a value/key to insert into
+    (requireSinkRecord); a tombstone (no value) passes through untouched, and errors.tolerance=all
+    skips the failing records."""
+    props = {"transforms.i.type": K + f"InsertField${part}", "transforms.i.offset.field": "off"}
+    insert = build_chain({"transforms": "i", **props})
+    with pytest.raises(TransformDataError, match=r"Only SinkRecord supported for \[field insertion\], found: "
+                                                 r"org\.apache\.kafka\.connect\.source\.SourceRecord"):
+        insert.apply([change("c", None, row(1))])
+    tolerant = build_chain({"transforms": "i", **props, "errors.tolerance": "all"})
+    deleted, tombstone = delete_pair(1)
+    expected = [tombstone] if part == "Value" else []
+    assert tolerant.apply([change("c", None, row(1)), deleted, tombstone]) == expected
+
+
 def test_insert_field_needs_a_field_and_a_static_value() -> None:
     with pytest.raises(ConfigError, match="No field insertion configured"):
         chain("i", transforms__i__type=K + "InsertField$Value")
