@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -107,9 +108,31 @@ def iceberg_catalog_conf(warehouse: Path | str, catalog: CatalogKind = "hadoop",
         # maintenance running beside it wait for each other's short write instead of failing.
         conf[f"{prefix}.uri"] = (f"jdbc:sqlite:{warehouse_path / JDBC_CATALOG_FILE}"
                                  f"?journal_mode=WAL&busy_timeout={JDBC_BUSY_TIMEOUT_MS}")
+        # JdbcCatalog.initialize checks for its tables with DatabaseMetaData.getTables and never
+        # closes the ResultSet: once the tables exist, that leaves a read transaction open on a
+        # pooled connection until the JVM collects it, and in WAL mode every later read through
+        # that connection sees the catalog as it was (an old metadata pointer, whose snapshot files
+        # an expiry may have deleted since). A catalog whose tables exist is not initialized again.
+        if _catalog_tables_exist(warehouse_path / JDBC_CATALOG_FILE):
+            conf[f"{prefix}.jdbc.init-catalog-tables"] = "false"
     else:
         raise ValueError(f"unknown Iceberg catalog kind {catalog!r}: use 'hadoop' or 'jdbc'")
     return conf
+
+
+def _catalog_tables_exist(path: Path) -> bool:
+    """Whether the SQLite file holds Iceberg's JDBC catalog tables (read-only look; False if absent)."""
+    import sqlite3
+
+    if not path.exists():
+        return False
+    try:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)) as conn:
+            found = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
+                                 "('iceberg_tables', 'iceberg_namespace_properties')").fetchone()
+        return bool(found and found[0] == 2)
+    except sqlite3.Error:
+        return False
 
 
 def spark_session(warehouse: Path | str, catalog: CatalogKind = "hadoop", app_name: str = "lakecdc",

@@ -92,6 +92,29 @@ def test_jdbc_catalog_on_sqlite_is_shared_with_pyiceberg(spark, tmp_warehouse: P
     assert _rows(spark, "SHOW NAMESPACES LIKE 'jdbc_shop'") == []
 
 
+def test_a_second_session_on_a_jdbc_catalog_sees_every_later_commit(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A session that initializes the JDBC catalog over an existing SQLite catalog (a second job, a
+    `lakecdc maintain` beside the ingest, a notebook) must see the commits made after it started:
+    JdbcCatalog's table check left a read transaction open on a pooled connection, and every read
+    through it returned the catalog as it was then (the table stuck at its first row; after an
+    expiry, snapshot files that no longer exist: the maintenance test's failure in CI)."""
+    from lakecdc.devstack.spark import iceberg_catalog_conf
+
+    first = spark_session(tmp_path, catalog="jdbc")
+    first.sql("CREATE NAMESPACE IF NOT EXISTS jdbc_again")
+    first.sql("CREATE TABLE jdbc_again.t (id BIGINT) USING iceberg")
+    first.sql("INSERT INTO jdbc_again.t VALUES (1)")
+    second = first.newSession()  # its own catalog instance, initialized on first use
+    for key, value in iceberg_catalog_conf(tmp_path, "jdbc").items():
+        second.conf.set(key, value)
+    assert _rows(second, "SELECT count(*) FROM lake.jdbc_again.t") == [(1,)]
+    seen = []
+    for n in range(2, 6):
+        first.sql(f"INSERT INTO jdbc_again.t VALUES ({n})")
+        seen += [_rows(second, "SELECT count(*) FROM lake.jdbc_again.t")[0][0] for _ in range(2)]
+    assert seen == [2, 2, 3, 3, 4, 4, 5, 5]
+
+
 @pytest.mark.spark4
 def test_delta_is_not_in_this_spark_session(spark) -> None:  # type: ignore[no-untyped-def]
     # No Delta jars can be installed here, so Delta goes through delta-rs (see test_delta.py).
