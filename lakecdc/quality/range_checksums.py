@@ -167,8 +167,10 @@ class Dialect:
             return f"LOWER(RAWTOHEX(STANDARD_HASH({f' || {self.sep} || '.join(texts)}, 'MD5')))"
         if self.name == "sqlserver":
             joined = f"CONCAT_WS({self.sep}, {', '.join(texts)})"
-            return (f"LOWER(CONVERT(VARCHAR(32), HASHBYTES('MD5', CAST({joined} AS VARCHAR(MAX)) "
-                    "COLLATE Latin1_General_100_CI_AS_SC_UTF8), 2))")
+            # the collation of the NVARCHAR being cast picks VARCHAR's code page: UTF-8 bytes here (a
+            # COLLATE after the CAST would convert through the database's code page first)
+            return (f"LOWER(CONVERT(VARCHAR(32), HASHBYTES('MD5', CAST({joined} COLLATE "
+                    "Latin1_General_100_CI_AS_SC_UTF8 AS VARCHAR(MAX))), 2))")
         return f"md5(concat_ws({self.sep}, {', '.join(texts)}))"
 
     def hash_number(self, h: str) -> str:

@@ -159,6 +159,7 @@ def test_bisection_finds_exactly_the_differing_keys_with_few_answers() -> None:
 
 @pytest.mark.parametrize("dialect, fragments", [
     ("sqlserver", ["HASHBYTES('MD5', CAST(CONCAT_WS(CHAR(31), COALESCE(CAST([name] AS NVARCHAR(MAX)), N'\u2205')",
+                   "COLLATE Latin1_General_100_CI_AS_SC_UTF8 AS VARCHAR(MAX))",
                    "CONVERT(VARBINARY(8), '0' + SUBSTRING(", "WHEN [id] < 16 THEN 0", "FROM [dbo].[items]"]),
     ("oracle", ["STANDARD_HASH(COALESCE(TO_CHAR(\"name\"), UNISTR('\\2205'))", "TO_NUMBER(SUBSTR(",
                 "WHEN \"id\" < 16 THEN 0", "FROM \"SHOP\".\"ITEMS\""]),
