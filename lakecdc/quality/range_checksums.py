@@ -35,7 +35,14 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lakecdc.quality.canonical import NAN_BITS, NULL_TEXT, is_binary, is_nested, is_text, udf_name
+from lakecdc.quality.canonical import (
+    NAN_BITS,
+    NULL_TEXT,
+    is_binary,
+    is_nested,
+    is_text,
+    udf_name,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -193,7 +200,6 @@ class Dialect:
     # -- keys -----------------------------------------------------------------------------------
     def key(self, column: str, type_: pa.DataType) -> str:
         """The key column as ranges compare it: text in code point order (see the module doc)."""
-        import pyarrow as pa
 
         c = self.quote(column)
         if not is_text(type_):

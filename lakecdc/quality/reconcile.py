@@ -38,7 +38,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lakecdc.audit.tables import AuditError, row_columns
-from lakecdc.quality.canonical import is_binary, is_nested, is_text, register_datafusion_udfs
+from lakecdc.quality.canonical import (
+    is_binary,
+    is_nested,
+    is_text,
+    register_datafusion_udfs,
+)
 from lakecdc.quality.range_checksums import (
     DIALECTS,
     Bound,
@@ -127,7 +132,7 @@ def _typed(texts: tuple[str, ...], keys: list[Column]) -> Any:
     """A key's canonical texts as the lake's Python values (a scalar for a single key column)."""
     import pyarrow as pa
 
-    values = []
+    values: list[Any] = []
     for text, (_, type_) in zip(texts, keys):
         if pa.types.is_integer(type_):
             values.append(int(text))
@@ -215,10 +220,10 @@ def dialect_of(connection: Any, name: str | None = None) -> Dialect:
             raise AuditError(f"source reconciliation: unknown source dialect {name!r}")
         return DIALECTS[name]
     module = type(connection).__module__
-    for prefix, name in (("psycopg", "postgres"), ("pymysql", "mysql"), ("MySQLdb", "mysql"), ("pymssql", "sqlserver"),
-                         ("pyodbc", "sqlserver"), ("oracledb", "oracle")):
+    for prefix, dialect in (("psycopg", "postgres"), ("pymysql", "mysql"), ("MySQLdb", "mysql"),
+                            ("pymssql", "sqlserver"), ("pyodbc", "sqlserver"), ("oracledb", "oracle")):
         if module.startswith(prefix):
-            return DIALECTS[name]
+            return DIALECTS[dialect]
     raise AuditError(f"source reconciliation: unknown DB-API connection type {module}")
 
 

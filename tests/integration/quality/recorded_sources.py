@@ -27,6 +27,7 @@ import datetime as dt
 import decimal
 import hashlib
 import json
+import math
 import re
 import struct
 import sys
@@ -40,17 +41,17 @@ for sub in ("sqlserver", "oracle"):
     if str(CAPTURE / sub) not in sys.path:
         sys.path.insert(0, str(CAPTURE / sub))
 
-import oracledb  # noqa: E402
-from oracle_replay import ReplayConnection as OracleReplay  # noqa: E402
-from oracle_replay import ReplayCursor as OracleCursor  # noqa: E402
-from oracle_replay import describe  # noqa: E402
-from sqlserver_replay import Recording, ResultSet  # noqa: E402
-from sqlserver_replay import ReplayConnection as SqlServerReplay  # noqa: E402
+import oracledb
+from oracle_replay import ReplayConnection as OracleReplay
+from oracle_replay import ReplayCursor as OracleCursor
+from oracle_replay import describe
+from sqlserver_replay import Recording, ResultSet
+from sqlserver_replay import ReplayConnection as SqlServerReplay
 
-from lakecdc.quality import range_checksums as rc  # noqa: E402
-from lakecdc.quality.canonical import NULL_TEXT, is_text  # noqa: E402
+from lakecdc.quality import range_checksums as rc
+from lakecdc.quality.canonical import NULL_TEXT, is_text
 
-HEADER = re.compile(r"/\* lakecdc reconcile (\{.*?\}) \*/ ", re.S)
+HEADER = re.compile(r"/\* lakecdc reconcile (\{.*?\}) \*/ ", re.DOTALL)
 
 
 class EvaluatorMismatch(AssertionError):
@@ -63,7 +64,7 @@ def _fixed(value: decimal.Decimal, scale: int) -> str:
 
 
 def _bits(value: float) -> str:
-    return "7ff8000000000000" if value != value else struct.pack(">d", value).hex()
+    return "7ff8000000000000" if math.isnan(value) else struct.pack(">d", value).hex()
 
 
 def _oracle_decimal_format(scale: int) -> str:
@@ -90,10 +91,10 @@ FRAGMENTS: dict[tuple[str, str], Any] = {
     ("oracle", "TO_CHAR({c}, 'YYYY-MM-DD HH24:MI:SS.FF6')"): lambda v, t: v.strftime("%Y-%m-%d %H:%M:%S.%f"),
     ("oracle", "TO_CHAR({c}, 'YYYY-MM-DD')"): lambda v, t: v.isoformat(),
     ("oracle", "LOWER(RAWTOHEX({c}))"): lambda v, t: bytes(v).hex() or None,  # an empty RAW is NULL
-    ("oracle", "CASE WHEN TO_BINARY_DOUBLE({c}) IS NAN THEN '7ff8000000000000' ELSE "
-               "LOWER(RAWTOHEX(UTL_RAW.CAST_FROM_BINARY_DOUBLE(TO_BINARY_DOUBLE({c})))) END"): lambda v, t: _bits(v),
+    ("oracle", ("CASE WHEN TO_BINARY_DOUBLE({c}) IS NAN THEN '7ff8000000000000' ELSE "
+                "LOWER(RAWTOHEX(UTL_RAW.CAST_FROM_BINARY_DOUBLE(TO_BINARY_DOUBLE({c})))) END")): lambda v, t: _bits(v),
 }
-for _scale in range(0, 11):  # TO_CHAR(n, 'FM99..0.00'): fill mode, a 0 before the point, exactly s decimals
+for _scale in range(11):  # TO_CHAR(n, 'FM99..0.00'): fill mode, a 0 before the point, exactly s decimals
     FRAGMENTS[("oracle", f"TO_CHAR({{c}}, '{_oracle_decimal_format(_scale)}')")] = \
         lambda v, t: _fixed(decimal.Decimal(v), t.scale)
 
@@ -106,8 +107,8 @@ def _oracle_bare_number(v: int | decimal.Decimal) -> str:
 
 
 ROW_HASH = {  # the hash wrappers, with {texts} joined as each dialect joins them
-    "sqlserver": ("LOWER(CONVERT(VARCHAR(32), HASHBYTES('MD5', CAST(CONCAT_WS(CHAR(31), {texts}) COLLATE "
-                  "Latin1_General_100_CI_AS_SC_UTF8 AS VARCHAR(MAX))), 2))", ", "),
+    "sqlserver": (("LOWER(CONVERT(VARCHAR(32), HASHBYTES('MD5', CAST(CONCAT_WS(CHAR(31), {texts}) COLLATE "
+                   "Latin1_General_100_CI_AS_SC_UTF8 AS VARCHAR(MAX))), 2))"), ", "),
     "oracle": ("LOWER(RAWTOHEX(STANDARD_HASH({texts}, 'MD5')))", " || CHR(31) || "),
 }
 
@@ -144,7 +145,7 @@ class Evaluator:
             ok = lit == (f"CAST('{text}' AS DATE)" if self.d.name == "sqlserver" else f"DATE '{text}'")
         else:
             m = re.fullmatch(r"N'((?:[^']|'')*)' COLLATE Latin1_General_100_BIN2" if self.d.name == "sqlserver"
-                             else r"'((?:[^']|'')*)'", lit, re.S)
+                             else r"'((?:[^']|'')*)'", lit, re.DOTALL)
             ok = m is not None and m.group(1).replace("''", "'") == text
         if not ok:
             raise EvaluatorMismatch(f"{self.d.name}: literal {lit} does not read back as {text!r} ({type_})")
@@ -283,5 +284,5 @@ def oracle_connection(evaluator: Evaluator) -> _OracleConnection:
         typed = [tuple(int(v) if isinstance(v, decimal.Decimal) else v for v in r) for r in rows]
         return describe(*zip([n.upper() for n in names], types)), typed
 
-    conn.pattern_handlers = [(re.compile(r"/\* lakecdc reconcile .*", re.S), handler)]
+    conn.pattern_handlers = [(re.compile(r"/\* lakecdc reconcile .*", re.DOTALL), handler)]
     return conn

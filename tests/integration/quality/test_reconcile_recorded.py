@@ -13,7 +13,12 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from recorded_sources import Evaluator, EvaluatorMismatch, oracle_connection, sqlserver_connection
+from recorded_sources import (
+    Evaluator,
+    EvaluatorMismatch,
+    oracle_connection,
+    sqlserver_connection,
+)
 
 from lakecdc.audit import LakeTable
 from lakecdc.quality import check_table

@@ -13,7 +13,6 @@ that every run bisects several levels.
 from __future__ import annotations
 
 import datetime as dt
-import decimal
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +26,13 @@ from hypothesis import strategies as st
 from lakecdc.quality.canonical import register_datafusion_udfs, text_of
 from lakecdc.quality.engine import DataFusionEngine
 from lakecdc.quality.range_checksums import DIALECTS
-from lakecdc.quality.reconcile import DIFFERS, MISSING_AT_SOURCE, MISSING_IN_SILVER, Side, bisect
+from lakecdc.quality.reconcile import (
+    DIFFERS,
+    MISSING_AT_SOURCE,
+    MISSING_IN_SILVER,
+    Side,
+    bisect,
+)
 
 pytestmark = pytest.mark.integration
 
