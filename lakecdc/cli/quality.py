@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -123,7 +124,8 @@ def check(
         raise typer.Exit(1)
 
 
-@quality_app.command("suites", epilog="[bold]Examples[/bold]\n\n  lakecdc quality suites --config conf/ingest.yaml --suites gx/ --record")
+@quality_app.command("suites", epilog="[bold]Examples[/bold]\n\n  lakecdc quality suites --config conf/ingest.yaml --suites gx/ --record\n\n"
+                      "  lakecdc quality suites --config conf/ingest.yaml --suites gx/ --docs ./quality-docs")
 def suites(
     config: Path = typer.Option(..., "--config", "-c", exists=True, dir_okay=False,
                                 help="The ingest configuration: tables, formats, warehouse; table.mapping.<topic>."
@@ -131,6 +133,8 @@ def suites(
     suite_dir: Path | None = typer.Option(None, "--suites", help="A GX project directory or suite JSON files; a "
                                                                  "suite runs on the table its name names."),
     record: bool = typer.Option(False, "--record", help="Append the results to <namespace>.quality_results."),
+    docs: Path | None = typer.Option(None, "--docs", file_okay=False,
+                                     help="Render the results as a GX Data Docs site in this directory."),
 ) -> None:
     """Run the team's great-expectations suites on their silver tables through Spark; exit 1 when any fails."""
     from lakecdc.cli.audit import AuditLake
@@ -150,8 +154,13 @@ def suites(
         if suite_dir is not None:
             wanted += [(s.name, s) for s in load_suites(suite_dir)]
         runs = [run_team_suite(lake.table(name), suite) for name, suite in wanted]
+        run_id = uuid.uuid4().hex  # one id in the results table and on the Data Docs pages
         if record:
-            record_results(runs)
+            record_results(runs, run_id=run_id)
+        if docs is not None:
+            from lakecdc.quality.data_docs import build_data_docs
+
+            index = build_data_docs(runs, docs, run_id=run_id)
     except LakecdcError as error:
         errors.print(f"[red]error:[/red] {error}")
         raise typer.Exit(2) from None
@@ -163,5 +172,7 @@ def suites(
             out.add_row(row["table_name"], str(row["table_version"]), row["suite"], row["expectation"],
                         "[green]pass[/green]" if row["success"] else "[red]FAIL[/red]", str(row["unexpected_count"]))
     console.print(out)
+    if docs is not None:
+        console.print(f"GX Data Docs (run {run_id}): {index}")
     if not all(run.success for run in runs):
         raise typer.Exit(1)

@@ -63,11 +63,11 @@ class DeadLetterSink:
         self.total += len(letters)
         topics = Counter(letter.topic for letter in letters)
         first = letters[0]
+        # the reason already starts with the record's topic, partition and offset (the decoder's
+        # ``DeadLetter`` contract): naming them again here printed that prefix twice
         log.warning(
-            "%d record(s) could not be decoded and went to the dead-letter table (%s); first: "
-            "topic %s partition %d offset %d: %s",
-            len(letters), ", ".join(f"{t}: {n}" for t, n in topics.most_common()),
-            first.topic, first.partition, first.offset, first.reason)
+            "%d record(s) could not be decoded and went to the dead-letter table (%s); first: %s",
+            len(letters), ", ".join(f"{t}: {n}" for t, n in topics.most_common()), first.reason)
 
 
 #: Our row names -> other names the dead-letter table may use for them.

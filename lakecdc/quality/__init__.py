@@ -7,9 +7,11 @@ expectations, quarantine, and source reconciliation by key-range checksums.
   equals the bronze replay, freshness, source reconciliation; counts plus a bounded sample;
 - ``quarantine(table, report, keys)`` writes failing sample rows to ``<table>_quarantine`` (``quarantine``);
 - ``load_suites`` / ``run_team_suite`` / ``record_results``: the team's GX 1.x suites on Spark, results
-  in ``<namespace>.quality_results`` (``team_suites``);
+  in ``<namespace>.quality_results`` (``team_suites``); ``build_data_docs``: GX Data Docs of the runs
+  (``data_docs``);
 - ``check_batch``: pipeline expectations on each ingest batch, warn / quarantine / fail (``pipeline``);
-- ``bisect``: key-range checksum reconciliation (``reconcile``, SQL per dialect in ``range_checksums``);
+- ``bisect``: key-range checksum reconciliation (``reconcile``, SQL per dialect in ``range_checksums``,
+  the canonical text of values in ``canonical``);
 - ``silver_suite`` / ``run_suite``: a generated great-expectations suite for a silver table (``gx_suite``).
 """
 

@@ -6,27 +6,56 @@ in its own SQL, the lake in its engine. Only buckets whose figures differ are sp
 small enough (``leaf_rows``) is compared row by row through (key, hash) pairs. Rows themselves never
 move, only a few numbers per bucket and the keys of the differences.
 
+Keys may be composite and of integer, decimal, text (uuid) or date columns: ranges are ranges of key
+tuples. A single integer key is cut arithmetically (equal widths between its min and max); any other
+key is cut at every n-th key of the range in key order, asked of the side holding more rows there.
+Compared columns: integers, decimals, booleans, text, dates, timestamps, binary, floats (exact bits)
+and nested values (arrays, structs, maps) in their canonical text (``lakecdc.quality.canonical``);
+a column a side cannot render (floats on MySQL, nested values on MySQL, SQL Server, Oracle) is left
+out and named in the result. Rows with a null key are in no range: ``not_null_keys`` reports them.
+
 The source is read in one snapshot (PostgreSQL REPEATABLE READ, MySQL/MariaDB ``START TRANSACTION
 WITH CONSISTENT SNAPSHOT``) whose position is read in the same transaction (``pg_current_wal_lsn()``,
 MariaDB's ``binlog_snapshot_file``/``position``); silver is read as of that position
 (``lakecdc.audit.versions.position_match``), so changes still in flight are not differences.
 
 Options (``CheckContext.options``): ``source_connection`` (an open DB-API connection: psycopg 3,
-pymysql, pymssql, oracledb), ``source_table`` (``schema.table``), ``source_position`` (skip reading
-it), ``buckets`` (16), ``leaf_rows`` (256). Needs one integer key column.
+pymysql, pymssql or pyodbc, oracledb), ``source_dialect`` (for another driver: postgres, mysql,
+sqlserver, oracle), ``source_table`` (``schema.table``), ``source_position`` (skip reading it; SQL
+Server and Oracle always need it), ``buckets`` (16), ``leaf_rows`` (256).
 
-Failing rows: ``{"id": 7, "_problem": "differs"}`` (or "missing in silver" / "missing at the source").
+Failing rows: ``{"id": 7, "_problem": "differs"}`` (or "missing in silver" / "missing at the source"),
+one column per key column.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
 import pickle
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from lakecdc.audit.tables import AuditError, row_columns
-from lakecdc.quality.range_checksums import DIALECTS, Dialect, Kind, bounds_sql, bucket_sql, rows_sql
+from lakecdc.quality.canonical import (
+    is_binary,
+    is_nested,
+    is_text,
+    register_datafusion_udfs,
+)
+from lakecdc.quality.range_checksums import (
+    DIALECTS,
+    Bound,
+    Column,
+    Dialect,
+    Unsupported,
+    bounds_sql,
+    bucket_sql,
+    count_sql,
+    rows_sql,
+    split_sql,
+)
 from lakecdc.quality.rules import CheckContext, RuleResult, rule
 
 MISSING_IN_SILVER, MISSING_AT_SOURCE, DIFFERS = "missing in silver", "missing at the source", "differs"
@@ -51,86 +80,150 @@ class Side:
 
 @dataclass
 class Reconciliation:
-    differences: dict[int, str] = field(default_factory=dict)  # key -> problem
+    differences: dict[Any, str] = field(default_factory=dict)  # key (a tuple when composite) -> problem
     source_rows: int = 0
     silver_rows: int = 0
     queries: int = 0
     bytes_moved: int = 0
 
 
-def column_kinds(schema: Any) -> tuple[list[tuple[str, Kind]], list[str]]:
-    """(compared columns with their kind, columns left out: binary and nested values have no common text)."""
+def _comparable(type_: Any) -> bool:
     import pyarrow as pa
 
-    kinds: list[tuple[str, Kind]] = []
-    skipped = []
+    return (pa.types.is_integer(type_) or pa.types.is_decimal(type_) or pa.types.is_boolean(type_)
+            or pa.types.is_timestamp(type_) or pa.types.is_date(type_) or pa.types.is_floating(type_)
+            or is_text(type_) or is_binary(type_) or is_nested(type_))
+
+
+def compared_columns(schema: Any, dialects: list[Dialect]) -> tuple[list[Column], dict[str, str]]:
+    """(the row columns every dialect can render, {left-out column: why})."""
+    columns: list[Column] = []
+    skipped: dict[str, str] = {}
     for f in schema:
         if f.name not in row_columns([f.name]):
             continue
-        t = f.type
-        if pa.types.is_integer(t):
-            kinds.append((f.name, "int"))
-        elif pa.types.is_decimal(t):
-            kinds.append((f.name, "decimal"))
-        elif pa.types.is_boolean(t):
-            kinds.append((f.name, "bool"))
-        elif pa.types.is_timestamp(t):
-            kinds.append((f.name, "timestamp"))
-        elif pa.types.is_date(t):
-            kinds.append((f.name, "date"))
-        elif pa.types.is_string(t) or pa.types.is_large_string(t) or t == pa.string_view():
-            kinds.append((f.name, "text"))
+        if not _comparable(f.type):
+            skipped[f.name] = f"no canonical text for {f.type}"
+            continue
+        try:
+            for d in dialects:
+                d.text(d.quote(f.name), f.type)
+        except Unsupported as error:
+            skipped[f.name] = str(error)
+            continue
+        columns.append((f.name, f.type))
+    return columns, skipped
+
+
+def key_columns(schema: Any, keys: tuple[str, ...] | list[str]) -> list[Column]:
+    import pyarrow as pa
+
+    out = []
+    for key in keys:
+        type_ = schema.field(key).type
+        if not (pa.types.is_integer(type_) or pa.types.is_decimal(type_) or pa.types.is_date(type_) or is_text(type_)):
+            raise AuditError(f"key column {key} is {type_}: reconciliation keys are integers, decimals, "
+                             "text (uuid) and dates")
+        out.append((key, type_))
+    return out
+
+
+def _typed(texts: tuple[str, ...], keys: list[Column]) -> Any:
+    """A key's canonical texts as the lake's Python values (a scalar for a single key column)."""
+    import pyarrow as pa
+
+    values: list[Any] = []
+    for text, (_, type_) in zip(texts, keys):
+        if pa.types.is_integer(type_):
+            values.append(int(text))
+        elif pa.types.is_decimal(type_):
+            values.append(decimal.Decimal(text))
+        elif pa.types.is_date(type_):
+            values.append(dt.date.fromisoformat(text))
         else:
-            skipped.append(f.name)
-    return kinds, skipped
+            values.append(text)
+    return values[0] if len(values) == 1 else tuple(values)
 
 
-def bisect(source: Side, lake: Side, key: str, columns: list[tuple[str, Kind]], buckets: int = 16,
+def _int_key(keys: list[Column]) -> bool:
+    import pyarrow as pa
+
+    return len(keys) == 1 and pa.types.is_integer(keys[0][1])
+
+
+def bisect(source: Side, lake: Side, keys: list[Column], columns: list[Column], buckets: int = 16,
            leaf_rows: int = 256) -> Reconciliation:
     """Compare the two sides range by range (see the module doc)."""
     out = Reconciliation()
-    bounds = [side.query(bounds_sql(side.dialect, side.source, key))[0] for side in (source, lake)]
-    out.source_rows, out.silver_rows = int(bounds[0][2]), int(bounds[1][2])
-    lows = [int(b[0]) for b in bounds if b[0] is not None]
-    if not lows:
-        out.queries, out.bytes_moved = source.queries + lake.queries, source.bytes_moved + lake.bytes_moved
-        return out
-    pending = [(min(lows), max(int(b[1]) for b in bounds if b[1] is not None) + 1, None)]
+    sides = (source, lake)
+    span: tuple[int, int] | None = None  # an integer key's min and max + 1 on either side
+    if _int_key(keys):
+        bounds = [side.query(bounds_sql(side.dialect, side.source, keys[0][0]))[0] for side in sides]
+        counts = [int(b[2]) for b in bounds]
+        if any(b[0] is not None for b in bounds):
+            span = (min(int(b[0]) for b in bounds if b[0] is not None),
+                    max(int(b[1]) for b in bounds if b[1] is not None) + 1)
+    else:
+        counts = [int(side.query(count_sql(side.dialect, side.source, keys, None, None))[0][0]) for side in sides]
+    out.source_rows, out.silver_rows = counts
+    # the outer range stays open: min - 1 or max + 1 of a 64-bit key need not be a 64-bit literal
+    pending: list[tuple[Bound, Bound, list[int]]] = [(None, None, counts)] if any(counts) else []
     while pending:
-        lo, hi, count = pending.pop()
-        if count is not None and count <= leaf_rows or hi - lo <= buckets:
-            _compare_rows(source, lake, key, columns, lo, hi, out)
+        lo, hi, counts = pending.pop()
+        splits = [] if max(counts) <= leaf_rows else _splits(sides, keys, lo, hi, counts, buckets, span)
+        if not splits:
+            _compare_rows(source, lake, keys, columns, lo, hi, out)
             continue
         figures = [{int(b): (int(n), int(s or 0)) for b, n, s in side.query(
-            bucket_sql(side.dialect, side.source, key, columns, lo, hi, buckets))} for side in (source, lake)]
-        width = -(-(hi - lo) // buckets)
+            bucket_sql(side.dialect, side.source, keys, columns, lo, hi, splits))} for side in sides]
+        edges: list[Bound] = [lo, *splits, hi]
         for b in sorted(set(figures[0]) | set(figures[1])):
             if figures[0].get(b) != figures[1].get(b):
-                most = max(figures[0].get(b, (0, 0))[0], figures[1].get(b, (0, 0))[0])
-                pending.append((lo + b * width, min(hi, lo + (b + 1) * width), most))
+                pending.append((edges[b], edges[b + 1], [f.get(b, (0, 0))[0] for f in figures]))
     out.queries, out.bytes_moved = source.queries + lake.queries, source.bytes_moved + lake.bytes_moved
     return out
 
 
-def _compare_rows(source: Side, lake: Side, key: str, columns: list[tuple[str, Kind]], lo: int, hi: int,
+def _splits(sides: tuple[Side, Side], keys: list[Column], lo: Bound, hi: Bound, counts: list[int],
+            buckets: int, span: tuple[int, int] | None) -> list[tuple[str, ...]]:
+    """Where to cut ``[lo, hi)`` into about ``buckets`` parts; none: compare its rows."""
+    if span is not None:
+        low, high = int(lo[0]) if lo else span[0], int(hi[0]) if hi else span[1]
+        if high - low <= buckets:
+            return []
+        width = -(-(high - low) // buckets)
+        return [(str(low + i * width),) for i in range(1, buckets) if low + i * width < high]
+    side = sides[1] if counts[1] >= counts[0] else sides[0]  # the lake when it can: cheaper than the source
+    step = -(-max(counts) // buckets)
+    found = side.query(split_sql(side.dialect, side.source, keys, lo, hi, step))
+    cuts = dict.fromkeys(tuple(str(v) for v in row) for row in found if None not in row)
+    return [c for c in cuts if c != lo]  # a cut at the range's start would split nothing off (duplicate keys)
+
+
+def _compare_rows(source: Side, lake: Side, keys: list[Column], columns: list[Column], lo: Bound, hi: Bound,
                   out: Reconciliation) -> None:
-    at_source = {int(k): h for k, h in source.query(rows_sql(source.dialect, source.source, key, columns, lo, hi))}
-    in_silver = {int(k): h for k, h in lake.query(rows_sql(lake.dialect, lake.source, key, columns, lo, hi))}
+    at_source, in_silver = ({tuple(str(v) for v in row[:-1]): row[-1] for row in side.query(
+        rows_sql(side.dialect, side.source, keys, columns, lo, hi))} for side in (source, lake))
     for k in at_source.keys() | in_silver.keys():
         if k not in in_silver:
-            out.differences[k] = MISSING_IN_SILVER
+            out.differences[_typed(k, keys)] = MISSING_IN_SILVER
         elif k not in at_source:
-            out.differences[k] = MISSING_AT_SOURCE
+            out.differences[_typed(k, keys)] = MISSING_AT_SOURCE
         elif at_source[k] != in_silver[k]:
-            out.differences[k] = DIFFERS
+            out.differences[_typed(k, keys)] = DIFFERS
 
 
-def dialect_of(connection: Any) -> Dialect:
+def dialect_of(connection: Any, name: str | None = None) -> Dialect:
+    """The SQL dialect of a DB-API connection, by its driver (or ``name``: postgres, mysql, sqlserver, oracle)."""
+    if name is not None:
+        if name not in DIALECTS or name in ("spark", "datafusion"):
+            raise AuditError(f"source reconciliation: unknown source dialect {name!r}")
+        return DIALECTS[name]
     module = type(connection).__module__
-    for prefix, name in (("psycopg", "postgres"), ("pymysql", "mysql"), ("MySQLdb", "mysql"), ("pymssql", "sqlserver"),
-                         ("oracledb", "oracle")):
+    for prefix, dialect in (("psycopg", "postgres"), ("pymysql", "mysql"), ("MySQLdb", "mysql"),
+                            ("pymssql", "sqlserver"), ("pyodbc", "sqlserver"), ("oracledb", "oracle")):
         if module.startswith(prefix):
-            return DIALECTS[name]
+            return DIALECTS[dialect]
     raise AuditError(f"source reconciliation: unknown DB-API connection type {module}")
 
 
@@ -178,35 +271,41 @@ def source_reconciliation(ctx: CheckContext) -> RuleResult:
     if connection is None or not table:
         return RuleResult("source_reconciliation", False,
                           "no source_connection / source_table given: nothing to reconcile against")
-    if len(ctx.keys) != 1:
-        raise AuditError(f"{ctx.table}: key-range reconciliation needs one integer key column, not {list(ctx.keys)}")
-    dialect = dialect_of(connection)
+    dialect = dialect_of(connection, ctx.options.get("source_dialect"))
     run, position, end = source_snapshot(connection, dialect)
-    position = ctx.options.get("source_position") or position
-    version, note = None, "silver's current version"
-    positioned = ctx.silver_table is not None and any(v.source_position for v in ctx.versions)
-    if position is not None and positioned:
-        match = position_match(ctx.silver_table, position)
-        version = match.version.version if match.version else None
-        note = f"silver version {version} as of source position {position}" + (
-            "" if match.exact else " (the next commit also holds earlier changes of that position: not replayed)")
-    ctx.engine.register("silver_asof", ctx.silver_table, version) if ctx.silver_table is not None else None
-    view = ctx.engine.view("silver_asof") if ctx.silver_table is not None else ctx.silver
-    schema = ctx.engine.schema("silver_asof") if ctx.silver_table is not None else ctx.silver_schema
-    lake_source = f"(SELECT * FROM {view} WHERE _is_deleted IS NOT TRUE)" if "_is_deleted" in schema.names else view
-    columns, skipped = column_kinds(schema)
-    lake = Side(DIALECTS[ctx.engine.name], f"{lake_source} lake_rows",
-                lambda sql: [tuple(r.values()) for r in ctx.engine.sql(sql).to_pylist()])
-    try:
-        out = bisect(Side(dialect, dialect.quote(table), run), lake, ctx.keys[0], columns,
+    try:  # the snapshot ends whatever fails: a key of the wrong type, a query
+        position = ctx.options.get("source_position") or position
+        version, note = None, "silver's current version"
+        positioned = ctx.silver_table is not None and any(v.source_position for v in ctx.versions)
+        if position is not None and positioned:
+            match = position_match(ctx.silver_table, position)
+            version = match.version.version if match.version else None
+            note = f"silver version {version} as of source position {position}" + (
+                "" if match.exact else " (the next commit also holds earlier changes of that position: not replayed)")
+        ctx.engine.register("silver_asof", ctx.silver_table, version) if ctx.silver_table is not None else None
+        view = ctx.engine.view("silver_asof") if ctx.silver_table is not None else ctx.silver
+        schema = ctx.engine.schema("silver_asof") if ctx.silver_table is not None else ctx.silver_schema
+        lake_source = f"(SELECT * FROM {view} WHERE _is_deleted IS NOT TRUE)" if "_is_deleted" in schema.names else view
+        keys = key_columns(schema, ctx.keys)
+        columns, skipped = compared_columns(schema, [dialect, DIALECTS[ctx.engine.name]])
+        if ctx.engine.name == "datafusion":
+            import pyarrow as pa
+
+            needs = [t for _, t in columns if is_nested(t)] + ([pa.float64()] if any(
+                pa.types.is_floating(t) for _, t in columns) else [])
+            register_datafusion_udfs(ctx.engine.context, list({str(t): t for t in needs}.values()))
+        lake = Side(DIALECTS[ctx.engine.name], f"{lake_source} lake_rows",
+                    lambda sql: [tuple(r.values()) for r in ctx.engine.sql(sql).to_pylist()])
+        out = bisect(Side(dialect, dialect.quote(table), run), lake, keys, columns,
                      int(ctx.options.get("buckets", 16)), int(ctx.options.get("leaf_rows", 256)))
     finally:
         end()
-    key = ctx.keys[0]
-    failing = pd.DataFrame([{key: k, "_problem": p} for k, p in sorted(out.differences.items())],
-                           columns=[key, "_problem"])
+    names = [k for k, _ in keys]
+    failing = pd.DataFrame([{**dict(zip(names, k if len(names) > 1 else (k,))), "_problem": p}
+                            for k, p in sorted(out.differences.items())], columns=[*names, "_problem"])
+    left_out = "; ".join(f"{c}: {why}" for c, why in skipped.items())
     counts = (f"{out.silver_rows} silver rows, {out.source_rows} source rows ({note}; {out.queries} queries, "
-              f"{out.bytes_moved} bytes moved)" + (f"; not compared: {skipped}" if skipped else ""))
+              f"{out.bytes_moved} bytes moved)" + (f"; not compared: {left_out}" if skipped else ""))
     if failing.empty:
         return RuleResult("source_reconciliation", True, f"{counts}; every key range's checksum matches", None,
                           out.silver_rows, 0)

@@ -49,6 +49,7 @@ EXPECTED_OUTPUT: dict[str, list[str]] = {
         "failed rules: ['no_resurrected_deletes', 'silver_matches_bronze_replay']",
         "rows quarantined; keys: ['{\"id\": 2}']",
         "team suite success: True",
+        "validation pages: 1 - run notebook-1: True",
         "id 4 in silver: False",
         "id 4 in bronze: True",
         "differences: {2: 'missing at the source', 3: 'differs', 5: 'missing in silver'}",

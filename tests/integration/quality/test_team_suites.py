@@ -4,8 +4,10 @@ source, its per-expectation results kept in the lake's ``quality_results`` table
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from pyspark.sql import SparkSession
@@ -75,3 +77,44 @@ def test_team_suite_on_a_delta_table_through_spark(connector_spark: SparkSession
     record_results([run], run_id="run-1")
     stored = silver.sibling(f"{silver.name.split('.')[0]}.{RESULTS_TABLE}").pandas().to_dict("records")
     check_results("delta", run, stored)
+
+
+def page_text(path: Path) -> str:
+    """What a reader of a Data Docs page sees: its text without markup, styles and scripts."""
+    html = re.sub(r"(?s)<style.*?</style>|<script.*?</script>", "", path.read_text())
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+
+
+def test_cli_renders_gx_data_docs_of_a_real_run(spark: SparkSession, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from lakecdc.cli.main import app
+
+    lake = build_lake("iceberg", spark, tmp_path / "lake")
+    project = team_project(tmp_path / "project", lake.silver.name)
+    config = tmp_path / "ingest.yaml"
+    config.write_text("\n".join(f"{k}: {json.dumps(v)}" for k, v in {
+        "name": "docs", "kafka.bootstrap.servers": "127.0.0.1:1", "topic.prefix": "docs",
+        "warehouse": spark.conf.get("spark.sql.catalog.lake.warehouse")}.items()))
+    docs = tmp_path / "docs"
+    out = CliRunner().invoke(app, ["quality", "suites", "--config", str(config), "--suites", str(project),
+                                   "--record", "--docs", str(docs)])
+    assert out.exit_code == 1, out.output  # id 4's name "d" is not in the team's set
+    stored = lake.silver.sibling(f"{lake.silver.name.split('.')[0]}.{RESULTS_TABLE}").pandas()
+    run_id = stored["run_id"].iloc[0]
+    assert f"GX Data Docs (run {run_id})" in out.output.replace("\n", ""), out.output
+    assert (docs / "index.html").is_file() and (docs / "expectations").is_dir()
+    # one validation page: <suite>/<run id>/<run time>/<table>@v<version>.html, linked from the index
+    pages = list((docs / "validations").rglob("*.html"))
+    version = table_versions(lake.silver)[-1].version
+    assert [p.name for p in pages] == [f"{lake.silver.name}@v{version}.html"], pages
+    assert run_id in pages[0].parts
+    assert quote(pages[0].relative_to(docs).as_posix()) in (docs / "index.html").read_text()
+    text = page_text(pages[0])
+    assert f"Expectation Suite: {lake.silver.name}" in text and "Status: Failed" in text, text[:2000]
+    assert "Evaluated Expectations 3 Successful Expectations 2 Unsuccessful Expectations 1" in text, text[:2000]
+    # the failing expectation with its unexpected value, as stored in the results table
+    failing = stored[~stored["success"]]
+    assert list(failing["expectation"]) == ["expect_column_values_to_be_in_set"]
+    assert "values must belong to this set: a3 c . 1 unexpected values found." in text, text
+    assert "Unexpected Value Count d 1" in text, text
