@@ -11,8 +11,9 @@
 - ``connector_spark`` the ``spark`` fixture when its JVM has Delta's Spark jars and Spark's Kafka
   source. Spark fixes its classpath per process and a session with those connectors changes what
   the job picks on its own (``table.format=delta``, ``reader=auto``), so the suite's JVM runs without
-  them and ``tests/integration/test_spark_connectors.py`` runs the tests marked
-  ``spark_connectors`` in a child pytest whose JVM has them (``LAKECDC_SPARK_CONNECTORS=auto``).
+  them: ``tests/integration/test_spark_connectors.py`` runs the tests it lists (``CONNECTOR_TESTS``) in
+  a child pytest whose JVM has them (``LAKECDC_SPARK_CONNECTORS=auto``), and ``./run.sh test`` runs the
+  tests marked ``spark4_connectors`` the same way on Spark 4.0 (markers: ``pyproject.toml``).
 
 A service starts only when a test asks for it. Tests that need many isolated databases use
 ``pg.create_database(name)`` rather than new servers.

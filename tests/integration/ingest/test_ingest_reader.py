@@ -70,17 +70,20 @@ def test_a_topic_created_while_running_is_read_without_restart(broker) -> None:
     reader = PythonKafkaReader(config(broker, prefix, **{"topic.refresh.interval.ms": "500"}), lambda t, p: None,
                                stop, available_now=False)
     seen: set[str] = set()
+    reading = threading.Event()  # the reader has delivered the first topic's record: it is running
 
     def late_topic() -> None:
-        time.sleep(2)
-        create_topics(broker.bootstrap_servers, [f"{prefix}.public.second"])
-        publish(broker.bootstrap_servers, [(f"{prefix}.public.second", None, b"2")])
+        if reading.wait(60):
+            create_topics(broker.bootstrap_servers, [f"{prefix}.public.second"])
+            publish(broker.bootstrap_servers, [(f"{prefix}.public.second", None, b"2")])
 
     threading.Thread(target=late_topic, daemon=True).start()
     deadline = time.monotonic() + 60
     try:
         for batch in reader.batches():
             seen.update(batch.records.column("topic").to_pylist())
+            if f"{prefix}.public.first" in seen:
+                reading.set()
             if f"{prefix}.public.second" in seen or time.monotonic() > deadline:
                 stop.set()
     finally:

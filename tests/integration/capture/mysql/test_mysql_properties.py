@@ -6,7 +6,9 @@ binlog.net.read.timeout / binlog.net.write.timeout."""
 from __future__ import annotations
 
 import logging
+import signal
 import socket
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -14,8 +16,8 @@ from typing import Any
 
 import pymysql
 import pytest
-from mysql_capture_support import (CaptureThread, capture, data_events, fresh_database, query, records, sql,
-                                   write_properties)
+from mysql_capture_support import (CaptureThread, capture, capture_subprocess, data_events, dump_threads,
+                                   fresh_database, query, records, sql, wait_for_new_dump_thread, write_properties)
 
 from lakecdc.capture.mysql.config import MySqlConnectorConfig
 from lakecdc.capture.mysql.errors import UnknownTableError
@@ -200,24 +202,48 @@ def test_keep_alive_reopens_a_binlog_connection_that_went_silent(mariadb: Any, t
         props = write_properties(tmp_path / "c.properties", mariadb, db, database__hostname="127.0.0.1",
                                  database__port=str(proxy.port), connect__keep__alive=str(keep_alive).lower(),
                                  connect__keep__alive__interval__ms="2000")
-        out = tmp_path / "out.jsonl"
-        # idle stop well beyond the frozen window, so a loaded machine cannot end the capture while
-        # the proxy is frozen; with keep-alive the reconnect may take longer than 2 s under load:
-        # wait up to 30 s for the row (its arrival is the proof), without it 15 s of nothing is
-        run = CaptureThread(props, out, stop_when_idle=45.0, mariadb=mariadb).start()
-        run.wait_streaming()
-        proxy.freeze()
-        sql(mariadb, db, "INSERT INTO t VALUES (1)")
-        deadline = time.monotonic() + (30 if keep_alive else 15)
-        while time.monotonic() < deadline and not data_events(records(out), "t"):
-            time.sleep(0.2)
-        arrived_while_frozen = bool(data_events(records(out), "t"))
-        proxy.frozen.clear()  # the old connection delivers again: the capture can finish either way
-        run.wait(timeout=120)
+        out, log = tmp_path / "out.jsonl", tmp_path / "capture.log"
+        # A capture without an idle stop (a loaded machine cannot end it while the proxy is frozen),
+        # stopped with SIGTERM once the outcome is known. With keep-alive the reconnect may take longer
+        # than 2 s under load: wait up to 30 s for the row (its arrival is the proof), without it 15 s of
+        # nothing is the proof.
+        existing = dump_threads(mariadb)
+        proc = capture_subprocess(props, out, None, log)
+        try:
+            wait_for_new_dump_thread(mariadb, existing, timeout=60)
+            proxy.freeze()
+            sql(mariadb, db, "INSERT INTO t VALUES (1)")
+            deadline = time.monotonic() + (30 if keep_alive else 15)
+            while time.monotonic() < deadline and not data_events(records(out), "t"):
+                time.sleep(0.2)
+            arrived_while_frozen = bool(data_events(records(out), "t"))
+            proxy.frozen.clear()  # the old connection delivers again: whatever it still sends is seen below
+            settle_then_stop(proc, out, log)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
         assert arrived_while_frozen is keep_alive
         assert [e["after"]["id"] for e in data_events(records(out), "t")] == [1]
     finally:
         proxy.close()
+
+
+def settle_then_stop(proc: subprocess.Popen[bytes], out: Path, log: Path, quiet_s: float = 3.0,
+                     timeout: float = 120.0) -> None:
+    """Stop a capture subprocess cleanly (SIGTERM) once its output has a data event and then nothing
+    new for ``quiet_s`` (what ``--stop-when-idle`` waits for), and require a clean exit."""
+    deadline = time.monotonic() + timeout
+    seen, quiet_since = -1, time.monotonic()
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"the capture exited by itself:\n{log.read_text(errors='replace')[-3000:]}"
+        size = out.stat().st_size if out.exists() else 0
+        if size != seen:
+            seen, quiet_since = size, time.monotonic()
+        elif data_events(records(out)) and time.monotonic() - quiet_since >= quiet_s:
+            break
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)  # the coordinator commits the current batch and stops
+    assert proc.wait(60) == 0, log.read_text(errors="replace")[-3000:]
 
 
 # -- binlog.net.read.timeout / binlog.net.write.timeout ------------------------------------------------

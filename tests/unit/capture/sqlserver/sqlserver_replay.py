@@ -101,6 +101,7 @@ class Recording:
         self._answers: dict[str, list[ResultSet | None]] = {}
         self._served: dict[str, int] = {}
         self.log: list[str] = []  # every statement key executed, in order
+        self._repeats = 0
         self._lock = threading.Lock()
 
     def add(self, sql: str, params: Any, *results: ResultSet | None) -> Recording:
@@ -119,10 +120,17 @@ class Recording:
                 raise UnrecordedStatementError(f"statement not in the recording: {key}{hint}")
             n = self._served.get(key, 0)
             self._served[key] = n + 1
+            self._repeats = self._repeats + 1 if n >= len(answers) else 0
             return answers[min(n, len(answers) - 1)]
 
     def served(self, sql: str, params: Any = None) -> int:
         return self._served.get(statement_key(sql, params), 0)
+
+    def repeats_since_fresh(self) -> int:
+        """How many answers in a row were repeats of a statement's last answer (a poll loop that
+        finds nothing new); 0 right after an answer given for the first time."""
+        with self._lock:
+            return self._repeats
 
     # ---- JSON -------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:

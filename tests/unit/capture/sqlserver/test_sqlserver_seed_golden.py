@@ -3,6 +3,8 @@ answers; every event is compared field by field with the seed's JSON examples.""
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -88,8 +90,11 @@ class ListSink:
         pass
 
 
-def run(server: RecordedServer, tmp_path: Path, idle_s: float = 1.0,
+def run(server: RecordedServer, tmp_path: Path, idle_s: float = 1.0, replay_stop: bool = True,
         **props: str) -> tuple[ListSink, FileOffsetStore, SqlServerConnector]:
+    """Capture from the recording until it has nothing new (``_stop_once_replayed``) or, for runs
+    whose point is what happens while idle or that get input from elsewhere (``replay_stop=False``),
+    until streaming has seen no change for ``idle_s``."""
     config = SqlServerConnectorConfig.from_properties(base_properties(**props))
     connector = SqlServerConnector(config, show_progress=False, connection_factory=server.connect)
     sink = ListSink()
@@ -98,8 +103,35 @@ def run(server: RecordedServer, tmp_path: Path, idle_s: float = 1.0,
     # where a pass follows the previous one within milliseconds
     settings = CoordinatorSettings(snapshot_mode=config.snapshot_mode_normalized, commit_interval_s=0.0,
                                    poll_timeout_s=0.01, stop_when_idle_s=idle_s)
-    CaptureCoordinator(connector, sink, store, settings).run()
+    coordinator = CaptureCoordinator(connector, sink, store, settings)
+    finished = threading.Event()
+    watcher = threading.Thread(target=_stop_once_replayed, args=(coordinator, server, finished), daemon=True)
+    if replay_stop:
+        watcher.start()
+    try:
+        coordinator.run()
+    finally:
+        finished.set()
+        if replay_stop:
+            watcher.join()
     return sink, store, connector
+
+
+#: answers in a row that only repeat a last answer: the streaming loop has made whole passes that
+#: found nothing new since the recording's last fresh answer
+REPLAYED_REPEATS = 6
+
+
+def _stop_once_replayed(coordinator: CaptureCoordinator, server: RecordedServer, finished: threading.Event) -> None:
+    """Stop a streaming run as soon as the recording has nothing new to say: once the connector
+    only hears last answers again (whole polls that found nothing new, so every fresh answer's rows
+    were sent), the idle stop's second would only repeat that. The coordinator checks a stop after
+    sending its batch. A stop during the snapshot is never asked (it would skip streaming and its
+    final offset)."""
+    while not finished.wait(0.02):
+        if getattr(coordinator, "_streaming_started", False) and server.rec.repeats_since_fresh() >= REPLAYED_REPEATS:
+            coordinator.request_stop()
+            return
 
 
 def _json(schema: Any) -> dict[str, Any]:

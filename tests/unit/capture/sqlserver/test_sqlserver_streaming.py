@@ -178,7 +178,7 @@ def test_lost_connection_reconnects_and_resumes(tmp_path: Path) -> None:
 def test_heartbeats_while_idle(tmp_path: Path) -> None:
     server = RecordedServer().customers().passes(START)
     streaming_only(server, tmp_path)
-    sink, _, _ = run(server, tmp_path, heartbeat__interval__ms="20")
+    sink, _, _ = run(server, tmp_path, replay_stop=False, heartbeat__interval__ms="20")
     beats = [r for r in sink.records if r.topic == "__debezium-heartbeat.server1"]
     assert beats and beats[0].key == {"serverName": "server1"}
 
