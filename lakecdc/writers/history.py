@@ -4,7 +4,10 @@ For a table with ``history: scd2`` (``TableTarget.history``), after the delete l
 silver's MERGE (so a crash between the two replays the batch, which the history's own progress
 then skips):
 
-1. skip when the history table's committed progress already covers the batch's events;
+1. skip when the history table's committed progress already covers the batch's events; a history
+   table without committed progress beside a silver table with some (``history: scd2`` turned on
+   for a table with a change log) is first built from everything bronze holds, this batch included
+   (``lakecdc.writers.history_backfill``), which covers the batch;
 2. read the stored versions of the batch's keys (every version when the batch holds a truncate);
 3. ``lakecdc.ingest.history_chain.HistoryBuilder`` decides which keys continue their stored chain
    and which are folded again from bronze (which already holds this batch: step 4 of the apply),
@@ -32,7 +35,7 @@ from lakecdc.ingest.frames import spark_to_arrow
 from lakecdc.ingest.history_chain import HistoryBuilder, Tracking
 from lakecdc.ingest.history_plan import ACTION, HISTORY_META_COLUMNS, HistoryPlan
 from lakecdc.ingest.progress import CommitPositions, CommitProgress
-from lakecdc.ingest.bronze import BRONZE_RENAMES
+from lakecdc.writers.history_backfill import backfill_history, bronze_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -75,8 +78,7 @@ def _bronze_events(writer: LakeWriter, target: TableTarget, keys: pa.Table | Non
         rows = spark_to_arrow(found) if found is not None else pa.table({})
     else:
         rows = writer._read_arrow(target.bronze_table, target.key_columns, keys)
-    renamed = {v: k for k, v in BRONZE_RENAMES.items()}
-    return rows.rename_columns([renamed.get(c, c) for c in rows.column_names]).to_pylist()
+    return bronze_rows(rows)
 
 
 def apply_history(writer: LakeWriter, target: TableTarget, events: pa.Table, stats: BatchStats,
@@ -90,6 +92,10 @@ def apply_history(writer: LakeWriter, target: TableTarget, events: pa.Table, sta
     keys = target.key_columns
     value_columns = tuple(f.name for f in schema.fields if f.name not in keys and f.name not in HISTORY_META_COLUMNS)
     done = writer._stored_progress(name)
+    if done is None and writer._stored_progress(target.silver_table) is not None:
+        # history turned on for a table with a change log: built from bronze first (``history_backfill``)
+        done = backfill_history(writer, target, value_columns, history_source_schema(schema),
+                                tuple(schema.fieldNames()))
     if done and done.covers(batch.event_offsets or batch.progress):
         log.info("history %s already holds batch %s: skipped", name, batch_id)
         return None
