@@ -85,9 +85,10 @@ def step(chain: list[Row], event: Row, keys: tuple[str, ...], columns: tuple[str
             chain.pop()
         return
     base = current
-    if base is None and event.get("_old_key_json") and moved_from is not None:
-        base = moved_from(event["_old_key_json"], seq)
     unavailable = set(event.get("_unavailable") or ())
+    if base is None and event.get("_old_key_json") and moved_from is not None and (
+            unavailable or any(c not in event for c in columns)):  # only a create missing values asks
+        base = moved_from(event["_old_key_json"], seq)
     values = {c: (base or {}).get(c) if c in unavailable or c not in event else event[c] for c in columns}
     if current is not None and (seq <= current[VALID_FROM_SEQ] or all(values[c] == current[c] for c in tracked)):
         current.update(values)  # no tracked change (or two events at one position): in place

@@ -73,9 +73,9 @@ def _bronze_events(writer: LakeWriter, target: TableTarget, keys: pa.Table | Non
                    key_json: list[str] = ()) -> list[dict]:
     """The bronze events of these keys (typed ``keys`` rows, or ``_key_json`` texts), under the
     batch's column names."""
-    if key_json:
-        found = writer._bronze_events(target, list(key_json))
-        rows = spark_to_arrow(found) if found is not None else pa.table({})
+    if key_json:  # bronze keeps each event's ``_key_json``: matched as a key column, in Arrow as the rest
+        rows = writer._read_arrow(target.bronze_table, ("_key_json",),
+                                  pa.table({"_key_json": pa.array(list(key_json), pa.string())}))
     else:
         rows = writer._read_arrow(target.bronze_table, target.key_columns, keys)
     return bronze_rows(rows)
