@@ -29,7 +29,6 @@ Pure Python over plain rows (``pyarrow`` ``to_pylist`` form): the same code for 
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass

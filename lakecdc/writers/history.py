@@ -70,7 +70,7 @@ def history_events(df: DataFrame, row_names: list[str]) -> pa.Table:
 
 
 def _bronze_events(writer: LakeWriter, target: TableTarget, keys: pa.Table | None = None,
-                   key_json: list[str] = ()) -> list[dict]:
+                   key_json: tuple[str, ...] | list[str] = ()) -> list[dict]:
     """The bronze events of these keys (typed ``keys`` rows, or ``_key_json`` texts), under the
     batch's column names."""
     if key_json:  # bronze keeps each event's ``_key_json``: matched as a key column, in Arrow as the rest

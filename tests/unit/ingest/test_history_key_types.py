@@ -19,12 +19,12 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
+from history_model import deliveries, model_history, source_histories
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_history_chain import run
 
 from lakecdc.ingest.history_chain import normalize_version
-from history_model import deliveries, model_history, source_histories
-from test_history_chain import run
 
 Row = dict[str, Any]
 UTC = dt.timezone.utc
