@@ -7,7 +7,7 @@
 #   3. its Iceberg Spark jars (3.5: offline, relocated Jackson jar built once with jarjar; 4.0: Maven);
 #   4. jars from Maven Central, fetched with Maven into that environment's jar cache
 #      (<venv>/share/lakecdc/jars, or $LAKECDC_JAR_CACHE): Delta's Spark jars and Spark's Kafka source
-#      for its Spark line, Apache Kafka's broker (3.5), Iceberg's Spark runtime (4.0)
+#      for its Spark line, Apache Kafka's broker (both: its own JVM), Iceberg's Spark runtime (4.0)
 #      (lakecdc/devstack/maven.py lists them). Without Maven Central this step only warns: the
 #      tests that need those jars are then skipped with the reason, the rest runs as before.
 # Steps 2-4 are skipped when the environment holds a stamp matching pyproject.toml, this script and the

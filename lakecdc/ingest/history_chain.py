@@ -11,7 +11,10 @@ ranks events (``_seq`` lexicographically, then the Kafka offset):
 - a column named in ``_unavailable`` (unchanged TOAST, LOB, minimal row image) carries the previous
   version's value; the create of a primary-key change (``_old_key_json``) carries the old key's
   version just before the change (when that key's events are in the same fold), as silver's
-  ``lakecdc.ingest.key_moves`` does.
+  ``lakecdc.ingest.key_moves`` does. The old key is found by its ``_key_json`` text among the
+  events at hand, else bronze's events of that text are read: exact for every key type. A create
+  read before its old key's earlier events (in a partition not read yet) keeps the placeholders'
+  nulls, as silver keeps what it holds then.
 
 ``HistoryBuilder`` applies one batch: a key whose batch events (and the batch's truncates) are all
 newer than anything its stored chain holds continues the stored chain; any other key ("late": an
@@ -19,12 +22,13 @@ out-of-order or replayed event, a truncate older than its chain's newest event) 
 from every event bronze holds for it, which puts a late event in its place (splitting the version
 it falls into) and makes a replay fold to the same chain. The result is the difference to the
 stored chain: versions to upsert and versions to delete, which ``history_plan``'s MERGE applies.
+The batch's keys are folded together in one pass in silver's order, so a key change reads its old
+key's chain as it stood at the change, also when keys change back and forth (A -> B, then B -> A).
 Pure Python over plain rows (``pyarrow`` ``to_pylist`` form): the same code for every engine.
 """
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -67,36 +71,33 @@ def _close(version: Row, event: Row) -> bool:
     return True
 
 
-def fold(chain: list[Row], events: list[Row], keys: tuple[str, ...], columns: tuple[str, ...],
-         tracking: Tracking, moved_from: Any = None) -> list[Row]:
-    """``chain`` (a key's versions, oldest first) continued with ``events`` (its events and the
-    truncates, sorted by ``order``, none older than the chain's newest). ``columns``: the row
-    columns besides the keys; ``moved_from(old_key_json, seq)``: the old key's version values just
-    before a key change, or None."""
-    chain = [dict(v) for v in chain]
-    tracked = tracking.tracked(columns)
-    for event in events:
-        seq = tuple(event["_seq"])
-        current = chain[-1] if chain and chain[-1][VALID_TO_SEQ] is None else None
-        if event["_op"] in ("d", "t"):
-            if current is not None and not _close(current, event):
-                chain.pop()
-            continue
-        base = current
-        if base is None and event.get("_old_key_json") and moved_from is not None:
-            base = moved_from(event["_old_key_json"], seq)
-        unavailable = set(event.get("_unavailable") or ())
-        values = {c: (base or {}).get(c) if c in unavailable or c not in event else event[c] for c in columns}
-        if current is not None and (seq <= current[VALID_FROM_SEQ] or all(values[c] == current[c] for c in tracked)):
-            current.update(values)  # no tracked change (or two events at one position): in place
-            current[LAST_SEQ] = max(current[LAST_SEQ], seq)
-            continue
-        if current is not None:
-            _close(current, event)
-        chain.append({**{k: event[k] for k in keys}, **values, VALID_FROM_SEQ: seq, VALID_TO_SEQ: None,
-                      VALID_FROM_TS: event.get("_source_ts_ms"), VALID_TO_TS: None, LAST_SEQ: seq,
-                      "_op": event["_op"], "_tx_id": event.get("_tx_id"), IS_CURRENT: True})
-    return chain
+def step(chain: list[Row], event: Row, keys: tuple[str, ...], columns: tuple[str, ...],
+         tracked: tuple[str, ...], moved_from: Any = None) -> None:
+    """``chain`` (a key's versions, oldest first) continued in place with one event (or truncate)
+    no older than its newest (the module docstring's rules). ``columns``: the row columns besides
+    the keys; ``tracked``: those that make a new version (``Tracking.tracked``);
+    ``moved_from(old_key_json, seq)``: the old key's version just before a key change, or None."""
+    seq = tuple(event["_seq"])
+    current = chain[-1] if chain and chain[-1][VALID_TO_SEQ] is None else None
+    if event["_op"] in ("d", "t"):
+        if current is not None and not _close(current, event):
+            chain.pop()
+        return
+    base = current
+    unavailable = set(event.get("_unavailable") or ())
+    if base is None and event.get("_old_key_json") and moved_from is not None and (
+            unavailable or any(c not in event for c in columns)):  # only a create missing values asks
+        base = moved_from(event["_old_key_json"], seq)
+    values = {c: (base or {}).get(c) if c in unavailable or c not in event else event[c] for c in columns}
+    if current is not None and (seq <= current[VALID_FROM_SEQ] or all(values[c] == current[c] for c in tracked)):
+        current.update(values)  # no tracked change (or two events at one position): in place
+        current[LAST_SEQ] = max(current[LAST_SEQ], seq)
+        return
+    if current is not None:
+        _close(current, event)
+    chain.append({**{k: event[k] for k in keys}, **values, VALID_FROM_SEQ: seq, VALID_TO_SEQ: None,
+                  VALID_FROM_TS: event.get("_source_ts_ms"), VALID_TO_TS: None, LAST_SEQ: seq,
+                  "_op": event["_op"], "_tx_id": event.get("_tx_id"), IS_CURRENT: True})
 
 
 def newest_seq(chain: list[Row]) -> Seq | None:
@@ -144,7 +145,8 @@ class HistoryBuilder:
     the stored versions of the batch's keys; ``all_stored``: every stored version, needed (and read)
     only when the batch holds a truncate; ``removals``: the delete ledger's rows of the batch's keys
     and every truncate (a delete of a key without a version leaves no trace in the history, and an
-    event older than it is late; a late key's fold takes the truncates from here). Call ``late_keys()``, read bronze for them, then ``rows``.
+    event older than it is late; a late key's fold takes the truncates from here). Call
+    ``late_keys()``, read bronze for them, then ``rows``, then ``more_key_json`` until it is empty.
     """
 
     def __init__(self, keys: tuple[str, ...], columns: tuple[str, ...], tracking: Tracking,
@@ -174,8 +176,9 @@ class HistoryBuilder:
             if (self._key(row), seq, row["_op"]) not in own and (key not in self.removed or seq > self.removed[key]):
                 self.removed[key] = seq
         self._late = self._find_late()
-        #: old keys of key changes whose events ``rows`` lacked (``more_keys``)
-        self.wanted: set[Key] = set()
+        #: old keys (``_old_key_json``) of key changes whose events ``rows`` lacked (``more_key_json``)
+        self.wanted: set[str] = set()
+        self._asked: set[str] = set()
         self._lookup_only: set[Key] = set()
 
     def _key(self, row: Row) -> Key:
@@ -213,25 +216,19 @@ class HistoryBuilder:
         """Keys whose chain is folded again from bronze (give ``rows`` their events)."""
         return sorted(self._late, key=repr)
 
-    def more_keys(self) -> list[Key]:
-        """After ``rows``: old keys of key changes it needed and had no events of. They join the
-        late keys: read their bronze events too and call ``rows`` again (once per link of a chain
-        of key changes A -> B -> C)."""
-        more = sorted(self.wanted - self._late, key=repr)
-        self._late |= set(more)
-        self._lookup_only |= set(more) - set(self.events)  # read for their values, not rewritten
+    def more_key_json(self) -> list[str]:
+        """After ``rows``: the old keys (``_old_key_json`` texts) of key changes it needed and had
+        no events of. Read their bronze events by ``_key_json`` and call ``rows`` again with them
+        added (once per link of a chain of key changes A -> B -> C); [] when nothing is left to read.
+
+        By text, never by parsing it: the JSON converter's spelling of a key is not its typed value
+        for most key types (``decimal.handling.mode=precise`` gives base64 bytes, ``io.debezium.time.Date``
+        days, ``MicroTimestamp`` microseconds, binary base64), while bronze stores every event's
+        ``_key_json`` beside its typed key, so its events give the typed key exactly."""
+        more = sorted(self.wanted - self._asked)
+        self._asked |= self.wanted
         self.wanted = set()
         return more
-
-    def _parse_key(self, key_json: str) -> Key | None:
-        """The key of a ``_key_json`` text (JSON values: exact for integer and text keys)."""
-        try:
-            parsed = json.loads(key_json)
-        except ValueError:
-            return None
-        if not isinstance(parsed, dict) or any(k not in parsed for k in self.keys):
-            return None
-        return tuple(parsed[k] for k in self.keys)
 
     def rows(self, bronze: list[Row] = ()) -> list[Row]:
         """Versions to upsert and delete (``ACTION``), stored form. ``bronze``: the bronze events of
@@ -240,6 +237,9 @@ class HistoryBuilder:
         seen: set[tuple[Any, ...]] = set()
         truncates: dict[Seq, Row] = {}
         in_bronze = {self._key(e) for e in bronze if e["_op"] != "t"}
+        # keys read for ``more_key_json`` join the late keys, folded for their values only
+        self._lookup_only |= in_bronze - self._late - set(self.events)
+        self._late |= in_bronze
         for event in [*self.all_truncates, *bronze, *(e for es in self.events.values() for e in es),
                       *self.truncates]:
             identity = (order(event), event.get("_partition"), event["_op"])
@@ -250,41 +250,42 @@ class HistoryBuilder:
                 by_key[self._key(event)].append(event)
         all_truncates = sorted(truncates.values(), key=order)
         key_json = {e["_key_json"]: self._key(e) for es in by_key.values() for e in es if e.get("_key_json")}
-        chains: dict[Key, list[Row] | None] = {}
-
-        def chain_of(key: Key) -> list[Row]:
-            if key in chains:
-                return chains[key] or []  # None: being folded (a cycle of key changes): nothing to take
-            chains[key] = None
+        # Every key is folded in one pass over all their events in silver's order, so a key
+        # change reads its old key's chain exactly as it stood at the change, even when the keys
+        # change back and forth (A -> B, later B -> A) and both are folded here.
+        chains: dict[Key, list[Row]] = {}
+        pending: list[tuple[tuple[Seq, int], str, Key, Row]] = []
+        for key in {*by_key, *self._late, *self.events}:
             stored = self.stored.get(key, [])
             if key in self._late and (key in in_bronze or not stored):
-                events = sorted([*by_key.get(key, []), *all_truncates], key=order)
-                chains[key] = fold([], events, self.keys, self.columns, self.tracking, moved_from)
+                chains[key], events = [], [*by_key.get(key, []), *all_truncates]
             else:
                 # in order; or late but bronze lost the key's events (expired): continue the stored
                 # chain with what is newer than it rather than lose the versions it holds
                 newest = newest_seq(stored)
-                events = sorted([e for e in [*self.events.get(key, []), *self.truncates]
-                                 if newest is None or tuple(e["_seq"]) > newest], key=order)
-                chains[key] = fold(stored, events, self.keys, self.columns, self.tracking, moved_from)
-            return chains[key] or []
+                chains[key] = [dict(v) for v in stored]
+                events = [e for e in [*self.events.get(key, []), *self.truncates]
+                          if newest is None or tuple(e["_seq"]) > newest]
+            pending += [(order(e), repr(key), key, e) for e in events]
 
         def moved_from(old_key_json: str, seq: Seq) -> Row | None:
-            old = key_json.get(old_key_json) or self._parse_key(old_key_json)
-            if old is None:
+            old = key_json.get(old_key_json)
+            if old is None:  # no event of the old key at hand: its events are in bronze (``more_key_json``)
+                self.wanted.add(old_key_json)
                 return None
-            if old not in by_key and old not in self.stored and old not in self._late:
-                self.wanted.add(old)  # its events are in bronze: the writer reads them and asks again
-                return None
-            for version in chain_of(old):
+            for version in chains.get(old, []):
                 if version[VALID_FROM_SEQ] < seq and (version[VALID_TO_SEQ] is None or version[VALID_TO_SEQ] >= seq):
                     return version
             return None
 
+        tracked = self.tracking.tracked(self.columns)
+        for _, _, key, event in sorted(pending, key=lambda p: p[:2]):
+            step(chains[key], event, self.keys, self.columns, tracked, moved_from)
+
         changed: list[Row] = []
         for key in sorted(set(self.events) | (self._late - self._lookup_only), key=repr):
             old = {v[VALID_FROM_SEQ]: v for v in self.stored.get(key, [])}
-            new = {v[VALID_FROM_SEQ]: v for v in chain_of(key)}
+            new = {v[VALID_FROM_SEQ]: v for v in chains[key]}
             for start, version in old.items():
                 if start not in new:
                     changed.append({**stored_form(version), ACTION: DELETE})

@@ -4,7 +4,10 @@ For a table with ``history: scd2`` (``TableTarget.history``), after the delete l
 silver's MERGE (so a crash between the two replays the batch, which the history's own progress
 then skips):
 
-1. skip when the history table's committed progress already covers the batch's events;
+1. skip when the history table's committed progress already covers the batch's events; a history
+   table without committed progress beside a silver table with some (``history: scd2`` turned on
+   for a table with a change log) is first built from everything bronze holds, this batch included
+   (``lakecdc.writers.history_backfill``), which covers the batch;
 2. read the stored versions of the batch's keys (every version when the batch holds a truncate);
 3. ``lakecdc.ingest.history_chain.HistoryBuilder`` decides which keys continue their stored chain
    and which are folded again from bronze (which already holds this batch: step 4 of the apply),
@@ -28,11 +31,11 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import ArrayType, BooleanType, LongType, StringType, StructField, StructType, TimestampType
 
 from lakecdc.ingest.batch import ChangeBatch, TableTarget, col
-from lakecdc.ingest.bronze import BRONZE_RENAMES
 from lakecdc.ingest.frames import spark_to_arrow
 from lakecdc.ingest.history_chain import HistoryBuilder, Tracking
 from lakecdc.ingest.history_plan import ACTION, HISTORY_META_COLUMNS, HistoryPlan
 from lakecdc.ingest.progress import CommitPositions, CommitProgress
+from lakecdc.writers.history_backfill import backfill_history, bronze_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -66,11 +69,16 @@ def history_events(df: DataFrame, row_names: list[str]) -> pa.Table:
     return spark_to_arrow(df.select(*[col(c) for c in wanted]))
 
 
-def _bronze_events(writer: LakeWriter, target: TableTarget, keys: pa.Table) -> list[dict]:
-    """The bronze events of these keys, under the batch's column names."""
-    rows = writer._read_arrow(target.bronze_table, target.key_columns, keys)
-    renamed = {v: k for k, v in BRONZE_RENAMES.items()}
-    return rows.rename_columns([renamed.get(c, c) for c in rows.column_names]).to_pylist()
+def _bronze_events(writer: LakeWriter, target: TableTarget, keys: pa.Table | None = None,
+                   key_json: tuple[str, ...] | list[str] = ()) -> list[dict]:
+    """The bronze events of these keys (typed ``keys`` rows, or ``_key_json`` texts), under the
+    batch's column names."""
+    if key_json:  # bronze keeps each event's ``_key_json``: matched as a key column, in Arrow as the rest
+        rows = writer._read_arrow(target.bronze_table, ("_key_json",),
+                                  pa.table({"_key_json": pa.array(list(key_json), pa.string())}))
+    else:
+        rows = writer._read_arrow(target.bronze_table, target.key_columns, keys)
+    return bronze_rows(rows)
 
 
 def apply_history(writer: LakeWriter, target: TableTarget, events: pa.Table, stats: BatchStats,
@@ -79,14 +87,18 @@ def apply_history(writer: LakeWriter, target: TableTarget, events: pa.Table, sta
     ``positions``: the source positions silver's commit records (the history's progress advances
     the same way as silver's)."""
     name = target.history_table
-    done = writer._stored_progress(name)
-    if done and done.covers(batch.event_offsets or batch.progress):
-        log.info("history %s already holds batch %s: skipped", name, batch_id)
-        return None
     schema = writer._table_schema(name)
     assert schema is not None, f"history table {name} is created before it is written"
     keys = target.key_columns
     value_columns = tuple(f.name for f in schema.fields if f.name not in keys and f.name not in HISTORY_META_COLUMNS)
+    done = writer._stored_progress(name)
+    if done is None and writer._stored_progress(target.silver_table) is not None:
+        # history turned on for a table with a change log: built from bronze first (``history_backfill``)
+        done = backfill_history(writer, target, value_columns, history_source_schema(schema),
+                                tuple(schema.fieldNames()))
+    if done and done.covers(batch.event_offsets or batch.progress):
+        log.info("history %s already holds batch %s: skipped", name, batch_id)
+        return None
     batch_keys = events.filter(pc.not_equal(events["_op"], "t")).group_by(list(keys)).aggregate([])
     stored = writer._read_arrow(name, keys, batch_keys).to_pylist()
     all_stored = writer._read_arrow(name, keys, None).to_pylist() if stats.has_truncate else None
@@ -94,17 +106,15 @@ def apply_history(writer: LakeWriter, target: TableTarget, events: pa.Table, sta
                                                          target.track_history_except_columns),
                              events.to_pylist(), stored, all_stored,
                              writer._read_arrow(target.ledger_table, keys, batch_keys, truncates=True).to_pylist())
-    bronze: list[dict] = []
-    late = wanted_keys = builder.late_keys()
+    late = builder.late_keys()
+    bronze = _bronze_events(writer, target, pa.Table.from_pylist(
+        [dict(zip(keys, k)) for k in late], schema=batch_keys.schema)) if late else []
     while True:
-        if wanted_keys:
-            bronze += _bronze_events(writer, target, pa.Table.from_pylist(
-                [dict(zip(keys, k)) for k in wanted_keys], schema=batch_keys.schema))
         changed = builder.rows(bronze)
-        wanted_keys = builder.more_keys()
-        if not wanted_keys:
+        old_keys = builder.more_key_json()  # old keys of key changes, by text (exact for every key type)
+        if not old_keys:
             break
-        late += wanted_keys
+        bronze += _bronze_events(writer, target, key_json=old_keys)
     source = pa.Table.from_pylist(changed, schema=history_source_schema(schema))
     truncate = builder.oldest_truncate
     plan = HistoryPlan(keys=keys, columns=tuple(schema.fieldNames()),
@@ -114,5 +124,5 @@ def apply_history(writer: LakeWriter, target: TableTarget, events: pa.Table, sta
         batch.progress, batch_id, stats.max_seq, stats.max_source_ts_ms, stats.truncate_seq, positions)
     version = writer._merge_history(target, source, plan, progress.to_properties(), batch_id)
     log.info("history %s: %d versions changed (%d keys folded again from bronze) (batch %s)", name,
-             source.num_rows, len(late), batch_id)
+             source.num_rows, len(builder.late_keys()), batch_id)
     return version

@@ -115,6 +115,8 @@ def test_each_spark_line_fetches_its_own_scala_builds() -> None:
     assert new["delta"].coordinates == ("io.delta:delta-spark_2.13:4.0.1",)
     assert new["spark-kafka"].coordinates == ("org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.5",)
     assert new["iceberg"].coordinates == ("org.apache.iceberg:iceberg-spark-runtime-4.0_2.13:1.10.2",)
+    # the broker runs in its own JVM: the same set on both lines (Spark 4 runs the Kafka-source tests too)
+    assert new["kafka"] == old["kafka"] and not new["kafka"].beside_pyspark
     assert spark_line("4.0.5") == "4.0" and spark_line("3.5.9") == "3.5"
     with pytest.raises(DevStackError, match=r"PySpark 4\.1\.0 is not a supported line.*lakecdc\[spark4\]"):
         spark_line("4.1.0")

@@ -39,6 +39,7 @@ def test_forcing_sparks_kafka_source_without_the_connector_names_the_fix(broker,
 
 
 @pytest.mark.slow
+@pytest.mark.spark4_connectors  # the Spark 4 environment fetches Kafka's broker jars too (jar set ``kafka``)
 def test_golden_records_through_sparks_kafka_source(kafka_broker, connector_spark, tmp_path: Path) -> None:
     spark = connector_spark
     assert spark_kafka_available(spark), "the connector session must have Spark's Kafka source"

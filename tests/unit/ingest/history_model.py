@@ -147,9 +147,9 @@ def model_silver(events: list[Row]) -> dict[int, tuple[Any, Any]]:
 
 
 def rows_before_delete(events: list[Row], key: int, seq: tuple[int, ...]) -> tuple[Any, Any]:
-    """(name, note) of ``key`` just before ``seq``: replayed from its events before it."""
-    return model_silver([e for e in events if tuple(e["_seq"]) < seq and (e["id"] == key or e["_op"] == "t")]
-                        ).get(key, (None, None))
+    """(name, note) of ``key`` just before ``seq``: every event before it replayed (not only the
+    key's own: its row may have come from another key through a chain of key changes)."""
+    return model_silver([e for e in events if tuple(e["_seq"]) < seq]).get(key, (None, None))
 
 
 def check_chain(versions: list[Row]) -> None:

@@ -23,27 +23,31 @@ Row = dict[str, Any]
 
 
 def apply_batch(table: dict[tuple[Any, ...], Row], batch: list[Row], bronze: list[Row],
-                tracking: Tracking = Tracking()) -> int:
+                tracking: Tracking = Tracking(), keys: tuple[str, ...] = KEYS) -> int:
     """One history step in memory: the builder's rows MERGEd by (key, start), the truncate clause
     closing in-order open versions outside them. Returns how many rows the MERGE changed."""
-    keys = {e["id"] for e in batch if e["_op"] != "t"}
+
+    def key_of(row: Row) -> tuple[Any, ...]:
+        return tuple(row[k] for k in keys)
+
+    batch_keys = {key_of(e) for e in batch if e["_op"] != "t"}
     truncates = any(e["_op"] == "t" for e in batch)
-    stored = [dict(v) for v in table.values() if v["id"] in keys]
+    stored = [dict(v) for v in table.values() if key_of(v) in batch_keys]
     # the delete ledger holds the batch's removals too; its rows carry no Kafka position
-    ledger = [{k: e[k] for k in ("id", "_seq", "_op", "_source_ts_ms")} for e in bronze if e["_op"] in ("d", "t")]
-    builder = HistoryBuilder(KEYS, COLUMNS, tracking, batch, stored, list(table.values()) if truncates else None,
+    ledger = [{k: e[k] for k in (*keys, "_seq", "_op", "_source_ts_ms")} for e in bronze if e["_op"] in ("d", "t")]
+    builder = HistoryBuilder(keys, COLUMNS, tracking, batch, stored, list(table.values()) if truncates else None,
                              ledger)
-    wanted = builder.late_keys()
-    read: list[Row] = []
+    late = set(builder.late_keys())
+    read = [e for e in bronze if key_of(e) in late and e["_op"] != "t"]
     while True:
-        read += [e for e in bronze if (e["id"],) in set(wanted) and e["_op"] != "t"]
         changed = builder.rows(read)
-        wanted = builder.more_keys()
+        wanted = set(builder.more_key_json())
         if not wanted:
             break
+        read += [e for e in bronze if e["_key_json"] in wanted]
     touched = set()
     for row in changed:
-        at = (row["id"], tuple(row["_valid_from_seq"]))
+        at = (*key_of(row), tuple(row["_valid_from_seq"]))
         touched.add(at)
         if row[ACTION] == DELETE:
             del table[at]
@@ -63,14 +67,15 @@ def as_model(table: dict[tuple[Any, ...], Row]) -> list[Row]:
     return sorted(rows, key=lambda v: (v["id"], v["_valid_from_seq"]))
 
 
-def run(batches: list[list[Row]], tracking: Tracking = Tracking()) -> dict[tuple[Any, ...], Row]:
+def run(batches: list[list[Row]], tracking: Tracking = Tracking(),
+        keys: tuple[str, ...] = KEYS) -> dict[tuple[Any, ...], Row]:
     table: dict[tuple[Any, ...], Row] = {}
     bronze: dict[tuple[Any, ...], Row] = {}
     for batch in batches:
         for e in batch:  # bronze first, as the writer appends it before the history step
             bronze[(tuple(e["_seq"]), e["_offset"])] = e
-        apply_batch(table, batch, list(bronze.values()), tracking)
-        check_chain(list(table.values()))
+        apply_batch(table, batch, list(bronze.values()), tracking, keys)
+        check_chain([{**v, "id": tuple(v[k] for k in keys)} for v in table.values()])
     return table
 
 
