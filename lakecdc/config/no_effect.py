@@ -213,7 +213,6 @@ ORACLE: dict[str, str] = {
     "log.mining.log.count.growth.max": _ORACLE_LOGMINER,
     "log.mining.log.count.min": _ORACLE_LOGMINER,
     "log.mining.path.dictionary": "only used with log.mining.strategy=redo_log_catalog, which lakecdc refuses",
-    "log.mining.query.filter.mode": "lakecdc filters mined rows by table in its own code (none, the default)",
     "log.mining.read.only": _ORACLE_LOGMINER,
     "log.mining.restart.connection": "lakecdc keeps one mining connection for the whole run",
     "log.mining.session.max.ms": "lakecdc does not end its LogMiner session on a timer (0, the default)",
@@ -247,8 +246,8 @@ ORACLE: dict[str, str] = {
     "secondary.port": "Debezium's secondary (standby) connection is not used",
     "secondary.url": "Debezium's secondary (standby) connection is not used",
     "snapshot.database.errors.max.retries": "a snapshot query error stops the snapshot (0, the default)",
-    "snapshot.lock.timeout.ms": "lakecdc's Oracle snapshot reads AS OF SCN and takes no table locks",
-    "snapshot.locking.mode": "lakecdc's Oracle snapshot reads AS OF SCN and takes no table locks (none)",
+    "snapshot.lock.timeout.ms": "the ROW SHARE locks of snapshot.locking.mode=shared wait as long as Oracle "
+                                "makes them wait (LOCK TABLE without a WAIT limit)",
 }
 
 # Accepted names outside Debezium's connector definitions (Kafka Connect's, or older Debezium names);

@@ -114,6 +114,9 @@ class OracleStreamingSource:
         self.namer = namer
         self.source = source_builder(config.topic_prefix)
         self.skipped = config.skipped_operation_codes
+        self._contents_sql = q.contents_query(config.excluded_schemas, config.lob_enabled, q.filter_predicate(
+            config.log_mining_query_filter_mode, config.schema_include_list, config.schema_exclude_list,
+            config.table_include_list, config.table_exclude_list))
         # the SCN a start without an offset chose, kept by the connector: a reconnect before the
         # first commit resumes there instead of at a newer current SCN (which would skip changes)
         self._first_scn = first_scn if first_scn is not None else []
@@ -254,8 +257,7 @@ class OracleStreamingSource:
             self._sleep(min(timeout, self.sleep_ms / 1000.0))
             return False
         try:
-            rows = conn.iter_query(q.contents_query(self.config.excluded_schemas, self.config.lob_enabled),
-                                   {"start_scn": start, "end_scn": end})
+            rows = conn.iter_query(self._contents_sql, {"start_scn": start, "end_scn": end})
         except BaseException:
             end_session(conn)
             raise

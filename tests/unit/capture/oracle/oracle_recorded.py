@@ -79,6 +79,12 @@ class RecordedOracle:
     sessions: list[tuple[int, int]] = field(default_factory=list)
     files_added: list[str] = field(default_factory=list)
     snapshot_statements: list[str] = field(default_factory=list)
+    #: (connection number, statement) of each LOCK TABLE (snapshot.locking.mode=shared)
+    lock_statements: list[tuple[int, str]] = field(default_factory=list)
+    #: further V$LOGMNR_CONTENTS query texts answered like the default one (log.mining.query.filter.mode)
+    contents_variants: list[str] = field(default_factory=list)
+    #: V$ARCHIVED_LOG answers: (name, first change, next change, sequence, first time); None: one log
+    archived_logs: list[tuple[str, int, int, int, Any]] | None = None
     #: V$LOGMNR_CONTENTS queries (1-based) that fail with ORA-03113 as a dropped session would
     fail_contents_queries: set[int] = field(default_factory=set)
     contents_queries: int = 0
@@ -186,9 +192,15 @@ class RecordedOracle:
 
         handlers[q.contents_query(ORACLE_SYSTEM_SCHEMAS)] = lambda b: self._contents(b, lob=False)
         handlers[q.contents_query(ORACLE_SYSTEM_SCHEMAS, lob_enabled=True)] = lambda b: self._contents(b, lob=True)
+        for variant in self.contents_variants:
+            handlers[variant] = lambda b: self._contents(b, lob=False)
         snapshot = re.compile(r'SELECT (.+) FROM "([^"]+)"\."([^"]+)" AS OF SCN (\d+)')
+        lock = re.compile(r'LOCK TABLE "[^"]+"\."[^"]+" IN ROW SHARE MODE')
         conn = ReplayConnection(handlers)
-        conn.pattern_handlers = [(snapshot, _SnapshotHandler(self, conn))]
+        number = len(self.connections)
+        conn.pattern_handlers = [(snapshot, _SnapshotHandler(self, conn)),
+                                 (lock, lambda b: (self.lock_statements.append((number, conn.executed[-1][0])),
+                                                   (None, []))[1])]
         self.connections.append(conn)
         return conn
 

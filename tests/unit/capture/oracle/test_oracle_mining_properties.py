@@ -1,0 +1,110 @@
+"""Oracle properties that change what the capture issues: the LogMiner query filter, the archive
+logs mined, the session and window limits, the mining connection's restarts, and the snapshot's
+table locks (Debezium 3.6.3's ``OracleConnectorConfig`` names and defaults).
+
+Each test looks at the statements the capture issues on the replay connection (oracle_replay.py:
+an unrecorded statement fails) and at the records it emits.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytest.importorskip("oracledb", reason="the replay connection has python-oracledb's shape: pip install 'lakecdc[oracle]'")
+
+from lakecdc.capture.oracle.config import ORACLE_SYSTEM_SCHEMAS, OracleConnectorConfig
+from lakecdc.capture.oracle.logminer import query as q
+from lakecdc.errors import ConfigError
+from oracle_recorded import RecordedOracle, customers
+from test_oracle_capture import BASE, _tx_rows, install, run, snapshot_db, stream_once  # noqa: F401 (fixture)
+
+A, B = bytes.fromhex("0a00000001000000"), bytes.fromhex("0b00000001000000")
+
+
+def _contents_sql(db: RecordedOracle) -> list[str]:
+    return [sql for c in db.connections for sql, _ in c.executed if "V$LOGMNR_CONTENTS" in sql]
+
+
+# -- log.mining.query.filter.mode ------------------------------------------------------------------
+
+@pytest.mark.parametrize(("mode", "lists", "predicate"), [
+    ("in", {"table.include.list": "DEBEZIUM\\.CUSTOMERS,debezium.orders"},
+     "SEG_OWNER || '.' || TABLE_NAME IN ('DEBEZIUM.CUSTOMERS', 'DEBEZIUM.ORDERS')"),
+    ("in", {"schema.include.list": "DEBEZIUM", "table.include.list": "", "table.exclude.list": "DEBEZIUM.AUDIT"},
+     "SEG_OWNER IN ('DEBEZIUM') AND SEG_OWNER || '.' || TABLE_NAME NOT IN ('DEBEZIUM.AUDIT')"),
+    ("regex", {"table.include.list": "DEBEZIUM\\.CUST.*,^OTHER\\..*$"},
+     "(REGEXP_LIKE(SEG_OWNER || '.' || TABLE_NAME, '^DEBEZIUM\\.CUST.*$', 'i') OR "
+     "REGEXP_LIKE(SEG_OWNER || '.' || TABLE_NAME, '^OTHER\\..*$', 'i'))"),
+    ("regex", {"schema.exclude.list": "SCRATCH.*,TMP", "table.include.list": ""},
+     "(NOT REGEXP_LIKE(SEG_OWNER, '^SCRATCH.*$', 'i') AND NOT REGEXP_LIKE(SEG_OWNER, '^TMP$', 'i'))"),
+])
+def test_query_filter_mode_pushes_the_lists_into_the_logminer_query(
+        install: Any, mode: str, lists: dict[str, str], predicate: str) -> None:
+    extra = {"log.mining.query.filter.mode": mode, **lists}
+    cfg = OracleConnectorConfig.from_properties({**BASE, **extra})
+    expected = q.contents_query(ORACLE_SYSTEM_SCHEMAS, False, predicate)
+    db = RecordedOracle([customers()], scns=[200], redo_rows=_tx_rows(A, 110, [1], 120))
+    db.contents_variants = [expected]
+    install(db)
+    records = stream_once(db, 100, **extra)
+    assert [r.key["ID"] for r in records] == [1]
+    issued = _contents_sql(db)
+    assert issued == [expected]
+    # the DML rows are narrowed, DDL (every table's, for the schema history) and transaction control are not
+    assert f"(OPERATION_CODE IN (1, 2, 3) AND {predicate}) OR OPERATION_CODE = 5" in issued[0]
+    assert "OPERATION_CODE IN (6, 7, 36)" in issued[0]
+    assert cfg.log_mining_query_filter_mode == mode
+
+
+def test_query_filter_mode_none_leaves_filtering_to_the_connector(install: Any) -> None:
+    db = install(RecordedOracle([customers()], scns=[200], redo_rows=_tx_rows(A, 110, [1], 120)))
+    stream_once(db, 100, **{"log.mining.query.filter.mode": "none"})
+    (issued,) = set(_contents_sql(db))
+    assert "REGEXP_LIKE" not in issued and "TABLE_NAME IN" not in issued
+
+
+def test_query_filter_literal_quotes_are_doubled() -> None:
+    assert q.filter_predicate("in", "O'BRIEN", None, None, None) == "SEG_OWNER IN ('O''BRIEN')"
+
+
+# -- snapshot.locking.mode -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", ["shared", None])
+def test_shared_locking_holds_row_share_locks_for_the_schema_read(install: Any, tmp_path: Any, mode: str | None) -> None:
+    """``shared`` (Debezium's default): the captured tables are locked IN ROW SHARE MODE before the
+    snapshot SCN is read and released (rollback, connection closed) before any row is read."""
+    db = install(snapshot_db())
+    db.scns = [1000, 1000]
+    lock_open_at_read: list[bool] = []
+    read = db._snapshot
+
+    def snapshot(match: Any) -> Any:
+        lock_open_at_read.extend(not db.connections[n].closed for n, _ in db.lock_statements)
+        return read(match)
+
+    db._snapshot = snapshot  # type: ignore[method-assign]
+    extra = {"snapshot.mode": "initial_only"} | ({"snapshot.locking.mode": mode} if mode else {})
+    sink = run(db, tmp_path, **extra)
+    assert [r.key["ID"] for r in sink.records if r.op == "r"] == [1001, 1002, 1003]
+    assert db.lock_statements == [(db.lock_statements[0][0], 'LOCK TABLE "DEBEZIUM"."CUSTOMERS" IN ROW SHARE MODE')]
+    locker = db.connections[db.lock_statements[0][0]]
+    assert locker.executed[-1][0] == 'LOCK TABLE "DEBEZIUM"."CUSTOMERS" IN ROW SHARE MODE'
+    assert ("ALTER SESSION SET CONTAINER = ORCLPDB1", {}) in locker.executed  # the tables live in the PDB
+    assert not any("CURRENT_SCN" in sql for sql, _ in locker.executed)
+    assert lock_open_at_read == [False]  # released before the rows are read
+
+
+def test_locking_mode_none_takes_no_lock(install: Any, tmp_path: Any) -> None:
+    db = install(snapshot_db())
+    db.scns = [1000, 1000]
+    sink = run(db, tmp_path, **{"snapshot.mode": "initial_only", "snapshot.locking.mode": "none"})
+    assert [r.key["ID"] for r in sink.records if r.op == "r"] == [1001, 1002, 1003]
+    assert db.lock_statements == []
+    assert not any(sql.startswith("LOCK TABLE") for c in db.connections for sql, _ in c.executed)
+
+
+def test_custom_locking_mode_is_refused_by_name() -> None:
+    with pytest.raises(ConfigError, match="snapshot.locking.mode 'custom'"):
+        OracleConnectorConfig.from_properties({**BASE, "snapshot.locking.mode": "custom"})
