@@ -184,7 +184,6 @@ ORACLE: dict[str, str] = {
     "retriable.restart.connector.wait.ms": _NO_RESTART,
     "include.schema.comments": _COMMENTS,
     "archive.destination.name": "lakecdc mines the logs V$ARCHIVED_LOG lists for every destination",
-    "archive.log.hours": "lakecdc considers every archive log V$ARCHIVED_LOG lists",
     "capture.mode": "lakecdc captures data changes only (Debezium's default)",
     "heartbeat.action.query": "lakecdc's Oracle capture does not run a heartbeat action query",
     "legacy.decimal.handling.strategy": "lakecdc maps NUMBER columns as Debezium 3's current strategy does",

@@ -252,7 +252,8 @@ class OracleStreamingSource:
             self._sleep(min(timeout, self.sleep_ms / 1000.0))
             return False
         end = min(current, start + self.batch_size)
-        end = start_session(conn, start, end, self.config.log_mining_archive_log_only_mode)
+        end = start_session(conn, start, end, self.config.log_mining_archive_log_only_mode,
+                            self.config.archive_log_hours)
         if end <= start:  # archive-log-only mode, nothing newer archived yet
             self._sleep(min(timeout, self.sleep_ms / 1000.0))
             return False

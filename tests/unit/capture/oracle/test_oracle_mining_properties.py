@@ -8,6 +8,7 @@ an unrecorded statement fails) and at the records it emits.
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import pytest
@@ -108,3 +109,43 @@ def test_locking_mode_none_takes_no_lock(install: Any, tmp_path: Any) -> None:
 def test_custom_locking_mode_is_refused_by_name() -> None:
     with pytest.raises(ConfigError, match="snapshot.locking.mode 'custom'"):
         OracleConnectorConfig.from_properties({**BASE, "snapshot.locking.mode": "custom"})
+
+
+# -- archive.log.hours -----------------------------------------------------------------------------
+
+def _two_archive_logs(db: RecordedOracle) -> RecordedOracle:
+    """1_6 (SCN 1..130) began 10 h ago, 1_7 (130..300) 1 h ago; the online log holds 300 on."""
+    db.archived_logs = [("/arch/1_6.arc", 1, 130, 6, db.now - datetime.timedelta(hours=10)),
+                        ("/arch/1_7.arc", 130, 300, 7, db.now - datetime.timedelta(hours=1))]
+    db.archived_next_change = 300
+    return db
+
+
+def test_archive_log_hours_asks_only_for_recent_archive_logs(install: Any) -> None:
+    rows = _tx_rows(A, 140, [1], 150)
+    db = install(_two_archive_logs(RecordedOracle([customers()], scns=[200], redo_rows=rows)))
+    assert [r.key["ID"] for r in stream_once(db, 120)] == [1]
+    assert "/arch/1_6.arc" in db.files_log  # 0 (the default): every archive log
+
+    db = install(_two_archive_logs(RecordedOracle([customers()], scns=[200], redo_rows=rows)))
+    assert [r.key["ID"] for r in stream_once(db, 135, **{"archive.log.hours": "5"})] == [1]
+    assert db.files_log == ["/arch/1_7.arc", "/redo/redo01.log"]
+    recent = [b for c in db.connections for sql, b in c.executed if "FIRST_TIME >= SYSDATE - :archive_hours / 24" in sql]
+    assert recent and all(b["archive_hours"] == 5 for b in recent)
+
+
+def test_archive_log_hours_makes_older_positions_unresumable(install: Any) -> None:
+    """Resuming inside a log begun before the last N hours: the redo is not available (Debezium
+    fails the same way); with snapshot.mode=when_needed a new snapshot is taken."""
+    from lakecdc.capture.oracle.connector import OracleConnector
+    from lakecdc.capture.oracle.logminer.session import LogsUnavailableError
+
+    rows = _tx_rows(A, 140, [1], 150)
+    db = install(_two_archive_logs(RecordedOracle([customers()], scns=[200], redo_rows=rows)))
+    with pytest.raises(LogsUnavailableError, match="archive.log.hours=5"):
+        stream_once(db, 120, **{"archive.log.hours": "5"})
+    hours = OracleConnector(OracleConnectorConfig.from_properties({**BASE, "archive.log.hours": "5"}),
+                            show_progress=False)
+    assert not hours.can_resume_streaming({"scn": "120"})
+    assert OracleConnector(OracleConnectorConfig.from_properties(BASE), show_progress=False).can_resume_streaming(
+        {"scn": "120"})
