@@ -149,3 +149,88 @@ def test_archive_log_hours_makes_older_positions_unresumable(install: Any) -> No
     assert not hours.can_resume_streaming({"scn": "120"})
     assert OracleConnector(OracleConnectorConfig.from_properties(BASE), show_progress=False).can_resume_streaming(
         {"scn": "120"})
+
+
+# -- log.mining.window.max.ms, log.mining.session.max.ms, log.mining.restart.connection ---------------
+
+def _stream(db: RecordedOracle, start_scn: int, clock: Any = None, **extra: str) -> list[Any]:
+    """Stream from ``start_scn`` until the recorded redo is consumed, ``clock`` as the monotonic clock."""
+    from lakecdc.capture.oracle.connector import OracleConnector
+    from lakecdc.capture.oracle.streaming import OracleStreamingSource
+
+    connector = OracleConnector(OracleConnectorConfig.from_properties({**BASE, **extra}), show_progress=False)
+    kwargs = {"clock": clock} if clock is not None else {}
+    source = OracleStreamingSource(connector.config, connector.modes, connector.namer, sleep=lambda s: None, **kwargs)
+    source.start({"scn": str(start_scn)})
+    out: list[Any] = []
+    for _ in range(30):
+        source.poll(out, 1000, 0)
+    source.close()
+    return out
+
+
+def _ticking() -> Any:
+    """A fake monotonic clock one second further at every reading."""
+    now = [0.0]
+
+    def clock() -> float:
+        now[0] += 1.0
+        return now[0]
+    return clock
+
+
+def _workload() -> list[Any]:
+    return _tx_rows(A, 110, [1, 2, 3], 150) + _tx_rows(B, 120, [4, 5], 130)
+
+
+def _mining(db: RecordedOracle) -> list[Any]:
+    return [c for c in db.connections if any("V$LOGMNR_CONTENTS" in sql for sql, _ in c.executed)]
+
+
+def test_window_max_ms_caps_each_window_by_database_time(install: Any) -> None:
+    db = install(RecordedOracle([customers()], scns=[200], redo_rows=_workload()))
+    assert [r.key["ID"] for r in _stream(db, 100)] == [4, 5, 1, 2, 3]
+    assert db.sessions == [(100, 200)]  # the batch size alone (20000 SCNs) bounds the window
+
+    db = install(RecordedOracle([customers()], scns=[200], redo_rows=_workload()))
+    db.scns_per_second = 2  # 10 s of database time = 20 SCNs
+    assert [r.key["ID"] for r in _stream(db, 100, **{"log.mining.window.max.ms": "10000"})] == [4, 5, 1, 2, 3]
+    assert db.sessions == [(100, 120), (120, 140), (140, 160), (160, 180), (180, 200)]
+
+
+def test_session_max_ms_restarts_the_logminer_session_without_loss_or_duplicates(install: Any) -> None:
+    db = install(RecordedOracle([customers()], scns=[200], redo_rows=_workload()))
+    records = _stream(db, 100, clock=_ticking(), **{"log.mining.session.max.ms": "1500"})
+    assert [r.key["ID"] for r in records] == [4, 5, 1, 2, 3]
+    # one window (100, 200], mined in several sessions, each after the last SCN the previous one read whole
+    assert len(db.sessions) > 2 and all(end == 200 for _, end in db.sessions)
+    starts = [start for start, _ in db.sessions]
+    assert starts[0] == 100 and starts == sorted(set(starts))
+    ends = sum(1 for sql, _ in _mining(db)[0].executed if "END_LOGMNR" in sql)
+    assert ends == len(db.sessions)  # each session ended (its PGA released) before the next one started
+    assert len(_mining(db)) == 1  # without log.mining.restart.connection the connection stays
+
+    db = install(RecordedOracle([customers()], scns=[200], redo_rows=_workload()))
+    assert [r.key["ID"] for r in _stream(db, 100, clock=_ticking())] == [4, 5, 1, 2, 3]
+    assert db.sessions == [(100, 200)]  # 0 (the default): no restart
+
+
+def test_restart_connection_reconnects_at_a_session_restart(install: Any) -> None:
+    db = install(RecordedOracle([customers()], scns=[200], redo_rows=_workload()))
+    records = _stream(db, 100, clock=_ticking(), **{"log.mining.session.max.ms": "1500",
+                                                    "log.mining.restart.connection": "true"})
+    assert [r.key["ID"] for r in records] == [4, 5, 1, 2, 3]
+    mining = _mining(db)
+    assert len(mining) == len(db.sessions) > 2  # a new connection per session
+    assert all(c.closed for c in mining)
+    assert all(not any(sql.endswith("= ORCLPDB1") for sql, _ in c.executed) for c in mining)  # CDB$ROOT only
+
+
+@pytest.mark.parametrize("restart", [True, False])
+def test_restart_connection_reconnects_at_a_log_switch(install: Any, restart: bool) -> None:
+    db = install(RecordedOracle([customers()], scns=[130, 200], redo_rows=_workload()))
+    db.online_seq = [8, 9]  # the second window's online log is a new one: a log switch
+    extra = {"log.mining.restart.connection": "true"} if restart else {}
+    assert [r.key["ID"] for r in _stream(db, 100, **extra)] == [4, 5, 1, 2, 3]
+    assert db.sessions == [(100, 130), (130, 200)]
+    assert len(_mining(db)) == (2 if restart else 1)
