@@ -117,9 +117,12 @@ class OracleStreamingSource:
         self.namer = namer
         self.source = source_builder(config.topic_prefix)
         self.skipped = config.skipped_operation_codes
+        signal = config.signal_table
         self._contents_sql = q.contents_query(config.excluded_schemas, config.lob_enabled, q.filter_predicate(
-            config.log_mining_query_filter_mode, config.schema_include_list, config.schema_exclude_list,
-            config.table_include_list, config.table_exclude_list))
+            config.log_mining_query_filter_mode, (config.schema_include_list, config.schema_exclude_list),
+            (config.table_include_list, config.table_exclude_list),
+            (config.log_mining_username_include_list, config.log_mining_username_exclude_list),
+            f"{signal.schema}.{signal.table}" if signal is not None else None))
         # the SCN a start without an offset chose, kept by the connector: a reconnect before the
         # first commit resumes there instead of at a newer current SCN (which would skip changes)
         self._first_scn = first_scn if first_scn is not None else []

@@ -8,8 +8,9 @@ documentation says);
 finished in Python with the connector's include/exclude lists; ``log.mining.query.filter.mode``
 (Debezium's ``LogMinerQueryBuilder``) also pushes the schema and table lists into the query so that
 LogMiner returns fewer rows: ``none`` (the default) does not, ``in`` as literal names
-(``SEG_OWNER IN ('A')``, ``SEG_OWNER || '.' || TABLE_NAME IN ('A.T')``, ``NOT IN`` for the exclude
-lists), ``regex`` as ``REGEXP_LIKE(..., '^pattern$', 'i')``. The filter narrows the DML (and LOB)
+(``UPPER(SEG_OWNER) IN ('A')``, ``UPPER(SEG_OWNER || '.' || TABLE_NAME) IN ('A.T')``, ``NOT IN`` for
+the exclude lists), ``regex`` as ``REGEXP_LIKE(..., '^pattern$', 'i')``; both also push
+``log.mining.username.include/exclude.list`` as ``UPPER(USERNAME) IN``. The filter narrows the DML (and LOB)
 rows only: DDL of every table still reaches the schema history, as in Debezium when not only the
 captured tables' DDL is stored.
 """
@@ -58,18 +59,33 @@ def contents_query(excluded_schemas: frozenset[str], lob_enabled: bool = False, 
     )
 
 
-def filter_predicate(mode: str, schema_include: str | None, schema_exclude: str | None,
-                     table_include: str | None, table_exclude: str | None) -> str:
-    """``log.mining.query.filter.mode``'s predicate over the schema and table lists ('' for ``none``);
-    an include list wins over its exclude list, as in the connector's own filters."""
+def filter_predicate(mode: str, schemas: tuple[str | None, str | None], tables: tuple[str | None, str | None],
+                     users: tuple[str | None, str | None] = (None, None), signal_table: str | None = None) -> str:
+    """``log.mining.query.filter.mode``'s predicate ('' for ``none``) over the (include, exclude) lists
+    of schemas, tables and (``log.mining.username.*``, always as names) users, in the shapes of
+    Debezium's ``AbstractLogMinerQueryBuilder``: rows LogMiner could not name (NULL, ``UNKNOWN``) and
+    the signal table's rows always pass. The connector's own filters still decide; this only keeps
+    rows it would drop from leaving the database."""
     if mode == "none":
         return ""
     parts = []
-    for column, include, exclude in ((_OWNER, schema_include, schema_exclude), (_TABLE, table_include, table_exclude)):
-        names = split_list(include) or split_list(exclude)
-        if names:
-            parts.append(_in_list(column, names, bool(split_list(include))) if mode == "in"
-                         else _regex_list(column, names, bool(split_list(include))))
+    include, exclude = (split_list(v) for v in schemas)
+    if include or exclude:
+        if mode == "in":
+            parts.append(f"({_OWNER} IS NULL OR {_in_list(_OWNER, ['UNKNOWN', *include], exclude)})")
+        else:
+            parts.append(f"({_OWNER} IS NULL OR {_OWNER} = 'UNKNOWN' OR {_regex_list(_OWNER, include, exclude)})")
+    include, exclude = (split_list(v) for v in tables)
+    if include or exclude:
+        signal = f"UPPER({_TABLE}) = {_literal(signal_table.upper())} OR " if signal_table else ""
+        if mode == "in":
+            names = [[n.replace("\\", "") for n in values] for values in (include, exclude)]
+            parts.append(f"(TABLE_NAME IS NULL OR {signal}{_in_list(_TABLE, *names)})")
+        else:
+            parts.append(f"(TABLE_NAME IS NULL OR {signal}{_regex_list(_TABLE, include, exclude)})")
+    include, exclude = (split_list(v) for v in users)
+    if include or exclude:
+        parts.append(_in_list("USERNAME", ["UNKNOWN", *include] if include else [], exclude))
     return " AND ".join(parts)
 
 
@@ -77,14 +93,15 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _in_list(column: str, names: Sequence[str], include: bool) -> str:
-    """``in`` takes the lists as names, not expressions: an escaped dot (``A\\.T``) is a dot."""
-    values = ", ".join(_literal(n.replace("\\.", ".").upper()) for n in names)
-    return f"{column} {'IN' if include else 'NOT IN'} ({values})"
+def _in_list(column: str, include: Sequence[str], exclude: Sequence[str]) -> str:
+    """``in``: the lists as names, compared case-insensitively; an exclude list wins (Debezium's
+    configuration allows only one of the two)."""
+    names, negated = (exclude, " NOT") if exclude else (include, "")
+    return f"UPPER({column}){negated} IN ({', '.join(_literal(n.strip().upper()) for n in names)})"
 
 
-def _regex_list(column: str, patterns: Sequence[str], include: bool) -> str:
-    """Each expression anchored at both ends, as the connector's filters match the whole name."""
-    tests = [f"{'' if include else 'NOT '}REGEXP_LIKE({column}, {_literal('^' + p.removeprefix('^').removesuffix('$') + '$')}, 'i')"
-             for p in patterns]
-    return "(" + (" OR " if include else " AND ").join(tests) + ")"
+def _regex_list(column: str, include: Sequence[str], exclude: Sequence[str]) -> str:
+    """``regex``: each expression anchored at both ends, as the connector's filters match whole names."""
+    patterns, negated, junction = (exclude, "NOT ", " AND ") if exclude else (include, "", " OR ")
+    anchored = (("" if p.startswith("^") else "^") + p + ("" if p.endswith("$") else "$") for p in patterns)
+    return "(" + junction.join(f"{negated}REGEXP_LIKE({column}, {_literal(p)}, 'i')" for p in anchored) + ")"

@@ -32,17 +32,26 @@ def _contents_sql(db: RecordedOracle) -> list[str]:
 
 @pytest.mark.parametrize(("mode", "lists", "predicate"), [
     ("in", {"table.include.list": "DEBEZIUM\\.CUSTOMERS,debezium.orders"},
-     "SEG_OWNER || '.' || TABLE_NAME IN ('DEBEZIUM.CUSTOMERS', 'DEBEZIUM.ORDERS')"),
-    ("in", {"schema.include.list": "DEBEZIUM", "table.include.list": "", "table.exclude.list": "DEBEZIUM.AUDIT"},
-     "SEG_OWNER IN ('DEBEZIUM') AND SEG_OWNER || '.' || TABLE_NAME NOT IN ('DEBEZIUM.AUDIT')"),
-    ("regex", {"table.include.list": "DEBEZIUM\\.CUST.*,^OTHER\\..*$"},
-     "(REGEXP_LIKE(SEG_OWNER || '.' || TABLE_NAME, '^DEBEZIUM\\.CUST.*$', 'i') OR "
-     "REGEXP_LIKE(SEG_OWNER || '.' || TABLE_NAME, '^OTHER\\..*$', 'i'))"),
+     "(TABLE_NAME IS NULL OR UPPER(SEG_OWNER || '.' || TABLE_NAME) IN ('DEBEZIUM.CUSTOMERS', 'DEBEZIUM.ORDERS'))"),
+    ("in", {"schema.include.list": "DEBEZIUM", "table.include.list": "", "table.exclude.list": "DEBEZIUM.AUDIT",
+            "log.mining.username.exclude.list": "batch"},
+     "(SEG_OWNER IS NULL OR UPPER(SEG_OWNER) IN ('UNKNOWN', 'DEBEZIUM')) AND "
+     "(TABLE_NAME IS NULL OR UPPER(SEG_OWNER || '.' || TABLE_NAME) NOT IN ('DEBEZIUM.AUDIT')) AND "
+     "UPPER(USERNAME) NOT IN ('BATCH')"),
+    ("in", {"signal.data.collection": "ORCLPDB1.DEBEZIUM.SIGNALS"},
+     "(TABLE_NAME IS NULL OR UPPER(SEG_OWNER || '.' || TABLE_NAME) = 'DEBEZIUM.SIGNALS' OR "
+     "UPPER(SEG_OWNER || '.' || TABLE_NAME) IN ('DEBEZIUM.CUSTOMERS'))"),
+    ("regex", {"table.include.list": "DEBEZIUM\\.CUST.*,^OTHER\\..*$", "log.mining.username.include.list": "app"},
+     "(TABLE_NAME IS NULL OR (REGEXP_LIKE(SEG_OWNER || '.' || TABLE_NAME, '^DEBEZIUM\\.CUST.*$', 'i') OR "
+     "REGEXP_LIKE(SEG_OWNER || '.' || TABLE_NAME, '^OTHER\\..*$', 'i'))) AND UPPER(USERNAME) IN ('UNKNOWN', 'APP')"),
     ("regex", {"schema.exclude.list": "SCRATCH.*,TMP", "table.include.list": ""},
-     "(NOT REGEXP_LIKE(SEG_OWNER, '^SCRATCH.*$', 'i') AND NOT REGEXP_LIKE(SEG_OWNER, '^TMP$', 'i'))"),
+     "(SEG_OWNER IS NULL OR SEG_OWNER = 'UNKNOWN' OR "
+     "(NOT REGEXP_LIKE(SEG_OWNER, '^SCRATCH.*$', 'i') AND NOT REGEXP_LIKE(SEG_OWNER, '^TMP$', 'i')))"),
 ])
 def test_query_filter_mode_pushes_the_lists_into_the_logminer_query(
         install: Any, mode: str, lists: dict[str, str], predicate: str) -> None:
+    """As Debezium's AbstractLogMinerQueryBuilder: the DML rows are narrowed in the query; rows
+    LogMiner could not name and the signal table's rows always come back."""
     extra = {"log.mining.query.filter.mode": mode, **lists}
     cfg = OracleConnectorConfig.from_properties({**BASE, **extra})
     expected = q.contents_query(ORACLE_SYSTEM_SCHEMAS, False, predicate)
@@ -50,10 +59,10 @@ def test_query_filter_mode_pushes_the_lists_into_the_logminer_query(
     db.contents_variants = [expected]
     install(db)
     records = stream_once(db, 100, **extra)
-    assert [r.key["ID"] for r in records] == [1]
+    assert [r.key["ID"] for r in records] == ([] if "username.include" in str(lists) else [1])
     issued = _contents_sql(db)
     assert issued == [expected]
-    # the DML rows are narrowed, DDL (every table's, for the schema history) and transaction control are not
+    # DDL (every table's, for the schema history) and transaction control are not narrowed
     assert f"(OPERATION_CODE IN (1, 2, 3) AND {predicate}) OR OPERATION_CODE = 5" in issued[0]
     assert "OPERATION_CODE IN (6, 7, 36)" in issued[0]
     assert cfg.log_mining_query_filter_mode == mode
@@ -61,13 +70,14 @@ def test_query_filter_mode_pushes_the_lists_into_the_logminer_query(
 
 def test_query_filter_mode_none_leaves_filtering_to_the_connector(install: Any) -> None:
     db = install(RecordedOracle([customers()], scns=[200], redo_rows=_tx_rows(A, 110, [1], 120)))
-    stream_once(db, 100, **{"log.mining.query.filter.mode": "none"})
+    stream_once(db, 100, **{"log.mining.query.filter.mode": "none", "log.mining.username.include.list": "DEBEZIUM"})
     (issued,) = set(_contents_sql(db))
-    assert "REGEXP_LIKE" not in issued and "TABLE_NAME IN" not in issued
+    assert "REGEXP_LIKE" not in issued and "UPPER(" not in issued
 
 
 def test_query_filter_literal_quotes_are_doubled() -> None:
-    assert q.filter_predicate("in", "O'BRIEN", None, None, None) == "SEG_OWNER IN ('O''BRIEN')"
+    assert q.filter_predicate("in", ("O'BRIEN", None), (None, None)) == \
+        "(SEG_OWNER IS NULL OR UPPER(SEG_OWNER) IN ('UNKNOWN', 'O''BRIEN'))"
 
 
 # -- snapshot.locking.mode -------------------------------------------------------------------------
