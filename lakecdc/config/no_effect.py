@@ -213,6 +213,9 @@ ORACLE: dict[str, str] = {
     "log.mining.log.count.min": _ORACLE_LOGMINER,
     "log.mining.path.dictionary": "only used with log.mining.strategy=redo_log_catalog, which lakecdc refuses",
     "log.mining.read.only": _ORACLE_LOGMINER,
+    "log.mining.window.max.ms": "lakecdc's next mining window always starts where the last one ended; an open "
+                                "transaction (its rows buffered) never holds the window start back, so there is "
+                                "no growing window for this limit to advance",
     "internal.log.mining.hash.area.size": _ORACLE_LOGMINER,
     "internal.log.mining.log.backoff.initial.delay.ms": _ORACLE_LOGMINER,
     "internal.log.mining.log.backoff.max.delay.ms": _ORACLE_LOGMINER,

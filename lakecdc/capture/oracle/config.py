@@ -85,7 +85,6 @@ class OracleConnectorConfig(SignalingConnectorConfig):
     log_mining_buffer_drop_on_stop: bool = Field(False, alias="log.mining.buffer.drop.on.stop")
     # Debezium's LogMiner session and window limits (LogMinerStreamingChangeEventSource)
     log_mining_query_filter_mode: Literal["none", "in", "regex"] = Field("none", alias="log.mining.query.filter.mode")
-    log_mining_window_max_ms: int = Field(0, alias="log.mining.window.max.ms", ge=0)
     log_mining_session_max_ms: int = Field(0, alias="log.mining.session.max.ms", ge=0)
     log_mining_restart_connection: bool = Field(False, alias="log.mining.restart.connection")
     archive_log_hours: int = Field(0, alias="archive.log.hours", ge=0)

@@ -57,7 +57,7 @@ from lakecdc.capture.oracle.change_records import RecordFactory
 from lakecdc.capture.oracle.config import OracleConnectorConfig
 from lakecdc.capture.oracle.logminer import query as q
 from lakecdc.capture.oracle.logminer.changes import LOB_MERGE_WINDOW, Change, transaction_changes
-from lakecdc.capture.oracle.logminer.limits import SessionTimer, window_end
+from lakecdc.capture.oracle.logminer.limits import SessionTimer
 from lakecdc.capture.oracle.logminer.session import LogFile, end_session, logs_for, start_session
 from lakecdc.capture.oracle.logminer.spill import SpillStore
 from lakecdc.capture.oracle.logminer.transactions import Transaction, TransactionBuffer
@@ -259,7 +259,7 @@ class OracleStreamingSource:
             self._beat(out)
             self._sleep(min(timeout, self.sleep_ms / 1000.0))
             return False
-        end = window_end(conn, start, min(current, start + self.batch_size), self.config.log_mining_window_max_ms)
+        end = min(current, start + self.batch_size)
         archive_only, hours = self.config.log_mining_archive_log_only_mode, self.config.archive_log_hours
         files = None
         if self.config.log_mining_restart_connection:

@@ -20,7 +20,6 @@ import oracledb
 
 from lakecdc.capture.oracle import connection as c
 from lakecdc.capture.oracle.logminer import query as q
-from lakecdc.capture.oracle.logminer import limits
 from lakecdc.capture.oracle.logminer import session as s
 from lakecdc.capture.oracle.streaming import SQL_DB_OFFSET
 from oracle_replay import Handler, ReplayConnection, ReplayMismatchError, describe
@@ -92,8 +91,6 @@ class RecordedOracle:
     now: dt.datetime = dt.datetime(2026, 1, 1, 12, 0)  #: SYSDATE
     #: V$LOG's current sequence per window (a log switch when it changes), last one sticky
     online_seq: list[int] = field(default_factory=lambda: [8])
-    #: SCN -> database time for SCN_TO_TIMESTAMP/TIMESTAMP_TO_SCN: this many SCNs per second
-    scns_per_second: int = 1
     #: V$LOGMNR_CONTENTS queries (1-based) that fail with ORA-03113 as a dropped session would
     fail_contents_queries: set[int] = field(default_factory=set)
     contents_queries: int = 0
@@ -204,8 +201,6 @@ class RecordedOracle:
             s.SQL_ONLINE_LOGS: lambda b: (log_cols, [("/redo/redo01.log", self.archived_next_change, 2**63 - 1, 1,
                                                       self.online_seq.pop(0) if len(self.online_seq) > 1
                                                       else self.online_seq[0])]),
-            limits.SQL_SCN_AFTER: lambda b: (describe(("SCN", N)), [
-                (b["start_scn"] + int(b["window_seconds"] * self.scns_per_second),)]),
             s.SQL_ADD_LOGFILE: self._add,
             s.SQL_START: self._start,
             s.SQL_END: self._end,
