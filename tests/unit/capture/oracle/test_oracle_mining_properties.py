@@ -244,3 +244,29 @@ def test_an_open_transaction_never_holds_the_mining_window_start(install: Any) -
     assert [r.key["ID"] for r in _stream(db, 100, **windows)] == [4, 5, 1, 2, 3]
     # tx A is open from SCN 110 to 150; every window starts where the previous one ended
     assert db.sessions == [(100, 120), (120, 140), (140, 160), (160, 180), (180, 200)]
+
+
+def test_a_refused_lock_names_the_table_and_the_fix(install: Any, tmp_path: Any) -> None:
+    import oracledb
+
+    from lakecdc.capture.oracle.errors import OraclePrerequisiteError
+
+    db = install(snapshot_db())
+    db.scns = [1000, 1000]
+    connect = db.connect
+
+    def without_lock_privilege(config: Any = None) -> Any:
+        conn = connect(config)
+
+        def refuse(binds: Any) -> Any:
+            raise oracledb.DatabaseError("ORA-01031: insufficient privileges")
+        conn.pattern_handlers = [(p, refuse if p.pattern.startswith("LOCK") else h) for p, h in conn.pattern_handlers]
+        return conn
+
+    from lakecdc.capture.oracle import connection as oraconn
+
+    oraconn.set_connection_factory(without_lock_privilege)
+    with pytest.raises(OraclePrerequisiteError, match=r'(?s)LOCK TABLE "DEBEZIUM"\."CUSTOMERS".*ORA-01031.*'
+                                                      r'GRANT LOCK ANY TABLE TO c##dbzuser.*snapshot.locking.mode=none'):
+        run(db, tmp_path, **{"snapshot.mode": "initial_only"})
+    assert db.snapshot_statements == []  # no row was read
