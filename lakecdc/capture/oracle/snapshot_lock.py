@@ -18,7 +18,10 @@ from contextlib import contextmanager
 
 from lakecdc.capture.oracle import connection as oraconn
 from lakecdc.capture.oracle.config import OracleConnectorConfig
-from lakecdc.capture.oracle.errors import OracleConnectionLostError, OraclePrerequisiteError
+from lakecdc.capture.oracle.errors import (
+    OracleConnectionLostError,
+    OraclePrerequisiteError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -43,10 +46,10 @@ def schema_locks(config: OracleConnectorConfig, tables: list[tuple[str, str]]) -
                 raise
             except Exception as exc:  # ORA-01031 and the like: say which lock and how to do without it
                 user = config.database_user or "<user>"
-                raise OraclePrerequisiteError([(
-                    f'snapshot.locking.mode=shared: LOCK TABLE "{owner}"."{table}" IN ROW SHARE MODE failed ({exc})',
-                    f"GRANT LOCK ANY TABLE TO {user}; (as Debezium's Oracle documentation asks), or set "
-                    "snapshot.locking.mode=none")]) from exc
+                problem = f"snapshot.locking.mode=shared: {lock_statement(owner, table)} failed ({exc})"
+                fix = (f"GRANT LOCK ANY TABLE TO {user}; (as Debezium's Oracle documentation asks), or set "
+                       "snapshot.locking.mode=none")
+                raise OraclePrerequisiteError([(problem, fix)]) from exc
         log.info("snapshot.locking.mode=shared: %d tables locked in ROW SHARE mode for the schema read", len(tables))
         yield
     finally:

@@ -21,6 +21,10 @@ code  operation   handling
 36    ROLLBACK    the transaction is dropped
 ====  ==========  ===========================================================================
 
+With ``log.mining.session.max.ms`` a window's LogMiner session that has been open that long is ended
+and a new one mines the rest of the window (``logminer.limits``); ``log.mining.restart.connection``
+reopens the mining connection then and at a log switch between windows.
+
 The offset after a window is ``scn`` = the window end, or just before the oldest still-open
 transaction, and ``commit_scn`` = the last emitted commit per redo thread (see ``offset``).
 

@@ -12,6 +12,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+
+
 class SessionTimer:
     """How long the current LogMiner session has been open, against ``log.mining.session.max.ms``."""
 

@@ -95,8 +95,9 @@ def resumable(conn: OracleConnection, start_scn: int, archive_hours: int = 0) ->
 def start_session(conn: OracleConnection, start_scn: int, end_scn: int, archive_only: bool = False,
                   archive_hours: int = 0, files: list[LogFile] | None = None) -> int:
     """Start mining ``(start_scn, end_scn]`` (from ``files``, else the logs ``logs_for`` finds); returns
-    the window end actually used: with ``log.mining.archive.log.only.mode`` it stops where the newest archived log ends (the
-    online logs are not read), which may be ``start_scn`` itself (nothing archived yet: no session)."""
+    the window end actually used: with ``log.mining.archive.log.only.mode`` it stops where the newest
+    archived log ends (the online logs are not read), which may be ``start_scn`` itself (nothing
+    archived yet: no session)."""
     conn.use_root()
     if files is None:
         files = logs_for(conn, start_scn, archive_only, archive_hours)

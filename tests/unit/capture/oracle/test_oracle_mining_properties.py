@@ -15,11 +15,12 @@ import pytest
 
 pytest.importorskip("oracledb", reason="the replay connection has python-oracledb's shape: pip install 'lakecdc[oracle]'")
 
+from oracle_recorded import RecordedOracle, customers
+from test_oracle_capture import BASE, _tx_rows, install, run, snapshot_db, stream_once  # noqa: F401 (fixture)
+
 from lakecdc.capture.oracle.config import ORACLE_SYSTEM_SCHEMAS, OracleConnectorConfig
 from lakecdc.capture.oracle.logminer import query as q
 from lakecdc.errors import ConfigError
-from oracle_recorded import RecordedOracle, customers
-from test_oracle_capture import BASE, _tx_rows, install, run, snapshot_db, stream_once  # noqa: F401 (fixture)
 
 A, B = bytes.fromhex("0a00000001000000"), bytes.fromhex("0b00000001000000")
 
