@@ -184,7 +184,6 @@ ORACLE: dict[str, str] = {
     "retriable.restart.connector.wait.ms": _NO_RESTART,
     "include.schema.comments": _COMMENTS,
     "archive.destination.name": "lakecdc mines the logs V$ARCHIVED_LOG lists for every destination",
-    "archive.log.hours": "lakecdc considers every archive log V$ARCHIVED_LOG lists",
     "capture.mode": "lakecdc captures data changes only (Debezium's default)",
     "heartbeat.action.query": "lakecdc's Oracle capture does not run a heartbeat action query",
     "legacy.decimal.handling.strategy": "lakecdc maps NUMBER columns as Debezium 3's current strategy does",
@@ -213,11 +212,10 @@ ORACLE: dict[str, str] = {
     "log.mining.log.count.growth.max": _ORACLE_LOGMINER,
     "log.mining.log.count.min": _ORACLE_LOGMINER,
     "log.mining.path.dictionary": "only used with log.mining.strategy=redo_log_catalog, which lakecdc refuses",
-    "log.mining.query.filter.mode": "lakecdc filters mined rows by table in its own code (none, the default)",
     "log.mining.read.only": _ORACLE_LOGMINER,
-    "log.mining.restart.connection": "lakecdc keeps one mining connection for the whole run",
-    "log.mining.session.max.ms": "lakecdc does not end its LogMiner session on a timer (0, the default)",
-    "log.mining.window.max.ms": "lakecdc does not cap the mining window by time (0, the default)",
+    "log.mining.window.max.ms": "lakecdc's next mining window always starts where the last one ended; an open "
+                                "transaction (its rows buffered) never holds the window start back, so there is "
+                                "no growing window for this limit to advance",
     "internal.log.mining.hash.area.size": _ORACLE_LOGMINER,
     "internal.log.mining.log.backoff.initial.delay.ms": _ORACLE_LOGMINER,
     "internal.log.mining.log.backoff.max.delay.ms": _ORACLE_LOGMINER,
@@ -247,8 +245,8 @@ ORACLE: dict[str, str] = {
     "secondary.port": "Debezium's secondary (standby) connection is not used",
     "secondary.url": "Debezium's secondary (standby) connection is not used",
     "snapshot.database.errors.max.retries": "a snapshot query error stops the snapshot (0, the default)",
-    "snapshot.lock.timeout.ms": "lakecdc's Oracle snapshot reads AS OF SCN and takes no table locks",
-    "snapshot.locking.mode": "lakecdc's Oracle snapshot reads AS OF SCN and takes no table locks (none)",
+    "snapshot.lock.timeout.ms": "the ROW SHARE locks of snapshot.locking.mode=shared wait as long as Oracle "
+                                "makes them wait (LOCK TABLE without a WAIT limit)",
 }
 
 # Accepted names outside Debezium's connector definitions (Kafka Connect's, or older Debezium names);

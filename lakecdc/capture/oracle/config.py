@@ -83,6 +83,13 @@ class OracleConnectorConfig(SignalingConnectorConfig):
     log_mining_buffer_transaction_events_threshold: int = Field(
         0, alias="log.mining.buffer.transaction.events.threshold", ge=0)
     log_mining_buffer_drop_on_stop: bool = Field(False, alias="log.mining.buffer.drop.on.stop")
+    # Debezium's LogMiner session and window limits (LogMinerStreamingChangeEventSource)
+    log_mining_query_filter_mode: Literal["none", "in", "regex"] = Field("none", alias="log.mining.query.filter.mode")
+    log_mining_session_max_ms: int = Field(0, alias="log.mining.session.max.ms", ge=0)
+    log_mining_restart_connection: bool = Field(False, alias="log.mining.restart.connection")
+    archive_log_hours: int = Field(0, alias="archive.log.hours", ge=0)
+    # "custom" (a SnapshotLock implementation class) is refused by the validator below
+    snapshot_locking_mode: Literal["shared", "none", "custom"] = Field("shared", alias="snapshot.locking.mode")
     lob_enabled: bool = Field(False, alias="lob.enabled")
     interval_handling_mode: Literal["numeric", "string"] = Field("numeric", alias="interval.handling.mode")
 
@@ -97,6 +104,9 @@ class OracleConnectorConfig(SignalingConnectorConfig):
                 f"log.mining.strategy '{self.log_mining_strategy}' is not implemented by lakecdc; use "
                 "online_catalog (Debezium's default: table structures come from the data dictionary)",
                 "log.mining.strategy")
+        if self.snapshot_locking_mode == "custom":
+            raise ConfigError("snapshot.locking.mode 'custom' (a Java SnapshotLock implementation) is not supported "
+                              "by lakecdc; use shared (Debezium's default) or none", "snapshot.locking.mode")
         if not (self.database_hostname or self.database_url):
             raise ConfigError("property 'database.hostname' (or 'database.url') is required",
                               "database.hostname")

@@ -64,7 +64,7 @@ class OracleConnector:
         conn = oraconn.connect(self.config)
         try:
             conn.use_root()
-            return resumable(conn, OracleOffset.from_offset(stored).scn)
+            return resumable(conn, OracleOffset.from_offset(stored).scn, self.config.archive_log_hours)
         finally:
             conn.close()
 

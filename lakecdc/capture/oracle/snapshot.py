@@ -1,7 +1,9 @@
 """Consistent snapshot of the captured Oracle tables with flashback queries.
 
     1. prerequisites (``connection.check_prerequisites``): ARCHIVELOG, supplemental logging, privileges
-    2. ``SELECT CURRENT_SCN FROM V$DATABASE``: the snapshot SCN
+    2. ``SELECT CURRENT_SCN FROM V$DATABASE``: the snapshot SCN (with ``snapshot.locking.mode=shared``,
+       the default, the captured tables are locked IN ROW SHARE MODE from here to the end of step 3:
+       ``snapshot_lock``)
     3. each captured table's structure from the data dictionary, written to the schema history as
        a CREATE TABLE statement (and to the schema change topic with ``include.schema.changes``)
     4. ``SELECT ... FROM "OWNER"."TABLE" AS OF SCN <snapshot SCN>`` per table -> one ``op: "r"``
@@ -36,6 +38,7 @@ from lakecdc.capture.oracle import connection as oraconn
 from lakecdc.capture.oracle.change_records import RecordFactory
 from lakecdc.capture.oracle.config import OracleConnectorConfig
 from lakecdc.capture.oracle.offset import OracleOffset
+from lakecdc.capture.oracle.snapshot_lock import schema_locks
 from lakecdc.capture.oracle.source_info import source_builder
 from lakecdc.capture.oracle.database_schema import OracleDatabaseSchema
 from lakecdc.capture.oracle.schema_history import OracleSchemaHistory
@@ -105,9 +108,10 @@ class OracleSnapshotSource:
             schemas = OracleDatabaseSchema(conn, self.config, self.namer, self.modes, self.history)
             captured = [t for t in conn.list_tables() if schemas.is_captured(*t)]
             oraconn.check_prerequisites(conn, self.config, captured)              # step 1
-            conn.use_root()
-            scn = conn.current_scn()                                               # step 2
-            self._schema(schemas, emit, captured, scn)                             # step 3
+            with schema_locks(self.config, captured):                             # snapshot.locking.mode
+                conn.use_root()
+                scn = conn.current_scn()                                           # step 2
+                self._schema(schemas, emit, captured, scn)                         # step 3
             tables = [schemas.get(owner, table) for owner, table in captured
                       if self._included(owner, table)]
             rows = self._scan(conn, emit, tables, scn) if self.with_data else 0    # step 4

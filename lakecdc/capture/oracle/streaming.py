@@ -21,6 +21,10 @@ code  operation   handling
 36    ROLLBACK    the transaction is dropped
 ====  ==========  ===========================================================================
 
+With ``log.mining.session.max.ms`` a window's LogMiner session that has been open that long is ended
+and a new one mines the rest of the window (``logminer.limits``); ``log.mining.restart.connection``
+reopens the mining connection then and at a log switch between windows.
+
 The offset after a window is ``scn`` = the window end, or just before the oldest still-open
 transaction, and ``commit_scn`` = the last emitted commit per redo thread (see ``offset``).
 
@@ -45,7 +49,7 @@ import datetime as dt
 import logging
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,7 +61,8 @@ from lakecdc.capture.oracle.change_records import RecordFactory
 from lakecdc.capture.oracle.config import OracleConnectorConfig
 from lakecdc.capture.oracle.logminer import query as q
 from lakecdc.capture.oracle.logminer.changes import LOB_MERGE_WINDOW, Change, transaction_changes
-from lakecdc.capture.oracle.logminer.session import end_session, start_session
+from lakecdc.capture.oracle.logminer.limits import SessionTimer
+from lakecdc.capture.oracle.logminer.session import LogFile, end_session, logs_for, start_session
 from lakecdc.capture.oracle.logminer.spill import SpillStore
 from lakecdc.capture.oracle.logminer.transactions import Transaction, TransactionBuffer
 from lakecdc.capture.oracle.offset import OracleOffset, ThreadCommit
@@ -94,6 +99,7 @@ class _Window:
     current: int  # the database's SCN when the window was chosen
     rows: Iterator[dict[str, Any]]
     last_ts: Any = None
+    last_scn: int | None = None  #: the SCN of the last row handled
 
 
 @dataclass
@@ -108,12 +114,19 @@ class _Emission:
 class OracleStreamingSource:
     def __init__(self, config: OracleConnectorConfig, modes: TypeModes, namer: TopicNamer,
                  sleep: Any = time.sleep, headers: list[tuple[str, bytes]] | None = None,
-                 first_scn: list[int] | None = None, history: OracleSchemaHistory | None = None) -> None:
+                 first_scn: list[int] | None = None, history: OracleSchemaHistory | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.config = config
         self.modes = modes
         self.namer = namer
         self.source = source_builder(config.topic_prefix)
         self.skipped = config.skipped_operation_codes
+        signal = config.signal_table
+        self._contents_sql = q.contents_query(config.excluded_schemas, config.lob_enabled, q.filter_predicate(
+            config.log_mining_query_filter_mode, (config.schema_include_list, config.schema_exclude_list),
+            (config.table_include_list, config.table_exclude_list),
+            (config.log_mining_username_include_list, config.log_mining_username_exclude_list),
+            f"{signal.schema}.{signal.table}" if signal is not None else None))
         # the SCN a start without an offset chose, kept by the connector: a reconnect before the
         # first commit resumes there instead of at a newer current SCN (which would skip changes)
         self._first_scn = first_scn if first_scn is not None else []
@@ -126,6 +139,8 @@ class OracleStreamingSource:
         self.batch_size = config.log_mining_batch_size_default
         self.sleep_ms = config.log_mining_sleep_time_default_ms
         self._sleep = sleep
+        self._session = SessionTimer(config.log_mining_session_max_ms, clock)
+        self._newest_logs: set[tuple[int, int]] | None = None  #: the last window's newest log per thread
         self.conn: oraconn.OracleConnection | None = None
         # dictionary lookups run on their own connection (in the PDB): the mining connection stays in
         # CDB$ROOT with its LogMiner session and open V$LOGMNR_CONTENTS cursor
@@ -249,18 +264,59 @@ class OracleStreamingSource:
             self._sleep(min(timeout, self.sleep_ms / 1000.0))
             return False
         end = min(current, start + self.batch_size)
-        end = start_session(conn, start, end, self.config.log_mining_archive_log_only_mode)
+        archive_only, hours = self.config.log_mining_archive_log_only_mode, self.config.archive_log_hours
+        files = None
+        if self.config.log_mining_restart_connection:
+            files = logs_for(conn, start, archive_only, hours)
+            if self._log_switched(files):
+                conn = self._reconnect("a log switch")
+        end = start_session(conn, start, end, archive_only, hours, files)
         if end <= start:  # archive-log-only mode, nothing newer archived yet
             self._sleep(min(timeout, self.sleep_ms / 1000.0))
             return False
-        try:
-            rows = conn.iter_query(q.contents_query(self.config.excluded_schemas, self.config.lob_enabled),
-                                   {"start_scn": start, "end_scn": end})
-        except BaseException:
-            end_session(conn)
-            raise
-        self._window = _Window(start, end, current, rows)
+        self._window = _Window(start, end, current, self._contents(start, end))
         return True
+
+    def _contents(self, start: int, end: int) -> Iterator[dict[str, Any]]:
+        """The session's V$LOGMNR_CONTENTS rows of ``(start, end]`` (the session is ended on failure)."""
+        assert self.conn is not None
+        self._session.started()
+        try:
+            return self.conn.iter_query(self._contents_sql, {"start_scn": start, "end_scn": end})
+        except BaseException:
+            end_session(self.conn)
+            raise
+
+    def _log_switched(self, files: list[LogFile]) -> bool:
+        """Whether the newest log of a redo thread changed since the last window."""
+        newest = {(t, max(f.sequence for f in files if f.thread == t)) for t in {f.thread for f in files}}
+        switched = self._newest_logs is not None and newest != self._newest_logs
+        self._newest_logs = newest
+        return switched
+
+    def _reconnect(self, why: str) -> oraconn.OracleConnection:
+        """``log.mining.restart.connection``: a new mining connection (Oracle frees the old one's memory)."""
+        assert self.conn is not None
+        log.info("log.mining.restart.connection: reconnecting the mining connection after %s", why)
+        self.conn.close()
+        self.conn = oraconn.connect(self.config)
+        self.conn.use_root()
+        return self.conn
+
+    def _restart_session(self, window: _Window, after_scn: int) -> None:
+        """``log.mining.session.max.ms``: end the session and mine ``(after_scn, window end]`` in a new one."""
+        assert self.conn is not None
+        close = getattr(window.rows, "close", None)
+        if close is not None:
+            close()  # the old session's cursor
+        end_session(self.conn)
+        log.debug("LogMiner session open for %d ms or more (log.mining.session.max.ms); restarting after SCN %d",
+                  self._session.max_ms, after_scn)
+        if self.config.log_mining_restart_connection:
+            self._reconnect("log.mining.session.max.ms")
+        start_session(self.conn, after_scn, window.end, self.config.log_mining_archive_log_only_mode,
+                      self.config.archive_log_hours)
+        window.rows = self._contents(after_scn, window.end)
 
     def _mine(self, out: list[Any], limit: int) -> bool:
         """Handle the window's rows until it is read (True) or ``limit`` records are in ``out``."""
@@ -274,8 +330,15 @@ class OracleStreamingSource:
             row = next(window.rows, None)
             if row is None:
                 return True
+            scn = int(row["SCN"])
+            if (window.last_scn is not None and scn > window.last_scn and not self._continued
+                    and self._session.expired()):
+                # every row up to last_scn is handled: the new session starts after it and reads this row again
+                self._restart_session(window, window.last_scn)
+                continue
             self._handle(row, out)
             window.last_ts = row.get("TIMESTAMP") or window.last_ts
+            window.last_scn = scn
 
     def _hand_over(self, out: list[Any], limit: int) -> bool:
         """Move the committing transaction's records to ``out`` up to ``limit``; True once all are."""

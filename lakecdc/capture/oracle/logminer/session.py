@@ -3,8 +3,8 @@
 Per window ``(start_scn, end_scn]`` (Debezium's sequence for ``log.mining.strategy=online_catalog``)::
 
     1. the redo logs covering the window: online logs (V$LOG, V$LOGFILE) and archived logs
-       (V$ARCHIVED_LOG) whose NEXT_CHANGE# is after start_scn; an online log wins over its archived
-       copy (same thread and sequence)
+       (V$ARCHIVED_LOG) whose NEXT_CHANGE# is after start_scn (with ``archive.log.hours``, only those
+       begun in the last N hours); an online log wins over its archived copy (same thread and sequence)
     2. DBMS_LOGMNR.ADD_LOGFILE for each
     3. DBMS_LOGMNR.START_LOGMNR(STARTSCN, ENDSCN, DICT_FROM_ONLINE_CATALOG): table names and
        column names come from the current data dictionary. COMMITTED_DATA_ONLY is not used: the
@@ -27,10 +27,13 @@ SQL_ONLINE_LOGS = (
     "SELECT MIN(F.MEMBER) AS FILE_NAME, L.FIRST_CHANGE# AS FIRST_CHANGE, L.NEXT_CHANGE# AS NEXT_CHANGE, "
     "L.THREAD# AS THREAD, L.SEQUENCE# AS SEQ FROM V$LOG L JOIN V$LOGFILE F ON F.GROUP# = L.GROUP# "
     "WHERE L.STATUS <> 'UNUSED' GROUP BY L.FIRST_CHANGE#, L.NEXT_CHANGE#, L.THREAD#, L.SEQUENCE#")
-SQL_ARCHIVED_LOGS = (
+_ARCHIVED_LOGS = (
     "SELECT NAME AS FILE_NAME, FIRST_CHANGE# AS FIRST_CHANGE, NEXT_CHANGE# AS NEXT_CHANGE, "
     "THREAD# AS THREAD, SEQUENCE# AS SEQ FROM V$ARCHIVED_LOG WHERE NAME IS NOT NULL AND ARCHIVED = 'YES' "
-    "AND STATUS = 'A' AND NEXT_CHANGE# > :start_scn ORDER BY SEQUENCE#")
+    "AND STATUS = 'A' AND NEXT_CHANGE# > :start_scn")
+SQL_ARCHIVED_LOGS = _ARCHIVED_LOGS + " ORDER BY SEQUENCE#"
+#: ``archive.log.hours`` > 0 (Debezium's archive log query): only archive logs begun in the last N hours
+SQL_RECENT_ARCHIVED_LOGS = _ARCHIVED_LOGS + " AND FIRST_TIME >= SYSDATE - :archive_hours / 24 ORDER BY SEQUENCE#"
 SQL_ADD_LOGFILE = "BEGIN SYS.DBMS_LOGMNR.ADD_LOGFILE(LOGFILENAME => :file_name, OPTIONS => SYS.DBMS_LOGMNR.ADDFILE); END;"
 SQL_START = (
     "BEGIN SYS.DBMS_LOGMNR.START_LOGMNR(STARTSCN => :start_scn, ENDSCN => :end_scn, "
@@ -51,10 +54,14 @@ class LogFile:
     sequence: int
 
 
-def logs_for(conn: OracleConnection, start_scn: int, archive_only: bool = False) -> list[LogFile]:
-    """The log files that hold changes after ``start_scn``; raises when the oldest is too new."""
+def logs_for(conn: OracleConnection, start_scn: int, archive_only: bool = False,
+             archive_hours: int = 0) -> list[LogFile]:
+    """The log files that hold changes after ``start_scn``; raises when the oldest is too new.
+    ``archive_hours`` (``archive.log.hours``, 0 = all) leaves out archive logs begun earlier."""
     found: dict[tuple[int, int], LogFile] = {}
-    for r in conn.query(SQL_ARCHIVED_LOGS, {"start_scn": start_scn}):
+    archived = (conn.query(SQL_RECENT_ARCHIVED_LOGS, {"start_scn": start_scn, "archive_hours": archive_hours})
+                if archive_hours else conn.query(SQL_ARCHIVED_LOGS, {"start_scn": start_scn}))
+    for r in archived:
         f = LogFile(r["FILE_NAME"], int(r["FIRST_CHANGE"]), int(r["NEXT_CHANGE"]), int(r["THREAD"]), int(r["SEQ"]))
         found[(f.thread, f.sequence)] = f
     if not archive_only:
@@ -70,25 +77,30 @@ def logs_for(conn: OracleConnection, start_scn: int, archive_only: bool = False)
         if oldest > start_scn + 1:
             raise LogsUnavailableError(
                 f"redo thread {thread}: the oldest available log starts at SCN {oldest}, after the resume "
-                f"SCN {start_scn}; the archived logs in between were removed (a new snapshot is needed)")
+                f"SCN {start_scn}; the archived logs in between were removed (a new snapshot is needed)"
+                + (f"; archive.log.hours={archive_hours} leaves out archive logs begun before the last "
+                   f"{archive_hours} hours" if archive_hours else ""))
     return files
 
 
-def resumable(conn: OracleConnection, start_scn: int) -> bool:
+def resumable(conn: OracleConnection, start_scn: int, archive_hours: int = 0) -> bool:
     try:
-        logs_for(conn, start_scn)
+        logs_for(conn, start_scn, archive_hours=archive_hours)
     except LogsUnavailableError as exc:
         log.warning("%s", exc)
         return False
     return True
 
 
-def start_session(conn: OracleConnection, start_scn: int, end_scn: int, archive_only: bool = False) -> int:
-    """Start mining ``(start_scn, end_scn]``; returns the window end actually used: with
-    ``log.mining.archive.log.only.mode`` it stops where the newest archived log ends (the online
-    logs are not read), which may be ``start_scn`` itself (nothing archived yet: no session)."""
+def start_session(conn: OracleConnection, start_scn: int, end_scn: int, archive_only: bool = False,
+                  archive_hours: int = 0, files: list[LogFile] | None = None) -> int:
+    """Start mining ``(start_scn, end_scn]`` (from ``files``, else the logs ``logs_for`` finds); returns
+    the window end actually used: with ``log.mining.archive.log.only.mode`` it stops where the newest
+    archived log ends (the online logs are not read), which may be ``start_scn`` itself (nothing
+    archived yet: no session)."""
     conn.use_root()
-    files = logs_for(conn, start_scn, archive_only)
+    if files is None:
+        files = logs_for(conn, start_scn, archive_only, archive_hours)
     if archive_only:
         end_scn = min(end_scn, max(f.next_change for f in files) - 1)
         if end_scn <= start_scn:

@@ -61,6 +61,9 @@ class Table:
     supplemental_all: bool = True
 
 
+LOG_COLUMNS = describe(("FILE_NAME", V), ("FIRST_CHANGE", N), ("NEXT_CHANGE", N), ("THREAD", N), ("SEQ", N))
+
+
 @dataclass
 class RecordedOracle:
     tables: list[Table]
@@ -79,6 +82,15 @@ class RecordedOracle:
     sessions: list[tuple[int, int]] = field(default_factory=list)
     files_added: list[str] = field(default_factory=list)
     snapshot_statements: list[str] = field(default_factory=list)
+    #: (connection number, statement) of each LOCK TABLE (snapshot.locking.mode=shared)
+    lock_statements: list[tuple[int, str]] = field(default_factory=list)
+    #: further V$LOGMNR_CONTENTS query texts answered like the default one (log.mining.query.filter.mode)
+    contents_variants: list[str] = field(default_factory=list)
+    #: V$ARCHIVED_LOG answers: (name, first change, next change, sequence, first time); None: one log
+    archived_logs: list[tuple[str, int, int, int, Any]] | None = None
+    now: dt.datetime = dt.datetime(2026, 1, 1, 12, 0)  #: SYSDATE
+    #: V$LOG's current sequence per window (a log switch when it changes), last one sticky
+    online_seq: list[int] = field(default_factory=lambda: [8])
     #: V$LOGMNR_CONTENTS queries (1-based) that fail with ORA-03113 as a dropped session would
     fail_contents_queries: set[int] = field(default_factory=set)
     contents_queries: int = 0
@@ -131,6 +143,7 @@ class RecordedOracle:
             raise ReplayMismatchError("START_LOGMNR without ADD_LOGFILE (ORA-01292)")
         ranges = {"/arch/1_7.arc": (self.oldest_log_scn, self.archived_next_change),
                   "/redo/redo01.log": (self.archived_next_change, 2**63 - 1)}
+        ranges.update({name: (first, nxt) for name, first, nxt, _, _ in self.archived_logs or []})
         covered = sorted(ranges[f] for f in self.files_added)
         lo, hi = binds["start_scn"], binds["end_scn"]
         if not covered or covered[0][0] > lo + 1 or max(r[1] for r in covered) <= hi:
@@ -149,12 +162,20 @@ class RecordedOracle:
         self.files_log.append(binds["file_name"])
         return None, []
 
+    def _archived(self, binds: dict[str, Any]) -> Any:
+        """V$ARCHIVED_LOG: NEXT_CHANGE# > :start_scn (and FIRST_TIME >= SYSDATE - :archive_hours / 24)."""
+        logs = self.archived_logs or [("/arch/1_7.arc", self.oldest_log_scn, self.archived_next_change, 7, None)]
+        hours = binds.get("archive_hours")
+        rows = [(name, first, nxt, 1, seq) for name, first, nxt, seq, first_time in logs
+                if nxt > binds["start_scn"] and (hours is None or first_time >= self.now - dt.timedelta(hours=hours))]
+        return LOG_COLUMNS, rows
+
     def _snapshot(self, match: re.Match[str]) -> Any:
         t = self.table(match.group(2), match.group(3))
         return describe(*[(col[0], N if col[1] == "NUMBER" else V) for col in t.columns]), t.rows
 
     def connect(self, config: Any = None) -> ReplayConnection:
-        log_cols = describe(("FILE_NAME", V), ("FIRST_CHANGE", N), ("NEXT_CHANGE", N), ("THREAD", N), ("SEQ", N))
+        log_cols = LOG_COLUMNS
         handlers: dict[str, Handler] = {
             c.NLS_SETUP: self._none,
             "ALTER SESSION SET CONTAINER = CDB$ROOT": self._none,
@@ -175,9 +196,11 @@ class RecordedOracle:
             c.SQL_ROW_ESTIMATE: lambda b: (describe(("NUM_ROWS", N)),
                                            [(len(self.table(b["owner"], b["table_name"]).rows),)]),
             SQL_DB_OFFSET: lambda b: (describe(("TZ", V)), [("+00:00",)]),
-            s.SQL_ARCHIVED_LOGS: lambda b: (log_cols, [("/arch/1_7.arc", self.oldest_log_scn,
-                                                        self.archived_next_change, 1, 7)]),
-            s.SQL_ONLINE_LOGS: lambda b: (log_cols, [("/redo/redo01.log", self.archived_next_change, 2**63 - 1, 1, 8)]),
+            s.SQL_ARCHIVED_LOGS: self._archived,
+            s.SQL_RECENT_ARCHIVED_LOGS: self._archived,
+            s.SQL_ONLINE_LOGS: lambda b: (log_cols, [("/redo/redo01.log", self.archived_next_change, 2**63 - 1, 1,
+                                                      self.online_seq.pop(0) if len(self.online_seq) > 1
+                                                      else self.online_seq[0])]),
             s.SQL_ADD_LOGFILE: self._add,
             s.SQL_START: self._start,
             s.SQL_END: self._end,
@@ -186,9 +209,15 @@ class RecordedOracle:
 
         handlers[q.contents_query(ORACLE_SYSTEM_SCHEMAS)] = lambda b: self._contents(b, lob=False)
         handlers[q.contents_query(ORACLE_SYSTEM_SCHEMAS, lob_enabled=True)] = lambda b: self._contents(b, lob=True)
+        for variant in self.contents_variants:
+            handlers[variant] = lambda b: self._contents(b, lob=False)
         snapshot = re.compile(r'SELECT (.+) FROM "([^"]+)"\."([^"]+)" AS OF SCN (\d+)')
+        lock = re.compile(r'LOCK TABLE "[^"]+"\."[^"]+" IN ROW SHARE MODE')
         conn = ReplayConnection(handlers)
-        conn.pattern_handlers = [(snapshot, _SnapshotHandler(self, conn))]
+        number = len(self.connections)
+        conn.pattern_handlers = [(snapshot, _SnapshotHandler(self, conn)),
+                                 (lock, lambda b: (self.lock_statements.append((number, conn.executed[-1][0])),
+                                                   (None, []))[1])]
         self.connections.append(conn)
         return conn
 
