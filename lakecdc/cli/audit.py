@@ -108,7 +108,7 @@ class AuditLake:
 
         fmt = self.formats.get(name, self.default_format)
         if fmt == "iceberg":
-            from lakecdc.devstack.spark import spark_session
+            from lakecdc.spark.session import spark_session
 
             session = spark_session(self.warehouse, catalog=self.catalog_kind,  # type: ignore[arg-type]
                                     app_name="lakecdc-audit", catalog_name=self.catalog_name)

@@ -89,8 +89,8 @@ def run_demo(directory: Path, seconds: float = 20.0, say: Any = print, catch_up_
 
     from lakecdc.devstack.broker import Broker
     from lakecdc.devstack.postgres import Postgres
-    from lakecdc.demo.spark_log import spark_session_logged
     from lakecdc.ingest.job import run_ingest
+    from lakecdc.spark.output import spark_session_logged
 
     directory = directory.resolve()
     warehouse = directory / "warehouse"

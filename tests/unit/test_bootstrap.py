@@ -104,7 +104,7 @@ def test_run_sh_knows_exactly_two_commands() -> None:
 
 
 def test_each_spark_line_fetches_its_own_scala_builds() -> None:
-    from lakecdc.devstack.errors import DevStackError
+    from lakecdc.errors import SparkSetupError
     from lakecdc.devstack.maven import jar_sets, spark_line
 
     old = jar_sets("3.5.9")
@@ -116,7 +116,7 @@ def test_each_spark_line_fetches_its_own_scala_builds() -> None:
     assert new["spark-kafka"].coordinates == ("org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.5",)
     assert new["iceberg"].coordinates == ("org.apache.iceberg:iceberg-spark-runtime-4.0_2.13:1.10.2",)
     assert spark_line("4.0.5") == "4.0" and spark_line("3.5.9") == "3.5"
-    with pytest.raises(DevStackError, match=r"PySpark 4\.1\.0 is not a supported line.*lakecdc\[spark4\]"):
+    with pytest.raises(SparkSetupError, match=r"PySpark 4\.1\.0 is not a supported line.*lakecdc\[spark4\]"):
         spark_line("4.1.0")
 
 
