@@ -10,7 +10,6 @@ from rich.console import Console
 from rich.table import Table
 
 
-
 def _console() -> Console:
     """Text wraps at the width of a terminal; in a pipe, a file or a CI log each sentence stays one line."""
     console = Console()
@@ -36,7 +35,8 @@ def demo(
 ) -> None:
     """Start a broker and PostgreSQL, capture an inventory workload and ingest it into Iceberg and Delta.
 
-    Prints, per table, source rows against silver rows, the change rate, source-to-silver latency and a time-travel query; then stops everything and leaves the tables in the warehouse.
+    Prints, per table, source rows against silver rows, the change rate, source-to-silver latency and a \
+time-travel query; then stops everything and leaves the tables in the warehouse.
     """
     from lakecdc.demo.runner import run_demo
 

@@ -6,8 +6,8 @@ Steps (each printed as it happens):
 2. create the inventory schema and seed it (``inventory``);
 3. start capture (``conf/demo-capture.properties``, its own process) and ingest (``conf/demo-ingest.yaml``: Iceberg
    for customers/products, Delta for orders/order_lines) side by side;
-4. once the snapshot is in silver, run the workload: transactions over several tables, updates, deletes, a primary-key change, an
-   added column, a truncate;
+4. once the snapshot is in silver, run the workload: transactions over several tables, updates, deletes, a
+   primary-key change, an added column, a truncate;
 5. wait until capture is idle and every silver table equals its source table;
 6. print per table: source rows, silver rows, equal or not; changes/s; source-to-silver latency
    p50/p99; then a time-travel query of ``silver.customers`` at its first version;

@@ -136,7 +136,8 @@ class FileHistoryStore:
                     if not line.endswith("\n"):
                         log.warning("ignoring the unfinished last line of schema history %s", self.path)
                         break
-                    raise self._error(f"schema history file {self.path} line {n} is not a history record: {exc}") from exc
+                    raise self._error(f"schema history file {self.path} line {n} is not a history record: "
+                                      f"{exc}") from exc
         return iter(out)
 
     def exists(self) -> bool:

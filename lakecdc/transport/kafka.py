@@ -174,7 +174,8 @@ class KafkaSink:
                     self._fatal = exc.args[0].str()
                     self._recover_from_fatal()
                 error = exc.args[0].str()
-                raise SinkDeliveryError(f"Kafka refused a record for topic '{topic}': {error}", [(topic, error)]) from None
+                raise SinkDeliveryError(f"Kafka refused a record for topic '{topic}': {error}",
+                                        [(topic, error)]) from None
 
     def flush(self) -> None:
         """Return when every record sent so far is acknowledged; raise on any failure."""

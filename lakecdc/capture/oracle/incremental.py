@@ -36,8 +36,8 @@ from lakecdc.capture.incremental import ChunkQueryError
 from lakecdc.capture.oracle import connection as oraconn
 from lakecdc.capture.oracle.change_records import RecordFactory
 from lakecdc.capture.oracle.config import OracleConnectorConfig
-from lakecdc.capture.oracle.errors import OracleConnectionLostError
 from lakecdc.capture.oracle.connection import ColumnInfo
+from lakecdc.capture.oracle.errors import OracleConnectionLostError
 from lakecdc.capture.oracle.snapshot import select_list
 from lakecdc.capture.oracle.table_schema import TableSchema
 from lakecdc.capture.oracle.types import TIMESTAMP_FORMAT, needs_text_select

@@ -27,8 +27,8 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from lakecdc.config.filters import split_list
 from lakecdc.config.connector import CommonConnectorConfig
+from lakecdc.config.filters import split_list
 from lakecdc.config.signaling import SignalingConnectorConfig
 from lakecdc.errors import ConfigError
 

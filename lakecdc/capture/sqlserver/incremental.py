@@ -44,8 +44,6 @@ from lakecdc.events.source import SqlServerSourceBuilder
 from lakecdc.events.topics import TableId
 
 
-
-
 class SqlServerDialect(ChunkDialect):
     """Bracketed identifiers, ``TOP n``; pymssql %-interpolates a statement only when it has parameters.
 

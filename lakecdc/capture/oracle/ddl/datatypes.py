@@ -3,7 +3,7 @@
 ``tableChanges`` (checked against Debezium 3.6.3's ``OracleDdlParser`` in
 tests/unit/capture/oracle/test_oracle_ddl_vs_debezium.py)::
 
-    DDL                              DATA_TYPE (precision, scale)        tableChanges typeName / jdbcType / length, scale
+    DDL                              DATA_TYPE (precision, scale)        tableChanges typeName / jdbcType / length,scale
     NUMBER(9)                        NUMBER (9, 0)                       NUMBER / 2 / 9, 0
     NUMBER                           NUMBER (-, -)                       NUMBER / 2 / 38, -
     INTEGER, INT, SMALLINT           NUMBER (-, 0)                       NUMBER / 2 / 38, 0
