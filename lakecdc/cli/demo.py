@@ -52,7 +52,7 @@ time-travel query; then stops everything and leaves the tables in the warehouse.
     console.print(table)
     rate = result.changes / result.seconds if result.seconds else 0.0
     console.print(f"{result.changes:,} changes applied in {result.seconds:.1f} s ({rate:,.0f} changes/s)")
-    if result.latency_p50_ms is not None:
+    if result.latency_p50_ms is not None and result.latency_p99_ms is not None:
         console.print(f"source commit -> silver commit latency: p50 {result.latency_p50_ms / 1000:.1f} s, "
                       f"p99 {result.latency_p99_ms / 1000:.1f} s")
     travel = result.time_travel

@@ -94,7 +94,8 @@ def run_demo(directory: Path, seconds: float = 20.0, say: Any = print, catch_up_
 
     directory = directory.resolve()
     warehouse = directory / "warehouse"
-    result = DemoResult(warehouse=warehouse, spark_log=directory / "spark.log")
+    spark_log = directory / "spark.log"
+    result = DemoResult(warehouse=warehouse, spark_log=spark_log)
     (directory / "stack").mkdir(parents=True, exist_ok=True)
     say(f"1. starting the broker and PostgreSQL under {directory / 'stack'}")
     with Broker(base_dir=directory / "stack") as broker, Postgres(base_dir=directory / "stack") as pg:
@@ -107,7 +108,7 @@ def run_demo(directory: Path, seconds: float = 20.0, say: Any = print, catch_up_
             capture_file = capture_config(directory, pg, broker)
             ingest_config = demo_ingest_config(directory, warehouse, broker)
             say(f"3. starting capture and ingest (Spark starts in a few seconds; its log: {result.spark_log})")
-            spark = spark_session_logged(result.spark_log, warehouse, app_name="lakecdc-demo")
+            spark = spark_session_logged(spark_log, warehouse, app_name="lakecdc-demo")
             stop_ingest = threading.Event()
             latencies: list[pa.Array] = []
             applied: list[tuple[float, int]] = []  # (when, changes) per batch

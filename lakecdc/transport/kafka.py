@@ -143,7 +143,9 @@ class KafkaSink:
         for record in records:
             key, value, headers = key_bytes(record), value_bytes(record), record.headers or None
             try:
-                produce(record.topic, value, key, headers=headers)  # the common case, inlined
+                # confluent-kafka's stub wants list[tuple[str, str | bytes | None]]; a list is invariant
+                # the common case, inlined
+                produce(record.topic, value, key, headers=headers)  # type: ignore[arg-type]
             except (BufferError, KafkaException):
                 self._produce(record.topic, key, value, headers)
 
@@ -160,10 +162,10 @@ class KafkaSink:
     def _produce(self, topic: str, key: bytes | None, value: bytes | None,
                  headers: list[tuple[str, bytes]] | None, partition: int | None = None) -> None:
         produce = self._producer.produce
-        placed = {} if partition is None else {"partition": partition}
+        placed: dict[str, Any] = {} if partition is None else {"partition": partition}
         while True:
             try:
-                produce(topic, value, key, headers=headers, **placed)
+                produce(topic, value, key, headers=headers, **placed)  # type: ignore[arg-type]  # as above
                 return
             except BufferError:
                 # librdkafka's queue is full: serve delivery reports until there is room.

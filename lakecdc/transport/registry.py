@@ -41,8 +41,8 @@ def _make_kafka(target: str, config: CommonConnectorConfig | None, options: dict
     from lakecdc.transport.kafka import KafkaSink
 
     producer = dict(config.producer_properties()) if config is not None else {}
-    bootstrap = target or producer.pop("bootstrap.servers", None) or (config.bootstrap_servers if config else None)
-    producer.pop("bootstrap.servers", None)
+    configured = producer.pop("bootstrap.servers", None)
+    bootstrap = target or configured or (config.bootstrap_servers if config else None)
     if not bootstrap:
         raise ConfigError(
             "the Kafka sink needs brokers: set 'bootstrap.servers' in the configuration or use --sink kafka:HOST:PORT",

@@ -271,9 +271,9 @@ def _interval_converter(kind: str, modes: TypeModes) -> Converter:
             micros = abs(micros)
             days, rest = divmod(micros, 86_400_000_000)
             h, rest = divmod(rest, 3_600_000_000)
-            m, rest = divmod(rest, 60_000_000)
+            mins, rest = divmod(rest, 60_000_000)
             s, us = divmod(rest, 1_000_000)
-            return (0, 0, sign * days, sign * h, sign * m, sign * s, sign * us)
+            return (0, 0, sign * days, sign * h, sign * mins, sign * s, sign * us)
         if kind == "interval_ym":
             m = _YM.fullmatch(text)
             if not m:

@@ -179,14 +179,14 @@ class SqlServerStreamingSource:
                     self._announced.add(inst.name)
         self._last_data = time.monotonic()
         if self._signal_key is not None:
-            self._start_signals(offset)
+            self._start_signals(offset, self._signal_key)
 
-    def _start_signals(self, offset: dict[str, Any] | None) -> None:
-        if self._signal_key not in self.schema.instances:
+    def _start_signals(self, offset: dict[str, Any] | None, signal_key: tuple[str | None, str]) -> None:
+        if signal_key not in self.schema.instances:
             log.warning("signal.data.collection %s has no capture instance visible to this connector: signals and "
                         "incremental snapshots need CDC on it (%s)", self.config.signal_table,
                         "EXEC sys.sp_cdc_enable_table @source_schema = N'%s', @source_name = N'%s', @role_name = NULL"
-                        % self._signal_key)
+                        % signal_key)
         incremental = SqlServerIncrementalSnapshot(self.connect, self.schema, self.config, self.source, self.headers)
         self.signaling = Signaling(self.config, incremental, self._blocking_snapshot, offset=lambda: self._signal_at)
         incremental.restore(offset)
