@@ -246,7 +246,7 @@ def run(args: argparse.Namespace, directory: Path) -> None:
     from lakecdc.demo.runner import capture_config
     from lakecdc.devstack.broker import Broker
     from lakecdc.devstack.postgres import Postgres
-    from lakecdc.demo.spark_log import spark_session_logged
+    from lakecdc.spark.output import spark_session_logged
 
     formats = args.formats.split(",")
     python = sys.executable

@@ -18,6 +18,7 @@ Messages name the thing at fault in the user's words ("property 'slot.name' ..."
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 ErrorCategory = Literal["transient", "terminal"]
@@ -123,6 +124,20 @@ class SchemaEvolutionError(IngestError, TerminalError):
 
 class ConformanceError(TerminalError):
     """The conformance oracle (real Debezium) failed to run; carries the log excerpt."""
+
+
+class SparkSetupError(TerminalError):
+    """A local Spark session cannot be set up: the installed PySpark is not a supported line, or a jar it
+    needs (Iceberg's runtime, a connector's, the SQLite JDBC driver) is missing or could not be built.
+
+    The message names the jar or line and the step that provides it (usually ``scripts/bootstrap.sh``);
+    ``log_path`` is the tool's log when one ran (jarjar).
+    """
+
+    def __init__(self, reason: str, log_path: Path | None = None) -> None:
+        self.reason = reason
+        self.log_path = log_path
+        super().__init__(reason + (f" (log: {log_path})" if log_path is not None else ""))
 
 
 def is_transient(error: BaseException) -> bool:

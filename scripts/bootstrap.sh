@@ -72,7 +72,8 @@ pick_python() {
 current_stamp() {
   # The jar cache location is part of the stamp: a new LAKECDC_JAR_CACHE is filled on the next run.
   local input
-  { for input in pyproject.toml scripts/bootstrap.sh lakecdc/devstack/jars.py lakecdc/devstack/maven.py; do
+  { for input in pyproject.toml scripts/bootstrap.sh lakecdc/spark/jars.py lakecdc/spark/jar_cache.py \
+               lakecdc/devstack/maven.py; do
       [ ! -f "$input" ] || cat "$input"
     done
     echo "$EXTRAS ${LAKECDC_JAR_CACHE:-}"; } | sha256sum | cut -d' ' -f1
@@ -99,12 +100,12 @@ ensure_spark_jars() {
   log "preparing the Iceberg Spark jars"
   "$VENV/bin/python" - <<'PY' || fail "the Iceberg Spark jars are missing (see above)"
 import sys
-from lakecdc.devstack.errors import DevStackError
-from lakecdc.devstack.jars import iceberg_jars, sqlite_jdbc_jar
+from lakecdc.errors import SparkSetupError
+from lakecdc.spark.jars import iceberg_jars, sqlite_jdbc_jar
 try:
     for jar in [*iceberg_jars(), sqlite_jdbc_jar()]:
         print(f"[bootstrap]   {jar}", file=sys.stderr)
-except DevStackError as error:
+except SparkSetupError as error:
     print(f"[bootstrap]   {error}", file=sys.stderr)
     sys.exit(1)
 PY
@@ -116,12 +117,13 @@ ensure_maven_jars() {
 import sys
 from lakecdc.devstack.errors import DevStackError
 from lakecdc.devstack.maven import fetch, jar_sets
+from lakecdc.errors import SparkSetupError
 missing = []
 for name in jar_sets():
     try:
         jars = fetch(name)
         print(f"[bootstrap]   {name}: {len(jars)} jars in {jars[0].parent}", file=sys.stderr)
-    except DevStackError as error:
+    except (DevStackError, SparkSetupError) as error:
         missing.append(name)
         print(f"[bootstrap]   warning: {error}", file=sys.stderr)
 sys.exit(1 if missing else 0)

@@ -40,7 +40,8 @@ def _resolve(table: LakeTable, version: int | None, timestamp: datetime | str | 
     chosen = [name for name, value in (("version", version), ("timestamp", timestamp),
                                         ("source_position", source_position)) if value is not None]
     if len(chosen) != 1:
-        raise AuditError(f"{table}: give exactly one of version=, timestamp=, source_position= (got {chosen or 'none'})")
+        raise AuditError(f"{table}: give exactly one of version=, timestamp=, source_position= "
+                         f"(got {chosen or 'none'})")
     if source_position is not None:
         return None, None
     if timestamp is not None:
@@ -67,8 +68,8 @@ def read_as_of_with_version(table: LakeTable, version: int | None = None, timest
                             bronze: LakeTable | None = None, reached: Position | None = None) -> AsOfRead:
     """``read_as_of`` that also says which version was read (the CLI prints it). For a source
     position: ``connector`` names its notation (default: what the commits recorded), ``bronze`` the
-    change log to replay from (default: ``lakecdc.audit.changelog.bronze_of``), ``reached`` a consistency point the table is
-    known to be complete through (``lakecdc.audit.consistency``)."""
+    change log to replay from (default: ``lakecdc.audit.changelog.bronze_of``), ``reached`` a consistency point
+    the table is known to be complete through (``lakecdc.audit.consistency``)."""
     from lakecdc.audit.versions import table_versions
 
     chosen_version, when = _resolve(table, version, timestamp, source_position)

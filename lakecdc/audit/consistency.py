@@ -55,7 +55,8 @@ def consistency_points(log: LakeTable) -> list[ConsistencyPoint]:
     if not log.exists():
         return []
     frame = to_pandas(log.arrow())
-    points = [ConsistencyPoint(int(r["batch_id"]), str(r["job"]), r["connector"], tuple(int(v) for v in r["complete_through"]),
+    points = [ConsistencyPoint(int(r["batch_id"]), str(r["job"]), r["connector"],
+                               tuple(int(v) for v in r["complete_through"]),
                                str(r["position"]), r["published_at"], {str(k): int(v) for k, v in
                                                                         json.loads(r["versions"] or "{}").items()},
                                tuple(json.loads(r["stopped"] or "[]")))

@@ -40,11 +40,10 @@ def _bronze_events(bronze: LakeTable, key: dict[str, Any]) -> Any:
 
         from lakecdc.audit.tables import spark_to_arrow
 
-        match = None
+        wanted = F.lit(True)
         for column, value in key.items():
-            cond = F.col(column).isNull() if value is None else (F.col(column) == F.lit(value))
-            match = cond if match is None else (match & cond)
-        return spark_to_arrow(bronze.spark_df().filter(match | (F.col("_op") == "t")))
+            wanted = wanted & (F.col(column).isNull() if value is None else (F.col(column) == F.lit(value)))
+        return spark_to_arrow(bronze.spark_df().filter(wanted | (F.col("_op") == "t")))
     import pyarrow.compute as pc
 
     match = None

@@ -9,11 +9,12 @@ matplotlib with the Agg backend (no display needed); each function saves a PNG a
 from __future__ import annotations
 
 from pathlib import Path
+from types import ModuleType
 
 from lakecdc.audit.versions import TableVersion
 
 
-def _pyplot():  # type: ignore[no-untyped-def]
+def _pyplot() -> ModuleType:
     import matplotlib
 
     matplotlib.use("Agg")  # headless: files only, never a window

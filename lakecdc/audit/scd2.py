@@ -68,7 +68,9 @@ def history_as_of(history: LakeTable, source_position: Any = None, timestamp: da
         at = parse_position(source_position, connector)
         valid = [start <= at and (end is None or at < end) for start, end in zip(df[VALID_FROM_SEQ], df[VALID_TO_SEQ])]
     else:
+        # exactly one of the two was given (checked above): timestamp is set here
         when = datetime.fromisoformat(timestamp) if isinstance(timestamp, str) else timestamp
+        assert when is not None
         when = when if when.tzinfo else when.replace(tzinfo=timezone.utc)
         valid = [_utc(start) <= when and (end is None or _is_null(end) or when < _utc(end))
                  for start, end in zip(df["_valid_from_ts"], df["_valid_to_ts"])]

@@ -36,11 +36,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from lakecdc.transport.offsets import Offset, OffsetStore, offset_key
 from lakecdc.capture.snapshot_modes import plan_start
 from lakecdc.capture.spi import CaptureConnector
 from lakecdc.errors import TransientError
 from lakecdc.metrics.capture_exporter import CaptureMetrics, capture_metrics
+from lakecdc.transport.offsets import Offset, OffsetStore, offset_key
 
 log = logging.getLogger(__name__)
 
@@ -152,9 +152,9 @@ class CaptureCoordinator:
     def _run(self) -> CaptureStats:
         stored = self.offsets.load(self._key)
         has_offset = stored is not None
-        completed = bool(stored) and self.connector.offset_has_completed_snapshot(stored)
+        completed = bool(stored and self.connector.offset_has_completed_snapshot(stored))
         resumable = True
-        if self.settings.snapshot_mode in ("when_needed",) and has_offset and completed:
+        if self.settings.snapshot_mode in ("when_needed",) and stored is not None and completed:
             resumable = self.connector.can_resume_streaming(stored)
         plan = plan_start(self.settings.snapshot_mode, has_offset, completed, resumable)
         log.info("start plan: %s", plan.reason)

@@ -41,6 +41,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from lakecdc.capture.signals import Signal, parse_table_id
+from lakecdc.errors import ConfigError
 from lakecdc.events.envelope import ChangeRecord
 from lakecdc.events.topics import TableId
 
@@ -118,6 +119,13 @@ class IncrementalSnapshot(ABC):
         self._schema: Any = None
         self._chunk_columns: list[str] = []
         self._buffer: dict[str, tuple[dict[str, Any] | None, tuple[Any, ...]]] = {}
+
+    def signal_table(self) -> TableId:
+        """The signal table, for connectors whose watermarks are rows in it (they are built with one)."""
+        if self._signal_table is None:
+            raise ConfigError("incremental snapshot watermarks are rows of the signal table: set "
+                              "signal.data.collection", "signal.data.collection")
+        return self._signal_table
 
     # -- what a connector supplies --------------------------------------------------------------
     @abstractmethod

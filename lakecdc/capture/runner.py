@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from lakecdc.capture.coordinator import CaptureCoordinator, CaptureStats
-from lakecdc.transport.offsets import open_offsets
 from lakecdc.capture.registry import registration_for
 from lakecdc.config.base import load_properties
 from lakecdc.config.redact import install_log_redaction
+from lakecdc.transport.offsets import open_offsets
 
 log = logging.getLogger(__name__)
 

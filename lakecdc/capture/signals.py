@@ -16,21 +16,18 @@ type is a warning naming it (Debezium's wording), never a failure.
 
 from __future__ import annotations
 
-import difflib
 import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lakecdc.errors import ConfigError
-from lakecdc.events.topics import TableId
+# The property parsers live with the configuration; connectors read them from here too.
+from lakecdc.config.signaling import BUILT_CHANNELS, CHANNELS, parse_channels, parse_table_id
 
 log = logging.getLogger(__name__)
 
-#: signal.enabled.channels values Debezium 3 defines, and those lakecdc builds
-CHANNELS = ("source", "kafka", "jmx", "file", "in-process")
-BUILT_CHANNELS = ("source", "kafka")
+__all__ = ["BUILT_CHANNELS", "CHANNELS", "Signal", "SignalProcessor", "parse_channels", "parse_data", "parse_table_id"]
 
 
 @dataclass(frozen=True)
@@ -70,48 +67,6 @@ def signal_from_row(row: Mapping[str, Any], channel: str = "source") -> Signal |
         log.warning("signal '%s' of type '%s': data is not a JSON object (%r); ignored", signal_id, signal_type, raw)
         return None
     return Signal(str(signal_id), str(signal_type), data, channel)
-
-
-def parse_table_id(text: str) -> TableId:
-    """``schema.table`` with optional double quotes around a part that holds a dot:
-    ``"public"."My.Table"``; a name without schema is in ``public``."""
-    parts: list[str] = []
-    current: list[str] = []
-    quoted = False
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch == '"':
-            if quoted and i + 1 < len(text) and text[i + 1] == '"':
-                current.append('"')
-                i += 2
-                continue
-            quoted = not quoted
-        elif ch == "." and not quoted:
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(ch)
-        i += 1
-    parts.append("".join(current))
-    if quoted or not all(parts) or len(parts) > 3:
-        raise ConfigError(f"'{text}' is not a table id (<schema>.<table>, parts with dots in double quotes)",
-                          "signal.data.collection")
-    if len(parts) == 1:
-        return TableId(None, "public", parts[0])
-    return TableId(None, parts[-2], parts[-1])
-
-
-def parse_channels(value: str) -> tuple[str, ...]:
-    """``signal.enabled.channels``: a comma list of Debezium's channel names."""
-    names = tuple(n.strip().lower() for n in value.split(",") if n.strip())
-    for name in names:
-        if name not in CHANNELS:
-            close = difflib.get_close_matches(name, CHANNELS, n=1, cutoff=0.6)
-            hint = f" — did you mean '{close[0]}'?" if close else ""
-            raise ConfigError(f"signal.enabled.channels: unknown channel '{name}'{hint} (one of {', '.join(CHANNELS)})",
-                              "signal.enabled.channels")
-    return names
 
 
 Action = Callable[[Signal], None]

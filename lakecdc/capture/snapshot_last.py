@@ -10,12 +10,11 @@ newest batch, and ``finish()`` re-marks that batch's final record and sends it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 
+from lakecdc.capture.spi import Emit
 from lakecdc.events.envelope import ChangeRecord
-
-Emit = Callable[[Sequence[ChangeRecord]], object]
 
 
 class HoldLast:

@@ -1,14 +1,14 @@
 """``snapshot.mode``: whether a start snapshots, streams, or both.
 
-| mode           | no stored offset      | offset, snapshot unfinished | offset, snapshot done        |
-|----------------|-----------------------|-----------------------------|------------------------------|
-| initial        | snapshot, stream      | snapshot again, stream      | stream                       |
-| always         | snapshot, stream      | snapshot, stream            | snapshot, stream             |
-| never          | stream (slot start)   | stream                      | stream                       |
-| initial_only   | snapshot, stop        | snapshot again, stop        | stop                         |
-| exported       | as initial (deprecated alias: every mode is lockless)                      |
-| when_needed    | snapshot, stream      | snapshot, stream            | stream, or snapshot when the position cannot be resumed |
-| no_data        | stream (schema only)  | stream                      | stream                       |
+| mode         | no stored offset     | offset, snapshot unfinished | offset, snapshot done                   |
+|--------------|----------------------|-----------------------------|-----------------------------------------|
+| initial      | snapshot, stream     | snapshot again, stream      | stream                                  |
+| always       | snapshot, stream     | snapshot, stream            | snapshot, stream                        |
+| never        | stream (slot start)  | stream                      | stream                                  |
+| initial_only | snapshot, stop       | snapshot again, stop        | stop                                    |
+| exported     | as initial (deprecated alias: every mode is lockless)                                        |
+| when_needed  | snapshot, stream     | snapshot, stream            | stream, or snapshot if it cannot resume |
+| no_data      | stream (schema only) | stream                      | stream                                  |
 
 ``schema_only`` and ``schema_only_recovery`` are older Debezium names of ``no_data`` and
 ``recovery``; ``no_data`` is accepted under both (PostgreSQL has no schema history to recover).

@@ -37,7 +37,8 @@ FORMAT = typer.Option(None, "--format", "-f", help="iceberg (read through Spark)
                                                    "what --config says for the table, else delta.")
 WAREHOUSE = typer.Option(None, "--warehouse", "-w", help="Warehouse directory (Delta tables, or the Iceberg "
                                                           "hadoop/jdbc catalog's warehouse); default: --config's.")
-CATALOG = typer.Option(None, "--catalog", help="Iceberg catalog kind: hadoop or jdbc (default: --config's, else hadoop).")
+CATALOG = typer.Option(None, "--catalog",
+                       help="Iceberg catalog kind: hadoop or jdbc (default: --config's, else hadoop).")
 CONFIG = typer.Option(None, "--config", "-c", exists=True, dir_okay=False,
                       help="The ingest configuration: tables' formats, warehouse, catalog and source notation.")
 LIMIT = typer.Option(50, "--limit", "-n", help="Rows to print at most.")
@@ -108,7 +109,7 @@ class AuditLake:
 
         fmt = self.formats.get(name, self.default_format)
         if fmt == "iceberg":
-            from lakecdc.devstack.spark import spark_session
+            from lakecdc.spark.session import spark_session
 
             session = spark_session(self.warehouse, catalog=self.catalog_kind,  # type: ignore[arg-type]
                                     app_name="lakecdc-audit", catalog_name=self.catalog_name)
@@ -143,17 +144,20 @@ def parse_key(pairs: list[str]) -> dict[str, Any]:
     return key
 
 
-@audit_app.command("versions", epilog="[bold]Examples[/bold]\n\n  lakecdc audit versions silver.customers --format delta --warehouse ./lake\n\n  lakecdc audit versions silver.customers -f iceberg -w ./lake --plot versions.png")
+@audit_app.command("versions", epilog="[bold]Examples[/bold]\n\n"
+                   "  lakecdc audit versions silver.customers --format delta --warehouse ./lake\n\n"
+                   "  lakecdc audit versions silver.customers -f iceberg -w ./lake --plot versions.png")
 def versions(table: str = typer.Argument(..., help="schema.table, e.g. silver.customers"),
              fmt: str | None = FORMAT, warehouse: Path | None = WAREHOUSE, catalog: str | None = CATALOG,
              config: Path | None = CONFIG,
              wide: bool = typer.Option(False, "--wide", help="Also show source time and Kafka progress."),
-             plot: Path | None = typer.Option(None, "--plot", help="Also save a PNG of rows and changes per "
-                                                                   "version (and PLOT-lag.png: source-to-table lag).")) -> None:
+             plot: Path | None = typer.Option(
+                 None, "--plot",
+                 help="Also save a PNG of rows and changes per version (and PLOT-lag.png: source-to-table lag).")
+             ) -> None:
     """Every commit with the source position it is complete through, its source time, batch id and Kafka progress."""
-    from lakecdc.audit.versions import table_versions
-
     from lakecdc.audit.notation import format_position
+    from lakecdc.audit.versions import table_versions
 
     try:
         lake_info = AuditLake.of(config, fmt, warehouse, catalog)
@@ -190,12 +194,14 @@ def versions(table: str = typer.Argument(..., help="schema.table, e.g. silver.cu
 
 @audit_app.command("as-of", epilog="[bold]Examples[/bold]\n\n"
                    "  lakecdc audit as-of silver.customers -c conf/ingest.yaml --position 0/16B3748\n\n"
-                   "  lakecdc audit as-of silver.accounts silver.ledger -c conf/ingest.yaml   (newest consistent point)\n\n"
+                   "  lakecdc audit as-of silver.accounts silver.ledger -c conf/ingest.yaml"
+                   "   (newest consistent point)\n\n"
                    "  lakecdc audit as-of silver.orders -w ./lake --position mysql-bin.000003:154")
 def as_of(tables: list[str] = typer.Argument(..., help="one or more schema.table: several are read together"),
           fmt: str | None = FORMAT, warehouse: Path | None = WAREHOUSE, catalog: str | None = CATALOG,
           config: Path | None = CONFIG,
-          version: int | None = typer.Option(None, "--version", help="Iceberg snapshot id or Delta version (one table)."),
+          version: int | None = typer.Option(None, "--version",
+                                             help="Iceberg snapshot id or Delta version (one table)."),
           timestamp: str | None = typer.Option(None, "--timestamp", help="ISO time, e.g. 2026-11-22T10:00:00+00:00"),
           position: str | None = typer.Option(None, "--position", help="Source position in its notation: PostgreSQL "
                                               "LSN 0/16B3748, MySQL file:pos, SQL Server LSN, Oracle SCN."),
@@ -228,8 +234,9 @@ def as_of(tables: list[str] = typer.Argument(..., help="one or more schema.table
     for name, read in reads.items():
         v = read.version
         connector = (v.connector if v else None) or lake.connector
-        where = f"version {v.version} (complete through {format_position(connector, v.complete_through or v.source_position)})" \
-            if v else "before its first version"
+        where = (f"version {v.version} (complete through "
+                 f"{format_position(connector, v.complete_through or v.source_position)})"
+                 if v else "before its first version")
         if read.replayed:
             where += f" + {read.replayed} bronze events up to {format_position(connector, read.position)}"
         console.print(f"[bold]{name}[/bold]: {where}", soft_wrap=True)  # ids stay on one line
@@ -240,8 +247,10 @@ def as_of(tables: list[str] = typer.Argument(..., help="one or more schema.table
                                         "  lakecdc audit consistent -c conf/ingest.yaml --sql > consistent.sql")
 def consistent(config: Path | None = CONFIG, warehouse: Path | None = WAREHOUSE, fmt: str | None = FORMAT,
                catalog: str | None = CATALOG,
-               sql: bool = typer.Option(False, "--sql", help="Print Spark/Databricks SQL reading the tables at the point."),
-               views: bool = typer.Option(False, "--views", help="With --sql: CREATE TEMP VIEW <table>_consistent.")) -> None:
+               sql: bool = typer.Option(False, "--sql",
+                                        help="Print Spark/Databricks SQL reading the tables at the point."),
+               views: bool = typer.Option(False, "--views",
+                                          help="With --sql: CREATE TEMP VIEW <table>_consistent.")) -> None:
     """The newest consistency point the ingest job published: the source position every table is
     complete through, and the version of each table that holds exactly it."""
     from lakecdc.audit.consistency import consistent_sql, describe_point, latest_point
@@ -252,8 +261,11 @@ def consistent(config: Path | None = CONFIG, warehouse: Path | None = WAREHOUSE,
         if point is None:
             raise LakecdcError(f"no consistency point in {lake.log_table} yet (the ingest job publishes one per batch)")
         if sql:
-            qualified = {name: (f"{lake.catalog_name}.{name}" if lake.formats.get(name, lake.default_format) == "iceberg"
-                                else f"delta.`{lake.table(name).uri}`") for name in sorted(point.versions)}
+            def qualify(name: str) -> str:
+                if lake.formats.get(name, lake.default_format) == "iceberg":
+                    return f"{lake.catalog_name}.{name}"
+                return f"delta.`{lake.table(name).uri}`"
+            qualified = {name: qualify(name) for name in sorted(point.versions)}
             typer.echo("\n".join(consistent_sql(point, qualified, views)))
             return
     except LakecdcError as error:
@@ -269,7 +281,8 @@ def consistent(config: Path | None = CONFIG, warehouse: Path | None = WAREHOUSE,
     console.print(out)
 
 
-@audit_app.command("history", epilog="[bold]Examples[/bold]\n\n  lakecdc audit history bronze.customers -w ./lake --key id=1001")
+@audit_app.command("history", epilog="[bold]Examples[/bold]\n\n"
+                                      "  lakecdc audit history bronze.customers -w ./lake --key id=1001")
 def history(table: str = typer.Argument(..., help="the BRONZE table, e.g. bronze.customers"),
             key: list[str] = typer.Option(..., "--key", "-k", help="column=value; repeat for compound keys."),
             fmt: str | None = FORMAT, warehouse: Path | None = WAREHOUSE, catalog: str | None = CATALOG,
@@ -286,7 +299,8 @@ def history(table: str = typer.Argument(..., help="the BRONZE table, e.g. bronze
     print_frame(df, f"history of {parse_key(key)} in {lake}", limit)
 
 
-@audit_app.command("scd2", epilog="[bold]Examples[/bold]\n\n  lakecdc audit scd2 silver.customers -w ./lake --key id=1001\n\n"
+@audit_app.command("scd2", epilog="[bold]Examples[/bold]\n\n"
+                                   "  lakecdc audit scd2 silver.customers -w ./lake --key id=1001\n\n"
                                    "  lakecdc audit scd2 silver.customers -c conf/ingest.yaml --position 0/16B3748")
 def scd2(table: str = typer.Argument(..., help="the SILVER table whose history (history: scd2) to read"),
          key: list[str] = typer.Option([], "--key", "-k", help="column=value (repeat for compound keys): that "
@@ -324,7 +338,8 @@ def scd2(table: str = typer.Argument(..., help="the SILVER table whose history (
 def diff(table: str = typer.Argument(..., help="the SILVER table"),
          v1: int = typer.Argument(..., help="older version"), v2: int = typer.Argument(..., help="newer version"),
          fmt: str | None = FORMAT, warehouse: Path | None = WAREHOUSE, catalog: str | None = CATALOG,
-         config: Path | None = CONFIG, key: list[str] = typer.Option([], "--key-column", help="key column(s); default: the delete ledger's"),
+         config: Path | None = CONFIG,
+         key: list[str] = typer.Option([], "--key-column", help="key column(s); default: the delete ledger's"),
          limit: int = LIMIT) -> None:
     """Rows added, removed and changed (cell by cell) between two versions, by key."""
     from lakecdc.audit.diff import diff_versions

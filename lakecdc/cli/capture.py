@@ -22,7 +22,8 @@ def register(app: typer.Typer) -> None:
             "[bold]Examples[/bold]\n\n"
             "  lakecdc capture --config conf/postgres-connector.properties\n\n"
             "  lakecdc capture --config conf/postgres.yaml --sink jsonl:/tmp/events.jsonl --stop-when-idle 5\n\n"
-            "  lakecdc capture --config conf/mysql-connector.properties   (also sqlserver-, oracle-connector.properties)\n\n"
+            "  lakecdc capture --config conf/mysql-connector.properties"
+            "   (also sqlserver-, oracle-connector.properties)\n\n"
             "[bold]connector.class[/bold] (PostgreSQL when absent): " + ", ".join(debezium_classes())
         ),
     )(capture)

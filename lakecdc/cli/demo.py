@@ -10,7 +10,6 @@ from rich.console import Console
 from rich.table import Table
 
 
-
 def _console() -> Console:
     """Text wraps at the width of a terminal; in a pipe, a file or a CI log each sentence stays one line."""
     console = Console()
@@ -36,7 +35,8 @@ def demo(
 ) -> None:
     """Start a broker and PostgreSQL, capture an inventory workload and ingest it into Iceberg and Delta.
 
-    Prints, per table, source rows against silver rows, the change rate, source-to-silver latency and a time-travel query; then stops everything and leaves the tables in the warehouse.
+    Prints, per table, source rows against silver rows, the change rate, source-to-silver latency and a \
+time-travel query; then stops everything and leaves the tables in the warehouse.
     """
     from lakecdc.demo.runner import run_demo
 
@@ -52,7 +52,7 @@ def demo(
     console.print(table)
     rate = result.changes / result.seconds if result.seconds else 0.0
     console.print(f"{result.changes:,} changes applied in {result.seconds:.1f} s ({rate:,.0f} changes/s)")
-    if result.latency_p50_ms is not None:
+    if result.latency_p50_ms is not None and result.latency_p99_ms is not None:
         console.print(f"source commit -> silver commit latency: p50 {result.latency_p50_ms / 1000:.1f} s, "
                       f"p99 {result.latency_p99_ms / 1000:.1f} s")
     travel = result.time_travel

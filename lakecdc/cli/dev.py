@@ -47,7 +47,8 @@ def dev_up(
 ) -> None:
     """Start the local stack in the background, each part on its own loopback port and directory.
 
-    Ports, pids and directories are recorded in .lakecdc/devstack.json (passwords only as file: references to private files); `lakecdc dev down` stops everything and removes it all.
+    Ports, pids and directories are recorded in .lakecdc/devstack.json (passwords only as file: references to \
+private files); `lakecdc dev down` stops everything and removes it all.
     """
     unknown = sorted(set(only) - set(PART_NAMES))
     if unknown:
@@ -68,7 +69,8 @@ def dev_up(
     _print_status()
     for name, entry in state["parts"].items():
         if "password" in entry:
-            console.print(f"{name} password: use [bold]database.password={entry['password']}[/bold] in a connector config")
+            console.print(f"{name} password: use [bold]database.password={entry['password']}[/bold] "
+                          "in a connector config")
     if "jars_error" in state:
         console.print(f"[yellow]Spark jars not ready:[/yellow] {state['jars_error']}")
 

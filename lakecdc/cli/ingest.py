@@ -39,7 +39,8 @@ def ingest(
 ) -> None:
     """Read Debezium topics and apply them to bronze change logs and silver tables, exactly once.
 
-    Resumes from the Kafka offsets committed in the tables. SIGTERM or Ctrl-C finishes and commits the current batch, then exits 0.
+    Resumes from the Kafka offsets committed in the tables. SIGTERM or Ctrl-C finishes and commits the current \
+batch, then exits 0.
     """
     from lakecdc.ingest.job import run_ingest
     from lakecdc.metrics.ingest_exporter import serve_ingest_metrics

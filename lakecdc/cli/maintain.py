@@ -1,4 +1,5 @@
-"""``lakecdc maintain --config FILE [--table NAME ...] [--expire-older-than 7d] [--ledger-retention 30d] [--dry-run]``."""
+"""``lakecdc maintain --config FILE [--table NAME ...] [--expire-older-than 7d] [--ledger-retention 30d]
+[--dry-run]``."""
 
 from __future__ import annotations
 
@@ -53,7 +54,12 @@ def maintain(
 ) -> None:
     """Compact the tables ingest writes and clean up their history.
 
-    Iceberg: rewrites data files that have position deletes (every silver MERGE adds some) and small files, then expires old snapshots. Delta: compacts small files (silver Z-ordered by key), vacuums unreferenced files and cleans up the log. Delete ledgers lose the removals at or before silver's newest truncate (and, with --ledger-retention, older ones). Restarts resume as before: maintenance commits carry no lakecdc progress and the newest lakecdc commit is always kept. It may run while an ingest job writes: a commit that conflicts with the job's is redone (by whichever side lost), and a table that keeps conflicting is named (exit code 2).
+    Iceberg: rewrites data files that have position deletes (every silver MERGE adds some) and small files, then \
+expires old snapshots. Delta: compacts small files (silver Z-ordered by key), vacuums unreferenced files and \
+cleans up the log. Delete ledgers lose the removals at or before silver's newest truncate (and, with \
+--ledger-retention, older ones). Restarts resume as before: maintenance commits carry no lakecdc progress and \
+the newest lakecdc commit is always kept. It may run while an ingest job writes: a commit that conflicts with \
+the job's is redone (by whichever side lost), and a table that keeps conflicting is named (exit code 2).
     """
     from lakecdc.maintenance.options import MaintenanceOptions, parse_duration
     from lakecdc.maintenance.run import MaintenanceConflictError, run_maintenance
@@ -63,7 +69,8 @@ def maintain(
     try:
         options = MaintenanceOptions(expire_older_than=parse_duration(expire_older_than), retain_last=retain_last,
                                      remove_orphans=remove_orphans, dry_run=dry_run,
-                                     ledger_retention=parse_duration(ledger_retention, "ledger-retention") if ledger_retention else None)
+                                     ledger_retention=parse_duration(ledger_retention, "ledger-retention")
+                                     if ledger_retention else None)
         results = run_maintenance(config, options, table)
     except MaintenanceConflictError as error:  # the other tables were maintained: show them too
         results, failed = error.results, error

@@ -54,7 +54,9 @@ def connect_source(spec: str) -> Any:
         raise typer.BadParameter(f"cannot connect to the source database ({type(error).__name__})") from None
 
 
-@quality_app.command("check", epilog="[bold]Examples[/bold]\n\n  lakecdc quality check --config conf/ingest.yaml\n\n  lakecdc quality check silver.customers --bronze bronze.customers -w ./lake\n\n  lakecdc quality check silver.customers -w ./lake --rule unique_keys --rule not_null_keys")
+@quality_app.command("check", epilog="[bold]Examples[/bold]\n\n  lakecdc quality check --config conf/ingest.yaml\n\n"
+                     "  lakecdc quality check silver.customers --bronze bronze.customers -w ./lake\n\n"
+                     "  lakecdc quality check silver.customers -w ./lake --rule unique_keys --rule not_null_keys")
 def check(
     table: str | None = typer.Argument(None, help="the SILVER table, e.g. silver.customers; default with "
                                                    "--config: every silver table the configuration knows"),
@@ -124,8 +126,9 @@ def check(
         raise typer.Exit(1)
 
 
-@quality_app.command("suites", epilog="[bold]Examples[/bold]\n\n  lakecdc quality suites --config conf/ingest.yaml --suites gx/ --record\n\n"
-                      "  lakecdc quality suites --config conf/ingest.yaml --suites gx/ --docs ./quality-docs")
+@quality_app.command("suites", epilog="[bold]Examples[/bold]\n\n"
+                                       "  lakecdc quality suites --config conf/ingest.yaml --suites gx/ --record\n\n"
+                                       "  lakecdc quality suites --config conf/ingest.yaml --suites gx/ --docs ./quality-docs")
 def suites(
     config: Path = typer.Option(..., "--config", "-c", exists=True, dir_okay=False,
                                 help="The ingest configuration: tables, formats, warehouse; table.mapping.<topic>."

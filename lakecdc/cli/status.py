@@ -1,9 +1,9 @@
 """``lakecdc status --config FILE [--config FILE ...] [--json]``: where capture and ingest stand.
 
 A capture configuration (it has ``connector.class`` or ``database.hostname``) shows the stored
-offset and the source log not yet acknowledged (PostgreSQL slot lag, MySQL binlog bytes, Oracle SCNs, SQL Server CDC max LSN); an ingest
-configuration (``kafka.bootstrap.servers`` + ``topic.prefix``) shows per table the last committed
-batch, Kafka offsets, source position and time, lag and row counts. Credentials are never shown.
+offset and the source log not yet acknowledged (PostgreSQL slot lag, MySQL binlog bytes, Oracle SCNs, SQL Server
+CDC max LSN); an ingest configuration (``kafka.bootstrap.servers`` + ``topic.prefix``) shows per table the last
+committed batch, Kafka offsets, source position and time, lag and row counts. Credentials are never shown.
 """
 
 from __future__ import annotations

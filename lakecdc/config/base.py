@@ -142,7 +142,8 @@ class PropertiesModel(BaseModel):
             prefix = next((p for p in cls.prefix_fields if name.startswith(p) and len(name) > len(p)), None)
             if prefix is not None:
                 gathered.setdefault(cls.prefix_fields[prefix], {})[name[len(prefix) :]] = value
-            elif name in cls.accepted_names or (name.startswith(cls.accepted_prefixes) and not cls._looks_like_typo(name)):
+            elif name in cls.accepted_names or (name.startswith(cls.accepted_prefixes)
+                                                and not cls._looks_like_typo(name)):
                 kept[name] = str(value)
             else:
                 unknown.append(name)

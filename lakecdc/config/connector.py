@@ -38,6 +38,7 @@ from lakecdc.config.filters import (
     parse_table_list,
     split_list,
 )
+from lakecdc.config.no_effect import no_effect, reason_for
 from lakecdc.config.passthrough import (
     HISTORY_STORES,
     KAFKA_CONNECT_NAMES,
@@ -45,11 +46,10 @@ from lakecdc.config.passthrough import (
     NOT_APPLIED_NAMES,
     NOT_APPLIED_PREFIXES,
     OFFSET_STORES,
-    OffsetStorageKind,
     TRANSFORM_NAMES,
     TRANSFORM_PREFIXES,
+    OffsetStorageKind,
 )
-from lakecdc.config.no_effect import no_effect, reason_for
 from lakecdc.config.secret import Secret
 from lakecdc.errors import ConfigError
 
@@ -240,7 +240,8 @@ class CommonConnectorConfig(PropertiesModel):
             )
         check_exclusive(
             [
-                ("database.include.list", self.database_include_list, "database.exclude.list", self.database_exclude_list),
+                ("database.include.list", self.database_include_list,
+                 "database.exclude.list", self.database_exclude_list),
                 ("schema.include.list", self.schema_include_list, "schema.exclude.list", self.schema_exclude_list),
                 ("table.include.list", self.table_include_list, "table.exclude.list", self.table_exclude_list),
                 ("column.include.list", self.column_include_list, "column.exclude.list", self.column_exclude_list),
@@ -403,7 +404,8 @@ class CommonConnectorConfig(PropertiesModel):
         from lakecdc.transforms import TransformContext, build_chain
         from lakecdc.transforms.errors import NAMES as ERROR_HANDLING_NAMES
 
-        properties = {k: v for k, v in self.passthrough.items() if k in TRANSFORM_NAMES or k.startswith(TRANSFORM_PREFIXES)}
+        properties = {k: v for k, v in self.passthrough.items()
+                      if k in TRANSFORM_NAMES or k.startswith(TRANSFORM_PREFIXES)}
         # errors.tolerance / errors.log.*: what a record a transform fails on does (Connect's error handler)
         properties.update({k: v for k, v in self.passthrough.items() if k in ERROR_HANDLING_NAMES})
         properties["name"] = self.name or ""

@@ -98,7 +98,8 @@ COMMON: dict[str, str] = {
 }
 
 # schema.history.internal.* of SchemaHistory and its Kafka store (MySQL, SQL Server, Oracle).
-_HISTORY_KAFKA = "tunes Debezium's Kafka schema history client; lakecdc's history store reads and writes its topic itself"
+_HISTORY_KAFKA = ("tunes Debezium's Kafka schema history client; lakecdc's history store reads and writes "
+                  "its topic itself")
 SCHEMA_HISTORY: dict[str, str] = {
     "schema.history.internal.connector.class": "set by Debezium for its own history store; not a user setting",
     "schema.history.internal.connector.id": "set by Debezium for its own history store; not a user setting",

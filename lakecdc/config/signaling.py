@@ -8,6 +8,7 @@ leave it out, as Debezium's ``RelationalTableFilters`` does.
 
 from __future__ import annotations
 
+import difflib
 import logging
 from dataclasses import dataclass
 from functools import cached_property
@@ -18,6 +19,52 @@ from lakecdc.config.connector import CommonConnectorConfig
 from lakecdc.config.filters import TableFilter
 from lakecdc.errors import ConfigError
 from lakecdc.events.topics import TableId
+
+#: signal.enabled.channels values Debezium 3 defines, and those lakecdc builds
+CHANNELS = ("source", "kafka", "jmx", "file", "in-process")
+BUILT_CHANNELS = ("source", "kafka")
+
+
+def parse_table_id(text: str) -> TableId:
+    """``schema.table`` with optional double quotes around a part that holds a dot:
+    ``"public"."My.Table"``; a name without schema is in ``public``."""
+    parts: list[str] = []
+    current: list[str] = []
+    quoted = False
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == '"':
+            if quoted and i + 1 < len(text) and text[i + 1] == '"':
+                current.append('"')
+                i += 2
+                continue
+            quoted = not quoted
+        elif ch == "." and not quoted:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+        i += 1
+    parts.append("".join(current))
+    if quoted or not all(parts) or len(parts) > 3:
+        raise ConfigError(f"'{text}' is not a table id (<schema>.<table>, parts with dots in double quotes)",
+                          "signal.data.collection")
+    if len(parts) == 1:
+        return TableId(None, "public", parts[0])
+    return TableId(None, parts[-2], parts[-1])
+
+
+def parse_channels(value: str) -> tuple[str, ...]:
+    """``signal.enabled.channels``: a comma list of Debezium's channel names."""
+    names = tuple(n.strip().lower() for n in value.split(",") if n.strip())
+    for name in names:
+        if name not in CHANNELS:
+            close = difflib.get_close_matches(name, CHANNELS, n=1, cutoff=0.6)
+            hint = f" — did you mean '{close[0]}'?" if close else ""
+            raise ConfigError(f"signal.enabled.channels: unknown channel '{name}'{hint} (one of {', '.join(CHANNELS)})",
+                              "signal.enabled.channels")
+    return names
 
 
 @dataclass(frozen=True)
@@ -41,8 +88,6 @@ class SignalingConnectorConfig(CommonConnectorConfig):
 
     @model_validator(mode="after")
     def _check_signals(self) -> SignalingConnectorConfig:
-        from lakecdc.capture.signals import BUILT_CHANNELS, parse_channels
-
         channels = parse_channels(self.signal_enabled_channels)
         for name in channels:
             if name not in BUILT_CHANNELS:
@@ -67,15 +112,11 @@ class SignalingConnectorConfig(CommonConnectorConfig):
 
     @cached_property
     def signal_channels(self) -> tuple[str, ...]:
-        from lakecdc.capture.signals import parse_channels
-
         return parse_channels(self.signal_enabled_channels)
 
     @cached_property
     def signal_table(self) -> TableId | None:
         """``signal.data.collection`` parsed; None when signals are not configured."""
-        from lakecdc.capture.signals import parse_table_id
-
         text = (self.signal_data_collection or "").strip()
         return parse_table_id(text) if text else None
 

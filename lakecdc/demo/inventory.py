@@ -103,14 +103,15 @@ class InventoryWorkload:
     def update_some(self) -> None:
         rng = self.rng
         with self.conn.transaction():
-            cursors = [self.conn.execute("UPDATE customers SET balance = balance + %s, active = NOT active WHERE id = %s",
-                                         (Decimal(rng.randint(-1000, 1000)) / 100, rng.randint(1, self.n_customers)))
-                       for _ in range(5)]
+            cursors = [self.conn.execute(
+                "UPDATE customers SET balance = balance + %s, active = NOT active WHERE id = %s",
+                (Decimal(rng.randint(-1000, 1000)) / 100, rng.randint(1, self.n_customers))) for _ in range(5)]
             # the order or product may be gone (deleted, renumbered): then nothing changes
             cursors.append(self.conn.execute("UPDATE orders SET status = 'shipped' WHERE id = %s",
                                              (rng.randint(1, self.next_order - 1),)))
-            cursors.append(self.conn.execute("UPDATE products SET attrs = attrs || %s::jsonb WHERE id = %s",
-                                             (json.dumps({"promo": rng.randint(1, 50)}), rng.randint(1, self.n_products))))
+            cursors.append(self.conn.execute(
+                "UPDATE products SET attrs = attrs || %s::jsonb WHERE id = %s",
+                (json.dumps({"promo": rng.randint(1, 50)}), rng.randint(1, self.n_products))))
         self.changes += sum(cur.rowcount for cur in cursors)
 
     def delete_order(self) -> None:

@@ -6,8 +6,8 @@ Steps (each printed as it happens):
 2. create the inventory schema and seed it (``inventory``);
 3. start capture (``conf/demo-capture.properties``, its own process) and ingest (``conf/demo-ingest.yaml``: Iceberg
    for customers/products, Delta for orders/order_lines) side by side;
-4. once the snapshot is in silver, run the workload: transactions over several tables, updates, deletes, a primary-key change, an
-   added column, a truncate;
+4. once the snapshot is in silver, run the workload: transactions over several tables, updates, deletes, a
+   primary-key change, an added column, a truncate;
 5. wait until capture is idle and every silver table equals its source table;
 6. print per table: source rows, silver rows, equal or not; changes/s; source-to-silver latency
    p50/p99; then a time-travel query of ``silver.customers`` at its first version;
@@ -89,12 +89,13 @@ def run_demo(directory: Path, seconds: float = 20.0, say: Any = print, catch_up_
 
     from lakecdc.devstack.broker import Broker
     from lakecdc.devstack.postgres import Postgres
-    from lakecdc.demo.spark_log import spark_session_logged
     from lakecdc.ingest.job import run_ingest
+    from lakecdc.spark.output import spark_session_logged
 
     directory = directory.resolve()
     warehouse = directory / "warehouse"
-    result = DemoResult(warehouse=warehouse, spark_log=directory / "spark.log")
+    spark_log = directory / "spark.log"
+    result = DemoResult(warehouse=warehouse, spark_log=spark_log)
     (directory / "stack").mkdir(parents=True, exist_ok=True)
     say(f"1. starting the broker and PostgreSQL under {directory / 'stack'}")
     with Broker(base_dir=directory / "stack") as broker, Postgres(base_dir=directory / "stack") as pg:
@@ -107,7 +108,7 @@ def run_demo(directory: Path, seconds: float = 20.0, say: Any = print, catch_up_
             capture_file = capture_config(directory, pg, broker)
             ingest_config = demo_ingest_config(directory, warehouse, broker)
             say(f"3. starting capture and ingest (Spark starts in a few seconds; its log: {result.spark_log})")
-            spark = spark_session_logged(result.spark_log, warehouse, app_name="lakecdc-demo")
+            spark = spark_session_logged(spark_log, warehouse, app_name="lakecdc-demo")
             stop_ingest = threading.Event()
             latencies: list[pa.Array] = []
             applied: list[tuple[float, int]] = []  # (when, changes) per batch

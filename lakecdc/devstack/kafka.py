@@ -1,6 +1,7 @@
 """Apache Kafka for the local stack and tests: one KRaft node (broker and controller) from its jars.
 
-The jars come from Maven Central through the bootstrap (``lakecdc.devstack.maven``, set ``kafka``).
+The jars come from Maven Central through the bootstrap (``lakecdc.devstack.maven``; set ``kafka`` of
+``lakecdc.spark.jar_cache``).
 Where tansu (``lakecdc.devstack.broker``) is the fast default, this is the broker that keeps what
 Kafka itself promises and tansu does not: ``read_committed`` consumers never see records of aborted
 transactions, compaction runs, watermarks are exact. Like every part it has its own ports,
@@ -46,7 +47,7 @@ BROKER_SETTINGS = {
 def kafka_classpath() -> str:
     """The broker's classpath from the jar cache; FileNotFoundError naming the bootstrap if absent
     (``start()`` reports it as the part's start error)."""
-    from lakecdc.devstack.maven import cached_jars
+    from lakecdc.spark.jar_cache import cached_jars
 
     jars = cached_jars("kafka")
     if jars is None:

@@ -30,13 +30,14 @@ from typing import Any, Literal, TypeVar
 from typing_extensions import Self
 
 from lakecdc.devstack.broker import Broker
-from lakecdc.devstack.errors import DevStackError, PartStartError
+from lakecdc.devstack.errors import DevStackError
 from lakecdc.devstack.kafka import KafkaBroker
 from lakecdc.devstack.mariadb import MariaDB
 from lakecdc.devstack.part import ServicePart
 from lakecdc.devstack.ports import port_is_open
 from lakecdc.devstack.postgres import Postgres
 from lakecdc.devstack.process import group_members, remove_tree
+from lakecdc.errors import SparkSetupError
 
 PART_NAMES = ("broker", "postgres", "mariadb")
 #: the broker part: tansu (fast, the default) or Apache Kafka (KRaft, jars from Maven Central)
@@ -170,11 +171,11 @@ def up(parts: tuple[str, ...] = PART_NAMES, pg_version: int = 18, with_jars: boo
         recorded[name] = entry
     state: dict[str, Any] = {"parts": recorded, "started_in_s": round(time.monotonic() - started, 2)}
     if with_jars:
-        from lakecdc.devstack.jars import iceberg_jars
+        from lakecdc.spark.jars import iceberg_jars
 
         try:
             state["jars"] = [str(jar) for jar in iceberg_jars()]
-        except PartStartError as error:
+        except SparkSetupError as error:
             state["jars_error"] = str(error)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(state, indent=2) + "\n")

@@ -331,15 +331,15 @@ class MySqlPosition(_Ordered):
 
     @classmethod
     def from_source(cls, source: Mapping[str, Any]) -> MySqlPosition:
-        if source.get("file") is None or source.get("pos") is None:
+        file, pos = _source_text(source, "file"), _source_int(source, "pos")
+        if file is None or pos is None:
             raise ValueError(f"MySQL source block needs 'file' and 'pos': {dict(source)}")
-        file = _source_text(source, "file")
         if not binlog_file_index(file) < _LIMIT:
             raise ValueError(f"source.file: binlog file number of {file[:60]!r} is 2^63 or more")
         ts_ms = _source_int(source, "ts_ms")
         return cls(
             file=file,
-            pos=_source_int(source, "pos"),
+            pos=pos,
             row=_source_int(source, "row") or 0,
             server_id=_source_int(source, "server_id"),
             gtid=_source_text(source, "gtid"),

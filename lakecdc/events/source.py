@@ -153,8 +153,8 @@ def snapshot_marker(is_snapshot: bool, first: bool = False, last: bool = False,
                     first_in_table: bool = False, last_in_table: bool = False) -> str:
     """The ``snapshot`` text for a row: Debezium marks the first and last rows of the snapshot
     (``first``, ``last``) and of each table (``first_in_data_collection``,
-    ``last_in_data_collection``); streamed events say ``false``. Precedence as in Debezium: first, last, last_in_data_collection,
-    first_in_data_collection."""
+    ``last_in_data_collection``); streamed events say ``false``. Precedence as in Debezium: first, last,
+    last_in_data_collection, first_in_data_collection."""
     if not is_snapshot:
         return "false"
     if first:

@@ -206,8 +206,8 @@ def ingest_session(cfg: IngestConfig, spark_log: Path | None = None) -> SparkSes
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
-    from lakecdc.demo.spark_log import spark_session_logged
-    from lakecdc.devstack.spark import ICEBERG_CATALOG
+    from lakecdc.spark.output import spark_session_logged
+    from lakecdc.spark.session import ICEBERG_CATALOG
 
     log_file = spark_log or cfg.progress_dir / "spark.log"
     log_file.parent.mkdir(parents=True, exist_ok=True)

@@ -181,7 +181,8 @@ class DeltaMaintainer:
         delta-rs lists every file removed before the retention, also those an earlier vacuum
         deleted already, and a vacuum commits twice (VACUUM START / END): skipping a vacuum with
         nothing to delete keeps repeated runs from pushing the newest lakecdc commit out of the
-        history the writer reads back (``lakecdc.writers.delta_rs.HISTORY_LOOKBACK`` commits). Remote stores are not checked.
+        history the writer reads back (``lakecdc.writers.delta_rs.HISTORY_LOOKBACK`` commits). Remote stores are
+        not checked.
         """
         candidates = table.vacuum(retention_hours, dry_run=True, enforce_retention_duration=enforce, full=full)
         if "://" in self.warehouse:

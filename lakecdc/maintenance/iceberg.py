@@ -97,9 +97,9 @@ class IcebergMaintainer:
 
     # -- table state -------------------------------------------------------------------------
     def _load(self, name: str) -> Any:  # py4j proxy of org.apache.iceberg.Table
-        jvm = self.spark._jvm  # type: ignore[attr-defined]
+        jvm: Any = self.spark._jvm  # the py4j gateway (this module runs on classic Spark, never Connect)
         table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
-            self.spark._jsparkSession, self.qualified(name))  # type: ignore[attr-defined]
+            self.spark._jsparkSession, self.qualified(name))
         table.refresh()
         return table
 
@@ -158,7 +158,7 @@ class IcebergMaintainer:
         dangling = {r["path"] for r in live if r["content"] == 1 and (floor is None or r["seq"] < floor)}
         if not dangling:
             return 0
-        jvm = self.spark._jvm  # type: ignore[attr-defined]
+        jvm: Any = self.spark._jvm  # the py4j gateway (this module runs on classic Spark, never Connect)
         table = self._load(name)
         rewrite = table.newRewrite()
         found = 0

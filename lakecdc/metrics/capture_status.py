@@ -16,8 +16,8 @@ acknowledged. The result as ``lakecdc status --json`` prints it (PostgreSQL)::
 MySQL/MariaDB report ``binlog`` instead of ``slot``: the server's current file and position and
 the bytes of binlog written after the stored position. Oracle reports ``redo``: the current SCN and
 how many SCNs the stored restart SCN is behind it. SQL Server reports ``change_tables``: the
-highest LSN CDC has recorded and whether the stored commit LSN has reached it. Nothing here holds credentials: errors are
-scrubbed by the connectors' own connect helpers, and only the masked target is named.
+highest LSN CDC has recorded and whether the stored commit LSN has reached it. Nothing here holds credentials:
+errors are scrubbed by the connectors' own connect helpers, and only the masked target is named.
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from lakecdc.transport.offsets import OffsetStore, offset_key, offsets_file, open_offsets
 from lakecdc.capture.registration import CaptureStatus
 from lakecdc.capture.registry import registration_for
 from lakecdc.config.base import load_properties
 from lakecdc.errors import LakecdcError
+from lakecdc.transport.offsets import OffsetStore, offset_key, offsets_file, open_offsets
 
 __all__ = ["CaptureStatus", "capture_status", "is_capture_config"]
 

@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TextIO
 
 from lakecdc.config.redact import redact
 from lakecdc.errors import SourceTerminalError
@@ -113,7 +113,7 @@ class FileHistoryStore:
         self._error = error
         self.server = server
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = None
+        self._file: TextIO | None = None
 
     def append(self, record: HistoryRecord) -> None:
         if self._file is None:
@@ -136,7 +136,8 @@ class FileHistoryStore:
                     if not line.endswith("\n"):
                         log.warning("ignoring the unfinished last line of schema history %s", self.path)
                         break
-                    raise self._error(f"schema history file {self.path} line {n} is not a history record: {exc}") from exc
+                    raise self._error(f"schema history file {self.path} line {n} is not a history record: "
+                                      f"{exc}") from exc
         return iter(out)
 
     def exists(self) -> bool:
@@ -260,8 +261,9 @@ class KafkaHistoryStore:
                 if msg.error():
                     continue
                 idle_polls = 0
-                if msg.value():
-                    out.append(HistoryRecord.from_json(json.loads(msg.value())))
+                value = msg.value()
+                if value:
+                    out.append(HistoryRecord.from_json(json.loads(value)))
         finally:
             consumer.close()
         return iter(out)

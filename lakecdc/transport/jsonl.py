@@ -48,7 +48,8 @@ def _headers_json(headers: list[tuple[str, bytes]] | None) -> bytes:
     if not headers:
         return b""
     return b",".join(
-        b'{"key":' + json.dumps(name, ensure_ascii=False).encode("utf-8") + b',"value":' + encode_header_value(data) + b"}"
+        b'{"key":' + json.dumps(name, ensure_ascii=False).encode("utf-8")
+        + b',"value":' + encode_header_value(data) + b"}"
         for name, data in headers
     )
 

@@ -146,7 +146,9 @@ class KafkaSink:
                 self._produce(record.topic, key, value, headers, record.partition)
                 continue
             try:
-                produce(record.topic, value, key, headers=headers)  # the common case, inlined
+                # confluent-kafka's stub wants list[tuple[str, str | bytes | None]]; a list is invariant
+                # the common case, inlined
+                produce(record.topic, value, key, headers=headers)  # type: ignore[arg-type]
             except (BufferError, KafkaException):
                 self._produce(record.topic, key, value, headers)
 
@@ -163,10 +165,10 @@ class KafkaSink:
     def _produce(self, topic: str, key: bytes | None, value: bytes | None,
                  headers: list[tuple[str, bytes]] | None, partition: int | None = None) -> None:
         produce = self._producer.produce
-        placed = {} if partition is None else {"partition": partition}
+        placed: dict[str, Any] = {} if partition is None else {"partition": partition}
         while True:
             try:
-                produce(topic, value, key, headers=headers, **placed)
+                produce(topic, value, key, headers=headers, **placed)  # type: ignore[arg-type]  # as above
                 return
             except BufferError:
                 # librdkafka's queue is full: serve delivery reports until there is room.
@@ -177,7 +179,8 @@ class KafkaSink:
                     self._fatal = exc.args[0].str()
                     self._recover_from_fatal()
                 error = exc.args[0].str()
-                raise SinkDeliveryError(f"Kafka refused a record for topic '{topic}': {error}", [(topic, error)]) from None
+                raise SinkDeliveryError(f"Kafka refused a record for topic '{topic}': {error}",
+                                        [(topic, error)]) from None
 
     def flush(self) -> None:
         """Return when every record sent so far is acknowledged; raise on any failure."""

@@ -175,9 +175,9 @@ class KafkaOffsetStore:
             raise OffsetStoreError(f"cannot reach Kafka for offsets topic '{self.topic}': "
                                    f"{redact(exc.args[0].str())}") from None
         if existing is None or existing.error is not None or not existing.partitions:
-            future = admin.create_topics([NewTopic(self.topic, num_partitions=partitions,
-                                                   replication_factor=replication_factor,
-                                                   config=dict(OFFSETS_TOPIC_CONFIG))], operation_timeout=30)[self.topic]
+            topic = NewTopic(self.topic, num_partitions=partitions, replication_factor=replication_factor,
+                             config=dict(OFFSETS_TOPIC_CONFIG))
+            future = admin.create_topics([topic], operation_timeout=30)[self.topic]
             try:
                 future.result()
                 log.info("created offsets topic %s (%d partitions, compacted)", self.topic, partitions)

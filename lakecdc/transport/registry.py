@@ -41,8 +41,8 @@ def _make_kafka(target: str, config: CommonConnectorConfig | None, options: dict
     from lakecdc.transport.kafka import KafkaSink
 
     producer = dict(config.producer_properties()) if config is not None else {}
-    bootstrap = target or producer.pop("bootstrap.servers", None) or (config.bootstrap_servers if config else None)
-    producer.pop("bootstrap.servers", None)
+    configured = producer.pop("bootstrap.servers", None)
+    bootstrap = target or configured or (config.bootstrap_servers if config else None)
     if not bootstrap:
         raise ConfigError(
             "the Kafka sink needs brokers: set 'bootstrap.servers' in the configuration or use --sink kafka:HOST:PORT",
@@ -59,7 +59,8 @@ def _make_kafka(target: str, config: CommonConnectorConfig | None, options: dict
         if partitions is not None:
             options.setdefault("topic_partitions", _int(partitions, "topic.creation.default.partitions"))
         if replication is not None:
-            options.setdefault("topic_replication_factor", _int(replication, "topic.creation.default.replication.factor"))
+            options.setdefault("topic_replication_factor",
+                               _int(replication, "topic.creation.default.replication.factor"))
         single = [t for t in (config.offset_storage_topic, config.schema_history_internal_kafka_topic) if t]
         options.setdefault("single_partition_topics", single)
         from lakecdc.transport.kafka_config import client_settings, connector_kafka_properties, is_connection_setting

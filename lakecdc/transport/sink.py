@@ -121,7 +121,8 @@ class RecordSerializer:
                      part: str) -> RecordEncoder:
         if schema is None:
             raise SinkDeliveryError(
-                f"record for topic '{record.topic}' has a {part} but no {part} schema", [(record.topic, f"no {part} schema")]
+                f"record for topic '{record.topic}' has a {part} but no {part} schema",
+                [(record.topic, f"no {part} schema")],
             )
         return self.encoder(schema, schemas_enable)
 

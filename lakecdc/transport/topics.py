@@ -29,8 +29,10 @@ class TopicCreator:
                  single_partition_topics: Iterable[str] = (), timeout_s: float = 30.0) -> None:
         from confluent_kafka.admin import AdminClient
 
-        # librdkafka otherwise prints its own log lines on stderr, unredacted.
-        self._admin = AdminClient({**admin_config, "logger": logging.getLogger("lakecdc.transport.librdkafka")})
+        # librdkafka otherwise prints its own log lines on stderr, unredacted. (confluent-kafka takes a
+        # logging.Logger for "logger"; its stub types config values as str | int | float only.)
+        logger = logging.getLogger("lakecdc.transport.librdkafka")
+        self._admin = AdminClient({**admin_config, "logger": logger})  # type: ignore[dict-item]
         self.partitions = partitions
         self.replication_factor = replication_factor
         self.topic_config = dict(topic_config or {})

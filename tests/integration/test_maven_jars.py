@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lakecdc.devstack.errors import PartStartError
+from lakecdc.errors import SparkSetupError
 from lakecdc.devstack.maven import MANIFEST, _artifact_stem, _pom, cached_jars, jar_sets
 from lakecdc.devstack.spark import spark_connectors
 
@@ -61,10 +61,10 @@ def test_connectors_are_opt_in_and_a_missing_one_names_the_bootstrap(empty_cache
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("LAKECDC_SPARK_CONNECTORS", raising=False)
     assert spark_connectors() == {} and spark_connectors("none") == {} and spark_connectors("auto") == {}
-    with pytest.raises(PartStartError, match="delta connector's jars are not cached: run scripts/bootstrap.sh"):
+    with pytest.raises(SparkSetupError, match="delta connector's jars are not cached: run scripts/bootstrap.sh"):
         spark_connectors("delta")
     with pytest.raises(ValueError, match="unknown Spark connector"):
         spark_connectors("delta,hive")
     monkeypatch.setenv("LAKECDC_SPARK_CONNECTORS", "spark-kafka")
-    with pytest.raises(PartStartError, match="spark-kafka connector"):
+    with pytest.raises(SparkSetupError, match="spark-kafka connector"):
         spark_connectors()

@@ -143,7 +143,7 @@ def test_arrow_and_pandas_conversions_work_with_the_pinned_numpy(spark) -> None:
 def test_relocated_jackson_jar_is_built_from_pyspark_jars(tmp_path: Path) -> None:
     import zipfile
 
-    from lakecdc.devstack.jars import iceberg_runtime_jar, shaded_jackson_jar
+    from lakecdc.spark.jars import iceberg_runtime_jar, shaded_jackson_jar
 
     built = shaded_jackson_jar(cache_dir=tmp_path)
     assert built.parent == tmp_path and built.name.startswith("iceberg-shaded-jackson-2.")

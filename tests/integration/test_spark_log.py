@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 SCRIPT = textwrap.dedent("""
     import sys, warnings
     from pathlib import Path
-    from lakecdc.demo.spark_log import spark_session_logged
+    from lakecdc.spark.output import spark_session_logged
 
     log_file, warehouse = Path(sys.argv[1]), Path(sys.argv[2])
     print("before spark", flush=True)

@@ -104,7 +104,7 @@ def test_run_sh_knows_exactly_two_commands() -> None:
 
 
 def test_each_spark_line_fetches_its_own_scala_builds() -> None:
-    from lakecdc.devstack.errors import DevStackError
+    from lakecdc.errors import SparkSetupError
     from lakecdc.devstack.maven import jar_sets, spark_line
 
     old = jar_sets("3.5.9")
@@ -118,7 +118,7 @@ def test_each_spark_line_fetches_its_own_scala_builds() -> None:
     # the broker runs in its own JVM: the same set on both lines (Spark 4 runs the Kafka-source tests too)
     assert new["kafka"] == old["kafka"] and not new["kafka"].beside_pyspark
     assert spark_line("4.0.5") == "4.0" and spark_line("3.5.9") == "3.5"
-    with pytest.raises(DevStackError, match=r"PySpark 4\.1\.0 is not a supported line.*lakecdc\[spark4\]"):
+    with pytest.raises(SparkSetupError, match=r"PySpark 4\.1\.0 is not a supported line.*lakecdc\[spark4\]"):
         spark_line("4.1.0")
 
 

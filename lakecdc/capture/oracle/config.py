@@ -27,8 +27,8 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from lakecdc.config.filters import compile_regex_list
 from lakecdc.config.connector import CommonConnectorConfig
+from lakecdc.config.filters import compile_regex_list
 from lakecdc.config.signaling import SignalingConnectorConfig
 from lakecdc.errors import ConfigError
 

@@ -104,7 +104,7 @@ def _resolve_factory() -> ConnectionFactory:
     named = os.environ.get(FACTORY_ENV)
     if named:
         module_name, _, attr = named.partition(":")
-        return getattr(importlib.import_module(module_name), attr)  # type: ignore[no-any-return]
+        return getattr(importlib.import_module(module_name), attr)
 
     def real(config: Any) -> Any:
         import oracledb

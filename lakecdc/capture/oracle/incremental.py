@@ -36,8 +36,8 @@ from lakecdc.capture.incremental import ChunkQueryError
 from lakecdc.capture.oracle import connection as oraconn
 from lakecdc.capture.oracle.change_records import RecordFactory
 from lakecdc.capture.oracle.config import OracleConnectorConfig
-from lakecdc.capture.oracle.errors import OracleConnectionLostError
 from lakecdc.capture.oracle.connection import ColumnInfo
+from lakecdc.capture.oracle.errors import OracleConnectionLostError
 from lakecdc.capture.oracle.snapshot import select_list
 from lakecdc.capture.oracle.table_schema import TableSchema
 from lakecdc.capture.oracle.types import TIMESTAMP_FORMAT, needs_text_select
@@ -144,7 +144,8 @@ class OracleIncrementalSnapshot(SqlChunkSnapshot):
         self._conn: oraconn.OracleConnection | None = None
 
     def captured_tables(self) -> list[str]:
-        signal = (self._signal_table.schema, self._signal_table.table)
+        signal_table = self.signal_table()
+        signal = (signal_table.schema, signal_table.table)
         db = self._config.source_db
         return [f"{db}.{o}.{t}" for o, t in self._connection().list_tables()
                 if (o, t) != signal and self._schemas.is_captured(o, t)]
@@ -167,7 +168,7 @@ class OracleIncrementalSnapshot(SqlChunkSnapshot):
                             time.time_ns())
 
     def write_watermark(self, watermark_id: str, kind: str, data: str) -> None:
-        signal = self._signal_table
+        signal = self.signal_table()
         table = f"{quote(signal.schema or '')}.{quote(signal.table)}"
         self._run(f"INSERT INTO {table} (ID, TYPE, DATA) VALUES (:1, :2, :3)", [watermark_id, kind, data],
                   fetch=False)

@@ -19,10 +19,10 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from lakecdc.transport.history_store import HistoryRecord, HistoryStore, open_store
 from lakecdc.capture.oracle.ddl.model import OracleTables
 from lakecdc.capture.oracle.ddl.parser import OracleDdlParser
 from lakecdc.capture.oracle.errors import OracleDdlParseError
+from lakecdc.transport.history_store import HistoryRecord, HistoryStore, open_store
 
 log = logging.getLogger(__name__)
 

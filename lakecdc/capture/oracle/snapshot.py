@@ -32,19 +32,19 @@ import sys
 import time
 from typing import Any
 
-from lakecdc.capture.snapshot_last import HoldLast
 from lakecdc.capture.blocking import BlockingSnapshotError
 from lakecdc.capture.oracle import connection as oraconn
 from lakecdc.capture.oracle.change_records import RecordFactory
 from lakecdc.capture.oracle.config import OracleConnectorConfig
+from lakecdc.capture.oracle.database_schema import OracleDatabaseSchema
 from lakecdc.capture.oracle.offset import OracleOffset
+from lakecdc.capture.oracle.schema_history import OracleSchemaHistory
 from lakecdc.capture.oracle.snapshot_lock import schema_locks
 from lakecdc.capture.oracle.source_info import source_builder
-from lakecdc.capture.oracle.database_schema import OracleDatabaseSchema
-from lakecdc.capture.oracle.schema_history import OracleSchemaHistory
 from lakecdc.capture.oracle.table_changes import create_table_ddl, schema_change_record
 from lakecdc.capture.oracle.table_schema import TableSchema
 from lakecdc.capture.oracle.types import TypeModes, needs_text_select
+from lakecdc.capture.snapshot_last import HoldLast
 from lakecdc.capture.spi import Emit, SnapshotResult
 from lakecdc.config.filters import compile_regex_list
 from lakecdc.events.positions import OraclePosition

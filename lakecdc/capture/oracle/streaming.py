@@ -54,11 +54,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from lakecdc.capture.heartbeat import Heartbeat
-from lakecdc.capture.signaling import Signaling
 from lakecdc.capture.oracle import connection as oraconn
 from lakecdc.capture.oracle.blocking import blocking_snapshot
 from lakecdc.capture.oracle.change_records import RecordFactory
 from lakecdc.capture.oracle.config import OracleConnectorConfig
+from lakecdc.capture.oracle.database_schema import OracleDatabaseSchema
+from lakecdc.capture.oracle.incremental import OracleIncrementalSnapshot
 from lakecdc.capture.oracle.logminer import query as q
 from lakecdc.capture.oracle.logminer.changes import LOB_MERGE_WINDOW, Change, transaction_changes
 from lakecdc.capture.oracle.logminer.limits import SessionTimer
@@ -66,13 +67,12 @@ from lakecdc.capture.oracle.logminer.session import LogFile, end_session, logs_f
 from lakecdc.capture.oracle.logminer.spill import SpillStore
 from lakecdc.capture.oracle.logminer.transactions import Transaction, TransactionBuffer
 from lakecdc.capture.oracle.offset import OracleOffset, ThreadCommit
-from lakecdc.capture.oracle.source_info import source_builder
-from lakecdc.capture.oracle.database_schema import OracleDatabaseSchema
-from lakecdc.capture.oracle.incremental import OracleIncrementalSnapshot
 from lakecdc.capture.oracle.schema_history import OracleSchemaHistory
+from lakecdc.capture.oracle.source_info import source_builder
 from lakecdc.capture.oracle.table_changes import schema_change_record
 from lakecdc.capture.oracle.table_schema import TableSchema
 from lakecdc.capture.oracle.types import TypeModes
+from lakecdc.capture.signaling import Signaling
 from lakecdc.events.envelope import ChangeRecord
 from lakecdc.events.positions import OraclePosition
 from lakecdc.events.topics import TableId, TopicNamer
@@ -193,7 +193,8 @@ class OracleStreamingSource:
                  self.offset.to_offset()["commit_scn"])
         if self._signal_key is not None:
             incremental = OracleIncrementalSnapshot(self.config, self.schemas, self.source, self.headers)
-            self.signaling = Signaling(self.config, incremental, self._blocking_snapshot, offset=lambda: self._signal_at)
+            self.signaling = Signaling(self.config, incremental, self._blocking_snapshot,
+                                       offset=lambda: self._signal_at)
             incremental.restore(offset)
             incremental.start()  # a snapshot restored from the offset goes on with a new window
 

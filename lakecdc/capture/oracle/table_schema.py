@@ -94,14 +94,14 @@ def build_table_schema(
             key_names = override
     key_fields = []
     for name in key_names:
-        col = by_name.get(name)
-        if col is None:
+        key_col = by_name.get(name)
+        if key_col is None:
             raise UnknownTableError(f"key column '{name}' of table '{owner}.{table}' is not a column of the "
                                     "table (check message.key.columns)")
         if name not in {n for n, _, _ in value_columns}:
             raise UnknownTableError(f"key column '{name}' of table '{owner}.{table}' is excluded by the "
                                     "column filters")
-        key_fields.append((name, column_schema(col, modes)))
+        key_fields.append((name, column_schema(key_col, modes)))
     value_schema = struct(fields, optional=True, name=namer.value_schema_name(topic_id))
     return TableSchema(
         owner=owner,

@@ -189,6 +189,11 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+def _exact_integer(value: Any) -> int:
+    """NUMBER(p, 0) as an int: exact from the driver's int or Decimal, else from its text."""
+    return int(value) if isinstance(value, (int, Decimal)) else int(Decimal(_text(value)))
+
+
 def parse_timestamp(text: str) -> tuple[dt.datetime, int, dt.timedelta | None]:
     """``YYYY-MM-DD HH24:MI:SS[.FF9][ TZH:TZM]`` -> (naive datetime to the micro, nanos of the
     second, UTC offset or None)."""
@@ -207,7 +212,8 @@ def parse_timestamp(text: str) -> tuple[dt.datetime, int, dt.timedelta | None]:
 
 def _epoch_nanos(value: Any) -> int:
     if isinstance(value, dt.datetime):
-        naive = value.replace(tzinfo=None) if value.tzinfo is None else value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        naive = value if value.tzinfo is None else value.astimezone(dt.timezone.utc)
+        naive = naive.replace(tzinfo=None)
         delta = naive - lg.EPOCH
         return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000
     stamp, nanos, _ = parse_timestamp(_text(value))
@@ -243,7 +249,8 @@ def _zoned_converter(col: ColumnInfo) -> Converter:
         else:
             stamp, nanos, offset = parse_timestamp(_text(v))
         offset = offset or dt.timedelta(0)
-        text = f"{stamp.year:04d}-{stamp.month:02d}-{stamp.day:02d}T{stamp.hour:02d}:{stamp.minute:02d}:{stamp.second:02d}"
+        text = (f"{stamp.year:04d}-{stamp.month:02d}-{stamp.day:02d}"
+                f"T{stamp.hour:02d}:{stamp.minute:02d}:{stamp.second:02d}")
         if digits:
             text += "." + f"{nanos:09d}"[:digits]
         if not offset:
@@ -264,9 +271,9 @@ def _interval_converter(kind: str, modes: TypeModes) -> Converter:
             micros = abs(micros)
             days, rest = divmod(micros, 86_400_000_000)
             h, rest = divmod(rest, 3_600_000_000)
-            m, rest = divmod(rest, 60_000_000)
+            mins, rest = divmod(rest, 60_000_000)
             s, us = divmod(rest, 1_000_000)
-            return (0, 0, sign * days, sign * h, sign * m, sign * s, sign * us)
+            return (0, 0, sign * days, sign * h, sign * mins, sign * s, sign * us)
         if kind == "interval_ym":
             m = _YM.fullmatch(text)
             if not m:
@@ -307,7 +314,8 @@ def _decimal_converter(col: ColumnInfo, modes: TypeModes, variable: bool) -> Con
             return lambda v: format(_to_decimal(v).normalize(lg.EXACT), "f")
         return lambda v: format(_to_decimal(v).quantize(quantum, context=lg.EXACT), "f")
     if variable:
-        return lambda v: lg.variable_decimal_to_connect(_to_decimal(v).normalize(lg.EXACT) if _to_decimal(v) else Decimal(0))
+        return lambda v: lg.variable_decimal_to_connect(
+            _to_decimal(v).normalize(lg.EXACT) if _to_decimal(v) else Decimal(0))
     return lambda v: lg.decimal_to_bytes(_to_decimal(v).quantize(quantum, context=lg.EXACT), scale)
 
 
@@ -348,7 +356,7 @@ def value_converter(col: ColumnInfo, modes: TypeModes) -> Converter:
     """``value -> Connect value`` for one column; None stays None; LOB placeholders handled."""
     kind = _kind(col)
     if kind == "integer" and _as_integer(col, modes):
-        base: Converter = lambda v: int(v) if isinstance(v, (int, Decimal)) else int(Decimal(_text(v)))
+        base: Converter = _exact_integer
     elif kind == "integer":
         base = _decimal_converter(col, modes, False)
     elif kind in ("decimal", "varnumber"):

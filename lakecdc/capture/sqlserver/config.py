@@ -27,8 +27,8 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from lakecdc.config.filters import split_list
 from lakecdc.config.connector import CommonConnectorConfig
+from lakecdc.config.filters import split_list
 from lakecdc.config.signaling import SignalingConnectorConfig
 from lakecdc.errors import ConfigError
 
@@ -55,7 +55,7 @@ class SqlServerConnectorConfig(SignalingConnectorConfig):
     database_instance: str | None = Field(None, alias="database.instance")
     database_application_intent: str | None = Field(None, alias="database.applicationIntent")
     snapshot_isolation_mode: IsolationMode = Field("repeatable_read", alias="snapshot.isolation.mode")
-    time_precision_mode: Literal["adaptive", "connect"] = Field(  # type: ignore[assignment]
+    time_precision_mode: Literal["adaptive", "connect"] = Field(
         "adaptive", alias="time.precision.mode"
     )
     max_iteration_transactions: int = Field(500, alias="max.iteration.transactions", ge=0)

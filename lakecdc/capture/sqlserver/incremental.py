@@ -44,8 +44,6 @@ from lakecdc.events.source import SqlServerSourceBuilder
 from lakecdc.events.topics import TableId
 
 
-
-
 class SqlServerDialect(ChunkDialect):
     """Bracketed identifiers, ``TOP n``; pymssql %-interpolates a statement only when it has parameters.
 
@@ -91,7 +89,8 @@ class SqlServerIncrementalSnapshot(SqlChunkSnapshot):
         self._headers = headers
 
     def captured_tables(self) -> list[str]:
-        signal = (self._signal_table.schema, self._signal_table.table)
+        signal_table = self.signal_table()
+        signal = (signal_table.schema, signal_table.table)
         db = self._database_schema.database
         return [f"{db}.{s}.{t}" for s, t in self._database_schema.tables() if (s, t) != signal]
 
@@ -117,7 +116,7 @@ class SqlServerIncrementalSnapshot(SqlChunkSnapshot):
         return with_headers([record], self._headers)[0]
 
     def write_watermark(self, watermark_id: str, kind: str, data: str) -> None:
-        signal = self._signal_table
+        signal = self.signal_table()
         table = ".".join(sq.quote(p) for p in (self._database_schema.database, signal.schema or "dbo", signal.table))
         self._run(f"INSERT INTO {table} VALUES (%s, %s, %s)", (watermark_id, kind, data), fetch=False)
 

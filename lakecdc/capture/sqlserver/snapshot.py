@@ -27,8 +27,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from lakecdc.capture.snapshot_last import HoldLast
 from lakecdc.capture.blocking import BlockingSnapshotError
+from lakecdc.capture.snapshot_last import HoldLast
 from lakecdc.capture.spi import Emit, SnapshotResult
 from lakecdc.capture.sqlserver import connection as sq
 from lakecdc.capture.sqlserver.database_schema import DatabaseSchema

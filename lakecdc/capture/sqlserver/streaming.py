@@ -179,14 +179,14 @@ class SqlServerStreamingSource:
                     self._announced.add(inst.name)
         self._last_data = time.monotonic()
         if self._signal_key is not None:
-            self._start_signals(offset)
+            self._start_signals(offset, self._signal_key)
 
-    def _start_signals(self, offset: dict[str, Any] | None) -> None:
-        if self._signal_key not in self.schema.instances:
+    def _start_signals(self, offset: dict[str, Any] | None, signal_key: tuple[str | None, str]) -> None:
+        if signal_key not in self.schema.instances:
             log.warning("signal.data.collection %s has no capture instance visible to this connector: signals and "
                         "incremental snapshots need CDC on it (%s)", self.config.signal_table,
                         "EXEC sys.sp_cdc_enable_table @source_schema = N'%s', @source_name = N'%s', @role_name = NULL"
-                        % self._signal_key)
+                        % signal_key)
         incremental = SqlServerIncrementalSnapshot(self.connect, self.schema, self.config, self.source, self.headers)
         self.signaling = Signaling(self.config, incremental, self._blocking_snapshot, offset=lambda: self._signal_at)
         incremental.restore(offset)
@@ -298,7 +298,8 @@ class SqlServerStreamingSource:
                     stop = self.schema.stop_lsn(inst)
                     start = inst.start_lsn or 0
                     # a boundary offset covers its whole commit: start after it (fn_cdc_increment_lsn)
-                    after = self.resume.commit_lsn + (1 if self.resume.change_lsn is None and self.resume.commit_lsn else 0)
+                    boundary = self.resume.change_lsn is None and self.resume.commit_lsn
+                    after = self.resume.commit_lsn + (1 if boundary else 0)
                     from_lsn = max(after, start)
                     if from_lsn > to_lsn or (stop is not None and from_lsn >= stop):
                         continue
@@ -349,7 +350,8 @@ class SqlServerStreamingSource:
                 groups.extend(self._switch(ch.instance))
                 continue
             if ch.commit_lsn != last_commit:  # LSN text and commit time once per transaction
-                last_commit, commit_text, ts_ms = ch.commit_lsn, sq.lsn_text(ch.commit_lsn), self._commit_ms(ch.commit_lsn)
+                last_commit, commit_text = ch.commit_lsn, sq.lsn_text(ch.commit_lsn)
+                ts_ms = self._commit_ms(ch.commit_lsn)
             change_text = sq.lsn_text(ch.change_lsn)
             if open_tx is not None:
                 if open_tx[0] != ch.commit_lsn:
@@ -375,7 +377,8 @@ class SqlServerStreamingSource:
                 if ch.operation == OP_INSERT and ch.instance.table_key == self._signal_key:
                     # the signal (or watermark) acts before its row's own event, also when creates are skipped
                     read: list[Any] = []
-                    self._signal_at = {"commit_lsn": commit_text, "change_lsn": change_text, "event_serial_no": ch.serial}
+                    self._signal_at = {"commit_lsn": commit_text, "change_lsn": change_text,
+                                       "event_serial_no": ch.serial}
                     signaling.on_row(schema.row(ch.after), position, read)
                     if read:
                         groups.append(_Group(read, None))
@@ -388,8 +391,8 @@ class SqlServerStreamingSource:
                 # BEGIN goes out with the transaction's first event, after what its signal row did (a
                 # close watermark's reads, op "r" with no transaction block), as Debezium's
                 # TransactionMonitor begins a transaction at its first data event
-                groups.append(_Group([transaction_record(self.namer.transaction_topic, tx.begin(commit_text or "", ts_ms))],
-                                     None))
+                begin = transaction_record(self.namer.transaction_topic, tx.begin(commit_text or "", ts_ms))
+                groups.append(_Group([begin], None))
                 open_tx = (ch.commit_lsn, ch.change_lsn, ch.serial, ts_ms)
             source = self.source.build(db=db, schema=ch.instance.source_schema, table=ch.instance.source_table,
                                        ts_ms=ts_ms, commit_lsn=commit_text, change_lsn=change_text,

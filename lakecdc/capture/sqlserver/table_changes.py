@@ -24,11 +24,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-# the Connect schemas of schema change events are the same for every connector
-from lakecdc.events.schema_change import schema_change_key_schema, schema_change_value_schema
 from lakecdc.capture.sqlserver.connection import ColumnDef
 from lakecdc.capture.sqlserver.table_schema import InstanceSchema
 from lakecdc.events.envelope import ChangeRecord
+
+# the Connect schemas of schema change events are the same for every connector
+from lakecdc.events.schema_change import schema_change_key_schema, schema_change_value_schema
 
 KEY_SCHEMA = schema_change_key_schema("sqlserver")
 VALUE_SCHEMA = schema_change_value_schema("sqlserver")

@@ -193,12 +193,12 @@ def _decimal(scale: int, mode: str) -> Converter:
 
 
 def _as_date(v: Any) -> dt.date:
-    return v.date() if isinstance(v, dt.datetime) else v  # type: ignore[no-any-return]
+    return v.date() if isinstance(v, dt.datetime) else v
 
 
 def _micros_of_day(v: Any) -> int:
     t = v.time() if isinstance(v, dt.datetime) else v
-    return ((t.hour * 60 + t.minute) * 60 + t.second) * 1_000_000 + t.microsecond  # type: ignore[no-any-return]
+    return ((t.hour * 60 + t.minute) * 60 + t.second) * 1_000_000 + t.microsecond
 
 
 def _epoch_micros(v: Any) -> int:

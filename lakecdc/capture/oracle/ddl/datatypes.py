@@ -3,7 +3,7 @@
 ``tableChanges`` (checked against Debezium 3.6.3's ``OracleDdlParser`` in
 tests/unit/capture/oracle/test_oracle_ddl_vs_debezium.py)::
 
-    DDL                              DATA_TYPE (precision, scale)        tableChanges typeName / jdbcType / length, scale
+    DDL                              DATA_TYPE (precision, scale)        tableChanges typeName / jdbcType / length,scale
     NUMBER(9)                        NUMBER (9, 0)                       NUMBER / 2 / 9, 0
     NUMBER                           NUMBER (-, -)                       NUMBER / 2 / 38, -
     INTEGER, INT, SMALLINT           NUMBER (-, 0)                       NUMBER / 2 / 38, 0
@@ -37,7 +37,7 @@ _TIMESTAMP = re.compile(r"TIMESTAMP(?:\((\d)\))?( WITH (LOCAL )?TIME ZONE)?")
 _INTERVAL = re.compile(r"INTERVAL (YEAR|DAY)(?:\((\d)\))? TO (MONTH|SECOND)(?:\((\d)\))?")
 
 
-def column_info(name: str, base: str, args: list[int], suffix: str, position: int) -> ColumnInfo:
+def column_info(name: str, base: str, args: list[int | None], suffix: str, position: int) -> ColumnInfo:
     """The dictionary description of ``name base(args) suffix`` (suffix: WITH [LOCAL] TIME ZONE,
     or the ``TO MONTH``/``TO SECOND(s)`` of an interval, already normalised by the parser)."""
     p = args[0] if args else None

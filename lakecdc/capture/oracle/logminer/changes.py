@@ -12,7 +12,7 @@ import logging
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Union
 
 from lakecdc.capture.oracle.errors import DmlParseError
 from lakecdc.capture.oracle.logminer import query as q
@@ -25,14 +25,16 @@ log = logging.getLogger(__name__)
 OPS = {q.OP_INSERT: "c", q.OP_UPDATE: "u", q.OP_DELETE: "d", q.OP_DDL: "t"}
 #: parsed changes held back for a LOB merge (bounds the memory of emitting a large transaction)
 LOB_MERGE_WINDOW = 1000
+#: a column's value in a change: as SQL_REDO spells it, or a CLOB/BLOB assembled from LOB_WRITE chunks
+ColumnValue = Union[RedoValue, bytes]
 
 
 @dataclass
 class Change:
     row: dict[str, Any]  # the V$LOGMNR_CONTENTS row (SCN, owner, table, user, ...)
     op: str  # c, u, d or t
-    old: dict[str, RedoValue]
-    new: dict[str, RedoValue]
+    old: dict[str, ColumnValue]
+    new: dict[str, ColumnValue]
 
 
 def transaction_changes(xid: str, events: Iterable[dict[str, Any]], failure_mode: str,

@@ -1,8 +1,9 @@
-"""Keep Spark's and Java's own output out of the demo's sentences: into one log file the demo names.
+"""Keep Spark's and Java's own output out of lakecdc's (the demo's sentences, ``lakecdc ingest``'s log):
+into one log file the caller names (``spark.log``).
 
 PySpark starts the driver JVM (``spark-submit`` through ``pyspark.java_gateway.launch_gateway``)
 with this process's stdout and stderr, so everything the JVM prints, for the rest of its life,
-lands between the demo's steps: log4j's console appender (``WARN NativeCodeLoader``, later plan
+lands between the caller's lines: log4j's console appender (``WARN NativeCodeLoader``, later plan
 and Iceberg warnings), Spark's "Setting default log level" banner, the JVM's own warnings and the
 Python workers it forks. ``spark_session_logged`` points file descriptors 1 and 2 at the log file
 only while the JVM starts: the JVM and its children keep the file, this process gets its own
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-#: Python loggers whose records are Spark's business, not the demo's
+#: Python loggers whose records are Spark's business, not lakecdc's
 SPARK_PYTHON_LOGGERS = ("py4j", "py.warnings", "pyspark")
 
 
@@ -60,9 +61,9 @@ def python_logs_to(log_file: Path) -> None:
 
 
 def spark_session_logged(log_file: Path, warehouse: Path | str, **options: Any) -> SparkSession:
-    """``devstack.spark.spark_session(warehouse, **options)`` with Spark's and Java's output in
+    """``lakecdc.spark.session.spark_session(warehouse, **options)`` with Spark's and Java's output in
     ``log_file``. The JVM is started here only if this process has none yet."""
-    from lakecdc.devstack.spark import spark_session
+    from lakecdc.spark.session import spark_session
 
     python_logs_to(log_file)
     with output_to(log_file):

@@ -13,10 +13,11 @@ On Spark 3.5:
   ``libxerial-sqlite-jdbc-java``.
 
 On Spark 4.0 no wheel carries the runtime: ``iceberg-spark-runtime-4.0_2.13`` (which has its relocated
-Jackson inside) is the ``iceberg`` set of ``lakecdc.devstack.maven``, fetched by ``scripts/bootstrap.sh``.
+Jackson inside) is the ``iceberg`` set of the jar cache (``lakecdc.spark.jar_cache``), fetched by
+``scripts/bootstrap.sh`` (``lakecdc.devstack.maven``).
 
 On a machine that reaches Maven Central, ``LAKECDC_SPARK_PACKAGES`` (Maven coordinates) replaces
-all of this; see ``lakecdc.devstack.spark``.
+all of this; see ``lakecdc.spark.session``.
 """
 
 from __future__ import annotations
@@ -26,36 +27,23 @@ import importlib.util
 import os
 import re
 import subprocess
-import sys
 import tempfile
 import zipfile
 from pathlib import Path
 
-from lakecdc.devstack.errors import PartStartError
+from lakecdc.errors import SparkSetupError
+from lakecdc.spark.jar_cache import cached_jars, jar_cache_dir, spark_line
 
 JARJAR_CANDIDATES = (Path("/usr/share/java/jarjar.jar"), Path("/usr/share/java/jarjar-1.4.jar"))
 SQLITE_JDBC_CANDIDATES = (Path("/usr/share/java/sqlite-jdbc.jar"), Path("/usr/share/java/xerial-sqlite-jdbc.jar"))
 JACKSON_ARTIFACTS = ("jackson-core", "jackson-databind", "jackson-annotations")
 RELOCATION_RULE = "rule com.fasterxml.jackson.** org.apache.iceberg.shaded.com.fasterxml.jackson.@1\n"
-_PART = "spark jars"
-
-
-def jar_cache_dir() -> Path:
-    """Where built jars are kept: ``$LAKECDC_JAR_CACHE``, else inside the active venv, else
-    ``~/.cache/lakecdc/jars``."""
-    configured = os.environ.get("LAKECDC_JAR_CACHE")
-    if configured:
-        return Path(configured)
-    venv_dir = Path(sys.prefix) / "share" / "lakecdc" / "jars"
-    if sys.prefix != sys.base_prefix and os.access(sys.prefix, os.W_OK):
-        return venv_dir
-    return Path.home() / ".cache" / "lakecdc" / "jars"
 
 
 def _package_dir(module: str, hint: str) -> Path:
     spec = importlib.util.find_spec(module)
     if spec is None or spec.origin is None:
-        raise PartStartError(_PART, f"{module} is not installed: pip install '{hint}'")
+        raise SparkSetupError(f"{module} is not installed: pip install '{hint}'")
     return Path(spec.origin).parent
 
 
@@ -65,7 +53,7 @@ def iceberg_runtime_jar() -> Path:
         (_package_dir("snowpark_connect_deps_iceberg", "lakecdc[spark35]") / "jars")
         .glob("iceberg-spark-runtime-3.5_2.12-*.jar"))
     if not jars:
-        raise PartStartError(_PART, "snowpark-connect-deps-iceberg has no iceberg-spark-runtime-3.5_2.12 jar")
+        raise SparkSetupError("snowpark-connect-deps-iceberg has no iceberg-spark-runtime-3.5_2.12 jar")
     return jars[-1]
 
 
@@ -75,7 +63,7 @@ def pyspark_jackson_jars() -> list[Path]:
     for artifact in JACKSON_ARTIFACTS:
         matches = sorted(jars_dir.glob(f"{artifact}-2.*.jar"))
         if not matches:
-            raise PartStartError(_PART, f"pyspark ships no {artifact} jar in {jars_dir}")
+            raise SparkSetupError(f"pyspark ships no {artifact} jar in {jars_dir}")
         found.append(matches[-1])
     return found
 
@@ -84,8 +72,8 @@ def _first_existing(candidates: tuple[Path, ...], package: str) -> Path:
     for candidate in candidates:
         if candidate.exists():
             return candidate
-    raise PartStartError(_PART, f"{candidates[0]} not found: apt-get install {package} "
-                                "(scripts/bootstrap.sh does it)")
+    raise SparkSetupError(f"{candidates[0]} not found: apt-get install {package} "
+                          "(scripts/bootstrap.sh does it)")
 
 
 def sqlite_jdbc_jar() -> Path:
@@ -122,7 +110,7 @@ def shaded_jackson_jar(cache_dir: Path | None = None) -> Path:
                 done = subprocess.run(["java", "-jar", str(jarjar), "process", str(rules), str(merged),
                                        str(relocated)], stdout=out, stderr=subprocess.STDOUT, timeout=300)
             if done.returncode != 0 or not relocated.exists():
-                raise PartStartError(_PART, f"jarjar exited with code {done.returncode} while relocating Jackson", log)
+                raise SparkSetupError(f"jarjar exited with code {done.returncode} while relocating Jackson", log)
             os.replace(relocated, target)
     return target
 
@@ -142,12 +130,10 @@ def _merge_without_meta_inf(sources: list[Path], merged: Path) -> None:
 def iceberg_jars(cache_dir: Path | None = None) -> list[Path]:
     """Every jar Spark needs for Iceberg: on 3.5 the offline runtime jar and the relocated Jackson jar,
     on 4.0 the runtime jar the bootstrap fetched from Maven Central."""
-    from lakecdc.devstack.maven import cached_jars, spark_line
-
     if spark_line() == "3.5":
         return [iceberg_runtime_jar(), shaded_jackson_jar(cache_dir)]
     jars = cached_jars("iceberg", cache_dir)
     if jars is None:
-        raise PartStartError(_PART, f"Iceberg's Spark {spark_line()} runtime is not in the jar cache: run "
-                                    "scripts/bootstrap.sh on a machine that reaches Maven Central")
+        raise SparkSetupError(f"Iceberg's Spark {spark_line()} runtime is not in the jar cache: run "
+                              "scripts/bootstrap.sh on a machine that reaches Maven Central")
     return jars
