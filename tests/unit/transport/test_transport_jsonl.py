@@ -125,6 +125,25 @@ def test_serializer_compiles_once_per_schema() -> None:
     assert serializer.encoder(KEY, False) is not first
 
 
+def test_header_json_made_once_per_distinct_list_and_exact_for_each(tmp_path: Path) -> None:
+    """Context headers are the same list on every record: their JSON is cached by content, so a
+    record with other headers (a key change's ``__debezium.oldkey``), an equal list built anew and
+    a header given as a list, not a tuple, each get their own headers, as ``jsonl_line`` writes them."""
+    context = [("__debezium.context.taskId", b'{"schema":{"type":"string","optional":false},"payload":"0"}')]
+    oldkey = [("__debezium.oldkey", b'{"payload":{"id":1}}'), *context]
+    records = [record(1, headers=context), record(2, headers=oldkey), record(3, headers=list(context)),
+               record(4, headers=[["note", b"plain"]]), record(5), record(6, headers=context)]
+    out = tmp_path / "o.jsonl"
+    with JsonlSink(out) as sink:
+        sink.send(records[:3])
+        sink.send(records[3:])
+    serializer = RecordSerializer()
+    expected = b"".join(jsonl_line(r.topic, serializer.key_bytes(r), serializer.value_bytes(r), r.headers)
+                        for r in records)
+    assert out.read_bytes() == expected
+    assert [len(line["headers"]) for line in read_jsonl(out)] == [1, 2, 1, 1, 0, 1]
+
+
 def test_jsonl_line_and_header_helpers() -> None:
     assert jsonl_line("t", None, None) == b'{"topic":"t","key":null,"value":null,"headers":[]}\n'
     assert jsonl_line("t", b'{"a":1}', b"2", [("h", b"x")]) == (
