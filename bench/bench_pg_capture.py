@@ -16,7 +16,9 @@ it to a real sink, each as its own process:
    and sink exist before ``--rows`` rows are inserted (20 transactions); each tool then captures the
    backlog (Debezium snapshot.mode=no_data: 3.x has no "never"; lakecdc never).
 2. snapshot: a table of ``--rows`` rows; each tool snapshots it (Debezium snapshot.mode=initial,
-   lakecdc initial_only).
+   lakecdc initial_only), both with ``snapshot.max.threads`` = ``--snapshot-threads`` (2: Debezium
+   reads that many tables at once, one table here; lakecdc also reads a large table's block ranges
+   in that many worker processes).
 
 Timing is taken from outside, the same way for both: for a file the bench stats it every 5 ms
 (first record = the file is no longer empty, last record = it reached its final size, checked to
@@ -49,6 +51,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from debezium_java import debezium_java_command  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
+#: ``snapshot.max.threads`` for both tools (``--snapshot-threads``): Debezium reads tables in
+#: parallel (one table here: no effect), lakecdc also the block ranges of a large table
+SNAPSHOT_THREADS = 2
 TABLE = "bench_rows"
 CREATE = f"""CREATE TABLE {TABLE} (id bigint PRIMARY KEY, name text, qty int, price numeric(12,2),
   created timestamptz, active boolean, note text)"""
@@ -263,7 +268,7 @@ def debezium_props(pg: Any, work: Path, slot: str, mode: str, prefix: str = "ben
         "table.include.list": f"public.{TABLE}", "snapshot.mode": mode,
         "offset.storage": "org.apache.kafka.connect.storage.FileOffsetBackingStore",
         "offset.storage.file.filename": str(work / f"{slot}.offsets.dat"), "offset.flush.interval.ms": "10000",
-        "max.batch.size": "2048", "max.queue.size": "8192",
+        "max.batch.size": "2048", "max.queue.size": "8192", "snapshot.max.threads": str(SNAPSHOT_THREADS),
         "key.converter.schemas.enable": "true", "value.converter.schemas.enable": "true",
     }
 
@@ -279,6 +284,7 @@ def lakecdc_config(pg: Any, work: Path, slot: str, mode: str, prefix: str = "ben
         **connection_props(pg), "topic.prefix": prefix, "slot.name": slot, "publication.name": f"{slot}_pub",
         "publication.autocreate.mode": "filtered", "table.include.list": f"public.{TABLE}", "snapshot.mode": mode,
         "offset.storage.file.filename": str(work / f"{slot}.offsets.json"),
+        "snapshot.max.threads": str(SNAPSHOT_THREADS),
     }
     return str(write_properties(work / f"{slot}.properties", props))
 
@@ -403,8 +409,8 @@ class Bench:
 def create_topic(bootstrap: str, topic: str) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    futures = AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(topic, 1, 1)])
-    for future in futures.values():
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept until the futures resolve
+    for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
         future.result(30)
 
 
@@ -442,6 +448,7 @@ def summarize(name: str, runs: dict[str, list[dict[str, Any]]], rows: int) -> di
 
 
 def main() -> None:
+    global SNAPSHOT_THREADS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--repeats", type=int, default=3)
@@ -451,8 +458,11 @@ def main() -> None:
                         help="the broker of the Kafka runs: Apache Kafka (jar cache), tansu, or none")
     parser.add_argument("--inprocess", action="store_true",
                         help="also the in-process serializer vs Debezium's JPype consumer (the earlier bench)")
+    parser.add_argument("--snapshot-threads", type=int, default=SNAPSHOT_THREADS,
+                        help="snapshot.max.threads for both tools (lakecdc: worker processes for a large table)")
     parser.add_argument("--child", nargs=2, metavar=("KIND", "SPEC"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    SNAPSHOT_THREADS = args.snapshot_threads
     if args.child:
         kind, spec_path = args.child
         spec = json.loads(Path(spec_path).read_text())
@@ -481,7 +491,8 @@ def main() -> None:
         bench = Bench(pg, work, args.rows, bootstrap)
         variants = bench.variants(args.inprocess)
         print(f"PostgreSQL {args.pg_version}, {args.rows:,} rows, JSON with schemas, {os.cpu_count()} CPUs, "
-              f"broker {args.kafka}, load {os.getloadavg()[0]:.1f}", flush=True)
+              f"broker {args.kafka}, snapshot.max.threads {SNAPSHOT_THREADS}, load {os.getloadavg()[0]:.1f}",
+              flush=True)
         for name in ("streaming", "snapshot"):
             if args.only not in (None, name):
                 continue
