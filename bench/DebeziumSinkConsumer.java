@@ -187,15 +187,22 @@ public final class DebeziumSinkConsumer implements DebeziumEngine.ChangeConsumer
         ExecutorService executor = Executors.newSingleThreadExecutor();
         executor.execute(engine);
         boolean finished = consumer.done.await(timeoutS, TimeUnit.SECONDS);
-        consumer.durable();
         long end = System.nanoTime();
-        engine.close();
-        executor.shutdown();
-        executor.awaitTermination(60, TimeUnit.SECONDS);
-        if (consumer.producer != null) {
-            consumer.producer.close();
-        } else {
-            consumer.out.close();
+        try {
+            consumer.durable();
+            end = System.nanoTime();
+            engine.close();
+            executor.shutdown();
+            executor.awaitTermination(60, TimeUnit.SECONDS);
+            if (consumer.producer != null) {
+                consumer.producer.close();
+            } else {
+                consumer.out.close();
+            }
+        } catch (Exception e) { // the engine stopped on its own after a failure: reported below
+            if (consumer.failure == null) {
+                consumer.failure = e.toString();
+            }
         }
         if (!finished || consumer.failure != null || consumer.count < consumer.expected) {
             System.err.println("Debezium failed or timed out: " + consumer.failure + " (" + consumer.count + "/"

@@ -46,6 +46,7 @@ from lakecdc.events.envelope import ChangeRecord
 from lakecdc.events.positions import PostgresPosition
 from lakecdc.events.source import snapshot_marker
 from lakecdc.events.topics import TableId, TopicNamer
+from lakecdc.transport.sink import EncodedPayload
 
 log = logging.getLogger(__name__)
 
@@ -165,7 +166,8 @@ class PostgresSnapshotSource:
                             _finish(held, sources, first_table and count == 1, count == 1, False)
                             batch.append(ChangeRecord(topic, key_schema, held_key, envelope, held, headers, position))
                             held = None
-                        batch.extend(ChangeRecord(topic, key_schema, key, envelope, value, headers, position)
+                        batch.extend(ChangeRecord(topic, key_schema, None if key is None else EncodedPayload(key),
+                                                  envelope, EncodedPayload(value), headers, position)
                                      for key, value in values.pairs)
                         count += len(values.pairs)
                         if len(batch) >= BATCH:

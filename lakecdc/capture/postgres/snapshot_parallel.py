@@ -8,7 +8,8 @@ PostgreSQL 14+ reads with a TID range scan), and ``snapshot.max.threads`` worker
 read ranges on their own connection. A worker imports the snapshot transaction's snapshot
 (``pg_export_snapshot`` / ``SET TRANSACTION SNAPSHOT``, as Debezium's snapshot threads share the
 exported one), so it sees exactly the rows the serial read sees; it converts its rows and encodes
-them to JsonConverter bytes with the sink's settings. The capture process takes the ranges back in
+their key and value payloads (``RecordSerializer.payload_bytes``: the sink adds each record's schema
+part, so a worker does not send kilobytes of schema text per row). The capture process takes the ranges back in
 block order, so records leave in the order of the serial sequential scan (block order).
 
 The first and last row of each range come back unconverted and go through the serial path: which
@@ -17,8 +18,8 @@ the snapshot markers (``first``, ``first_in_data_collection``, ``last_in_data_co
 ``last``); every row between them is ``true``. At most ``threads + 1`` ranges of about
 :data:`RANGE_ROWS` rows are in flight, so memory stays bounded however large the table.
 
-Pre-encoded records (key and value as bytes) pass through the sinks' ``RecordSerializer``
-unchanged; the parallel read is therefore used only where nothing between the snapshot and the
+Pre-encoded payloads (``EncodedPayload``) pass through the sinks' ``RecordSerializer``; the
+parallel read is therefore used only where nothing between the snapshot and the
 sink reads record values: no ``transforms`` and no metrics exporter (``metrics.port``).
 """
 
@@ -52,7 +53,7 @@ MIN_SERVER_VERSION = 140000
 
 @dataclass(slots=True)
 class EncodedRows:
-    """Rows between a range's first and last, as (key bytes, value bytes)."""
+    """Rows between a range's first and last, as encoded (key payload, value payload)."""
 
     pairs: list[tuple[bytes | None, bytes | None]]
 
@@ -91,8 +92,6 @@ class _WorkerState:
     table: TableId
     snapshot_name: str
     source: dict[str, Any]
-    key_schemas_enable: bool
-    value_schemas_enable: bool
 
 
 _state: _WorkerState | None = None
@@ -108,7 +107,7 @@ def _start_worker(state: _WorkerState) -> None:
     from lakecdc.transport.sink import RecordSerializer
 
     _state = state
-    _serializer = RecordSerializer(state.key_schemas_enable, state.value_schemas_enable)
+    _serializer = RecordSerializer()  # payloads only: the sink adds the schema part with its own settings
     _conn = pgconn.connect(state.config)
     _conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
     _conn.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(state.snapshot_name)))
@@ -128,7 +127,7 @@ def _read_range(lo: int, hi: int | None) -> tuple[list[Any] | None, list[tuple[b
     query = sql.SQL("COPY (SELECT {} FROM {} WHERE {}) TO STDOUT").format(columns, pgconn.quoted(state.table), where)
     topic, key_schema, envelope, key_of, row_of = (schema.topic, schema.key_schema, schema.envelope, schema.key,
                                                    schema.row)
-    key_bytes, value_bytes, source = _serializer.key_bytes, _serializer.value_bytes, state.source
+    payload_bytes, source = _serializer.payload_bytes, state.source
     first: list[Any] | None = None
     held: list[Any] | None = None
     pairs: list[tuple[bytes | None, bytes | None]] = []
@@ -142,7 +141,7 @@ def _read_range(lo: int, hi: int | None) -> tuple[list[Any] | None, list[tuple[b
                 record = ChangeRecord(topic, key_schema, key_of(held), envelope, {
                     "before": None, "after": row_of(held), "source": source, "transaction": None, "op": "r",
                     "ts_ms": now // 1_000_000, "ts_us": now // 1000, "ts_ns": now})
-                pairs.append((key_bytes(record), value_bytes(record)))
+                pairs.append((payload_bytes(record, "key"), payload_bytes(record, "value")))
             held = values
     return first, pairs, held
 
@@ -154,8 +153,7 @@ def parallel_rows(conn: Any, config: PostgresConnectorConfig, schema: TableSchem
     of a row marked ``true``."""
     threads = config.snapshot_max_threads
     snapshot_name = conn.execute("SELECT pg_export_snapshot()").fetchone()[0]
-    state = _WorkerState(config, schema, table, snapshot_name, source, config.key_schemas_enable,
-                         config.value_schemas_enable)
+    state = _WorkerState(config, schema, table, snapshot_name, source)
     log.info("snapshot of %s: %d block ranges read by %d worker processes (snapshot.max.threads)", table,
              len(ranges), threads)
     # fork: the workers inherit the table's compiled converters; they open their own connections

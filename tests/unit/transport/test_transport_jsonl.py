@@ -214,3 +214,31 @@ def test_kill_9_during_writes_leaves_a_file_the_next_sink_repairs(tmp_path: Path
     ids = [r["key"]["payload"]["id"] for r in lines]
     assert ids[-1] == -1 and len(ids) > 100
     assert ids[:-1] == list(range(len(ids) - 1))  # nothing reordered or half-written survives
+
+
+@pytest.mark.parametrize("schemas", [True, False])
+def test_payloads_encoded_ahead_are_written_as_the_record_would_be(tmp_path: Path, schemas: bool) -> None:
+    """A snapshot worker sends payloads without schema text (``payload_bytes``); wrapped in
+    ``EncodedPayload`` they give the bytes of the record encoded by the sink itself, with or
+    without schemas, in the JSON-lines file and as Kafka key/value bytes."""
+    from lakecdc.transport.sink import EncodedPayload
+
+    original = [record(1, "a\u00e9"), record(2, None), ChangeRecord("shop.public.nokey", None, None, VALUE, {"id": 3, "name": "z"})]
+    ahead = RecordSerializer()
+    encoded = [ChangeRecord(r.topic, r.key_schema, None if (k := ahead.payload_bytes(r, "key")) is None else EncodedPayload(k),
+                            r.value_schema, EncodedPayload(ahead.payload_bytes(r, "value")))  # type: ignore[arg-type]
+               for r in original]
+    sink_serializer = RecordSerializer(schemas, schemas)
+    for plain, early in zip(original, encoded):
+        assert sink_serializer.key_bytes(early) == sink_serializer.key_bytes(plain)
+        assert sink_serializer.value_bytes(early) == sink_serializer.value_bytes(plain)
+    first, second = tmp_path / "plain.jsonl", tmp_path / "early.jsonl"
+    for path, records in ((first, original), (second, encoded)):
+        with JsonlSink(path, key_schemas_enable=schemas, value_schemas_enable=schemas) as sink:
+            sink.send(records)
+    assert second.read_bytes() == first.read_bytes()
+
+
+def test_payload_that_does_not_fit_its_schema_names_the_topic() -> None:
+    with pytest.raises(SinkDeliveryError, match="shop.public.t"):
+        RecordSerializer().payload_bytes(ChangeRecord("shop.public.t", KEY, {"id": 1}, VALUE, {"name": "x"}), "value")
