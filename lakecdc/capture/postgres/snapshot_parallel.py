@@ -97,6 +97,7 @@ class _WorkerState:
 _state: _WorkerState | None = None
 _conn: Any = None
 _serializer: Any = None
+_start_error: Exception | None = None
 
 
 def _start_worker(state: _WorkerState) -> None:
@@ -106,17 +107,25 @@ def _start_worker(state: _WorkerState) -> None:
 
     from lakecdc.transport.sink import RecordSerializer
 
+    global _start_error
     _state = state
     _serializer = RecordSerializer()  # payloads only: the sink adds the schema part with its own settings
-    _conn = pgconn.connect(state.config)
-    _conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
-    _conn.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(state.snapshot_name)))
-    Finalize(None, _conn.close, exitpriority=10)
+    # An initializer that raises makes the pool start another worker, forever: the error is kept
+    # and raised by the worker's first range instead, which reaches the capture process.
+    try:
+        _conn = pgconn.connect(state.config)
+        Finalize(None, _conn.close, exitpriority=10)
+        _conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        _conn.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(state.snapshot_name)))
+    except Exception as exc:  # noqa: BLE001 - re-raised in _read_range
+        _start_error = exc
 
 
 def _read_range(lo: int, hi: int | None) -> tuple[list[Any] | None, list[tuple[bytes | None, bytes | None]],
                                                    list[Any] | None]:
     """(first row's values, the rows between as encoded pairs, last row's values) of one range."""
+    if _start_error is not None:
+        raise _start_error
     state = _state
     assert state is not None and _conn is not None, "worker not started"
     schema = state.schema

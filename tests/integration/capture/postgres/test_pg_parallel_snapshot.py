@@ -90,3 +90,22 @@ def test_transforms_keep_the_serial_read(pg: Any, db: str, tmp_path: Path, monke
     assert not [r for r in caplog.records if "worker processes" in r.getMessage()]
     records = load_records(out)
     assert len(records) == 1999 and records[0]["value"]["payload"]["name"] == "row 1"
+
+
+def test_a_worker_that_cannot_import_the_snapshot_fails_the_snapshot(pg: Any, db: str, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker whose connection fails (here: the snapshot name is wrong) stops the snapshot with
+    PostgreSQL's error instead of the pool starting workers forever."""
+    monkeypatch.setattr(snapshot_parallel, "MIN_ROWS", 500)
+    real = snapshot_parallel._WorkerState
+
+    def wrong_snapshot(*args: Any) -> Any:
+        state = real(*args)
+        state.snapshot_name = "00000000-00000000-1"
+        return state
+
+    monkeypatch.setattr(snapshot_parallel, "_WorkerState", wrong_snapshot)
+    config = write_properties(tmp_path / "w.properties", pg, DB, slot__name="w_slot", snapshot__mode="initial_only",
+                              table__include__list="public.a", snapshot__max__threads="2")
+    with pytest.raises(psycopg.Error, match="snapshot"):
+        run_capture(config, f"jsonl:{tmp_path / 'w.jsonl'}", stop_when_idle=0.5, show_progress=False)
