@@ -31,6 +31,23 @@ five runs at load 9-17; with os.writev batches and time-based commits but before
 59 % CPU / 57 % wall at load 14. A py-spy profile of the lakecdc side (before the GC change): the
 library's row decoding and packet parsing ~67 % of its active samples, record building ~14 %,
 type conversion ~5 %, JSON encoding ~6 %, writing ~2 %, commits ~2 %.
+
+2026-11-26 16:00 UTC, load average 25-35 (2 cores shared by ~8 jobs), 50k rows, one run under
+py-spy (100 Hz; issue 18 item 3, profile first): streaming raw 14,173 rows/CPU-s (2,002 /s wall),
+lakecdc 9,055 events/CPU-s (1,093 /s wall): 64 % CPU, 55 % wall. Snapshot: raw 102,676 rows/CPU-s,
+lakecdc 38,017 (37 % CPU; 4,266 /s wall). Where lakecdc's streaming samples go: mysql-replication's
+row decoding (``RowsEvent.rows``, in the capture thread on first access) 52 %, the reader thread's
+packet reading 24 % (socket reads 15 %), record building ~8 %, JSON encoding ~8 %, JSON-lines
+writing ~7 %, the reader-to-capture hand-over ~3.5 %, commits ~2 %. lakecdc's own work is thus ~25 %
+of its samples, on top of the same decoding the raw read does: >= 90 % of raw (the issue's target)
+leaves lakecdc at most ~10 % of the raw read's cost, which trimming the hot path cannot reach; it
+needs the row decoding on the second core (a reader *process* that decodes rows events, as the
+PostgreSQL snapshot's workers do, not a thread under the GIL). Not done: capture/mysql is being
+changed for a MariaDB correctness fix at the same time. The snapshot: pymysql's unbuffered row
+reading 34 %, record building 23 %, encoding and writing 32 %; a snapshot >= 2x today's rate needs
+``snapshot.max.threads`` workers (Debezium's MySQL snapshot opens them under the global read lock,
+each ``START TRANSACTION WITH CONSISTENT SNAPSHOT``; key ranges of one table as the PostgreSQL
+snapshot's block ranges), also not done.
 """
 
 from __future__ import annotations

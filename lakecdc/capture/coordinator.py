@@ -244,6 +244,7 @@ class CaptureCoordinator:
                     sent = batch if self._transforms is None else self._transforms.apply(batch)
                     self.sink.send(sent)  # step 1
                     self.metrics.sent(sent)
+                    del sent  # not held while the next batch is polled: one batch in memory, not two
                     unflushed += len(batch)
                     self.stats.streamed_records += len(batch)
                     batch = []

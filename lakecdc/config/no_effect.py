@@ -61,7 +61,6 @@ COMMON: dict[str, str] = {
     "incremental.snapshot.watermarking.strategy": "lakecdc writes both open and close watermarks to the signal "
                                                   "table (Debezium's default insert_insert)",
     "legacy.snapshot.max.threads": _ONE_THREAD,
-    "snapshot.max.threads": _ONE_THREAD,
     "snapshot.max.threads.multiplier": _ONE_THREAD,
     "snapshot.tables.order.by.row.count": "lakecdc snapshots tables in table.include.list order, then by name",
     "max.queue.size.in.bytes": "lakecdc bounds its queue by record count (max.queue.size) only",
@@ -138,6 +137,7 @@ POSTGRES: dict[str, str] = {
 }
 
 MYSQL: dict[str, str] = {
+    "snapshot.max.threads": _ONE_THREAD,
     "retriable.restart.connector.wait.ms": _NO_RESTART,
     "binlog.buffer.size": "lakecdc decodes each transaction as its events arrive; no look-ahead buffer",
     "database.jdbc.driver": "names a Java JDBC driver; lakecdc connects with PyMySQL",
@@ -167,6 +167,7 @@ MYSQL: dict[str, str] = {
 }
 
 SQLSERVER: dict[str, str] = {
+    "snapshot.max.threads": _ONE_THREAD,
     "include.schema.comments": _COMMENTS,
     "data.query.mode": "lakecdc reads changes through the cdc.fn_cdc_get_all_changes_* functions",
     "database.query.timeout.ms": _NO_QUERY_TIMEOUT,
@@ -182,6 +183,7 @@ _ORACLE_BUFFER = ("lakecdc's buffer beyond memory is a local SQLite spill file (
                   "no counterpart")
 _ORACLE_LOGMINER = "tunes Debezium's LogMiner session; lakecdc's mining loop has no such setting"
 ORACLE: dict[str, str] = {
+    "snapshot.max.threads": _ONE_THREAD,
     "retriable.restart.connector.wait.ms": _NO_RESTART,
     "include.schema.comments": _COMMENTS,
     "archive.destination.name": "lakecdc mines the logs V$ARCHIVED_LOG lists for every destination",

@@ -42,6 +42,8 @@ def encode_header_value(value: bytes | str | None) -> bytes:
 
 
 _NO_HEADERS_END = b',"headers":[]}\n'
+#: distinct header lists whose JSON is kept (key-change headers differ per record: bounded)
+_HEADER_CACHE_ENTRIES = 1024
 
 
 def _headers_json(headers: list[tuple[str, bytes]] | None) -> bytes:
@@ -96,6 +98,7 @@ class JsonlSink:
         self._dir_needs_sync = created
         self._records = 0
         self._prefixes: dict[str, bytes] = {}
+        self._header_ends: dict[tuple[tuple[str, bytes], ...], bytes] = {}
 
     @property
     def records_written(self) -> int:
@@ -105,7 +108,7 @@ class JsonlSink:
         if self._file.closed:
             raise SinkTransientError(f"JSON-lines sink '{self.path}' is closed")
         key_pieces, value_pieces = self._serializer.key_pieces, self._serializer.value_pieces
-        prefixes = self._prefixes
+        prefixes, header_ends = self._prefixes, self._header_ends
         # Pieces handed to the OS as they are (os.writev): a record's schema text is its encoder's
         # shared bytes, so it is copied once, into the file, instead of into a line and a batch.
         pieces: list[bytes] = []
@@ -120,7 +123,24 @@ class JsonlSink:
             extend(value_pieces(r))
             if r.partition is not None:  # placed by a transform: written as Debezium's engine reports it
                 append(b',"partition":' + str(r.partition).encode())
-            append(b',"headers":[' + _headers_json(r.headers) + b"]}\n" if r.headers else _NO_HEADERS_END)
+            headers = r.headers
+            if not headers:
+                append(_NO_HEADERS_END)
+                continue
+            # Capture attaches the same context headers (extended.headers.enabled) to every
+            # record: their JSON is made once per distinct list, not parsed and dumped per record.
+            try:
+                held = tuple(headers)
+                end = header_ends.get(held)
+            except TypeError:  # a header given as a list, not a tuple: not cached
+                held, end = None, None
+            if end is None:
+                end = b',"headers":[' + _headers_json(headers) + b"]}\n"
+                if held is not None:
+                    if len(header_ends) >= _HEADER_CACHE_ENTRIES:
+                        header_ends.clear()
+                    header_ends[held] = end
+            append(end)
         try:
             _write_all(self._file.fileno(), pieces)
         except OSError as exc:

@@ -36,6 +36,15 @@ class Sink(Protocol):
         """Flush and release resources. Idempotent."""
 
 
+class EncodedPayload(bytes):
+    """A key or value payload encoded ahead of the sink (``RecordSerializer.payload_bytes``, by a
+    snapshot worker process): the JsonConverter ``payload`` part only. The serializer adds the
+    record's schema part as for any payload, so the bytes written equal those of the record
+    encoded here, and the (often kilobytes long) schema text is not carried with every record."""
+
+    __slots__ = ()
+
+
 class RecordSerializer:
     """Turns a ``ChangeRecord``'s key and value into JsonConverter bytes.
 
@@ -85,11 +94,24 @@ class RecordSerializer:
     def value_pieces(self, record: ChangeRecord) -> tuple[bytes, ...]:
         return self._pieces(record, record.value_schema, record.value, self.value_schemas_enable, "value")
 
+    def payload_bytes(self, record: ChangeRecord, part: str) -> bytes | None:
+        """The ``key`` or ``value`` payload of ``record`` encoded alone (no schema part), or None
+        for a null payload; wrapped in :class:`EncodedPayload` it is sent as the record's would be."""
+        schema, payload = (record.key_schema, record.key) if part == "key" else (record.value_schema, record.value)
+        if payload is None:
+            return None
+        try:
+            return self._encoder_for(record, schema, True, part).encode_body(payload)
+        except ValueError as exc:
+            raise _undeliverable(record, part, exc) from None
+
     def _encode(self, record: ChangeRecord, schema: ConnectSchema | None, payload: Any,
                 schemas_enable: bool, part: str) -> bytes | None:
         if payload is None:
             return None if schema is None or part == "key" else b"".join(self._null_with_schema(schema, schemas_enable))
         if isinstance(payload, bytes):
+            if type(payload) is EncodedPayload:
+                return b"".join(self._pieces(record, schema, payload, schemas_enable, part))
             return payload
         try:
             return self._encoder_for(record, schema, schemas_enable, part).encode(payload)
@@ -101,7 +123,9 @@ class RecordSerializer:
         if payload is None:
             return _NULL if schema is None or part == "key" else self._null_with_schema(schema, schemas_enable)
         if isinstance(payload, bytes):
-            return (payload,)
+            if type(payload) is not EncodedPayload:
+                return (payload,)
+            return (self._encoder_for(record, schema, True, part).head, payload, b"}") if schemas_enable else (payload,)
         encoder = self._encoder_for(record, schema, schemas_enable, part)
         try:
             body = encoder.encode_body(payload)

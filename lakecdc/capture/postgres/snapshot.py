@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -36,6 +37,7 @@ from lakecdc.capture.postgres import connection as pgconn
 from lakecdc.capture.postgres.config import PostgresConnectorConfig
 from lakecdc.capture.postgres.offset import snapshot_offset
 from lakecdc.capture.postgres.replication import ReplicationConnection
+from lakecdc.capture.postgres.snapshot_parallel import EncodedRows, block_ranges, parallel_allowed, parallel_rows
 from lakecdc.capture.postgres.source_info import PostgresSourceBuilder, source_builder
 from lakecdc.capture.postgres.table_schema import TableSchema, TableSchemas
 from lakecdc.capture.postgres.types import TypeModes
@@ -44,6 +46,7 @@ from lakecdc.events.envelope import ChangeRecord
 from lakecdc.events.positions import PostgresPosition
 from lakecdc.events.source import snapshot_marker
 from lakecdc.events.topics import TableId, TopicNamer
+from lakecdc.transport.sink import EncodedPayload
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +104,8 @@ class PostgresSnapshotSource:
             schemas = TableSchemas(sql_conn, config, self.modes, self.namer)
             rows = 0
             if self.with_data:
-                rows = self.read_tables(sql_conn, schemas, tables, emit, created.consistent_point, tx_id, ts_us)
+                rows = self.read_tables(sql_conn, schemas, tables, emit, created.consistent_point, tx_id, ts_us,
+                                        parallel=parallel_allowed(config))
             sql_conn.execute("COMMIT")
             sql_conn.autocommit = True
             log.info("snapshot step 3: committed; %d rows", rows)
@@ -123,9 +127,10 @@ class PostgresSnapshotSource:
             sql.SQL(", ").join(pgconn.quoted(t) for t in tables)))
 
     def read_tables(self, conn: Any, schemas: TableSchemas, tables: list[TableId], emit: Emit, lsn: int,
-                    tx_id: int, ts_us: int) -> int:
+                    tx_id: int, ts_us: int, parallel: bool = False) -> int:
         """Emit every row of ``tables`` as ``r`` records (the caller holds the snapshot transaction);
-        also used by a blocking snapshot while streaming."""
+        also used by a blocking snapshot while streaming. ``parallel``: large tables are read by
+        ``snapshot.max.threads`` worker processes (snapshot_parallel.py)."""
         builder = source_builder(self.config)
         position = PostgresPosition(lsn=lsn, tx_id=tx_id, ts_usec=ts_us, snapshot=True)
         progress = _Progress(self.show_progress)
@@ -154,7 +159,22 @@ class PostgresSnapshotSource:
                 held: dict[str, Any] | None = None
                 held_key: Any = None
                 count = 0
-                for values in self._rows(conn, schema, table):
+                for values in self._table_rows(conn, schema, table, sources, parallel):
+                    if type(values) is EncodedRows:
+                        # rows between two rows read here: never a table's first or last
+                        if held is not None:
+                            _finish(held, sources, first_table and count == 1, count == 1, False)
+                            batch.append(ChangeRecord(topic, key_schema, held_key, envelope, held, headers, position))
+                            held = None
+                        batch.extend(ChangeRecord(topic, key_schema, None if key is None else EncodedPayload(key),
+                                                  envelope, EncodedPayload(value), headers, position)
+                                     for key, value in values.pairs)
+                        count += len(values.pairs)
+                        if len(batch) >= BATCH:
+                            emit(batch)
+                            progress.advance(task, len(batch))
+                            batch = []
+                        continue
                     if held is not None:
                         _finish(held, sources, first_table and count == 1, count == 1, False)
                         batch.append(ChangeRecord(topic, key_schema, held_key, envelope, held, headers, position))
@@ -177,6 +197,15 @@ class PostgresSnapshotSource:
         finally:
             progress.close()
         return total
+
+    def _table_rows(self, conn: Any, schema: TableSchema, table: TableId, sources: _SourceFactory,
+                    parallel: bool) -> Iterator[Any]:
+        """The table's rows as values, or, read in parallel, also runs of encoded rows."""
+        if parallel and str(table) not in self.selects and str(table) not in self.config.snapshot_select_statements:
+            ranges = block_ranges(conn, table, self.config.snapshot_max_threads)
+            if ranges is not None:
+                return parallel_rows(conn, self.config, schema, table, ranges, sources.build("true"))
+        return self._rows(conn, schema, table)
 
     def _rows(self, conn: Any, schema: TableSchema, table: TableId) -> Any:
         columns = sql.SQL(", ").join(sql.Identifier(c) for c in schema.column_names)

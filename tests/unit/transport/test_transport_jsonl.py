@@ -125,6 +125,25 @@ def test_serializer_compiles_once_per_schema() -> None:
     assert serializer.encoder(KEY, False) is not first
 
 
+def test_header_json_made_once_per_distinct_list_and_exact_for_each(tmp_path: Path) -> None:
+    """Context headers are the same list on every record: their JSON is cached by content, so a
+    record with other headers (a key change's ``__debezium.oldkey``), an equal list built anew and
+    a header given as a list, not a tuple, each get their own headers, as ``jsonl_line`` writes them."""
+    context = [("__debezium.context.taskId", b'{"schema":{"type":"string","optional":false},"payload":"0"}')]
+    oldkey = [("__debezium.oldkey", b'{"payload":{"id":1}}'), *context]
+    records = [record(1, headers=context), record(2, headers=oldkey), record(3, headers=list(context)),
+               record(4, headers=[["note", b"plain"]]), record(5), record(6, headers=context)]
+    out = tmp_path / "o.jsonl"
+    with JsonlSink(out) as sink:
+        sink.send(records[:3])
+        sink.send(records[3:])
+    serializer = RecordSerializer()
+    expected = b"".join(jsonl_line(r.topic, serializer.key_bytes(r), serializer.value_bytes(r), r.headers)
+                        for r in records)
+    assert out.read_bytes() == expected
+    assert [len(line["headers"]) for line in read_jsonl(out)] == [1, 2, 1, 1, 0, 1]
+
+
 def test_jsonl_line_and_header_helpers() -> None:
     assert jsonl_line("t", None, None) == b'{"topic":"t","key":null,"value":null,"headers":[]}\n'
     assert jsonl_line("t", b'{"a":1}', b"2", [("h", b"x")]) == (
@@ -195,3 +214,31 @@ def test_kill_9_during_writes_leaves_a_file_the_next_sink_repairs(tmp_path: Path
     ids = [r["key"]["payload"]["id"] for r in lines]
     assert ids[-1] == -1 and len(ids) > 100
     assert ids[:-1] == list(range(len(ids) - 1))  # nothing reordered or half-written survives
+
+
+@pytest.mark.parametrize("schemas", [True, False])
+def test_payloads_encoded_ahead_are_written_as_the_record_would_be(tmp_path: Path, schemas: bool) -> None:
+    """A snapshot worker sends payloads without schema text (``payload_bytes``); wrapped in
+    ``EncodedPayload`` they give the bytes of the record encoded by the sink itself, with or
+    without schemas, in the JSON-lines file and as Kafka key/value bytes."""
+    from lakecdc.transport.sink import EncodedPayload
+
+    original = [record(1, "a\u00e9"), record(2, None), ChangeRecord("shop.public.nokey", None, None, VALUE, {"id": 3, "name": "z"})]
+    ahead = RecordSerializer()
+    encoded = [ChangeRecord(r.topic, r.key_schema, None if (k := ahead.payload_bytes(r, "key")) is None else EncodedPayload(k),
+                            r.value_schema, EncodedPayload(ahead.payload_bytes(r, "value")))  # type: ignore[arg-type]
+               for r in original]
+    sink_serializer = RecordSerializer(schemas, schemas)
+    for plain, early in zip(original, encoded):
+        assert sink_serializer.key_bytes(early) == sink_serializer.key_bytes(plain)
+        assert sink_serializer.value_bytes(early) == sink_serializer.value_bytes(plain)
+    first, second = tmp_path / "plain.jsonl", tmp_path / "early.jsonl"
+    for path, records in ((first, original), (second, encoded)):
+        with JsonlSink(path, key_schemas_enable=schemas, value_schemas_enable=schemas) as sink:
+            sink.send(records)
+    assert second.read_bytes() == first.read_bytes()
+
+
+def test_payload_that_does_not_fit_its_schema_names_the_topic() -> None:
+    with pytest.raises(SinkDeliveryError, match="shop.public.t"):
+        RecordSerializer().payload_bytes(ChangeRecord("shop.public.t", KEY, {"id": 1}, VALUE, {"name": "x"}), "value")

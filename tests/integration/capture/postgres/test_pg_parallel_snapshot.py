@@ -1,0 +1,111 @@
+"""The snapshot read by worker processes (``snapshot.max.threads`` > 1) gives the records of the
+serial read, in the same order, with the same snapshot markers, on a real PostgreSQL 18.
+
+Ranges are made small here so that a few thousand rows give many of them, and rows are deleted
+so that some ranges are empty and some hold one or two rows (a range's first and last row are
+read by the capture process, the rows between by the workers)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from pg_capture_support import fresh_database, load_records, mask_record, write_properties
+
+from lakecdc.capture.postgres import snapshot_parallel
+from lakecdc.capture.runner import run_capture
+
+pytestmark = pytest.mark.integration
+
+DB = "parallel_snap"
+
+
+@pytest.fixture
+def db(pg: Any) -> str:
+    dsn = fresh_database(pg, DB)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for table in ("a", "c"):
+            conn.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, name text, pad text)")
+            conn.execute(f"INSERT INTO {table} SELECT g, 'row ' || g, repeat('x', 300) FROM generate_series(1, 3000) g")
+        conn.execute("CREATE TABLE b (id int PRIMARY KEY, name text)")
+        conn.execute("INSERT INTO b VALUES (1, 'one'), (2, 'two')")
+        conn.execute("CREATE TABLE z (id int PRIMARY KEY)")  # empty, read last: c's final row is 'last'
+        # holes: whole ranges without a visible row, ranges with a single row, c's tail empty
+        conn.execute("DELETE FROM a WHERE id BETWEEN 200 AND 900 OR (id BETWEEN 1000 AND 1300 AND id <> 1150)")
+        conn.execute("DELETE FROM c WHERE id > 2000")
+        conn.execute("ANALYZE")
+    return dsn
+
+
+def capture(pg: Any, tmp_path: Path, name: str, threads: int) -> list[dict[str, Any]]:
+    config = write_properties(tmp_path / f"{name}.properties", pg, DB, slot__name=f"{name}_slot",
+                              snapshot__mode="initial_only", table__include__list="public.a,public.b,public.c,public.z",
+                              snapshot__max__threads=str(threads))
+    out = tmp_path / f"{name}.jsonl"
+    stats = run_capture(config, f"jsonl:{out}", stop_when_idle=0.5, show_progress=False)
+    assert stats.snapshot_rows == 1999 + 2 + 2000
+    return load_records(out)
+
+
+def masked(record: dict[str, Any]) -> dict[str, Any]:
+    """Positions and times masked, and the run id header each capture run has its own of."""
+    record = mask_record(record)
+    record["headers"] = [h for h in record["headers"] if h["key"] != "__debezium.context.runId"]
+    return record
+
+
+def test_parallel_snapshot_equals_the_serial_one(pg: Any, db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(snapshot_parallel, "MIN_ROWS", 500)
+    monkeypatch.setattr(snapshot_parallel, "RANGE_ROWS", 60)
+    serial = capture(pg, tmp_path, "serial", 1)
+    with caplog.at_level(logging.INFO, logger="lakecdc.capture.postgres.snapshot_parallel"):
+        parallel = capture(pg, tmp_path, "parallel", 2)
+    read_by_workers = [r.getMessage() for r in caplog.records if "worker processes" in r.getMessage()]
+    assert len(read_by_workers) == 2, read_by_workers  # a and c; b is too small
+    assert [masked(r) for r in parallel] == [masked(r) for r in serial]
+    markers = [(r["topic"].rsplit(".", 1)[1], r["value"]["payload"]["source"]["snapshot"]) for r in parallel]
+    assert markers[0] == ("a", "first")
+    assert markers[-1] == ("c", "last")
+    assert ("a", "last_in_data_collection") in markers and ("b", "first_in_data_collection") in markers
+    assert ("c", "first_in_data_collection") in markers
+    assert {m for _, m in markers} == {"first", "true", "last_in_data_collection", "first_in_data_collection", "last"}
+    ids = [r["key"]["payload"]["id"] for r in parallel if r["topic"].endswith(".a")]
+    assert 1150 in ids and 200 not in ids and ids == sorted(ids)  # the table's physical order: insert order
+
+
+def test_transforms_keep_the_serial_read(pg: Any, db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         caplog: pytest.LogCaptureFixture) -> None:
+    """A transform reads record values: the rows are then not pre-encoded by workers."""
+    monkeypatch.setattr(snapshot_parallel, "MIN_ROWS", 500)
+    config = write_properties(tmp_path / "t.properties", pg, DB, slot__name="t_slot", snapshot__mode="initial_only",
+                              table__include__list="public.a", snapshot__max__threads="2",
+                              transforms="unwrap", transforms__unwrap__type="io.debezium.transforms.ExtractNewRecordState")
+    out = tmp_path / "t.jsonl"
+    with caplog.at_level(logging.INFO, logger="lakecdc.capture.postgres.snapshot_parallel"):
+        run_capture(config, f"jsonl:{out}", stop_when_idle=0.5, show_progress=False)
+    assert not [r for r in caplog.records if "worker processes" in r.getMessage()]
+    records = load_records(out)
+    assert len(records) == 1999 and records[0]["value"]["payload"]["name"] == "row 1"
+
+
+def test_a_worker_that_cannot_import_the_snapshot_fails_the_snapshot(pg: Any, db: str, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker whose connection fails (here: the snapshot name is wrong) stops the snapshot with
+    PostgreSQL's error instead of the pool starting workers forever."""
+    monkeypatch.setattr(snapshot_parallel, "MIN_ROWS", 500)
+    real = snapshot_parallel._WorkerState
+
+    def wrong_snapshot(*args: Any) -> Any:
+        state = real(*args)
+        state.snapshot_name = "00000000-00000000-1"
+        return state
+
+    monkeypatch.setattr(snapshot_parallel, "_WorkerState", wrong_snapshot)
+    config = write_properties(tmp_path / "w.properties", pg, DB, slot__name="w_slot", snapshot__mode="initial_only",
+                              table__include__list="public.a", snapshot__max__threads="2")
+    with pytest.raises(psycopg.Error, match="snapshot"):
+        run_capture(config, f"jsonl:{tmp_path / 'w.jsonl'}", stop_when_idle=0.5, show_progress=False)
