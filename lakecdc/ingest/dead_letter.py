@@ -60,14 +60,19 @@ class DeadLetterSink:
         if not letters:
             return
         self._append([letter.as_row() for letter in letters])
-        self.total += len(letters)
-        topics = Counter(letter.topic for letter in letters)
         first = letters[0]
+        self.wrote(Counter(letter.topic for letter in letters), (first.topic, first.partition, first.offset,
+                                                                 first.reason))
+
+    def wrote(self, topics: Counter[str], first: tuple[str, int, int, str]) -> None:
+        """Counts and logs dead letters per topic written to the table (by ``write``, or from the
+        executors for a batch decoded there: ``executor_batch``); ``first``: topic, partition, offset, reason."""
+        count = sum(topics.values())
+        self.total += count
         log.warning(
             "%d record(s) could not be decoded and went to the dead-letter table (%s); first: "
             "topic %s partition %d offset %d: %s",
-            len(letters), ", ".join(f"{t}: {n}" for t, n in topics.most_common()),
-            first.topic, first.partition, first.offset, first.reason)
+            count, ", ".join(f"{t}: {n}" for t, n in topics.most_common()), *first)
 
 
 #: Our row names -> other names the dead-letter table may use for them.
