@@ -73,8 +73,9 @@ log = logging.getLogger(__name__)
 Offsets = dict[tuple[str, int], int]
 Seq = tuple[int, ...]
 
-#: Decoded rows per blob of a frame (a Spark row must stay far below 2 GB).
+#: Decoded rows per blob of a frame at most, and its size in bytes about (a Spark row must stay far below 2 GB).
 ROWS_PER_BLOB = 10_000
+BLOB_BYTES = 16 << 20
 _FRAME = "kind string, topic string, blob binary"
 _GROUPS = pa.schema([("_tx_id", pa.string()), ("_partition", pa.int32()), ("_offset", pa.int64()),
                      ("_seq", pa.list_(pa.int64())), ("_count", pa.int64()), ("_snapshot_lsn", pa.int64())])
@@ -198,7 +199,8 @@ def _decode_task(config: IngestConfig, committed: Offsets, ingest_ts: datetime,
         for segment in decoded.segments:
             segments.append((segment.topic, schemas[segment.schema_id], segment.columns, segment.key_columns,
                              segment.source, segment.rows.schema, _groups(segment.rows)))
-            for chunk in segment.rows.to_batches(max_chunksize=ROWS_PER_BLOB):
+            rows = max(1, min(ROWS_PER_BLOB, BLOB_BYTES * segment.num_rows // max(1, segment.rows.nbytes)))
+            for chunk in segment.rows.to_batches(max_chunksize=rows):
                 yield _blob("rows", segment.topic, _ipc(chunk))
         letters = decoded.dead_letters
         if letters:
