@@ -5,7 +5,9 @@ step's invariant is what makes a crash at any point safe):
 
 1. Drop records at or below the offset a table already committed (replays after a restart).
 2. Decode (``decode``); undecodable records become dead letters. A batch Spark fetched is dropped
-   and decoded on the executors (``executor_decode``), the driver gets the decoded form back.
+   and decoded on the executors and its rows stay there (``executor_batch``): the driver gets
+   aggregates (offsets, markers, events per transaction and partition), steps 3-6 work on them,
+   and each table's writer gets a DataFrame of its released rows built on the executors.
 3. Write dead letters first: the table commits below move progress past them.
 4. Feed BEGIN/END markers to the transaction buffer; record schema changes and heartbeats.
 5. Release the events whose transactions are complete; hold back the rest (``transactions``).
@@ -50,8 +52,8 @@ from lakecdc.ingest.executor_decode import SchemaRegistry, drop_committed, max_o
 from lakecdc.ingest.frames import arrow_to_spark, metadata_fields, spark_to_arrow
 from lakecdc.ingest.job_state import JobState, append_schema_changes, save_state
 from lakecdc.ingest.naming import TableNamer
-from lakecdc.ingest.ordering import (Seq, max_seq, min_seq, order_rows, rank_after_snapshot, rank_by_commit, snapshot_lsn,
-                                     snapshot_lsn_below)
+from lakecdc.ingest.ordering import (Seq, max_seq, min_seq, order_rows, rank_after_snapshot, rank_by_commit,
+                                     snapshot_lsn, snapshot_lsn_below)
 from lakecdc.ingest.parallel import TableApplyPool
 from lakecdc.ingest.progress import CommitPositions
 from lakecdc.ingest.reader import KafkaMicroBatch
