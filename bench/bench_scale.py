@@ -189,7 +189,8 @@ def main() -> None:
             raise SystemExit(f"{run.executors} executor(s): exit {run.returncode}, {run.events} events")
     print(f"{'executors':>10} {'drain s':>9} {'events/s':>10} {'process s':>10}")
     for run in runs:
-        print(f"{run.executors:>10} {run.batch_seconds:>9.1f} {run.events / run.batch_seconds:>10,.0f} {run.seconds:>10.1f}")
+        rate = run.events / run.batch_seconds
+        print(f"{run.executors:>10} {run.batch_seconds:>9.1f} {rate:>10,.0f} {run.seconds:>10.1f}")
     print(f"speed-up with 2 executors: {runs[0].batch_seconds / runs[1].batch_seconds:.2f}x "
           f"(target >= 1.7x); load average {load_before[0]:.1f} before, {load_after[0]:.1f} after, "
           f"{os.cpu_count()} cores")

@@ -176,7 +176,8 @@ def _groups(rows: pa.Table) -> pa.Table:
         if snapshot is not None:
             group[3] = max(snapshot, group[3] if group[3] is not None else snapshot)
     keys = list(groups)
-    return pa.Table.from_arrays([pa.array([k[0] for k in keys], pa.string()), pa.array([k[1] for k in keys], pa.int32()),
+    return pa.Table.from_arrays([pa.array([k[0] for k in keys], pa.string()),
+                                 pa.array([k[1] for k in keys], pa.int32()),
                                  *(pa.array([groups[k][i] for k in keys], _GROUPS.field(i + 2).type)
                                    for i in range(4))], schema=_GROUPS)
 

@@ -106,8 +106,8 @@ def tables(warehouse: Path) -> dict[str, list[str]]:
     for log in sorted(warehouse.rglob("_delta_log")):
         name = ".".join(log.parent.relative_to(warehouse).parts)
         rows = delta_rows(warehouse, name)
-        out[name] = sorted(json.dumps({k: v for k, v in r.items() if k not in ("_ingest_ts", "_ingest_date", "published_at")},
-                                      default=str, sort_keys=True) for r in rows)
+        kept = ({k: v for k, v in r.items() if k not in ("_ingest_ts", "_ingest_date", "published_at")} for r in rows)
+        out[name] = sorted(json.dumps(r, default=str, sort_keys=True) for r in kept)
     return out
 
 
