@@ -9,8 +9,9 @@
 2. drains it twice with ``lakecdc ingest --trigger available-now`` (``reader: spark``, Iceberg through
    Spark), each a process started from nothing, on Spark's ``local-cluster[N,1,1024]`` master: separate
    executor JVMs with their own Python workers on this machine, N = 1 then 2;
-3. prints both side by side: wall time of the drain (the batches' own seconds, without the JVM start)
-   and the speed-up of 2 executors over 1, with the machine's load average before and after (the
+3. prints both side by side: wall time of the drain (the batches' own seconds, without the JVM start),
+   split into fetch + decode (until the executors have decoded) and the rest (the table writes), and
+   the speed-up of 2 executors over 1, with the machine's load average before and after (the
    figures mean little on a machine shared with other work: read them with it).
 
 ``publish_backlog`` and ``drain`` are shared with the driver-memory test
@@ -35,7 +36,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 GOLDEN = "conformance/postgres/workload.jsonl"
-_BATCH_LINE = re.compile(r"batch \d+: applied ([\d,]+) changes? .* in ([\d.]+) s")
+_BATCH_LINE = re.compile(r"^(\S+ \S+) .*batch \d+: applied ([\d,]+) changes? .* in ([\d.]+) s", re.M)
+_DECODED_LINE = re.compile(r"^(\S+ \S+) .*executor_batch: decoded ", re.M)
 
 
 def _shared_root() -> Path:
@@ -111,6 +113,7 @@ class Drain:
     events: int
     returncode: int
     log: str
+    decode_seconds: float = 0.0  # of ``batch_seconds``, until the executors had decoded (fetch + decode)
     #: driver RSS samples in bytes: the job's Python process, and the driver JVM (its java child)
     python_rss: list[int] = field(default_factory=list)
     jvm_rss: list[int] = field(default_factory=list)
@@ -162,10 +165,19 @@ def drain(bootstrap: str, prefix: str, workdir: Path, executors: int, *, driver_
                 proc.kill()
     result.seconds = time.monotonic() - started
     result.log = log_path.read_text(errors="replace")
-    for events, seconds in _BATCH_LINE.findall(result.log):
+    decoded = [_stamp(t) for t in _DECODED_LINE.findall(result.log)]
+    for (ended, events, seconds), done in zip(_BATCH_LINE.findall(result.log), decoded):
         result.events += int(events.replace(",", ""))
         result.batch_seconds += float(seconds)
+        result.decode_seconds += done - (_stamp(ended) - float(seconds))
     return result
+
+
+def _stamp(text: str) -> float:
+    """Seconds of a log line's time stamp (``2026-11-26 16:41:05,194``)."""
+    from datetime import datetime
+
+    return datetime.strptime(text, "%Y-%m-%d %H:%M:%S,%f").timestamp()
 
 
 def main() -> None:
@@ -177,6 +189,7 @@ def main() -> None:
 
     directory = Path(tempfile.mkdtemp(prefix="bench-scale-"))
     load_before = os.getloadavg()
+    (directory / "stack").mkdir()
     with Broker(base_dir=directory / "stack") as broker:
         prefix = f"scale{os.getpid()}"
         size = publish_backlog(broker.bootstrap_servers, backlog(prefix, args.records), args.partitions)
@@ -187,11 +200,14 @@ def main() -> None:
         if run.returncode != 0 or run.events != args.records:
             print(run.log[-3000:])
             raise SystemExit(f"{run.executors} executor(s): exit {run.returncode}, {run.events} events")
-    print(f"{'executors':>10} {'drain s':>9} {'events/s':>10} {'process s':>10}")
+    print(f"{'executors':>10} {'drain s':>9} {'events/s':>10} {'decode s':>9} {'write s':>8} {'process s':>10}")
     for run in runs:
         rate = run.events / run.batch_seconds
-        print(f"{run.executors:>10} {run.batch_seconds:>9.1f} {rate:>10,.0f} {run.seconds:>10.1f}")
-    print(f"speed-up with 2 executors: {runs[0].batch_seconds / runs[1].batch_seconds:.2f}x "
+        print(f"{run.executors:>10} {run.batch_seconds:>9.1f} {rate:>10,.0f} {run.decode_seconds:>9.1f} "
+              f"{run.batch_seconds - run.decode_seconds:>8.1f} {run.seconds:>10.1f}")
+    one, two = runs
+    print(f"speed-up with 2 executors: {one.batch_seconds / two.batch_seconds:.2f}x drain, "
+          f"{one.decode_seconds / two.decode_seconds:.2f}x fetch + decode "
           f"(target >= 1.7x); load average {load_before[0]:.1f} before, {load_after[0]:.1f} after, "
           f"{os.cpu_count()} cores")
 
