@@ -491,8 +491,15 @@ class BatchProcessor:
         save_state(self.config.progress_dir, state)
 
     def close(self) -> None:
-        """Stop the apply threads (the job calls this when it ends)."""
+        """Stop the apply threads and free the executors' frames of held events (the job calls this
+        when it ends: a restart reads held events again from the tables' offsets)."""
         self._pool.close()
+        for frame in self._frames:
+            try:
+                frame.unpersist()
+            except Exception as exc:  # a stopped session: nothing is cached any more; never hide the job's own error
+                log.debug("could not unpersist a held frame: %s", exc)
+        self._frames.clear()
 
     @property
     def held_events(self) -> int:
