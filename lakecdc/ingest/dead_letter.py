@@ -60,14 +60,19 @@ class DeadLetterSink:
         if not letters:
             return
         self._append([letter.as_row() for letter in letters])
-        self.total += len(letters)
-        topics = Counter(letter.topic for letter in letters)
         first = letters[0]
-        # the reason already starts with the record's topic, partition and offset (the decoder's
-        # ``DeadLetter`` contract): naming them again here printed that prefix twice
+        self.wrote(Counter(letter.topic for letter in letters), first.reason)
+
+    def wrote(self, topics: Counter[str], first_reason: str) -> None:
+        """Counts and logs dead letters per topic written to the table (by ``write``, or from the
+        executors for a batch decoded there: ``executor_batch``); ``first_reason``: the first one's
+        reason, which already starts with its topic, partition and offset (the decoder's
+        ``DeadLetter`` contract), so the log line does not name them again."""
+        count = sum(topics.values())
+        self.total += count
         log.warning(
             "%d record(s) could not be decoded and went to the dead-letter table (%s); first: %s",
-            len(letters), ", ".join(f"{t}: {n}" for t, n in topics.most_common()), first.reason)
+            count, ", ".join(f"{t}: {n}" for t, n in topics.most_common()), first_reason)
 
 
 #: Our row names -> other names the dead-letter table may use for them.

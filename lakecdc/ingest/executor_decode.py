@@ -3,10 +3,11 @@
 Decoding is the heaviest per-record step (JSON parsing and every logical conversion), so for a
 batch that Spark fetched (``reader=spark`` / ``spark-kafka``) each Spark partition is decoded by the
 ``Decoder`` in its own task (``mapInArrow``), after dropping the records the tables already hold.
-What comes back to the driver is the decoded form -- typed Arrow rows without the JsonConverter
-schema text that makes up most of every record, transaction markers, dead letters, schema changes
--- plus each partition's record count and highest offset, and is exactly what
-``Decoder.decode`` gives in one process (``test_executor_decode``).
+``decode_on_executors`` brings the decoded form back to the driver -- typed Arrow rows,
+transaction markers, dead letters, schema changes -- plus each partition's record count and highest
+offset, exactly what ``Decoder.decode`` gives in one process (``test_executor_decode``). The job
+does not collect it: ``executor_batch`` keeps the rows on the executors and sends the driver only
+aggregates; the record filters and the schema registry here are shared by both.
 
 Schema ids say which version of a table's schema is newer (``DecodedSegment.schema_id``: order of
 first sight). Each task's decoder numbers the schemas it sees from 0, so the driver renumbers them

@@ -5,7 +5,9 @@ step's invariant is what makes a crash at any point safe):
 
 1. Drop records at or below the offset a table already committed (replays after a restart).
 2. Decode (``decode``); undecodable records become dead letters. A batch Spark fetched is dropped
-   and decoded on the executors (``executor_decode``), the driver gets the decoded form back.
+   and decoded on the executors and its rows stay there (``executor_batch``): the driver gets
+   aggregates (offsets, markers, events per transaction and partition), steps 3-6 work on them,
+   and each table's writer gets a DataFrame of its released rows built on the executors.
 3. Write dead letters first: the table commits below move progress past them.
 4. Feed BEGIN/END markers to the transaction buffer; record schema changes and heartbeats.
 5. Release the events whose transactions are complete; hold back the rest (``transactions``).
@@ -45,16 +47,17 @@ from lakecdc.ingest.consistency import ConsistencyLog
 from lakecdc.ingest.consistency_point import ConsistencyPoint
 from lakecdc.ingest.dead_letter import DeadLetterSink, dead_letter_frame
 from lakecdc.ingest.decode import Decoder
-from lakecdc.ingest.executor_decode import SchemaRegistry, decode_on_executors, drop_committed, max_offsets
-from lakecdc.ingest.frames import arrow_to_spark, metadata_fields
+from lakecdc.ingest.executor_batch import ExecutorBatch, Frame, RemoteSegment, TableFrame, decode_frame, table_frame
+from lakecdc.ingest.executor_decode import SchemaRegistry, drop_committed, max_offsets
+from lakecdc.ingest.frames import arrow_to_spark, metadata_fields, spark_to_arrow
 from lakecdc.ingest.job_state import JobState, append_schema_changes, save_state
 from lakecdc.ingest.naming import TableNamer
-from lakecdc.ingest.ordering import (max_seq, min_seq, order_rows, rank_after_snapshot, rank_by_commit, snapshot_lsn,
-                                     snapshot_lsn_below)
+from lakecdc.ingest.ordering import (Seq, max_seq, min_seq, order_rows, rank_after_snapshot, rank_by_commit,
+                                     snapshot_lsn, snapshot_lsn_below)
 from lakecdc.ingest.parallel import TableApplyPool
 from lakecdc.ingest.progress import CommitPositions
 from lakecdc.ingest.reader import KafkaMicroBatch
-from lakecdc.ingest.segments import DecodedSegment, union_segments
+from lakecdc.ingest.segments import DecodedSegment, union_columns, union_segments
 from lakecdc.ingest.transactions import TransactionBuffer, Where
 from lakecdc.quality.pipeline import check_batch
 
@@ -116,6 +119,7 @@ class BatchProcessor:
         for topic, key_columns in state.keyed_topics.items():
             self._decoder.remember_keyed(topic, tuple(key_columns))
         self._schemas = SchemaRegistry()  # schema ids of batches decoded on the executors
+        self._frames: set[Frame] = set()  # their decoded rows, while in use (``executor_batch``)
         self._namer = TableNamer(config)
         self._tx = TransactionBuffer(self._already_applied)
         self._targets: dict[str, TableTarget] = {}
@@ -206,11 +210,9 @@ class BatchProcessor:
         started = time.monotonic()
         self.state.batch_id += 1
         report = BatchReport(self.state.batch_id)
-        if batch.records is None:  # fetched by Spark: steps 1-2 run on the executors, where the records are
-            remote = decode_on_executors(batch.df, self.config, self._committed, batch.read_at, self._schemas,
-                                         self._decoder.keyed_topics())
-            for topic, key_columns in remote.keyed.items():
-                self._decoder.remember_keyed(topic, key_columns)
+        remote: ExecutorBatch | None = None
+        if batch.records is None:  # fetched by Spark: steps 1-2 run on the executors, the rows stay there
+            remote = self._decode_on_executors(batch)
             report.records, report.replayed, read_max, decoded = (remote.records, remote.replayed,
                                                                   remote.read_max, remote.decoded)
         else:
@@ -225,6 +227,10 @@ class BatchProcessor:
         report.tombstones = decoded.tombstones
         self._dead_letters.write(decoded.dead_letters)  # step 3
         report.dead_letters = len(decoded.dead_letters)
+        if remote is not None and remote.first_dead is not None:  # their rows are on the executors
+            self.writer(self.config.table_format).append_dead_letters(remote.dead_letter_frame())
+            self._dead_letters.wrote(remote.dead_topics, remote.first_dead)
+            report.dead_letters = remote.dead_letters
         self._tx.add_markers(decoded.tx_markers)  # step 4
         self._record_schema_changes(decoded.schema_changes)
         if decoded.last_heartbeat_ts_ms is not None:
@@ -233,12 +239,18 @@ class BatchProcessor:
         report.replayed += sum(s.num_rows for s in decoded.segments) - sum(s.num_rows for s in fresh)
         ready = self._ranked(self._tx.split(fresh, batch.at_end_of_data))  # step 5
         held_min = self._tx.held_min_offsets()
-        self._advance_point(ready, batch.at_end_of_data)
         by_topic: dict[str, list[DecodedSegment]] = defaultdict(list)
         for segment in ready:
             if segment.num_rows:
                 by_topic[segment.topic].append(segment)
-        self._apply_tables(by_topic, dict(self._read_through), held_min, report)  # step 6
+        frames = self._table_frames(by_topic) if remote is not None else {}
+        try:
+            released = [f.probe() for f in frames.values() if isinstance(f, TableFrame)] if remote is not None \
+                else [seg.rows for seg in ready]
+            self._advance_point(released, batch.at_end_of_data)
+            self._apply_tables(by_topic, frames, dict(self._read_through), held_min, report)  # step 6
+        finally:
+            self._release_frames(frames)
         report.held_events = self._tx.held_events
         self._publish()  # step 7
         self._save_state(read_max, report)
@@ -250,10 +262,12 @@ class BatchProcessor:
         (``ordering.rank_after_snapshot``, ``ordering.rank_by_commit``)."""
         postgres = [s for s in segments if s.source.connector == "postgresql" and s.num_rows]
         for segment in postgres:  # first: this batch's snapshot rows precede its first transaction
-            self._raise_snapshot_lsn(snapshot_lsn(segment.rows))
+            self._raise_snapshot_lsn(segment.snapshot_lsn() if isinstance(segment, RemoteSegment)
+                                     else snapshot_lsn(segment.rows))
         out = []
         for segment in segments:
-            if segment.source.connector == "postgresql" and segment.num_rows:
+            # a batch decoded on the executors is ranked there (``executor_batch.table_frame``)
+            if segment.source.connector == "postgresql" and segment.num_rows and not isinstance(segment, RemoteSegment):
                 rows = rank_after_snapshot(segment.rows, self.state.snapshot_lsn)
                 segment = DecodedSegment(segment.topic, segment.schema_id, segment.columns, segment.key_columns,
                                          segment.source, rank_by_commit(rows, self._tx.commit_lsn_of))
@@ -265,13 +279,56 @@ class BatchProcessor:
         if lsn is not None and lsn > (self.state.snapshot_lsn if self.state.snapshot_lsn is not None else -1):
             self.state.snapshot_lsn = lsn
 
-    def _advance_point(self, ready: list[DecodedSegment], at_end_of_data: bool) -> None:
-        """The consistency point after releasing ``ready`` (``lakecdc.ingest.consistency_point``)."""
-        self._point.advance((seg.rows for seg in ready), at_end_of_data, self._tx.held_min_seq(),
-                            self._tx.last_commit_lsn)
+    def _advance_point(self, released: list[pa.Table], at_end_of_data: bool) -> None:
+        """The consistency point after releasing ``released`` (rows with ``_seq`` and ``_op``;
+        ``lakecdc.ingest.consistency_point``)."""
+        self._point.advance(released, at_end_of_data, self._tx.held_min_seq(), self._tx.last_commit_lsn)
 
-    def _positions(self, rows: pa.Table) -> CommitPositions:
-        return CommitPositions(self._point.point, min_seq(rows), self._tx.released_through(), self._connector)
+    def _positions(self, lowest: Seq | None) -> CommitPositions:
+        return CommitPositions(self._point.point, lowest, self._tx.released_through(), self._connector)
+
+    # ------------------------------------------------------------------ batches decoded on the executors
+
+    def _decode_on_executors(self, batch: KafkaMicroBatch) -> ExecutorBatch:
+        """Steps 1-2 on the executors (``executor_batch.decode_frame``), dropping what every table of the
+        batch committed: decoded again when a topic's committed offsets only became known by decoding it
+        (its key columns say which table's offsets count; ``_drop_replayed_rows`` does that to rows)."""
+        while True:
+            used = dict(self._committed)
+            remote = decode_frame(batch.df, self.config, used, batch.read_at, self._schemas,
+                                  self._decoder.keyed_topics())
+            for segment in remote.decoded.segments:
+                self._target(segment)
+            if self._committed == used:
+                break
+            remote.frame.unpersist()
+        for topic, key_columns in remote.keyed.items():
+            self._decoder.remember_keyed(topic, key_columns)
+        self._frames.add(remote.frame)
+        return remote
+
+    def _table_frames(self, by_topic: dict[str, list[DecodedSegment]]) -> dict[str, TableFrame | str]:
+        """Each table's released rows as a DataFrame on the executors, or why it cannot be applied."""
+        out: dict[str, TableFrame | str] = {}
+        for topic, segments in by_topic.items():
+            remote = [s for s in segments if isinstance(s, RemoteSegment)]
+            try:
+                columns, arrow_types = union_columns(remote)
+                out[topic] = table_frame(self.spark, topic, remote, columns, arrow_types, self.state.snapshot_lsn,
+                                         self._tx.commit_lsn_of)
+            except SchemaEvolutionError as exc:
+                out[topic] = str(exc)
+        return out
+
+    def _release_frames(self, tables: dict[str, TableFrame | str]) -> None:
+        """Frees the tables' frames, and the batches' frames no held event is in any more."""
+        for table in tables.values():
+            if isinstance(table, TableFrame):
+                table.df.unpersist()
+        held = {s.frame for s in self._tx.held_segments if isinstance(s, RemoteSegment)}
+        for frame in self._frames - held:
+            frame.unpersist()
+        self._frames &= held
 
     def _publish(self) -> None:
         """Step 7: the consistency point, with each table's version, in the lake."""
@@ -284,8 +341,8 @@ class BatchProcessor:
         self._consistency_log().publish(self.state.batch_id, self._point.point, _short_connector(self._connector),
                                         targets, sorted(self._failed))
 
-    def _apply_tables(self, by_topic: dict[str, list[DecodedSegment]], read_through: Offsets, held_min: Offsets,
-                      report: BatchReport) -> None:
+    def _apply_tables(self, by_topic: dict[str, list[DecodedSegment]], frames: dict[str, TableFrame | str],
+                      read_through: Offsets, held_min: Offsets, report: BatchReport) -> None:
         """Step 6: every table's events, side by side."""
         work = []
         for topic, segments in by_topic.items():
@@ -297,7 +354,8 @@ class BatchProcessor:
             work.append((target, writer, segments))
         batch_id = self.state.batch_id
         outcomes = self._pool.run([
-            lambda t=target, w=writer, s=segments: self._apply_topic(t, w, s, read_through, held_min, batch_id)
+            lambda t=target, w=writer, s=segments: self._apply_topic(t, w, frames.get(t.topic) or s, read_through,
+                                                                     held_min, batch_id)
             for target, writer, segments in work])
         error: BaseException | None = None
         for (target, _, _), outcome in zip(work, outcomes):  # topic order, whatever finished first
@@ -323,43 +381,60 @@ class BatchProcessor:
         if error is not None:
             raise error
 
-    def _apply_topic(self, target: TableTarget, writer: TableWriter, segments: list[DecodedSegment],
+    def _apply_topic(self, target: TableTarget, writer: TableWriter, events: list[DecodedSegment] | TableFrame | str,
                      read_through: Offsets, held_min: Offsets, batch_id: int) -> _TableOutcome:
-        """One table's events of the batch, written; runs on an apply thread (shared state: read only)."""
-        topic = target.topic
+        """One table's events of the batch, written; runs on an apply thread (shared state: read only).
+        ``events``: decoded segments, the table's frame on the executors, or why it cannot be applied."""
+        if isinstance(events, str):
+            return _TableOutcome(target, failure=events)
         try:
-            columns, rows = union_segments(segments)
+            table = events if isinstance(events, TableFrame) else self._arrow_table(target, events)
         except SchemaEvolutionError as exc:
             return _TableOutcome(target, failure=str(exc))
-        rows = order_rows(rows)
-        events_through = max_offsets(pa.table({"topic": rows.column("_topic"), "partition": rows.column("_partition"),
-                                                "offset": rows.column("_offset")}))
-        progress = _covered_offsets(topic, events_through, read_through, held_min)
-        from pyspark.sql.types import StructField, StructType
-
-        from lakecdc.ingest.silver import arrow_batch_stats
-
-        schema = StructType([StructField(c.name, c.data_type, True) for c in columns] + metadata_fields())
-        df = arrow_to_spark(self.spark, rows, schema)
-        verdict = check_batch(self.config, target, rows, df)  # pipeline expectations, if the table has some
+        progress = _covered_offsets(target.topic, table.events_through, read_through, held_min)
+        verdict = check_batch(self.config, target, self._rows_of(target, table), table.df)  # pipeline expectations
         if verdict.failure is not None:
             return _TableOutcome(target, failure=verdict.failure)
         held = self.spark.createDataFrame(verdict.held, "_topic string, _partition int, _offset long") \
             if verdict.held else None
         try:
-            # The figures of the batch come from its Arrow rows here: a Spark job less per table.
-            stats = arrow_batch_stats(rows, target.key_columns)
-            result = writer.apply(ChangeBatch(target, columns, df, progress, events_through, stats,
-                                              self._positions(rows), held), batch_id)
+            result = writer.apply(ChangeBatch(target, table.columns, table.df, progress, table.events_through,
+                                              table.stats, self._positions(table.min_seq), held), batch_id)
         except SchemaEvolutionError as exc:
             return _TableOutcome(target, failure=str(exc))
-        streamed = rows.filter(pc.not_equal(rows.column("_op"), "r")).column("_source_ts_ms")
-        latency = pc.subtract(pa.scalar(int(time.time() * 1000), pa.int64()), streamed)
         for warning in result.warnings:
             log.debug("writer warning for %s: %s", target.source_name, warning)
-        return _TableOutcome(target, progress=progress, events=rows.num_rows, latency_ms=latency,
-                             max_source_ts_ms=pc.max(rows.column("_source_ts_ms")).as_py(), max_seq=max_seq(rows),
+        return _TableOutcome(target, progress=progress, events=table.events, latency_ms=table.latency_ms,
+                             max_source_ts_ms=table.max_source_ts_ms, max_seq=table.max_seq,
                              bronze_version=result.bronze_version, silver_version=result.silver_version)
+
+    def _arrow_table(self, target: TableTarget, segments: list[DecodedSegment]) -> TableFrame:
+        """A table's events decoded here, in apply order, as a DataFrame with their figures."""
+        from pyspark.sql.types import StructField, StructType
+
+        from lakecdc.ingest.silver import arrow_batch_stats
+
+        columns, rows = union_segments(segments)
+        rows = order_rows(rows)
+        schema = StructType([StructField(c.name, c.data_type, True) for c in columns] + metadata_fields())
+        streamed = rows.filter(pc.not_equal(rows.column("_op"), "r")).column("_source_ts_ms")
+        latency = pc.subtract(pa.scalar(int(time.time() * 1000), pa.int64()), streamed)
+        # The figures of the batch come from its Arrow rows here: a Spark job less per table.
+        return TableFrame(columns, arrow_to_spark(self.spark, rows, schema), rows.num_rows,
+                          max_offsets(pa.table({"topic": rows.column("_topic"), "partition": rows.column("_partition"),
+                                                "offset": rows.column("_offset")})),
+                          min_seq(rows), max_seq(rows), None, pc.max(rows.column("_source_ts_ms")).as_py(), latency,
+                          rows=rows, stats=arrow_batch_stats(rows, target.key_columns))
+
+    def _rows_of(self, target: TableTarget, table: TableFrame) -> pa.Table:
+        """The Arrow rows pipeline expectations record failing events from: at hand for a batch decoded
+        here; collected for a table with expectations whose batch is on the executors (only then)."""
+        if table.rows is not None:
+            return table.rows
+        override = self.config.table_overrides().get(target.topic)
+        if override is None or not override.expectations:
+            return pa.table({})
+        return spark_to_arrow(table.df)
 
     def _fail(self, target: TableTarget, reason: str, report: BatchReport) -> None:
         self._failed[target.topic] = reason
@@ -373,7 +448,7 @@ class BatchProcessor:
         for segment in segments:
             self._target(segment)
             limits = {p: o for (t, p), o in self._committed.items() if t == segment.topic}
-            if limits:
+            if limits and not isinstance(segment, RemoteSegment):  # decoded with them (``_decode_on_executors``)
                 parts = segment.rows.column("_partition")
                 offs = segment.rows.column("_offset")
                 keep = None
@@ -416,8 +491,15 @@ class BatchProcessor:
         save_state(self.config.progress_dir, state)
 
     def close(self) -> None:
-        """Stop the apply threads (the job calls this when it ends)."""
+        """Stop the apply threads and free the executors' frames of held events (the job calls this
+        when it ends: a restart reads held events again from the tables' offsets)."""
         self._pool.close()
+        for frame in self._frames:
+            try:
+                frame.unpersist()
+            except Exception as exc:  # a stopped session: nothing is cached any more; never hide the job's own error
+                log.debug("could not unpersist a held frame: %s", exc)
+        self._frames.clear()
 
     @property
     def held_events(self) -> int:

@@ -71,50 +71,58 @@ class DecodedSegment:
     def num_rows(self) -> int:
         return self.rows.num_rows
 
+    @property
+    def arrow_schema(self) -> pa.Schema:
+        """The Arrow schema of the segment's decoded rows."""
+        return self.rows.schema
 
-def union_segments(segments: list[DecodedSegment]) -> tuple[list[ColumnSpec], pa.Table]:
-    """Join segments of one topic into one table (see the module docstring for the rules)."""
+
+def union_columns(segments: list[DecodedSegment]) -> tuple[list[ColumnSpec], dict[str, pa.DataType]]:
+    """The columns of the joined table and their Arrow types (see the module docstring for the rules)."""
     if not segments:
         raise ValueError("union_segments needs at least one segment")
     # Schema ids grow in the order versions were first read, so the largest id is the newest version.
     ordered = sorted(segments, key=lambda s: s.schema_id, reverse=True)
     columns: list[ColumnSpec] = []
-    seen: set[str] = set()
+    arrow_types: dict[str, pa.DataType] = {}
     for segment in ordered:  # newest first: its columns and types win
+        schema = segment.arrow_schema
         for column in segment.columns:
-            if column.name not in seen:
-                seen.add(column.name)
+            if column.name not in arrow_types:
+                arrow_types[column.name] = schema.field(column.name).type
                 columns.append(column)
-    if len(ordered) == 1:
-        return columns, _select(ordered[0].rows, columns)
-    arrow_types = {c.name: ordered[0].rows.schema.field(c.name).type
-                   for c in ordered[0].columns}
-    for segment in ordered[1:]:
-        for c in segment.columns:
-            arrow_types.setdefault(c.name, segment.rows.schema.field(c.name).type)
-    tables = []
-    for segment in ordered:
-        arrays = []
-        for column in columns:
-            wanted = arrow_types[column.name]
-            if column.name not in segment.rows.column_names:
-                arrays.append(pa.nulls(segment.num_rows, type=wanted))
-                continue
-            current = segment.rows.column(column.name)
-            if current.type != wanted:
-                try:
-                    current = current.cast(wanted)
-                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                    raise SchemaEvolutionError(
-                        f"topic '{segment.topic}': column '{column.name}' changed from {current.type} to "
-                        f"{wanted} within one batch and the older values cannot be converted ({exc})"
-                    ) from exc
-            arrays.append(current)
-        for name, _ in METADATA_COLUMNS:
-            arrays.append(segment.rows.column(name))
-        names = [c.name for c in columns] + [n for n, _ in METADATA_COLUMNS]
-        tables.append(pa.Table.from_arrays(arrays, names=names))
-    return columns, pa.concat_tables(tables)
+    return columns, arrow_types
+
+
+def conform(rows: pa.Table, topic: str, columns: list[ColumnSpec], arrow_types: dict[str, pa.DataType]) -> pa.Table:
+    """``rows`` (one schema version) with exactly the joined columns: missing ones null, older types cast."""
+    arrays = []
+    for column in columns:
+        wanted = arrow_types[column.name]
+        if column.name not in rows.column_names:
+            arrays.append(pa.nulls(rows.num_rows, type=wanted))
+            continue
+        current = rows.column(column.name)
+        if current.type != wanted:
+            try:
+                current = current.cast(wanted)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise SchemaEvolutionError(
+                    f"topic '{topic}': column '{column.name}' changed from {current.type} to "
+                    f"{wanted} within one batch and the older values cannot be converted ({exc})"
+                ) from exc
+        arrays.append(current)
+    arrays += [rows.column(name) for name, _ in METADATA_COLUMNS]
+    return pa.Table.from_arrays(arrays, names=[c.name for c in columns] + [n for n, _ in METADATA_COLUMNS])
+
+
+def union_segments(segments: list[DecodedSegment]) -> tuple[list[ColumnSpec], pa.Table]:
+    """Join segments of one topic into one table (see the module docstring for the rules)."""
+    columns, arrow_types = union_columns(segments)
+    if len(segments) == 1:
+        return columns, _select(segments[0].rows, columns)
+    ordered = sorted(segments, key=lambda s: s.schema_id, reverse=True)
+    return columns, pa.concat_tables([conform(s.rows, s.topic, columns, arrow_types) for s in ordered])
 
 
 def _select(table: pa.Table, columns: list[ColumnSpec]) -> pa.Table:

@@ -44,7 +44,7 @@ from __future__ import annotations
 import re
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -147,7 +147,7 @@ class TransactionBuffer:
         """Events that may be applied now (new and previously held); the rest stay held."""
         for segment in segments:
             collection = segment.source.data_collection
-            for key, n in Counter(self._keys(segment)).items():
+            for key, n in _key_counts(segment).items():
                 if key is not None and key not in self._completed:
                     self._open.setdefault(key, _Transaction()).seen[collection] += n
         candidates = self._held + segments
@@ -212,6 +212,10 @@ class TransactionBuffer:
     # ------------------------------------------------------------------ state for progress
 
     @property
+    def held_segments(self) -> list[DecodedSegment]:
+        return list(self._held)
+
+    @property
     def held_events(self) -> int:
         return sum(s.num_rows for s in self._held)
 
@@ -251,6 +255,17 @@ class TransactionBuffer:
         return [None if t is None else tx_link(t) for t in segment.rows.column("_tx_id").to_pylist()]
 
 
+def _key_counts(segment: DecodedSegment) -> Counter[str | None]:
+    """Events per transaction link; a segment summarised by groups (``executor_batch.RemoteSegment``:
+    one row per transaction and partition) weighs each group by its ``_count``."""
+    keys = TransactionBuffer._keys(segment)
+    if "_count" not in segment.rows.column_names:
+        return Counter(keys)
+    counts: Counter[str | None] = Counter()
+    for key, n in zip(keys, segment.rows.column("_count").to_pylist()):
+        counts[key] += n
+    return counts
+
+
 def _with_rows(segment: DecodedSegment, rows: pa.Table) -> DecodedSegment:
-    return DecodedSegment(segment.topic, segment.schema_id, segment.columns, segment.key_columns,
-                          segment.source, rows)
+    return replace(segment, rows=rows)  # keeps the segment's kind (a summary keeps where its rows are)

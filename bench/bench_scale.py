@@ -1,0 +1,216 @@
+"""Backlog drain with 1 and 2 Spark executors: does the ingest scale with the cluster? (issue 13)
+
+    .venv/bin/python bench/bench_scale.py                       # 40,000 decode-heavy records, 4 partitions
+    .venv/bin/python bench/bench_scale.py --records 100000 --partitions 8
+
+1. starts the local broker and publishes a backlog of real Debezium records (PostgreSQL's
+   ``audit_full`` change event from the conformance workload: decimals, binary, int8, timestamps,
+   json -- decoding is the heavy part), one key per record, spread over ``--partitions`` partitions;
+2. drains it twice with ``lakecdc ingest --trigger available-now`` (``reader: spark``, Iceberg through
+   Spark), each a process started from nothing, on Spark's ``local-cluster[N,1,1024]`` master: separate
+   executor JVMs with their own Python workers on this machine, N = 1 then 2;
+3. prints both side by side: wall time of the drain (the batches' own seconds, without the JVM start),
+   split into fetch + decode (until the executors have decoded) and the rest (the table writes), and
+   the speed-up of 2 executors over 1, with the machine's load average before and after (the
+   figures mean little on a machine shared with other work: read them with it).
+
+``publish_backlog`` and ``drain`` are shared with the driver-memory test
+(``tests/integration/ingest/test_ingest_driver_memory.py``), which also samples the driver's RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+GOLDEN = "conformance/postgres/workload.jsonl"
+_BATCH_LINE = re.compile(r"^(\S+ \S+) .*batch \d+: applied ([\d,]+) changes? .* in ([\d.]+) s", re.M)
+_DECODED_LINE = re.compile(r"^(\S+ \S+) .*executor_batch: decoded ", re.M)
+
+
+def _shared_root() -> Path:
+    beside = ROOT.parent / "shared"
+    return beside if (beside / "conformance").is_dir() else Path("/work/shared")
+
+
+def template(table: str) -> dict[str, Any]:
+    """The first streamed insert (``op`` c) of ``public.<table>`` in the conformance workload."""
+    import orjson
+
+    for line in (_shared_root() / GOLDEN).read_bytes().splitlines():
+        record = orjson.loads(line) if line.strip() else None
+        value = (record or {}).get("value") or {}
+        payload = value.get("payload") or {}
+        if record and record["topic"].endswith(f".public.{table}") and payload.get("op") == "c":
+            return record
+    raise LookupError(f"no insert of public.{table} in {GOLDEN}")
+
+
+def backlog(prefix: str, count: int, table: str = "audit_full", text_bytes: int = 0) -> list[tuple[str, bytes, bytes]]:
+    """``count`` inserts of ``public.<table>`` under ``prefix``, keys 1..count; ``text_bytes`` > 0 puts a
+    text that long in ``name`` (customers) to make records large. No transaction block: each passes alone."""
+    import orjson
+
+    base = template(table)
+    topic = f"{prefix}.public.{table}"
+    base["value"]["payload"]["transaction"] = None
+    filler = ("lakecdc-" * (text_bytes // 8 + 1))[:text_bytes] if text_bytes else ""
+    out = []
+    record = base  # one record, its values replaced and serialised per key
+    for i in range(1, count + 1):
+        record["key"]["payload"]["id"] = i
+        record["value"]["payload"]["after"]["id"] = i
+        if filler:
+            record["value"]["payload"]["after"]["name"] = f"{i}:{filler}"
+        out.append((topic, orjson.dumps(record["key"]), orjson.dumps(record["value"])))
+    return out
+
+
+def publish_backlog(bootstrap: str, records: list[tuple[str, bytes, bytes]], partitions: int) -> int:
+    """Creates the topics with ``partitions`` partitions and publishes ``records`` round-robin; returns bytes."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from lakecdc.devstack.broker import kafka_client_defaults
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(t, partitions, 1) for t in sorted({r[0] for r in records})]).values():
+        future.result(timeout=60)
+    producer = Producer({"bootstrap.servers": bootstrap, **kafka_client_defaults("producer"),
+                         "message.max.bytes": 8_000_000})
+    size = 0
+    for i, (topic, key, value) in enumerate(records):
+        while True:
+            try:
+                producer.produce(topic, key=key, value=value, partition=i % partitions)
+                break
+            except BufferError:  # the local queue is full: let deliveries drain it
+                producer.poll(0.5)
+        size += len(key) + len(value)
+    assert producer.flush(300) == 0, "records not delivered"
+    return size
+
+
+@dataclass
+class Drain:
+    """One ``lakecdc ingest`` run over the backlog."""
+
+    executors: int
+    seconds: float  # process start to exit
+    batch_seconds: float  # the sum of the batches' own seconds (what the cluster does)
+    events: int
+    returncode: int
+    log: str
+    decode_seconds: float = 0.0  # of ``batch_seconds``, until the executors had decoded (fetch + decode)
+    #: driver RSS samples in bytes: the job's Python process, and the driver JVM (its java child)
+    python_rss: list[int] = field(default_factory=list)
+    jvm_rss: list[int] = field(default_factory=list)
+
+
+def drain(bootstrap: str, prefix: str, workdir: Path, executors: int, *, driver_memory: str = "1g",
+          max_records: int = 100_000, timeout: float = 3600) -> Drain:
+    """``lakecdc ingest --trigger available-now`` on ``local-cluster[executors,1,1024]`` into Iceberg."""
+    import psutil
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    config = workdir / "ingest.yaml"
+    settings = {"name": prefix, "kafka.bootstrap.servers": bootstrap, "topic.prefix": prefix, "reader": "spark",
+                "warehouse": str(workdir / "lake"), "table.format": "iceberg", "progress.path": str(workdir / "state"),
+                "table.name.format.bronze": f"{prefix}_bronze.{{table}}",
+                "table.name.format.silver": f"{prefix}_silver.{{table}}",
+                "batch.max.records": str(max_records), "batch.max.wait.ms": "500"}
+    config.write_text("".join(f"{k}: {json.dumps(v)}\n" for k, v in settings.items()))
+    env = {**os.environ, "LAKECDC_SPARK_MASTER": f"local-cluster[{executors},1,1024]",
+           "LAKECDC_SPARK_DRIVER_MEMORY": driver_memory, "PYSPARK_PYTHON": sys.executable,
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    log_path = workdir / "ingest.log"
+    started = time.monotonic()
+    result = Drain(executors, 0.0, 0.0, 0, -1, "")
+    with log_path.open("wb") as out:
+        proc = subprocess.Popen([str(Path(sys.executable).with_name("lakecdc")), "ingest", "--config", str(config),
+                                 "--trigger", "available-now"], stdout=out, stderr=subprocess.STDOUT, env=env)
+        watched = psutil.Process(proc.pid)
+        stop = threading.Event()
+
+        def sample() -> None:
+            while not stop.is_set():
+                try:
+                    result.python_rss.append(watched.memory_info().rss)
+                    jvms = [c for c in watched.children() if c.name() == "java"]
+                    if jvms:
+                        result.jvm_rss.append(sum(j.memory_info().rss for j in jvms))
+                except psutil.Error:
+                    pass
+                stop.wait(0.25)
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        try:
+            result.returncode = proc.wait(timeout)
+        finally:
+            stop.set()
+            sampler.join()
+            if proc.poll() is None:
+                proc.kill()
+    result.seconds = time.monotonic() - started
+    result.log = log_path.read_text(errors="replace")
+    decoded = [_stamp(t) for t in _DECODED_LINE.findall(result.log)]
+    for (ended, events, seconds), done in zip(_BATCH_LINE.findall(result.log), decoded):
+        result.events += int(events.replace(",", ""))
+        result.batch_seconds += float(seconds)
+        result.decode_seconds += done - (_stamp(ended) - float(seconds))
+    return result
+
+
+def _stamp(text: str) -> float:
+    """Seconds of a log line's time stamp (``2026-11-26 16:41:05,194``)."""
+    from datetime import datetime
+
+    return datetime.strptime(text, "%Y-%m-%d %H:%M:%S,%f").timestamp()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=40_000)
+    parser.add_argument("--partitions", type=int, default=4)
+    args = parser.parse_args()
+    from lakecdc.devstack.broker import Broker
+
+    directory = Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    load_before = os.getloadavg()
+    (directory / "stack").mkdir()
+    with Broker(base_dir=directory / "stack") as broker:
+        prefix = f"scale{os.getpid()}"
+        size = publish_backlog(broker.bootstrap_servers, backlog(prefix, args.records), args.partitions)
+        print(f"backlog: {args.records:,} records ({size / 1e6:,.0f} MB) in {args.partitions} partitions")
+        runs = [drain(broker.bootstrap_servers, prefix, directory / f"x{n}", n) for n in (1, 2)]
+    load_after = os.getloadavg()
+    for run in runs:
+        if run.returncode != 0 or run.events != args.records:
+            print(run.log[-3000:])
+            raise SystemExit(f"{run.executors} executor(s): exit {run.returncode}, {run.events} events")
+    print(f"{'executors':>10} {'drain s':>9} {'events/s':>10} {'decode s':>9} {'write s':>8} {'process s':>10}")
+    for run in runs:
+        rate = run.events / run.batch_seconds
+        print(f"{run.executors:>10} {run.batch_seconds:>9.1f} {rate:>10,.0f} {run.decode_seconds:>9.1f} "
+              f"{run.batch_seconds - run.decode_seconds:>8.1f} {run.seconds:>10.1f}")
+    one, two = runs
+    print(f"speed-up with 2 executors: {one.batch_seconds / two.batch_seconds:.2f}x drain, "
+          f"{one.decode_seconds / two.decode_seconds:.2f}x fetch + decode "
+          f"(target >= 1.7x); load average {load_before[0]:.1f} before, {load_after[0]:.1f} after, "
+          f"{os.cpu_count()} cores")
+
+
+if __name__ == "__main__":
+    main()
