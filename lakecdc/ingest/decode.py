@@ -89,6 +89,17 @@ class DecodedBatch:
     def events(self) -> int:
         return sum(s.num_rows for s in self.segments)
 
+    def add_markers(self, other: DecodedBatch) -> None:
+        """Takes in ``other``'s transaction markers, schema changes and counts (not its segments or
+        dead letters): one batch decoded in several tasks is summed up this way."""
+        self.tx_markers += other.tx_markers
+        self.schema_changes += other.schema_changes
+        self.tombstones += other.tombstones
+        self.heartbeats += other.heartbeats
+        self.skipped += other.skipped
+        if other.last_heartbeat_ts_ms is not None:
+            self.last_heartbeat_ts_ms = max(other.last_heartbeat_ts_ms, self.last_heartbeat_ts_ms or 0)
+
 
 @dataclass(frozen=True)
 class _ValueLayout:

@@ -242,13 +242,7 @@ def decode_frame(df: DataFrame, config: IngestConfig, committed: Mapping[tuple[s
         for topic, schema_bytes, columns, key_columns, source, schema, groups in segments:
             decoded.segments.append(RemoteSegment(topic, registry.id_of(schema_bytes), columns, key_columns, source,
                                                   groups, frame, schema))
-        decoded.tx_markers += markers.tx_markers
-        decoded.schema_changes += markers.schema_changes
-        decoded.tombstones += markers.tombstones
-        decoded.heartbeats += markers.heartbeats
-        decoded.skipped += markers.skipped
-        if markers.last_heartbeat_ts_ms is not None:
-            decoded.last_heartbeat_ts_ms = max(markers.last_heartbeat_ts_ms, decoded.last_heartbeat_ts_ms or 0)
+        decoded.add_markers(markers)
     log.info("decoded %d records in %d Spark tasks on %d executor process(es); the rows stay there", out.records,
              len(metas), len(out.workers))
     return out

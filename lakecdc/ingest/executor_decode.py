@@ -127,14 +127,8 @@ def decode_on_executors(df: DataFrame, config: IngestConfig, committed: Offsets,
         merged.replayed += replayed
         merged.read_max.update(read_max)
         out.segments += [replace(s, schema_id=registry.id_of(schemas[s.schema_id])) for s in decoded.segments]
-        out.tx_markers += decoded.tx_markers
-        out.schema_changes += decoded.schema_changes
         out.dead_letters += decoded.dead_letters
-        out.tombstones += decoded.tombstones
-        out.heartbeats += decoded.heartbeats
-        out.skipped += decoded.skipped
-        if decoded.last_heartbeat_ts_ms is not None:
-            out.last_heartbeat_ts_ms = max(decoded.last_heartbeat_ts_ms, out.last_heartbeat_ts_ms or 0)
+        out.add_markers(decoded)
     log.info("decoded %d records in %d Spark tasks on %d executor process(es)", merged.records, len(blobs),
              len(merged.workers))
     return merged
