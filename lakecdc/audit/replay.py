@@ -21,9 +21,15 @@ _ORDER = ("_seq", "_tx_total_order", "_kafka_partition", "_offset")
 
 
 def events_between(bronze: pd.DataFrame, after: Seq | None, through: Seq) -> pd.DataFrame:
-    """Bronze rows with ``after < _seq <= through``, in apply order."""
+    """Bronze rows with ``after <= _seq <= through``, in apply order.
+
+    ``after`` (the stored version's highest ``_seq``) is included: events can share one ``_seq`` --
+    every snapshot row of a MySQL/MariaDB table carries the snapshot's binlog position (Debezium's
+    ``source.row`` is 0), every PostgreSQL snapshot row its LSN -- and a micro-batch may end inside
+    such a run, leaving the rest to the next commit. The ones the version already holds are no-ops
+    (``replay`` refuses an event not newer than the stored row)."""
     seqs = [tuple(s) for s in bronze["_seq"]]
-    keep = [(after is None or s > after) and s <= through for s in seqs]
+    keep = [(after is None or s >= after) and s <= through for s in seqs]
     chosen = bronze[keep].copy()
     chosen["__seq"] = [tuple(s) for s in chosen["_seq"]]
     by = ["__seq", *[c for c in _ORDER[1:] if c in chosen.columns]]

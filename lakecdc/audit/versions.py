@@ -186,7 +186,7 @@ class PositionMatch:
 
     ``version`` holds every transaction committed at or before P that it can (None: the table held
     nothing yet at P). ``exact`` is false when the next commit took in transactions on both sides of
-    P: then the events with ``_seq`` in ``(version.source_position, wanted]`` (from bronze) complete it.
+    P: then the events with ``_seq`` in ``[version.source_position, wanted]`` (from bronze) complete it.
     """
 
     wanted: Position
@@ -212,6 +212,11 @@ def position_match(table: LakeTable, position: Any, connector: str | None = None
     if newest is None or wanted > newest:
         raise AuditError(f"{table} has not reached source position {format_position(connector, wanted)} yet "
                          f"(it is complete through {format_position(connector, newest) if newest else 'nothing'})")
+    return match_versions(versions, wanted, newest)
+
+
+def match_versions(versions: list[TableVersion], wanted: Position, reached: Position | None) -> PositionMatch:
+    """``position_match`` over a table's positioned versions (oldest first)."""
     chosen = None
     for i, v in enumerate(versions):
         if tuple(v.source_position) <= wanted:  # type: ignore[arg-type]
@@ -220,7 +225,7 @@ def position_match(table: LakeTable, position: Any, connector: str | None = None
     after = versions[following] if following < len(versions) else None
     # A commit without first-seq (an older lakecdc) may hold changes at or below P: replay to be sure.
     exact = after is None or (after.first_seq is not None and tuple(after.first_seq) > wanted)
-    return PositionMatch(wanted, versions[chosen] if chosen is not None else None, exact, newest)
+    return PositionMatch(wanted, versions[chosen] if chosen is not None else None, exact, reached)
 
 
 def version_for_position(table: LakeTable, position: Any, connector: str | None = None) -> TableVersion:

@@ -48,3 +48,62 @@ def test_soft_delete_mode_marks_the_row() -> None:
     silver = SILVER.assign(_is_deleted=False, _deleted_at=None)
     out = replay(silver, bronze(("d", (20, 16, 1, 0), 2, "b", None, None)), ("id",))
     assert bool(out.set_index("id").loc[2, "_is_deleted"]) and not bool(out.set_index("id").loc[1, "_is_deleted"])
+
+
+# -- as of any position, whatever commits the micro-batches made (issue 19's class of cases) ----------
+
+from datetime import datetime, timezone  # noqa: E402
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from lakecdc.audit.versions import TableVersion, match_versions  # noqa: E402
+
+EMPTY = SILVER.iloc[0:0]
+
+
+@st.composite
+def change_logs(draw: st.DrawFn) -> tuple[list[tuple], list[int]]:
+    """Events in Kafka order (``_seq`` non-decreasing) with runs of one ``_seq`` -- every snapshot row of
+    a MySQL/MariaDB table has the snapshot's binlog position, of a PostgreSQL one its LSN -- and the
+    commit boundaries of the micro-batches (anywhere, also inside such a run)."""
+    events: list[tuple] = []
+    position = 10
+    for _ in range(draw(st.integers(1, 5))):
+        position += draw(st.integers(1, 3))
+        if draw(st.booleans()):  # a snapshot-like run: distinct keys, one _seq
+            for key in draw(st.lists(st.integers(1, 6), min_size=1, max_size=5, unique=True)):
+                events.append(("r", (position, 0, 0, 0), key, f"r{position}", None, None))
+        else:  # a transaction: each event its own _seq
+            for index in range(draw(st.integers(1, 4))):
+                op = draw(st.sampled_from("cud"))
+                events.append((op, (position, index, 1, 0), draw(st.integers(1, 6)), f"{op}{position}.{index}",
+                               None, None))
+    cuts = sorted(draw(st.sets(st.integers(1, len(events)), max_size=len(events))) | {len(events)})
+    return events, cuts
+
+
+@settings(max_examples=150, deadline=None)
+@given(change_logs(), st.integers(0, 40))
+def test_as_of_any_position_equals_the_change_log_applied_through_it(log: tuple, pick: int) -> None:
+    events, cuts = log
+    frame = bronze(*events)
+    versions: list[TableVersion] = []
+    stored: dict[int, pd.DataFrame] = {}
+    start, rows = 0, EMPTY
+    for number, end in enumerate(cuts):
+        commit = frame.iloc[start:end]
+        rows = replay(rows, events_between(commit, None, (2**63,)), ("id",))  # what the MERGE stores
+        seqs = [tuple(s) for s in frame["_seq"].iloc[:end]]
+        versions.append(TableVersion(number, datetime.now(timezone.utc), "merge", source_position=max(seqs),
+                                     first_seq=min(tuple(s) for s in commit["_seq"])))
+        stored[number] = rows
+        start = end
+    positions = sorted({tuple(s) for s in frame["_seq"]})
+    wanted = positions[pick % len(positions)]
+    match = match_versions(versions, wanted, versions[-1].source_position)
+    base = stored[match.version.version] if match.version is not None else EMPTY
+    read = base if match.exact else replay(
+        base, events_between(frame, tuple(match.version.source_position) if match.version else None, wanted), ("id",))
+    expected = replay(EMPTY, events_between(frame, None, wanted), ("id",))
+    assert by_id(read) == by_id(expected), (wanted, match)

@@ -31,6 +31,10 @@ CUSTOMERS = (
 def test_snapshot_then_streaming_with_every_event_kind(mariadb, tmp_path):
     db = "it_events"
     fresh_database(mariadb, db)
+    # another database on the server: its structure is in the snapshot's schema changes too (as in
+    # Debezium), which the assertions below must tell apart from this database's
+    fresh_database(mariadb, "it_events_neighbour")
+    sql(mariadb, "it_events_neighbour", "CREATE TABLE other (id INT PRIMARY KEY)")
     sql(mariadb, db, CUSTOMERS,
         "INSERT INTO customers VALUES (1001,'Sally','Thomas','sally@x'),(1002,'George','Bailey','gb@x')")
     props = write_properties(tmp_path / "c.properties", mariadb, db, provide__transaction__metadata="true",
@@ -94,7 +98,9 @@ def test_snapshot_then_streaming_with_every_event_kind(mariadb, tmp_path):
 
     # schema change topic: the snapshot's statements (as Debezium's BinlogSnapshotChangeEventSource) and
     # the streamed ALTER, keyed by database
-    changes = [r for r in recs if r["topic"] == "dbz"]
+    changes = [r for r in recs if r["topic"] == "dbz" and r["value"]["payload"]["databaseName"] in ("", db)]
+    neighbour = [r for r in recs if r["topic"] == "dbz" and r not in changes]
+    assert {r["value"]["payload"]["databaseName"] for r in neighbour} == {"it_events_neighbour"}
     assert [" ".join(c["value"]["payload"]["ddl"].split()[:2]) for c in changes] == [
         "SET character_set_server=utf8mb4,", "DROP TABLE", "DROP DATABASE", "CREATE DATABASE", "USE `it_events`",
         "CREATE TABLE", "ALTER TABLE"]
