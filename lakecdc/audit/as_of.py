@@ -65,16 +65,19 @@ def read_as_of(table: LakeTable, version: int | None = None, timestamp: datetime
 
 def read_as_of_with_version(table: LakeTable, version: int | None = None, timestamp: datetime | str | None = None,
                             source_position: Any = None, *, connector: str | None = None,
-                            bronze: LakeTable | None = None, reached: Position | None = None) -> AsOfRead:
+                            bronze: LakeTable | None = None, reached: Position | None = None,
+                            uncommitted: set[str] | None = None) -> AsOfRead:
     """``read_as_of`` that also says which version was read (the CLI prints it). For a source
     position: ``connector`` names its notation (default: what the commits recorded), ``bronze`` the
     change log to replay from (default: ``lakecdc.audit.changelog.bronze_of``), ``reached`` a consistency point
-    the table is known to be complete through (``lakecdc.audit.consistency``)."""
+    the table is known to be complete through (``lakecdc.audit.consistency``), ``uncommitted`` the
+    transactions not committed at the position (``lakecdc.audit.replay.uncommitted_at`` over every
+    table read together; default: from this table's bronze when it is replayed)."""
     from lakecdc.audit.versions import table_versions
 
     chosen_version, when = _resolve(table, version, timestamp, source_position)
     if source_position is not None:
-        return _read_at_position(table, source_position, connector, bronze, reached)
+        return _read_at_position(table, source_position, connector, bronze, reached, uncommitted)
     if when is not None:
         picked = version_at(table, when)  # raises when the table did not exist yet
         if table.format == "iceberg":
@@ -91,21 +94,28 @@ def read_as_of_with_version(table: LakeTable, version: int | None = None, timest
 
 
 def _read_at_position(table: LakeTable, position: Any, connector: str | None, bronze: LakeTable | None,
-                      reached: Position | None) -> AsOfRead:
+                      reached: Position | None, uncommitted: set[str] | None) -> AsOfRead:
+    from lakecdc.audit.replay import events_between, not_held, replay, uncommitted_at, without
+
+    # Versions hold whole transactions (the job holds one until its END), so only the replay and
+    # the change log can hold part of a transaction still open at P.
     match = position_match(table, position, connector, reached)
+    wanted = match.wanted
     if match.version is not None:
         rows = to_pandas(table.arrow(version=match.version.version))
     else:
         rows = to_pandas(table.arrow()).iloc[0:0]
     if "_kafka_partition" in rows.columns or "_offset" in rows.columns:  # a bronze change log
         newest = to_pandas(table.arrow())
-        keep = [tuple(s) <= match.wanted for s in newest["_seq"]]
-        return AsOfRead(newest[keep].reset_index(drop=True), match.version, match.wanted)
+        keep = [tuple(s) <= wanted for s in newest["_seq"]]
+        log = newest[keep]
+        log = without(log, uncommitted if uncommitted is not None else uncommitted_at([newest], wanted))
+        return AsOfRead(log.reset_index(drop=True), match.version, wanted)
     if match.exact:
-        return AsOfRead(rows, match.version, match.wanted)
-    from lakecdc.audit.replay import events_between, replay
-
-    source = bronze or bronze_of(table)
+        return AsOfRead(rows, match.version, wanted)
+    source = to_pandas((bronze or bronze_of(table)).arrow())
     after = tuple(match.version.source_position) if match.version and match.version.source_position else None
-    events = events_between(to_pandas(source.arrow()), after, match.wanted)
-    return AsOfRead(replay(rows, events, key_columns(table)), match.version, match.wanted, len(events))
+    open_at = uncommitted if uncommitted is not None else uncommitted_at([source], wanted)
+    keys = key_columns(table)
+    events = not_held(without(events_between(source, after, wanted), open_at), rows, after, keys)
+    return AsOfRead(replay(rows, events, keys), match.version, wanted, len(events))

@@ -22,9 +22,10 @@ from typing import Any
 
 from lakecdc.audit.as_of import AsOfRead, read_as_of_with_version
 from lakecdc.audit.changelog import bronze_of
-from lakecdc.audit.notation import GTID, format_position
+from lakecdc.audit.notation import GTID, connector_kind, format_position
+from lakecdc.audit.replay import uncommitted_at
 from lakecdc.audit.tables import AuditError, LakeTable, to_pandas
-from lakecdc.audit.versions import Position, TableVersion, reached_bound, table_versions
+from lakecdc.audit.versions import Position, TableVersion, parse_position, position_match, reached_bound, table_versions
 from lakecdc.ingest.consistency_point import just_below
 
 LOG_TABLE = "lakecdc.consistency"
@@ -91,12 +92,29 @@ def read_consistent(tables: list[LakeTable], position: Any = None, log: LakeTabl
                              "writes one after each batch); give a source position")
         return {t.name: _read_point(t, point) for t in tables}
     reached = point.reached if point is not None else None
+    connector = point.connector if point else None
+    found = {t.name: (bronze or {}).get(t.name) for t in tables}
     if isinstance(position, str) and GTID.match(position.strip()):
-        changelogs = [(bronze or {}).get(t.name) or bronze_of(t) for t in tables]
-        position = list(position_of_gtid(changelogs, position.strip()))
-    return {t.name: read_as_of_with_version(t, source_position=position, reached=reached,
-                                            connector=point.connector if point else None,
-                                            bronze=(bronze or {}).get(t.name)) for t in tables}
+        found = {t.name: found[t.name] or bronze_of(t) for t in tables}  # raises naming a missing one
+        position = list(position_of_gtid(list(found.values()), position.strip()))
+    uncommitted: set[str] = set()
+    if connector_kind(connector) in ("mysql", None):
+        # A transaction with changes on both sides of a binlog position is not committed there: none
+        # of its changes, in any of the tables, belongs to the state at it (other sources rank every
+        # change at its transaction's commit).
+        found = {t.name: found[t.name] or _bronze_if_found(t) for t in tables}
+        wanted = (parse_position(position, connector) if connector
+                  else position_match(tables[0], position, None, reached).wanted)
+        uncommitted = uncommitted_at([to_pandas(log.arrow()) for log in found.values() if log], wanted)
+    return {t.name: read_as_of_with_version(t, source_position=position, reached=reached, connector=connector,
+                                            bronze=found[t.name], uncommitted=uncommitted) for t in tables}
+
+
+def _bronze_if_found(table: LakeTable) -> LakeTable | None:
+    try:
+        return bronze_of(table)
+    except AuditError:
+        return None  # needed only to replay: that read names what is missing
 
 
 def position_of_gtid(bronze: list[LakeTable], gtid: str) -> Position:

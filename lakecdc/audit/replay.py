@@ -26,14 +26,62 @@ def events_between(bronze: pd.DataFrame, after: Seq | None, through: Seq) -> pd.
     ``after`` (the stored version's highest ``_seq``) is included: events can share one ``_seq`` --
     every snapshot row of a MySQL/MariaDB table carries the snapshot's binlog position (Debezium's
     ``source.row`` is 0), every PostgreSQL snapshot row its LSN -- and a micro-batch may end inside
-    such a run, leaving the rest to the next commit. The ones the version already holds are no-ops
-    (``replay`` refuses an event not newer than the stored row)."""
+    such a run, leaving the rest to the next commit (``not_held`` tells which the version holds)."""
     seqs = [tuple(s) for s in bronze["_seq"]]
     keep = [(after is None or s >= after) and s <= through for s in seqs]
     chosen = bronze[keep].copy()
     chosen["__seq"] = [tuple(s) for s in chosen["_seq"]]
     by = ["__seq", *[c for c in _ORDER[1:] if c in chosen.columns]]
     return chosen.sort_values(by, kind="stable", na_position="first").drop(columns="__seq")
+
+
+def not_held(events: pd.DataFrame, silver: pd.DataFrame, after: Seq | None, keys: tuple[str, ...]) -> pd.DataFrame:
+    """``events`` (``events_between``) less those at ``after`` that the stored version ``silver``
+    already holds: its row for the key carries that ``_seq`` (a delete: no row, or that ``_seq``;
+    a truncate at the version's highest ``_seq`` was its own)."""
+    if after is None or events.empty:
+        return events
+    stored = {tuple(r[k] for k in keys): tuple(r["_seq"]) for r in silver.to_dict("records")}
+    keep = []
+    for event in events.to_dict("records"):
+        seq = tuple(event["_seq"])
+        if seq > after:
+            keep.append(True)
+        elif event["_op"] == "t":
+            keep.append(False)
+        else:
+            row_seq = stored.get(tuple(event[k] for k in keys))
+            keep.append(not (row_seq == seq or (event["_op"] == "d" and row_seq is None)))
+    return events[keep]
+
+
+def uncommitted_at(bronze: list[pd.DataFrame], through: Seq) -> set[str]:
+    """Transactions (``tx_link`` of ``_tx_id``) with changes on both sides of ``through`` across the
+    given change logs: not committed at that position (a commit follows every change of its
+    transaction), so "as of" it shows none of their changes.
+
+    Only where ``_seq`` ranks a change at its own place in the log can that happen: MySQL/MariaDB
+    binlog positions (``file:pos`` of each rows event). PostgreSQL with transaction metadata, SQL
+    Server and Oracle rank every change at its transaction's commit. Without transaction metadata
+    ``_tx_id`` is null and nothing is known."""
+    from lakecdc.ingest.transactions import tx_link
+
+    before: set[str] = set()
+    after: set[str] = set()
+    for frame in bronze:
+        for tx_id, seq in zip(frame["_tx_id"], frame["_seq"]):
+            if isinstance(tx_id, str):
+                (after if tuple(int(v) for v in seq) > through else before).add(tx_link(tx_id))
+    return before & after
+
+
+def without(events: pd.DataFrame, transactions: set[str]) -> pd.DataFrame:
+    """``events`` less the changes of ``transactions`` (``uncommitted_at``)."""
+    if not transactions or events.empty:
+        return events
+    from lakecdc.ingest.transactions import tx_link
+
+    return events[[not isinstance(t, str) or tx_link(t) not in transactions for t in events["_tx_id"]]]
 
 
 def replay(silver: pd.DataFrame, events: pd.DataFrame, keys: tuple[str, ...]) -> pd.DataFrame:

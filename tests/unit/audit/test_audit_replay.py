@@ -57,37 +57,55 @@ from datetime import datetime, timezone  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+from lakecdc.audit.replay import not_held, uncommitted_at, without  # noqa: E402
 from lakecdc.audit.versions import TableVersion, match_versions  # noqa: E402
 
 EMPTY = SILVER.iloc[0:0]
 
 
 @st.composite
-def change_logs(draw: st.DrawFn) -> tuple[list[tuple], list[int]]:
-    """Events in Kafka order (``_seq`` non-decreasing) with runs of one ``_seq`` -- every snapshot row of
-    a MySQL/MariaDB table has the snapshot's binlog position, of a PostgreSQL one its LSN -- and the
-    commit boundaries of the micro-batches (anywhere, also inside such a run)."""
+def change_logs(draw: st.DrawFn) -> tuple[pd.DataFrame, list[int]]:
+    """A binlog-like change log in Kafka order (``_seq`` non-decreasing): runs of one ``_seq`` --
+    every snapshot row of a MySQL/MariaDB table has the snapshot's binlog position, of a PostgreSQL one
+    its LSN -- and transactions whose changes each have their own position (a MariaDB GTID each).
+    Commit boundaries of the micro-batches fall anywhere in a run and between transactions: silver
+    takes in whole transactions (the job holds one until its END)."""
     events: list[tuple] = []
+    tx_ids: list[str | None] = []
+    cuts: set[int] = set()
     position = 10
-    for _ in range(draw(st.integers(1, 5))):
+    for number in range(draw(st.integers(1, 6))):
         position += draw(st.integers(1, 3))
         if draw(st.booleans()):  # a snapshot-like run: distinct keys, one _seq
             for key in draw(st.lists(st.integers(1, 6), min_size=1, max_size=5, unique=True)):
                 events.append(("r", (position, 0, 0, 0), key, f"r{position}", None, None))
-        else:  # a transaction: each event its own _seq
+                tx_ids.append(None)
+                if draw(st.booleans()):
+                    cuts.add(len(events))
+        else:
             for index in range(draw(st.integers(1, 4))):
                 op = draw(st.sampled_from("cud"))
-                events.append((op, (position, index, 1, 0), draw(st.integers(1, 6)), f"{op}{position}.{index}",
-                               None, None))
-    cuts = sorted(draw(st.sets(st.integers(1, len(events)), max_size=len(events))) | {len(events)})
-    return events, cuts
+                position += 1
+                events.append((op, (position, index, 1, 0), draw(st.integers(1, 6)), f"{op}{position}", None, None))
+                tx_ids.append(f"0-1-{number}")
+        if draw(st.booleans()):
+            cuts.add(len(events))
+    frame = bronze(*events).assign(_tx_id=tx_ids)
+    return frame, sorted(cuts | {len(events)})
+
+
+def committed_through(frame: pd.DataFrame, wanted: tuple) -> pd.DataFrame:
+    """The changes of the source's state at ``wanted``: every transaction whose changes are all at or
+    before it (its commit follows them)."""
+    late = {t for t, s in zip(frame["_tx_id"], frame["_seq"]) if t is not None and tuple(s) > wanted}
+    keep = [tuple(s) <= wanted and t not in late for t, s in zip(frame["_tx_id"], frame["_seq"])]
+    return frame[keep]
 
 
 @settings(max_examples=150, deadline=None)
-@given(change_logs(), st.integers(0, 40))
+@given(change_logs(), st.integers(0, 60))
 def test_as_of_any_position_equals_the_change_log_applied_through_it(log: tuple, pick: int) -> None:
-    events, cuts = log
-    frame = bronze(*events)
+    frame, cuts = log
     versions: list[TableVersion] = []
     stored: dict[int, pd.DataFrame] = {}
     start, rows = 0, EMPTY
@@ -101,9 +119,28 @@ def test_as_of_any_position_equals_the_change_log_applied_through_it(log: tuple,
         start = end
     positions = sorted({tuple(s) for s in frame["_seq"]})
     wanted = positions[pick % len(positions)]
+    open_at = uncommitted_at([frame], wanted)
     match = match_versions(versions, wanted, versions[-1].source_position)
     base = stored[match.version.version] if match.version is not None else EMPTY
-    read = base if match.exact else replay(
-        base, events_between(frame, tuple(match.version.source_position) if match.version else None, wanted), ("id",))
-    expected = replay(EMPTY, events_between(frame, None, wanted), ("id",))
+    after = tuple(match.version.source_position) if match.version else None
+    events = not_held(without(events_between(frame, after, wanted), open_at), base, after, ("id",))
+    read = base if match.exact else replay(base, events, ("id",))
+    # what the version held is not counted as replayed: exactly the events of later commits are
+    held = cuts[match.version.version] if match.version else 0
+    assert match.exact or len(events) == len(committed_through(frame, wanted)) - len(
+        committed_through(frame.iloc[:held], wanted))
+    expected = replay(EMPTY, committed_through(frame, wanted), ("id",))
     assert by_id(read) == by_id(expected), (wanted, match)
+
+
+def test_a_position_inside_a_transaction_shows_none_of_it() -> None:
+    log = bronze(("u", (20, 0, 1, 0), 1, "a2", None, None), ("u", (21, 0, 1, 0), 2, "b2", None, None),
+                 ("u", (22, 0, 1, 0), 3, "c2", None, None)).assign(_tx_id=["0-1-5", "0-1-5", "0-1-6"])
+    assert uncommitted_at([log.iloc[:1], log.iloc[1:]], (20, 9, 9, 9)) == {"0-1-5"}  # across tables
+    assert uncommitted_at([log], (21, 9, 9, 9)) == set()
+    out = replay(SILVER, without(events_between(log, None, (21, 0, 1, 0)), uncommitted_at([log], (21, 0, 1, 0))),
+                 ("id",))
+    assert by_id(out) == by_id(replay(SILVER, log.iloc[:2], ("id",)))
+    out = replay(SILVER, without(events_between(log, None, (20, 0, 1, 0)), uncommitted_at([log], (20, 0, 1, 0))),
+                 ("id",))
+    assert by_id(out) == by_id(SILVER)  # half of transaction 5 is none of it
