@@ -38,8 +38,9 @@ from typing import Any
 
 from lakecdc.capture.snapshot_modes import plan_start
 from lakecdc.capture.spi import CaptureConnector
-from lakecdc.errors import TransientError
+from lakecdc.errors import RecordConversionError, TransientError
 from lakecdc.metrics.capture_exporter import CaptureMetrics, capture_metrics
+from lakecdc.transforms.errors import JSON_CONVERTER, KEY_CONVERTER, VALUE_CONVERTER, ErrorHandling
 from lakecdc.transport.offsets import Offset, OffsetStore, offset_key
 
 log = logging.getLogger(__name__)
@@ -129,11 +130,15 @@ class CaptureCoordinator:
         # Kafka Connect's transformation chain runs between the source task and the converter: here,
         # once for every connector, on the records just before they go to the sink.
         config = getattr(connector, "config", None)
-        self._transforms = getattr(config, "transform_chain", None) or None
+        chain = getattr(config, "transform_chain", None)
+        self._transforms = chain or None
+        # errors.*: Connect's error handler of the per-record stages (transforms, then converters)
+        self._errors: ErrorHandling = getattr(chain, "errors", None) or ErrorHandling()
 
     # -- control ----------------------------------------------------------------------------
     def request_stop(self) -> None:
         self._stop.set()
+        self._errors.stopping.set()  # a stage waiting to retry gives up (Connect's triggerStop)
 
     def install_signal_handlers(self) -> None:
         """SIGINT/SIGTERM stop after the current batch is committed."""
@@ -177,8 +182,7 @@ class CaptureCoordinator:
             nonlocal unflushed, last_commit
             if self._transforms is not None:
                 records = self._transforms.apply(records)
-            self.sink.send(records)  # step 1
-            self.metrics.sent(records)
+            self._send(records)  # step 1
             unflushed += len(records)
             now = time.monotonic()
             if unflushed >= self.settings.max_unflushed_records or now - last_commit >= interval:
@@ -241,10 +245,7 @@ class CaptureCoordinator:
                 # idleness is read before a possibly slow send; heartbeats do not count as changes
                 idle = source.idle_seconds()
                 if batch:
-                    sent = batch if self._transforms is None else self._transforms.apply(batch)
-                    self.sink.send(sent)  # step 1
-                    self.metrics.sent(sent)
-                    del sent  # not held while the next batch is polled: one batch in memory, not two
+                    self._send(batch if self._transforms is None else self._transforms.apply(batch))  # step 1  # not held while the next batch is polled: one batch in memory, not two
                     unflushed += len(batch)
                     self.stats.streamed_records += len(batch)
                     batch = []
@@ -263,6 +264,25 @@ class CaptureCoordinator:
                 self._commit(offset, acknowledge=source)
         finally:
             source.close()
+
+    def _send(self, records: list[Any]) -> None:
+        """Step 1, with the converter stage's error handling: a record the sink's converter cannot
+        encode stops the capture (``errors.tolerance=none``) or is skipped (``all``), as Connect's
+        ``convertTransformedRecord`` does; the sink has then accepted the records before it."""
+        while True:
+            try:
+                self.sink.send(records)
+                self.metrics.sent(records)
+                return
+            except RecordConversionError as exc:
+                at = next((i for i, r in enumerate(records) if r is exc.record), None)
+                if at is None:  # not one of these records: not a per-record failure
+                    raise
+                self.metrics.sent(records[:at])
+                stage = KEY_CONVERTER if exc.part == "key" else VALUE_CONVERTER
+                self._errors.failed(stage, JSON_CONVERTER, exc.record, exc,  # type: ignore[arg-type]
+                                    f"{exc.part} converter ({JSON_CONVERTER})")
+                records = records[at + 1:]
 
     def _commit(self, offset: Offset, acknowledge: Any | None) -> None:
         started = time.monotonic()
