@@ -51,8 +51,8 @@ COMMON: dict[str, str] = {
     "internal.advanced.metrics.enable": _INTERNAL,
     "internal.log.position.check.enable": _INTERNAL,
     "internal.snapshot.scan.all.columns.force": _INTERNAL,
-    "errors.max.retries": "lakecdc retries a lost connection without a limit (with back-off), as Debezium's "
-                          "default -1 does",
+    "errors.max.retries": "lakecdc reconnects after a lost connection a fixed number of times (10; PostgreSQL: "
+                          "slot.max.retries) with back-off, whatever this property says",
     "executor.shutdown.timeout.ms": _JVM,
     "guardrail.collections.max": "lakecdc does not limit how many tables one connector captures",
     "guardrail.collections.limit.action": "lakecdc does not limit how many tables one connector captures",
@@ -257,6 +257,22 @@ ORACLE: dict[str, str] = {
 KAFKA_CONNECT: dict[str, str] = {
     "transaction.topic": "Debezium 3.6 itself names the transaction topic with topic.transaction; this older name "
                          "is accepted and not used",
+    # EmbeddedEngineConfig (Debezium Server, the embedded engine): the first wait of the engine's retry of a
+    # task that failed to start or poll. errors.retry.delay.max.ms is also Kafka Connect's (ConnectorConfig),
+    # and lakecdc applies it with that meaning: the longest wait between retries of a failing transform.
+    "errors.retry.delay.initial.ms": "Debezium's embedded engine waits this long before retrying a task that "
+                                     "failed to start or poll; lakecdc's capture reconnects with its own back-off "
+                                     "(1 s, doubling up to 30 s)",
+}
+# Kafka Connect's dead letter queue is a sink connector's (KIP-298): SinkConnectorConfig defines
+# errors.deadletterqueue.*, and Worker.sourceTaskReporters gives a source task a LogReporter only, so
+# Connect accepts these properties on a source connector and ignores them without a warning (checked in
+# Kafka 4.3.0's connect-runtime, the one Debezium 3.6.3's embedded engine ships).
+KAFKA_CONNECT_PREFIXES: dict[str, str] = {
+    "errors.deadletterqueue.": "Kafka Connect's dead letter queue exists for sink connectors only (KIP-298; "
+                               "SinkConnectorConfig): on a source connector such as Debezium's, Connect ignores it. "
+                               "Records a transform or the converter fails on are skipped with errors.tolerance=all "
+                               "and logged with errors.log.enable=true",
 }
 _PLUGIN = "a Kafka Connect plug-in setting; lakecdc does not run Kafka Connect plug-ins"
 
@@ -289,7 +305,8 @@ def no_effect(connector: str | None) -> dict[str, str]:
 
 def reason_for(connector: str | None, name: str) -> str:
     """Why ``name`` changes nothing (a Debezium property listed here, or a Kafka Connect plug-in name)."""
-    return no_effect(connector).get(name) or KAFKA_CONNECT.get(name) or _PLUGIN
+    by_prefix = next((reason for prefix, reason in KAFKA_CONNECT_PREFIXES.items() if name.startswith(prefix)), None)
+    return no_effect(connector).get(name) or KAFKA_CONNECT.get(name) or by_prefix or _PLUGIN
 
 
 def render_markdown(titles: Mapping[str, str] | None = None) -> str:

@@ -41,9 +41,12 @@ NOT_APPLIED_NAMES = frozenset(
         # Old names Debezium 3.6 still defines but no longer uses for topic names (checked against
         # its SchemaTopicNamingStrategy): topic.heartbeat.prefix and topic.transaction decide.
         "heartbeat.topics.prefix", "transaction.topic",
+        # Debezium's embedded engine only (no_effect.KAFKA_CONNECT says why)
+        "errors.retry.delay.initial.ms",
     }
 )
-NOT_APPLIED_PREFIXES = ("openlineage.",)
+# errors.deadletterqueue.*: Kafka Connect's dead letter queue, which a source connector has not
+NOT_APPLIED_PREFIXES = ("openlineage.", "errors.deadletterqueue.")
 # Kafka Connect single message transforms and predicates: applied by lakecdc.transforms, validated
 # when the configuration loads (CommonConnectorConfig.transform_chain).
 TRANSFORM_NAMES = frozenset({"transforms", "predicates"})
@@ -55,7 +58,7 @@ RUNTIME_NAMES = frozenset(
         "connector.class", "tasks.max", "header.converter", "header.converter.schemas.enable",
         "offset.flush.timeout.ms", "offset.commit.policy", "config.action.reload",
         "custom.metric.tags", "snapshot.tables.order.by.row.count", "topic.cache.size",
-        "snapshot.max.threads.multiplier", "errors.retry.delay.initial.ms", "errors.retry.delay.max.ms",
+        "snapshot.max.threads.multiplier",
         "connection.validation.timeout.ms", "custom.sanitize.pattern", "executor.shutdown.timeout.ms",
         "include.schema.comments", "incremental.snapshot.watermarking.strategy", "legacy.snapshot.max.threads",
         "statistics.metrics.enabled",
