@@ -40,7 +40,7 @@ from lakecdc.capture.snapshot_modes import plan_start
 from lakecdc.capture.spi import CaptureConnector
 from lakecdc.errors import RecordConversionError, TransientError
 from lakecdc.metrics.capture_exporter import CaptureMetrics, capture_metrics
-from lakecdc.transforms.errors import JSON_CONVERTER, KEY_CONVERTER, VALUE_CONVERTER, ErrorHandling
+from lakecdc.transforms.errors import JSON_CONVERTER, KEY_CONVERTER, VALUE_CONVERTER, ErrorHandling, conversion_reason
 from lakecdc.transport.offsets import Offset, OffsetStore, offset_key
 
 log = logging.getLogger(__name__)
@@ -245,7 +245,8 @@ class CaptureCoordinator:
                 # idleness is read before a possibly slow send; heartbeats do not count as changes
                 idle = source.idle_seconds()
                 if batch:
-                    self._send(batch if self._transforms is None else self._transforms.apply(batch))  # step 1  # not held while the next batch is polled: one batch in memory, not two
+                    # step 1; the transformed list is not held while the next batch is polled
+                    self._send(batch if self._transforms is None else self._transforms.apply(batch))
                     unflushed += len(batch)
                     self.stats.streamed_records += len(batch)
                     batch = []
@@ -280,7 +281,9 @@ class CaptureCoordinator:
                     raise
                 self.metrics.sent(records[:at])
                 stage = KEY_CONVERTER if exc.part == "key" else VALUE_CONVERTER
-                self._errors.failed(stage, JSON_CONVERTER, exc.record, exc,  # type: ignore[arg-type]
+                reason = conversion_reason(exc.record, exc.part, exc)  # type: ignore[arg-type]
+                self._errors.failed(stage, JSON_CONVERTER, exc.record,  # type: ignore[arg-type]
+                                    RecordConversionError(reason, exc.record, exc.part),
                                     f"{exc.part} converter ({JSON_CONVERTER})")
                 records = records[at + 1:]
 

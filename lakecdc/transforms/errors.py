@@ -11,7 +11,8 @@ failures the capture coordinator hands to :meth:`ErrorHandling.failed`.
   ``RetriableException``; lakecdc's :class:`~lakecdc.errors.TransientError`) is run again, after
   waiting 300 ms, doubling each time; a wait longer than the maximum becomes a random wait below it,
   and no wait reaches past the timeout (counted from the first failure: Connect counts from the
-  first attempt, which lakecdc does not time, to keep the clock off the path of every record). A retriable error that outlasts the timeout, and any other error, is the stage's failure.
+  first attempt, which lakecdc does not time, to keep the clock off the path of every record). A
+  retriable error that outlasts the timeout, and any other error, is the stage's failure.
   (Kafka 4.x, KAFKA-18073: the failure then goes by ``errors.tolerance``; older releases dropped
   the record even with ``none``, which lakecdc does not copy.) Other errors are never retried.
 - ``errors.tolerance=none`` (the default): a failing stage stops the capture before the record is
@@ -31,6 +32,7 @@ Connect gives a source task a log reporter only, so those properties change noth
 
 from __future__ import annotations
 
+import decimal
 import logging
 import random
 import threading
@@ -41,6 +43,7 @@ from typing import TypeVar
 
 from lakecdc.errors import ConfigError, TerminalError, TransientError
 from lakecdc.events.envelope import ChangeRecord
+from lakecdc.events.logical import DECIMAL
 
 log = logging.getLogger("lakecdc.transforms")
 
@@ -169,6 +172,20 @@ class StageFailure(TerminalError):
 
 
 Failure = Callable[[str], TerminalError]
+
+
+def conversion_reason(record: ChangeRecord, part: str, error: BaseException) -> str:
+    """Why the converter refused ``record``'s ``part``, in Connect's words where lakecdc knows them: a
+    decimal of another scale than its field's (``MaskField``'s zero; ``Decimal.fromLogical``)."""
+    schema, value = (record.key_schema, record.key) if part == "key" else (record.value_schema, record.value)
+    if schema is not None and schema.type == "struct" and isinstance(value, dict):
+        for f in schema.fields:
+            number = value.get(f.name)
+            if isinstance(number, decimal.Decimal) and f.schema.name == DECIMAL:
+                scale = int(f.schema.parameter("scale") or 0)
+                return (f"Decimal value has mismatching scale for given Decimal schema. Schema has scale {scale}, "
+                        f"value has scale {-int(number.as_tuple().exponent)} (field '{f.name}')")
+    return str(error)
 
 
 def describe(record: ChangeRecord) -> str:

@@ -155,4 +155,5 @@ _NULL = (b"null",)
 
 
 def _undeliverable(record: ChangeRecord, part: str, exc: ValueError) -> RecordConversionError:
-    return RecordConversionError(f"cannot encode the {part} of a record for topic '{record.topic}': {exc}", record, part)
+    return RecordConversionError(f"cannot encode the {part} of a record for topic '{record.topic}': {exc}",
+                                 record, part)
