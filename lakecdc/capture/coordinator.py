@@ -148,6 +148,8 @@ class CaptureCoordinator:
     # -- main -------------------------------------------------------------------------------
     def run(self) -> CaptureStats:
         self.metrics = capture_metrics(self.connector)
+        if not self._stop.is_set():
+            self._errors.stopping.clear()  # the configuration's handler may have served an earlier run
         with fewer_gc_passes():
             try:
                 return self._run()
