@@ -64,10 +64,20 @@ RUNTIME_NAMES = frozenset(
         "statistics.metrics.enabled",
     }
 )
-KAFKA_CONNECT_NAMES = RUNTIME_NAMES | NOT_APPLIED_NAMES | TRANSFORM_NAMES
+# Kafka Connect's error handling (ConnectorConfig's errors.*, applied by lakecdc.transforms.errors; the
+# dead letter queue's names of SinkConnectorConfig, accepted without effect): listed by name, not by the
+# errors. prefix, so that a misspelt one is refused with the closest name instead of silently ignored.
+ERROR_HANDLING_NAMES = frozenset(
+    {
+        "errors.tolerance", "errors.log.enable", "errors.log.include.messages", "errors.retry.timeout",
+        "errors.retry.delay.max.ms", "errors.deadletterqueue.topic.name",
+        "errors.deadletterqueue.topic.replication.factor", "errors.deadletterqueue.context.headers.enable",
+    }
+)
+KAFKA_CONNECT_NAMES = RUNTIME_NAMES | NOT_APPLIED_NAMES | TRANSFORM_NAMES | ERROR_HANDLING_NAMES
 KAFKA_CONNECT_PREFIXES = (
     "database.", "driver.", "producer.", "consumer.", "admin.", "signal.", "notification.",
     "key.converter.", "value.converter.", "header.converter.", "offset.storage.",
-    "schema.history.internal.", "topic.creation.", "errors.", "internal.", "metrics.",
+    "schema.history.internal.", "topic.creation.", "internal.", "metrics.",
     "snapshot.mode.configuration.based.", *NOT_APPLIED_PREFIXES, *TRANSFORM_PREFIXES,
 )

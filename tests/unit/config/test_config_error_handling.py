@@ -5,6 +5,7 @@ saying why they change nothing for a source connector."""
 from __future__ import annotations
 
 import logging
+import re
 
 import pytest
 
@@ -49,3 +50,13 @@ def test_the_embedded_engines_initial_retry_delay_is_accepted_without_effect() -
 def test_an_invalid_value_names_the_property(name: str, value: str) -> None:
     with pytest.raises(ConfigError, match=name.replace(".", r"\.")):
         PostgresConnectorConfig.from_properties({**BASE, name: value})
+
+
+@pytest.mark.parametrize(("typo", "meant"), [("errors.tolerence", "errors.tolerance"),
+                                             ("errors.retry.timeout.ms", "errors.retry.timeout"),
+                                             ("errors.log.include.message", "errors.log.include.messages"),
+                                             ("errors.deadletterqueue.topic.nme", "errors.deadletterqueue.topic.name")])
+def test_a_misspelt_error_property_is_refused_with_the_closest_name(typo: str, meant: str) -> None:
+    """Kafka Connect would ignore it silently; a file meaning errors.tolerance=all must not run with none."""
+    with pytest.raises(ConfigError, match=f"unknown property '{re.escape(typo)}' — did you mean '{re.escape(meant)}'"):
+        PostgresConnectorConfig.from_properties({**BASE, typo: "all"})
