@@ -167,8 +167,8 @@ class ErrorHandling:
 
 class StageFailure(TerminalError):
     """A record a stage failed on with ``errors.tolerance=none`` (Connect's "Tolerance exceeded in error
-    handler"): the capture stops before the record is sent. The transform chain raises its own
-    subclass, :class:`~lakecdc.transforms.base.TransformDataError`."""
+    handler"): the capture stops before the record is sent. The transform chain raises
+    :class:`~lakecdc.transforms.base.TransformDataError` instead."""
 
 
 Failure = Callable[[str], TerminalError]
@@ -181,7 +181,7 @@ def conversion_reason(record: ChangeRecord, part: str, error: BaseException) -> 
     if schema is not None and schema.type == "struct" and isinstance(value, dict):
         for f in schema.fields:
             number = value.get(f.name)
-            if isinstance(number, decimal.Decimal) and f.schema.name == DECIMAL:
+            if isinstance(number, decimal.Decimal) and number.is_finite() and f.schema.name == DECIMAL:
                 scale = int(f.schema.parameter("scale") or 0)
                 return (f"Decimal value has mismatching scale for given Decimal schema. Schema has scale {scale}, "
                         f"value has scale {-int(number.as_tuple().exponent)} (field '{f.name}')")

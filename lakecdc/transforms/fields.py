@@ -201,7 +201,10 @@ class MaskField:
             raise TransformDataError(f"Cannot mask value of type {_java_class(s)} with custom replacement.")
         try:
             if s.name == DECIMAL:
-                return _decimal(decimal.Decimal(text), s)
+                number = decimal.Decimal(text)
+                if not number.is_finite():  # Java's BigDecimal(String) has no NaN or infinity
+                    raise ValueError(text)
+                return _decimal(number, s)
             if s.type in ("int8", "int16", "int32", "int64"):
                 bits = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}[s.type]
                 integer = int(text.strip())
@@ -222,7 +225,7 @@ def _decimal(number: decimal.Decimal, schema: ConnectSchema) -> Any:
     (``Decimal.fromLogical``: "mismatching scale"), where ``errors.tolerance`` applies to it; a later
     transform that drops the field makes it convert, as there."""
     scale = int(schema.parameter("scale") or 0)
-    if not number.is_finite() or -int(number.as_tuple().exponent) != scale:
+    if -int(number.as_tuple().exponent) != scale:
         return number
     return decimal_to_bytes(number, scale)
 

@@ -113,6 +113,9 @@ def test_mask_field_empty_values_per_type() -> None:
     assert masked(scaled, {"p": b"\x01"}, fields="p") == {"p": decimal.Decimal(0)}
     assert masked(scaled, {"p": b"\x01"}, fields="p", replacement="3") == {"p": decimal.Decimal(3)}
     assert masked(scaled, {"p": b"\x01"}, fields="p", replacement="1.50") == {"p": b"\x00\x96"}  # 150, scale 2
+    for text in ("NaN", "-Infinity", "1e"):
+        with pytest.raises(TransformDataError, match=f"Unable to convert {text} "):
+            masked(scaled, {"p": b"\x01"}, fields="p", replacement=text)
     with pytest.raises(ValueError, match="does not fit schema"):
         RecordEncoder(scaled).encode({"p": decimal.Decimal(0)})
 
