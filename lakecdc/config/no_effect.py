@@ -261,8 +261,8 @@ KAFKA_CONNECT: dict[str, str] = {
     # task that failed to start or poll. errors.retry.delay.max.ms is also Kafka Connect's (ConnectorConfig),
     # and lakecdc applies it with that meaning: the longest wait between retries of a failing transform.
     "errors.retry.delay.initial.ms": "Debezium's embedded engine waits this long before retrying a task that "
-                                     "failed to start or poll; lakecdc's capture reconnects with its own back-off "
-                                     "(1 s, doubling up to 30 s)",
+                                     "failed to start or poll; lakecdc's capture reconnects with its own back-off, "
+                                     "which this property does not change",
 }
 # Kafka Connect's dead letter queue is a sink connector's (KIP-298): SinkConnectorConfig defines
 # errors.deadletterqueue.*, and Worker.sourceTaskReporters gives a source task a LogReporter only, so
@@ -310,13 +310,17 @@ def reason_for(connector: str | None, name: str) -> str:
 
 
 def render_markdown(titles: Mapping[str, str] | None = None) -> str:
-    """The README table: one row per property, its connectors, and the reason."""
+    """The README table: one row per property (Debezium's, then Kafka Connect's), its connectors, and
+    the reason."""
     titles = titles or {"postgres": "PostgreSQL", "mysql": "MySQL/MariaDB", "sqlserver": "SQL Server",
                         "oracle": "Oracle"}
     rows: dict[tuple[str, str], list[str]] = {}
     for connector in CONNECTORS:
         for name, reason in no_effect(connector).items():
             rows.setdefault((name, reason), []).append(titles[connector])
+    # Kafka Connect's and older Debezium names: every connector accepts them
+    for name, reason in [*KAFKA_CONNECT.items(), *((f"{p}*", r) for p, r in KAFKA_CONNECT_PREFIXES.items())]:
+        rows.setdefault((name, reason), []).extend(titles[c] for c in CONNECTORS)
     lines = ["| property | connectors | why it has no effect in lakecdc |", "| --- | --- | --- |"]
     for (name, reason), connectors in sorted(rows.items()):
         where = "all" if len(connectors) == len(CONNECTORS) else ", ".join(connectors)
