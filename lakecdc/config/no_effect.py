@@ -269,10 +269,11 @@ KAFKA_CONNECT: dict[str, str] = {
 # Connect accepts these properties on a source connector and ignores them without a warning (checked in
 # Kafka 4.3.0's connect-runtime, the one Debezium 3.6.3's embedded engine ships).
 KAFKA_CONNECT_PREFIXES: dict[str, str] = {
-    "errors.deadletterqueue.": "Kafka Connect's dead letter queue exists for sink connectors only (KIP-298; "
-                               "SinkConnectorConfig): on a source connector such as Debezium's, Connect ignores it. "
-                               "Records a transform or the converter fails on are skipped with errors.tolerance=all "
-                               "and logged with errors.log.enable=true",
+    "errors.deadletterqueue.": "Kafka Connect's dead letter queue exists for sink connectors only (KIP-298: "
+                               "SinkConnectorConfig defines these properties, and Worker.sourceTaskReporters gives a "
+                               "source task a log reporter only), so on a source connector such as Debezium's Connect "
+                               "ignores them without a warning. Records a transform or the converter fails on are "
+                               "skipped with errors.tolerance=all and logged with errors.log.enable=true",
 }
 _PLUGIN = "a Kafka Connect plug-in setting; lakecdc does not run Kafka Connect plug-ins"
 
