@@ -38,7 +38,7 @@ from typing import Any
 
 from lakecdc.capture.snapshot_modes import plan_start
 from lakecdc.capture.spi import CaptureConnector
-from lakecdc.errors import RecordConversionError, TransientError
+from lakecdc.errors import RecordConversionError, SinkDeliveryError, TransientError
 from lakecdc.metrics.capture_exporter import CaptureMetrics, capture_metrics
 from lakecdc.transforms.errors import JSON_CONVERTER, KEY_CONVERTER, VALUE_CONVERTER, ErrorHandling, conversion_reason
 from lakecdc.transport.offsets import Offset, OffsetStore, offset_key
@@ -289,6 +289,19 @@ class CaptureCoordinator:
                                     f"{exc.part} converter ({JSON_CONVERTER})")
                 records = records[at + 1:]
 
+    def _flush(self) -> None:
+        """``sink.flush()``; with ``errors.tolerance=all`` the records the broker refused are skipped
+        (KIP-779: Connect's non-transactional source task commits past a failed send). A fatal producer
+        error (topic ``*``) and an unreachable broker (``SinkTransientError``) are never skipped."""
+        try:
+            self.sink.flush()
+        except SinkDeliveryError as exc:
+            if not (self._errors.tolerate_all and exc.failures and not getattr(self.sink, "transactional", False)
+                    and all(topic != "*" for topic, _ in exc.failures)):
+                raise
+            for topic, reason in exc.failures:
+                self._errors.produce_failed(topic, reason)
+
     def _commit(self, offset: Offset, acknowledge: Any | None) -> None:
         started = time.monotonic()
         if self._offsets_in_transaction:
@@ -299,7 +312,7 @@ class CaptureCoordinator:
             self.offsets.remember(self._key, offset)  # type: ignore[attr-defined]
         else:
             log.debug("commit step 2: flushing the sink")
-            self.sink.flush()  # step 2: durable when it returns
+            self._flush()  # step 2: durable when it returns
             log.debug("commit step 3: storing offset %s", offset)
             self.offsets.save(self._key, offset)  # step 3
         if acknowledge is not None:

@@ -19,6 +19,10 @@ failures the capture coordinator hands to :meth:`ErrorHandling.failed`.
   sent ("Tolerance exceeded in error handler"); ``all``: the record is skipped (nothing of it is
   sent, the rest of the batch goes on), as ``AbstractWorkerSourceTask.sendRecords`` drops it.
   Connect tolerates any exception of these stages, not only ``DataException``; so does lakecdc.
+- ``errors.tolerance=all`` also covers a record the Kafka broker refuses after it was handed over
+  (KIP-779: stage ``KAFKA_PRODUCE``), except with a transactional producer (Connect's exactly-once
+  source tasks fail then) and except when the broker is only unreachable (lakecdc then re-sends
+  after reconnecting, where Connect drops the records its producer timed out on).
 - ``errors.log.enable=true``: each failure is logged at ERROR in both modes, in ``LogReporter``'s
   words ("Error encountered in task <name>-0. Executing stage '<STAGE>' with class '<class>'") plus
   the error; ``errors.log.include.messages=true`` adds the record as ", where source record is =
@@ -57,6 +61,9 @@ NAMES = (TOLERANCE, LOG_ENABLE, LOG_MESSAGES, RETRY_TIMEOUT, RETRY_MAX_DELAY)
 TRANSFORMATION = "TRANSFORMATION"
 KEY_CONVERTER = "KEY_CONVERTER"
 VALUE_CONVERTER = "VALUE_CONVERTER"
+KAFKA_PRODUCE = "KAFKA_PRODUCE"
+#: the class Connect names for a failed send (the task's own)
+SOURCE_TASK = "org.apache.kafka.connect.runtime.WorkerSourceTask"
 #: the class Connect names for lakecdc's converter: the sink writes JsonConverter's format
 JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
 #: RetryWithToleranceOperator.RETRIES_DELAY_MIN_MS: the first wait before a retry
@@ -128,6 +135,15 @@ class ErrorHandling:
             # a lakecdc error's message is in the text already; anything else keeps its traceback
             raise make(text) from (None if isinstance(error, TerminalError) else error)
         self.skipped += 1
+
+    def produce_failed(self, topic: str, reason: str) -> None:
+        """The broker refused a record of ``topic`` after it was handed over (KIP-779, Connect 3.2+): with
+        ``errors.tolerance=all`` a source task logs it and commits past it (``WorkerSourceTask.
+        producerSendFailed``, stage ``KAFKA_PRODUCE``); the caller only asks when tolerating."""
+        log.error("failed to send a record to topic '%s': %s; it is skipped (errors.tolerance=all)", topic, reason)
+        if self.log_enable:
+            log.error("Error encountered in task %s. Executing stage '%s' with class '%s'. %s", self.task,
+                      KAFKA_PRODUCE, SOURCE_TASK, reason)
 
     def backoff_ms(self, attempt: int, deadline: float, now: float) -> float:
         """The wait before retry number ``attempt`` (``RetryWithToleranceOperator.backoff``)."""

@@ -1,12 +1,14 @@
 """``errors.tolerance`` / ``errors.log.*`` on the converter stage: a record the sink's JSON converter
 cannot encode stops the capture (none) or is skipped (all), as Connect's ``convertTransformedRecord``
 runs ``KEY_CONVERTER`` / ``VALUE_CONVERTER`` in its error handler. The failure is a real one: Connect's
-``MaskField`` puts a zero of scale 0 into a scale-2 decimal field, which the converter refuses."""
+``MaskField`` puts a zero of scale 0 into a scale-2 decimal field, which the converter refuses. Last,
+a record the broker refuses after the send (KIP-779), on a real Apache Kafka."""
 
 from __future__ import annotations
 
 import json
 import logging
+import secrets
 import tempfile
 from pathlib import Path
 from types import SimpleNamespace
@@ -21,7 +23,7 @@ from lakecdc.capture.postgres.offset import snapshot_completed
 from lakecdc.errors import RecordConversionError
 from lakecdc.events.envelope import ChangeRecord
 from lakecdc.events.logical import decimal_schema
-from lakecdc.events.schema import INT32, struct
+from lakecdc.events.schema import INT32, primitive, struct
 from lakecdc.transforms import build_chain
 from lakecdc.transforms.errors import StageFailure
 from lakecdc.transport.jsonl import JsonlSink
@@ -179,3 +181,65 @@ def test_a_later_transform_that_drops_the_field_makes_the_record_convertible(tmp
     with JsonlSink(tmp_path / "out.jsonl") as sink:
         capture(sink, tmp_path, properties, [[record(1, True), record(2, False)]])
     assert ids(tmp_path / "out.jsonl") == [1, 2]
+
+
+# ---- KIP-779: a record the broker refuses after the send, on a real Apache Kafka ----------------
+
+NOTE = struct([("id", INT32), ("note", primitive("string", True))], optional=True, name="dbz.notes.Value")
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("tolerance", ["none", "all"])
+def test_a_record_the_broker_refuses_is_skipped_only_with_all(kafka_broker: Any, tmp_path: Path, tolerance: str,
+                                                              caplog: pytest.LogCaptureFixture) -> None:
+    """The topic takes batches up to 2000 bytes (max.message.bytes); the producer hands the 8 kB one
+    over and the broker refuses it (RecordTooLargeException). Connect's source task fails on it, or
+    with errors.tolerance=all logs it and commits past it (WorkerSourceTask.producerSendFailed)."""
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from lakecdc.devstack.broker import kafka_client_defaults
+    from lakecdc.errors import SinkDeliveryError
+    from lakecdc.transport.kafka import KafkaSink
+
+    servers = kafka_broker.bootstrap_servers
+    topic = f"kip779{tolerance}{tmp_path.name[-6:]}.notes"
+    admin = AdminClient({"bootstrap.servers": servers})
+    admin.create_topics([NewTopic(topic, 1, 1, config={"max.message.bytes": "2000"})])[topic].result(timeout=60)
+
+    def note(id_: int, size: int) -> ChangeRecord:
+        # random text: a compressed batch of a repeated letter would fit under the limit
+        return ChangeRecord(topic, KEY, {"id": id_}, NOTE, {"id": id_, "note": secrets.token_urlsafe(size)})
+    batches = [[note(1, 10), note(2, 10)], [note(3, 6000)], [note(4, 10)]]
+    sink = KafkaSink(servers, producer_config={"linger.ms": "0"})
+    try:
+        with caplog.at_level(logging.ERROR, logger="lakecdc.transforms"):
+            if tolerance == "none":
+                with pytest.raises(SinkDeliveryError, match="MSG_SIZE_TOO_LARGE|too large"):
+                    capture(sink, tmp_path, {"errors.tolerance": "none"}, batches)
+                offset = FileOffsetStore(tmp_path / "offsets.json").load(offset_key("conv", {"server": "dbz"}))
+            else:
+                _, offset = capture(sink, tmp_path, {"errors.tolerance": "all", "errors.log.enable": "true",
+                                                     "name": "shop"}, batches)
+    finally:
+        sink.close()
+    reader = Consumer({"bootstrap.servers": servers, "group.id": topic, "auto.offset.reset": "earliest",
+                       **kafka_client_defaults("consumer")})
+    reader.assign([TopicPartition(topic, 0, 0)])
+    ids_read = []
+    for _ in range(40):
+        message = reader.poll(0.5)
+        if message is not None and message.error() is None:
+            ids_read.append(json.loads(message.key())["payload"]["id"])
+        elif message is None and ids_read:
+            break
+    reader.close()
+    logged = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    if tolerance == "none":
+        assert ids_read == [1, 2] and offset["lsn"] == 110  # nothing committed past the refused record
+        assert not logged
+    else:
+        assert ids_read == [1, 2, 4] and offset["lsn"] == 130
+        assert any(m.startswith(f"failed to send a record to topic '{topic}'") for m in logged)
+        assert any("Executing stage 'KAFKA_PRODUCE' with class 'org.apache.kafka.connect.runtime.WorkerSourceTask'"
+                   in m for m in logged)
