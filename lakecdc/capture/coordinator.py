@@ -69,7 +69,8 @@ class CoordinatorSettings:
     poll_timeout_s: float = 0.2
     #: stop once streaming has produced nothing for this many seconds (None: run until stopped)
     stop_when_idle_s: float | None = None
-    #: retries for transient source failures before giving up (with exponential backoff)
+    #: retries for transient source failures in a row before giving up (with exponential backoff);
+    #: -1: no limit (``errors.max.retries``, registration.reconnect_retries)
     max_retries: int = 10
     retry_backoff_s: float = 1.0
     retry_backoff_max_s: float = 30.0
@@ -213,13 +214,14 @@ class CaptureCoordinator:
                 # retries count consecutive failures: a connection that streamed, then dropped
                 # (a restart days later), starts a fresh series instead of using up the budget
                 attempt = 1 if self._streaming_started else attempt + 1
-                if attempt > self.settings.max_retries:
+                limit = self.settings.max_retries
+                if 0 <= limit < attempt:  # -1: no limit (errors.max.retries)
                     raise
                 delay = min(
-                    self.settings.retry_backoff_s * 2 ** (attempt - 1), self.settings.retry_backoff_max_s
+                    self.settings.retry_backoff_s * 2 ** (min(attempt, 64) - 1), self.settings.retry_backoff_max_s
                 )
-                log.warning("%s; reconnecting in %.1f s (attempt %d of %d)", exc, delay, attempt,
-                            self.settings.max_retries)
+                log.warning("%s; reconnecting in %.1f s (attempt %d of %s)", exc, delay, attempt,
+                            limit if limit >= 0 else "unlimited")
                 if self._stop.wait(delay):
                     return
 

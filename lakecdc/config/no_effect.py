@@ -51,8 +51,6 @@ COMMON: dict[str, str] = {
     "internal.advanced.metrics.enable": _INTERNAL,
     "internal.log.position.check.enable": _INTERNAL,
     "internal.snapshot.scan.all.columns.force": _INTERNAL,
-    "errors.max.retries": "lakecdc reconnects after a lost connection a fixed number of times (10; PostgreSQL: "
-                          "slot.max.retries) with back-off, whatever this property says",
     "executor.shutdown.timeout.ms": _JVM,
     "guardrail.collections.max": "lakecdc does not limit how many tables one connector captures",
     "guardrail.collections.limit.action": "lakecdc does not limit how many tables one connector captures",
