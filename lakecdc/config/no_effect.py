@@ -35,8 +35,8 @@ _PROPAGATE = ("lakecdc does not add the __debezium.source.column.* parameters to
 _COMMENTS = "lakecdc does not copy table and column comments into schemas"
 _DELAY = "lakecdc starts at once; to delay, start the capture later"
 _CUSTOM_QUERY = "only read with snapshot.query.mode=custom, which needs a Java class; lakecdc refuses it"
-_NO_RESTART = ("lakecdc's capture is not restarted after a retriable error: it retries in place, 10 times, "
-               "waiting 1 s and doubling up to 30 s")
+_NO_RESTART = ("lakecdc's capture is not restarted after a retriable error: it retries in place, "
+               "errors.max.retries times in a row (unset: 10), waiting 1 s and doubling up to 30 s")
 
 # Shared by the four connectors (CommonConnectorConfig and RelationalDatabaseConnectorConfig).
 COMMON: dict[str, str] = {
@@ -119,7 +119,8 @@ POSTGRES: dict[str, str] = {
     "query.fetch.size": _FETCH,
     "snapshot.fetch.size": _FETCH,
     "retriable.restart.connector.wait.ms": "lakecdc's PostgreSQL capture is not restarted after a retriable "
-                                           "error: it reconnects after slot.retry.delay.ms, slot.max.retries times",
+                                           "error: it reconnects after slot.retry.delay.ms, errors.max.retries times in a "
+                                           "row (unset: slot.max.retries)",
     "replica.identity.autoset.values": "lakecdc does not change tables' REPLICA IDENTITY; set it with ALTER TABLE",
     "schema.refresh.mode": "with pgoutput (lakecdc's only plug-in) every change carries every column, unchanged "
                            "TOASTed ones included, so Debezium's two modes give the same events",
