@@ -119,8 +119,8 @@ POSTGRES: dict[str, str] = {
     "query.fetch.size": _FETCH,
     "snapshot.fetch.size": _FETCH,
     "retriable.restart.connector.wait.ms": "lakecdc's PostgreSQL capture is not restarted after a retriable "
-                                           "error: it reconnects after slot.retry.delay.ms, errors.max.retries times in a "
-                                           "row (unset: slot.max.retries)",
+                                           "error: it reconnects after slot.retry.delay.ms, errors.max.retries "
+                                           "times in a row (unset: slot.max.retries)",
     "replica.identity.autoset.values": "lakecdc does not change tables' REPLICA IDENTITY; set it with ALTER TABLE",
     "schema.refresh.mode": "with pgoutput (lakecdc's only plug-in) every change carries every column, unchanged "
                            "TOASTed ones included, so Debezium's two modes give the same events",
