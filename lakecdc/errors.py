@@ -98,6 +98,18 @@ class SinkDeliveryError(SinkError, TerminalError):
         self.failures = failures or []
 
 
+class RecordConversionError(SinkDeliveryError):
+    """The sink's converter cannot encode a record's key or value (Kafka Connect's ``KEY_CONVERTER`` /
+    ``VALUE_CONVERTER`` stage failing). ``record`` is the record at fault; a sink's ``send`` raises it
+    having accepted exactly the records before ``record`` in the batch, so the caller can skip it
+    (``errors.tolerance=all``) and send the rest."""
+
+    def __init__(self, message: str, record: object, part: str) -> None:
+        super().__init__(message, [(getattr(record, "topic", "?"), message)])
+        self.record = record
+        self.part = part
+
+
 class TopicCreationError(SinkError, TerminalError):
     """The broker refused to create a topic (authorization, invalid configuration, ...)."""
 

@@ -38,8 +38,9 @@ from typing import Any
 
 from lakecdc.capture.snapshot_modes import plan_start
 from lakecdc.capture.spi import CaptureConnector
-from lakecdc.errors import TransientError
+from lakecdc.errors import RecordConversionError, SinkDeliveryError, TransientError
 from lakecdc.metrics.capture_exporter import CaptureMetrics, capture_metrics
+from lakecdc.transforms.errors import JSON_CONVERTER, KEY_CONVERTER, VALUE_CONVERTER, ErrorHandling, conversion_reason
 from lakecdc.transport.offsets import Offset, OffsetStore, offset_key
 
 log = logging.getLogger(__name__)
@@ -68,7 +69,8 @@ class CoordinatorSettings:
     poll_timeout_s: float = 0.2
     #: stop once streaming has produced nothing for this many seconds (None: run until stopped)
     stop_when_idle_s: float | None = None
-    #: retries for transient source failures before giving up (with exponential backoff)
+    #: retries for transient source failures in a row before giving up (with exponential backoff);
+    #: -1: no limit (``errors.max.retries``, registration.reconnect_retries)
     max_retries: int = 10
     retry_backoff_s: float = 1.0
     retry_backoff_max_s: float = 30.0
@@ -129,11 +131,15 @@ class CaptureCoordinator:
         # Kafka Connect's transformation chain runs between the source task and the converter: here,
         # once for every connector, on the records just before they go to the sink.
         config = getattr(connector, "config", None)
-        self._transforms = getattr(config, "transform_chain", None) or None
+        chain = getattr(config, "transform_chain", None)
+        self._transforms = chain or None
+        # errors.*: Connect's error handler of the per-record stages (transforms, then converters)
+        self._errors: ErrorHandling = getattr(chain, "errors", None) or ErrorHandling()
 
     # -- control ----------------------------------------------------------------------------
     def request_stop(self) -> None:
         self._stop.set()
+        self._errors.stopping.set()  # a stage waiting to retry gives up (Connect's triggerStop)
 
     def install_signal_handlers(self) -> None:
         """SIGINT/SIGTERM stop after the current batch is committed."""
@@ -143,6 +149,8 @@ class CaptureCoordinator:
     # -- main -------------------------------------------------------------------------------
     def run(self) -> CaptureStats:
         self.metrics = capture_metrics(self.connector)
+        if not self._stop.is_set():
+            self._errors.stopping.clear()  # the configuration's handler may have served an earlier run
         with fewer_gc_passes():
             try:
                 return self._run()
@@ -177,8 +185,7 @@ class CaptureCoordinator:
             nonlocal unflushed, last_commit
             if self._transforms is not None:
                 records = self._transforms.apply(records)
-            self.sink.send(records)  # step 1
-            self.metrics.sent(records)
+            self._send(records)  # step 1
             unflushed += len(records)
             now = time.monotonic()
             if unflushed >= self.settings.max_unflushed_records or now - last_commit >= interval:
@@ -207,13 +214,14 @@ class CaptureCoordinator:
                 # retries count consecutive failures: a connection that streamed, then dropped
                 # (a restart days later), starts a fresh series instead of using up the budget
                 attempt = 1 if self._streaming_started else attempt + 1
-                if attempt > self.settings.max_retries:
+                limit = self.settings.max_retries
+                if 0 <= limit < attempt:  # -1: no limit (errors.max.retries)
                     raise
                 delay = min(
-                    self.settings.retry_backoff_s * 2 ** (attempt - 1), self.settings.retry_backoff_max_s
+                    self.settings.retry_backoff_s * 2 ** (min(attempt, 64) - 1), self.settings.retry_backoff_max_s
                 )
-                log.warning("%s; reconnecting in %.1f s (attempt %d of %d)", exc, delay, attempt,
-                            self.settings.max_retries)
+                log.warning("%s; reconnecting in %.1f s (attempt %d of %s)", exc, delay, attempt,
+                            limit if limit >= 0 else "unlimited")
                 if self._stop.wait(delay):
                     return
 
@@ -241,10 +249,8 @@ class CaptureCoordinator:
                 # idleness is read before a possibly slow send; heartbeats do not count as changes
                 idle = source.idle_seconds()
                 if batch:
-                    sent = batch if self._transforms is None else self._transforms.apply(batch)
-                    self.sink.send(sent)  # step 1
-                    self.metrics.sent(sent)
-                    del sent  # not held while the next batch is polled: one batch in memory, not two
+                    # step 1; the transformed list is not held while the next batch is polled
+                    self._send(batch if self._transforms is None else self._transforms.apply(batch))
                     unflushed += len(batch)
                     self.stats.streamed_records += len(batch)
                     batch = []
@@ -264,6 +270,40 @@ class CaptureCoordinator:
         finally:
             source.close()
 
+    def _send(self, records: list[Any]) -> None:
+        """Step 1, with the converter stage's error handling: a record the sink's converter cannot
+        encode stops the capture (``errors.tolerance=none``) or is skipped (``all``), as Connect's
+        ``convertTransformedRecord`` does; the sink has then accepted the records before it."""
+        while True:
+            try:
+                self.sink.send(records)
+                self.metrics.sent(records)
+                return
+            except RecordConversionError as exc:
+                at = next((i for i, r in enumerate(records) if r is exc.record), None)
+                if at is None:  # not one of these records: not a per-record failure
+                    raise
+                self.metrics.sent(records[:at])
+                stage = KEY_CONVERTER if exc.part == "key" else VALUE_CONVERTER
+                reason = conversion_reason(exc.record, exc.part, exc)  # type: ignore[arg-type]
+                self._errors.failed(stage, JSON_CONVERTER, exc.record,  # type: ignore[arg-type]
+                                    RecordConversionError(reason, exc.record, exc.part),
+                                    f"{exc.part} converter ({JSON_CONVERTER})")
+                records = records[at + 1:]
+
+    def _flush(self) -> None:
+        """``sink.flush()``; with ``errors.tolerance=all`` the records the broker refused are skipped
+        (KIP-779: Connect's non-transactional source task commits past a failed send). A fatal producer
+        error (topic ``*``) and an unreachable broker (``SinkTransientError``) are never skipped."""
+        try:
+            self.sink.flush()
+        except SinkDeliveryError as exc:
+            if not (self._errors.tolerate_all and exc.failures and not getattr(self.sink, "transactional", False)
+                    and all(topic != "*" for topic, _ in exc.failures)):
+                raise
+            for topic, reason in exc.failures:
+                self._errors.produce_failed(topic, reason)
+
     def _commit(self, offset: Offset, acknowledge: Any | None) -> None:
         started = time.monotonic()
         if self._offsets_in_transaction:
@@ -274,7 +314,7 @@ class CaptureCoordinator:
             self.offsets.remember(self._key, offset)  # type: ignore[attr-defined]
         else:
             log.debug("commit step 2: flushing the sink")
-            self.sink.flush()  # step 2: durable when it returns
+            self._flush()  # step 2: durable when it returns
             log.debug("commit step 3: storing offset %s", offset)
             self.offsets.save(self._key, offset)  # step 3
         if acknowledge is not None:

@@ -108,3 +108,15 @@ def load_connector_config(config_path: str | Path, overrides: dict[str, str] | N
 def commit_interval_s(config: Any) -> float:
     """How often the coordinator commits: ``offset.flush.interval.ms``, at most one second."""
     return min(config.offset_flush_interval_ms, 1000) / 1000.0 or 1.0
+
+
+#: how often capture reconnects after consecutive lost connections when errors.max.retries is not set
+RECONNECT_RETRIES = 10
+
+
+def reconnect_retries(config: Any, default: int = RECONNECT_RETRIES) -> int:
+    """``errors.max.retries`` when the file sets it: how many times in a row a retriable failure (a lost
+    connection) is retried before capture stops, -1 without a limit, 0 never (Debezium's
+    ``ErrorHandler.hasMoreRetries``). Unset, lakecdc keeps a limit (``default``) where Debezium's
+    default -1 retries forever: a source that stays unreachable is reported instead of waited for."""
+    return int(config.errors_max_retries) if "errors_max_retries" in config.model_fields_set else default

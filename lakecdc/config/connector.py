@@ -406,7 +406,7 @@ class CommonConnectorConfig(PropertiesModel):
 
         properties = {k: v for k, v in self.passthrough.items()
                       if k in TRANSFORM_NAMES or k.startswith(TRANSFORM_PREFIXES)}
-        # errors.tolerance / errors.log.*: what a record a transform fails on does (Connect's error handler)
+        # errors.tolerance / errors.log.* / errors.retry.*: Connect's error handler of the per-record stages
         properties.update({k: v for k, v in self.passthrough.items() if k in ERROR_HANDLING_NAMES})
         properties["name"] = self.name or ""
         schemas = self.passthrough.get("header.converter.schemas.enable", "true").strip().lower() != "false"

@@ -35,8 +35,8 @@ _PROPAGATE = ("lakecdc does not add the __debezium.source.column.* parameters to
 _COMMENTS = "lakecdc does not copy table and column comments into schemas"
 _DELAY = "lakecdc starts at once; to delay, start the capture later"
 _CUSTOM_QUERY = "only read with snapshot.query.mode=custom, which needs a Java class; lakecdc refuses it"
-_NO_RESTART = ("lakecdc's capture is not restarted after a retriable error: it retries in place, 10 times, "
-               "waiting 1 s and doubling up to 30 s")
+_NO_RESTART = ("lakecdc's capture is not restarted after a retriable error: it retries in place, "
+               "errors.max.retries times in a row (unset: 10), waiting 1 s and doubling up to 30 s")
 
 # Shared by the four connectors (CommonConnectorConfig and RelationalDatabaseConnectorConfig).
 COMMON: dict[str, str] = {
@@ -51,8 +51,6 @@ COMMON: dict[str, str] = {
     "internal.advanced.metrics.enable": _INTERNAL,
     "internal.log.position.check.enable": _INTERNAL,
     "internal.snapshot.scan.all.columns.force": _INTERNAL,
-    "errors.max.retries": "lakecdc retries a lost connection without a limit (with back-off), as Debezium's "
-                          "default -1 does",
     "executor.shutdown.timeout.ms": _JVM,
     "guardrail.collections.max": "lakecdc does not limit how many tables one connector captures",
     "guardrail.collections.limit.action": "lakecdc does not limit how many tables one connector captures",
@@ -121,7 +119,8 @@ POSTGRES: dict[str, str] = {
     "query.fetch.size": _FETCH,
     "snapshot.fetch.size": _FETCH,
     "retriable.restart.connector.wait.ms": "lakecdc's PostgreSQL capture is not restarted after a retriable "
-                                           "error: it reconnects after slot.retry.delay.ms, slot.max.retries times",
+                                           "error: it reconnects after slot.retry.delay.ms, errors.max.retries "
+                                           "times in a row (unset: slot.max.retries)",
     "replica.identity.autoset.values": "lakecdc does not change tables' REPLICA IDENTITY; set it with ALTER TABLE",
     "schema.refresh.mode": "with pgoutput (lakecdc's only plug-in) every change carries every column, unchanged "
                            "TOASTed ones included, so Debezium's two modes give the same events",
@@ -257,6 +256,23 @@ ORACLE: dict[str, str] = {
 KAFKA_CONNECT: dict[str, str] = {
     "transaction.topic": "Debezium 3.6 itself names the transaction topic with topic.transaction; this older name "
                          "is accepted and not used",
+    # EmbeddedEngineConfig (Debezium Server, the embedded engine): the first wait of the engine's retry of a
+    # task that failed to start or poll. errors.retry.delay.max.ms is also Kafka Connect's (ConnectorConfig),
+    # and lakecdc applies it with that meaning: the longest wait between retries of a failing transform.
+    "errors.retry.delay.initial.ms": "Debezium's embedded engine waits this long before retrying a task that "
+                                     "failed to start or poll; lakecdc's capture reconnects with its own back-off, "
+                                     "which this property does not change",
+}
+# Kafka Connect's dead letter queue is a sink connector's (KIP-298): SinkConnectorConfig defines
+# errors.deadletterqueue.*, and Worker.sourceTaskReporters gives a source task a LogReporter only, so
+# Connect accepts these properties on a source connector and ignores them without a warning (checked in
+# Kafka 4.3.0's connect-runtime, the one Debezium 3.6.3's embedded engine ships).
+KAFKA_CONNECT_PREFIXES: dict[str, str] = {
+    "errors.deadletterqueue.": "Kafka Connect's dead letter queue exists for sink connectors only (KIP-298: "
+                               "SinkConnectorConfig defines these properties, and Worker.sourceTaskReporters gives a "
+                               "source task a log reporter only), so on a source connector such as Debezium's Connect "
+                               "ignores them without a warning. Records a transform or the converter fails on are "
+                               "skipped with errors.tolerance=all and logged with errors.log.enable=true",
 }
 _PLUGIN = "a Kafka Connect plug-in setting; lakecdc does not run Kafka Connect plug-ins"
 
@@ -289,17 +305,22 @@ def no_effect(connector: str | None) -> dict[str, str]:
 
 def reason_for(connector: str | None, name: str) -> str:
     """Why ``name`` changes nothing (a Debezium property listed here, or a Kafka Connect plug-in name)."""
-    return no_effect(connector).get(name) or KAFKA_CONNECT.get(name) or _PLUGIN
+    by_prefix = next((reason for prefix, reason in KAFKA_CONNECT_PREFIXES.items() if name.startswith(prefix)), None)
+    return no_effect(connector).get(name) or KAFKA_CONNECT.get(name) or by_prefix or _PLUGIN
 
 
 def render_markdown(titles: Mapping[str, str] | None = None) -> str:
-    """The README table: one row per property, its connectors, and the reason."""
+    """The README table: one row per property (Debezium's, then Kafka Connect's), its connectors, and
+    the reason."""
     titles = titles or {"postgres": "PostgreSQL", "mysql": "MySQL/MariaDB", "sqlserver": "SQL Server",
                         "oracle": "Oracle"}
     rows: dict[tuple[str, str], list[str]] = {}
     for connector in CONNECTORS:
         for name, reason in no_effect(connector).items():
             rows.setdefault((name, reason), []).append(titles[connector])
+    # Kafka Connect's and older Debezium names: every connector accepts them
+    for name, reason in [*KAFKA_CONNECT.items(), *((f"{p}*", r) for p, r in KAFKA_CONNECT_PREFIXES.items())]:
+        rows.setdefault((name, reason), []).extend(titles[c] for c in CONNECTORS)
     lines = ["| property | connectors | why it has no effect in lakecdc |", "| --- | --- | --- |"]
     for (name, reason), connectors in sorted(rows.items()):
         where = "all" if len(connectors) == len(CONNECTORS) else ", ".join(connectors)

@@ -41,9 +41,12 @@ NOT_APPLIED_NAMES = frozenset(
         # Old names Debezium 3.6 still defines but no longer uses for topic names (checked against
         # its SchemaTopicNamingStrategy): topic.heartbeat.prefix and topic.transaction decide.
         "heartbeat.topics.prefix", "transaction.topic",
+        # Debezium's embedded engine only (no_effect.KAFKA_CONNECT says why)
+        "errors.retry.delay.initial.ms",
     }
 )
-NOT_APPLIED_PREFIXES = ("openlineage.",)
+# errors.deadletterqueue.*: Kafka Connect's dead letter queue, which a source connector has not
+NOT_APPLIED_PREFIXES = ("openlineage.", "errors.deadletterqueue.")
 # Kafka Connect single message transforms and predicates: applied by lakecdc.transforms, validated
 # when the configuration loads (CommonConnectorConfig.transform_chain).
 TRANSFORM_NAMES = frozenset({"transforms", "predicates"})
@@ -55,16 +58,26 @@ RUNTIME_NAMES = frozenset(
         "connector.class", "tasks.max", "header.converter", "header.converter.schemas.enable",
         "offset.flush.timeout.ms", "offset.commit.policy", "config.action.reload",
         "custom.metric.tags", "snapshot.tables.order.by.row.count", "topic.cache.size",
-        "snapshot.max.threads.multiplier", "errors.retry.delay.initial.ms", "errors.retry.delay.max.ms",
+        "snapshot.max.threads.multiplier",
         "connection.validation.timeout.ms", "custom.sanitize.pattern", "executor.shutdown.timeout.ms",
         "include.schema.comments", "incremental.snapshot.watermarking.strategy", "legacy.snapshot.max.threads",
         "statistics.metrics.enabled",
     }
 )
-KAFKA_CONNECT_NAMES = RUNTIME_NAMES | NOT_APPLIED_NAMES | TRANSFORM_NAMES
+# Kafka Connect's error handling (ConnectorConfig's errors.*, applied by lakecdc.transforms.errors; the
+# dead letter queue's names of SinkConnectorConfig, accepted without effect): listed by name, not by the
+# errors. prefix, so that a misspelt one is refused with the closest name instead of silently ignored.
+ERROR_HANDLING_NAMES = frozenset(
+    {
+        "errors.tolerance", "errors.log.enable", "errors.log.include.messages", "errors.retry.timeout",
+        "errors.retry.delay.max.ms", "errors.deadletterqueue.topic.name",
+        "errors.deadletterqueue.topic.replication.factor", "errors.deadletterqueue.context.headers.enable",
+    }
+)
+KAFKA_CONNECT_NAMES = RUNTIME_NAMES | NOT_APPLIED_NAMES | TRANSFORM_NAMES | ERROR_HANDLING_NAMES
 KAFKA_CONNECT_PREFIXES = (
     "database.", "driver.", "producer.", "consumer.", "admin.", "signal.", "notification.",
     "key.converter.", "value.converter.", "header.converter.", "offset.storage.",
-    "schema.history.internal.", "topic.creation.", "errors.", "internal.", "metrics.",
+    "schema.history.internal.", "topic.creation.", "internal.", "metrics.",
     "snapshot.mode.configuration.based.", *NOT_APPLIED_PREFIXES, *TRANSFORM_PREFIXES,
 )

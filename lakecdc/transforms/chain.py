@@ -19,7 +19,7 @@ no record drops it and the rest of the chain is skipped. The chain is built when
 is loaded: an unknown class, a missing required property or an undefined predicate is a
 ``ConfigError`` naming the alias and the property. A property a transform does not define is
 ignored by Kafka Connect; lakecdc says so once at start (``not_applied``). A record a transform
-fails on stops the capture or is skipped, per ``errors.tolerance`` (:mod:`.errors`).
+fails on is retried, skipped or stops the capture, per ``errors.*`` (:mod:`.errors`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from lakecdc.errors import ConfigError
 from lakecdc.transforms.changed import ExtractChangedRecordState
 from lakecdc.transforms.base import Factory, Record, Settings, Transform, TransformContext, TransformDataError
-from lakecdc.transforms.errors import ErrorHandling
+from lakecdc.transforms.errors import TRANSFORMATION, ErrorHandling
 from lakecdc.transforms.fields import InsertField, MaskField, ReplaceField, ValueToKey
 from lakecdc.transforms.header_to_value import HeaderToValue
 from lakecdc.transforms.outbox import EventRouter
@@ -74,6 +74,19 @@ class Stage:
         """Kafka Connect's ``TransformationStage.apply``: the transform runs when ``test != negate``."""
         return self.predicate is None or self.predicate.test(record) != self.negate
 
+    def run(self, record: Record) -> Record | None | _NotApplied:
+        """The transform's result, or :data:`NOT_APPLIED` when the predicate says to pass ``record`` on."""
+        if not self.applies(record):
+            return NOT_APPLIED
+        return self.transform.apply(record)
+
+
+class _NotApplied:
+    """What a stage whose predicate does not match returns (the record goes on unchanged)."""
+
+
+NOT_APPLIED = _NotApplied()
+
 
 class TransformChain:
     """The configured stages; ``apply`` maps a batch of records to the records to send."""
@@ -89,20 +102,18 @@ class TransformChain:
 
     def apply(self, records: list[Record]) -> list[Record]:
         out: list[Record] = []
+        execute = self.errors.execute
         for record in records:
             current: Record | None = self._deletes.start(record)
             delete = record.value is not None and record.op == "d"
             for stage in self.stages:
                 assert current is not None
-                try:
-                    if not stage.applies(current):
-                        continue
-                    result = stage.transform.apply(current)
-                except Exception as exc:  # Connect tolerates any exception of this stage (TOLERABLE_EXCEPTIONS)
-                    text = self.errors.failed(stage.alias, stage.class_name, current, exc)
-                    if not self.errors.tolerate_all:
-                        raise TransformDataError(text) from (None if isinstance(exc, TransformDataError) else exc)
-                    result = None
+                # Connect's TransformationChain: each TransformationStage (predicate and transform)
+                # runs in the error handler, which retries, skips or stops per errors.*
+                result = execute(TRANSFORMATION, stage.class_name, stage.run, current, record,
+                                 f"transform '{stage.alias}' ({stage.class_name})", TransformDataError)
+                if isinstance(result, _NotApplied):
+                    continue
                 self._deletes.transformed(stage.transform, current, result, delete)
                 current = result
                 if current is None:

@@ -159,7 +159,8 @@ class MaskField:
     """``org.apache.kafka.connect.transforms.MaskField$Key`` / ``$Value``: each listed field gets its
     type's empty value (0, false, "", [], {}, a zero decimal, the epoch for Connect dates and times),
     or ``replacement`` converted to the field's type (numbers, text and decimals only). A null stays
-    null. What Java cannot mask (bytes, structs) is an error, as there."""
+    null. What Java cannot mask (bytes, structs) is an error, as there; a decimal of another scale
+    than its schema's fails later, in the converter, as there (:func:`_decimal`)."""
 
     def __init__(self, settings: Settings, context: TransformContext) -> None:
         self.part = _part(settings.class_name)
@@ -189,9 +190,7 @@ class MaskField:
             if java_date:
                 return 0
             if s.name == DECIMAL:
-                if int(s.parameter("scale") or 0) != 0:  # BigDecimal.ZERO has scale 0: Connect refuses it
-                    raise TransformDataError("BigDecimal has mismatching scale value for given Decimal schema")
-                return decimal_to_bytes(decimal.Decimal(0), 0)
+                return _decimal(decimal.Decimal(0), s)  # Java's BigDecimal.ZERO, of scale 0
             empty = {"int8": 0, "int16": 0, "int32": 0, "int64": 0, "float": 0.0, "double": 0.0,
                      "boolean": False, "string": "", "array": [], "map": {}}
             if s.type not in empty:
@@ -203,10 +202,9 @@ class MaskField:
         try:
             if s.name == DECIMAL:
                 number = decimal.Decimal(text)
-                scale = int(s.parameter("scale") or 0)
-                if -number.as_tuple().exponent != scale:  # type: ignore[operator]
-                    raise TransformDataError("BigDecimal has mismatching scale value for given Decimal schema")
-                return decimal_to_bytes(number, scale)
+                if not number.is_finite():  # Java's BigDecimal(String) has no NaN or infinity
+                    raise ValueError(text)
+                return _decimal(number, s)
             if s.type in ("int8", "int16", "int32", "int64"):
                 bits = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}[s.type]
                 integer = int(text.strip())
@@ -218,6 +216,18 @@ class MaskField:
         except (ValueError, decimal.InvalidOperation):
             raise TransformDataError(f"Unable to convert {text} (class java.lang.String) to number") from None
         return text
+
+
+def _decimal(number: decimal.Decimal, schema: ConnectSchema) -> Any:
+    """A masked decimal: its bytes when its scale is the schema's; otherwise the number itself, which the
+    JSON converter refuses. Connect's ``Struct.put`` checks a decimal's class, not its scale, so the
+    transform succeeds and the record fails in the VALUE_CONVERTER (or KEY_CONVERTER) stage
+    (``Decimal.fromLogical``: "mismatching scale"), where ``errors.tolerance`` applies to it; a later
+    transform that drops the field makes it convert, as there."""
+    scale = int(schema.parameter("scale") or 0)
+    if -int(number.as_tuple().exponent) != scale:
+        return number
+    return decimal_to_bytes(number, scale)
 
 
 def _java_class(schema: ConnectSchema) -> str:

@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lakecdc.errors import SinkTransientError
+from lakecdc.errors import RecordConversionError, SinkTransientError
 from lakecdc.transport.sink import RecordSerializer
 
 if TYPE_CHECKING:
@@ -105,6 +105,17 @@ class JsonlSink:
         return self._records
 
     def send(self, records: list[ChangeRecord]) -> None:
+        try:
+            self._send(records)
+        except RecordConversionError as exc:
+            # Sink contract: the records before the one the converter failed on are accepted (they
+            # encode again as they did: the encoders are deterministic)
+            before = next((i for i, r in enumerate(records) if r is exc.record), 0)
+            if before:
+                self._send(records[:before])
+            raise
+
+    def _send(self, records: list[ChangeRecord]) -> None:
         if self._file.closed:
             raise SinkTransientError(f"JSON-lines sink '{self.path}' is closed")
         key_pieces, value_pieces = self._serializer.key_pieces, self._serializer.value_pieces

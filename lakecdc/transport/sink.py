@@ -7,14 +7,16 @@ Commit order the capture coordinator relies on (see docs/CONTRACTS.md):
 3. only then acknowledge the source position (PostgreSQL flush LSN, offsets file).
 
 A sink that cannot make records durable raises ``SinkDeliveryError`` (terminal: nothing after the
-failed records may be acknowledged) or ``SinkTransientError`` (retry later) from ``flush``.
+failed records may be acknowledged) or ``SinkTransientError`` (retry later) from ``flush``. A record
+the converter cannot encode makes ``send`` raise ``RecordConversionError`` having accepted exactly
+the records before it (the coordinator applies ``errors.tolerance`` to it and sends the rest).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from lakecdc.errors import SinkDeliveryError
+from lakecdc.errors import RecordConversionError
 
 if TYPE_CHECKING:
     from lakecdc.events.envelope import ChangeRecord
@@ -144,17 +146,14 @@ class RecordSerializer:
     def _encoder_for(self, record: ChangeRecord, schema: ConnectSchema | None, schemas_enable: bool,
                      part: str) -> RecordEncoder:
         if schema is None:
-            raise SinkDeliveryError(
-                f"record for topic '{record.topic}' has a {part} but no {part} schema",
-                [(record.topic, f"no {part} schema")],
-            )
+            raise RecordConversionError(f"record for topic '{record.topic}' has a {part} but no {part} schema",
+                                        record, part)
         return self.encoder(schema, schemas_enable)
 
 
 _NULL = (b"null",)
 
 
-def _undeliverable(record: ChangeRecord, part: str, exc: ValueError) -> SinkDeliveryError:
-    return SinkDeliveryError(
-        f"cannot encode the {part} of a record for topic '{record.topic}': {exc}", [(record.topic, str(exc))]
-    )
+def _undeliverable(record: ChangeRecord, part: str, exc: ValueError) -> RecordConversionError:
+    return RecordConversionError(f"cannot encode the {part} of a record for topic '{record.topic}': {exc}",
+                                 record, part)

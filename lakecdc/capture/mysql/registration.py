@@ -16,6 +16,7 @@ from lakecdc.capture.registration import (
     ConnectorRegistration,
     commit_interval_s,
     load_connector_config,
+    reconnect_retries,
 )
 
 
@@ -42,6 +43,7 @@ def mysql_parts(config: MySqlConnectorConfig, stop_when_idle: float | None,
         commit_interval_s=commit_interval_s(config),
         stop_when_idle_s=stop_when_idle,
         max_batch_size=max(config.max_batch_size, 2048),
+        max_retries=reconnect_retries(config),
     )
     return ConnectorParts(config, MySqlConnector(config, show_progress=show_progress), settings)
 

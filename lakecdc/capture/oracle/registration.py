@@ -13,6 +13,7 @@ from lakecdc.capture.registration import (
     ConnectorRegistration,
     commit_interval_s,
     load_connector_config,
+    reconnect_retries,
 )
 
 
@@ -31,6 +32,7 @@ def oracle_parts(config: OracleConnectorConfig, stop_when_idle: float | None,
         snapshot_mode=config.snapshot_mode_normalized,
         commit_interval_s=commit_interval_s(config),
         stop_when_idle_s=stop_when_idle,
+        max_retries=reconnect_retries(config),
     )
     return ConnectorParts(config, OracleConnector(config, show_progress=show_progress), settings)
 

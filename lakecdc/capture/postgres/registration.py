@@ -15,6 +15,7 @@ from lakecdc.capture.registration import (
     ConnectorRegistration,
     commit_interval_s,
     load_connector_config,
+    reconnect_retries,
 )
 
 
@@ -33,7 +34,7 @@ def postgres_parts(config: PostgresConnectorConfig, stop_when_idle: float | None
         snapshot_mode=config.snapshot_mode,
         commit_interval_s=commit_interval_s(config),
         stop_when_idle_s=stop_when_idle,
-        max_retries=config.slot_max_retries,
+        max_retries=reconnect_retries(config, config.slot_max_retries),
         retry_backoff_s=min(config.slot_retry_delay_ms / 1000.0, 2.0),
     )
     return ConnectorParts(config, PostgresConnector(config, show_progress=show_progress), settings)

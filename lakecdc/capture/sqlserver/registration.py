@@ -12,6 +12,7 @@ from lakecdc.capture.registration import (
     ConnectorRegistration,
     commit_interval_s,
     load_connector_config,
+    reconnect_retries,
 )
 from lakecdc.capture.sqlserver.config import SQLSERVER_CLASSES, SqlServerConnectorConfig
 from lakecdc.capture.sqlserver.offset import source_partition
@@ -36,6 +37,7 @@ def sqlserver_parts(config: SqlServerConnectorConfig, stop_when_idle: float | No
         stop_when_idle_s=stop_when_idle,
         max_batch_size=max(config.max_batch_size, 2048),
         retry_backoff_s=min(config.retriable_restart_connector_wait_ms / 1000.0, 2.0),
+        max_retries=reconnect_retries(config),
     )
     return ConnectorParts(config, SqlServerConnector(config, show_progress=show_progress), settings)
 

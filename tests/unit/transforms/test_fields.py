@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import decimal
 import json
 from dataclasses import replace
 
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from lakecdc.errors import ConfigError
 from lakecdc.events.logical import decimal_schema
 from lakecdc.events.schema import INT32, STRING, primitive, struct
+from lakecdc.events.serde import RecordEncoder
 from lakecdc.transforms import TransformDataError, build_chain
 
 from .records import ROW, change, delete_pair, row
@@ -105,9 +107,17 @@ def test_mask_field_empty_values_per_type() -> None:
         masked(schema, value, fields="b", replacement="1")
     with pytest.raises(TransformDataError, match="to number"):
         masked(schema, value, fields="i", replacement="abc")
+    # Connect's MaskField puts BigDecimal.ZERO (scale 0) in a scale-2 field: Struct.put checks the class
+    # only, so the transform succeeds and the JSON converter refuses the record (Decimal.fromLogical)
     scaled = struct([("p", decimal_schema(2, 6))])
-    with pytest.raises(TransformDataError, match="mismatching scale"):
-        masked(scaled, {"p": b"\x01"}, fields="p")
+    assert masked(scaled, {"p": b"\x01"}, fields="p") == {"p": decimal.Decimal(0)}
+    assert masked(scaled, {"p": b"\x01"}, fields="p", replacement="3") == {"p": decimal.Decimal(3)}
+    assert masked(scaled, {"p": b"\x01"}, fields="p", replacement="1.50") == {"p": b"\x00\x96"}  # 150, scale 2
+    for text in ("NaN", "-Infinity", "1e"):
+        with pytest.raises(TransformDataError, match=f"Unable to convert {text} "):
+            masked(scaled, {"p": b"\x01"}, fields="p", replacement=text)
+    with pytest.raises(ValueError, match="does not fit schema"):
+        RecordEncoder(scaled).encode({"p": decimal.Decimal(0)})
 
 
 def test_mask_field_fails_on_a_tombstone_as_kafka_connect_does() -> None:
