@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from lakecdc.quality.canonical import (
     NAN_BITS,
     NULL_TEXT,
+    datafusion_text,
     is_binary,
     is_nested,
     is_text,
@@ -138,7 +139,7 @@ class Dialect:
 
         n = self.name
         if n == "datafusion":
-            return f"{udf_name(type_)}(map_entries({c}))" if pa.types.is_map(type_) else f"{udf_name(type_)}({c})"
+            return datafusion_text(c, type_)
         if n not in ("postgres", "spark"):
             raise Unsupported(f"{n} has no nested values to compare")
         v = f"v{depth}"
