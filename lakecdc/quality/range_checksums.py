@@ -243,8 +243,11 @@ DIALECTS = {
 
 
 def header(query: str, **params: Any) -> str:
-    """``/* lakecdc reconcile {...} */``: the query's parameters (``*/`` cannot occur inside: JSON escapes ``/``)."""
-    text = json.dumps({"query": query, **params}, ensure_ascii=True, sort_keys=True).replace("/", "\\/")
+    """``/* lakecdc reconcile {...} */``: the query's parameters (``*/`` cannot occur inside: JSON escapes ``/``;
+    ``?`` and ``'`` are escaped too: a driver that does not parse comments, as ODBC's may not, would read
+    a ``?`` as a parameter marker (pyodbc's paramstyle is qmark) and a quote as the start of a literal)."""
+    text = json.dumps({"query": query, **params}, ensure_ascii=True, sort_keys=True).replace("/", "\\/") \
+        .replace("?", "\\u003f").replace("'", "\\u0027")
     return f"/* lakecdc reconcile {text} */ "
 
 

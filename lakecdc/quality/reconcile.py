@@ -20,7 +20,7 @@ MariaDB's ``binlog_snapshot_file``/``position``); silver is read as of that posi
 (``lakecdc.audit.versions.position_match``), so changes still in flight are not differences.
 
 Options (``CheckContext.options``): ``source_connection`` (an open DB-API connection: psycopg 3,
-pymysql, pymssql or pyodbc, oracledb), ``source_dialect`` (for another driver: postgres, mysql,
+pymysql, pymssql or pyodbc to SQL Server, oracledb; ``lakecdc.quality.source_connect`` opens one from a URL), ``source_dialect`` (for another driver: postgres, mysql,
 sqlserver, oracle), ``source_table`` (``schema.table``), ``source_position`` (skip reading it; SQL
 Server and Oracle always need it), ``buckets`` (16), ``leaf_rows`` (256).
 
@@ -59,6 +59,7 @@ from lakecdc.quality.range_checksums import (
 from lakecdc.quality.rules import CheckContext, RuleResult, rule
 
 MISSING_IN_SILVER, MISSING_AT_SOURCE, DIFFERS = "missing in silver", "missing at the source", "differs"
+SQL_DBMS_NAME = 17  # ODBC's SQLGetInfo code of the database product's name (pyodbc.SQL_DBMS_NAME)
 
 
 @dataclass
@@ -220,8 +221,14 @@ def dialect_of(connection: Any, name: str | None = None) -> Dialect:
             raise AuditError(f"source reconciliation: unknown source dialect {name!r}")
         return DIALECTS[name]
     module = type(connection).__module__
+    if module.startswith("pyodbc"):  # ODBC reaches any database: ask the driver manager which
+        dbms = str(connection.getinfo(SQL_DBMS_NAME))
+        if "SQL Server" in dbms:
+            return DIALECTS["sqlserver"]
+        raise AuditError(f"source reconciliation over pyodbc to {dbms!r}: only SQL Server is read through ODBC; "
+                         "use its own driver (psycopg, PyMySQL, python-oracledb)")
     for prefix, dialect in (("psycopg", "postgres"), ("pymysql", "mysql"), ("MySQLdb", "mysql"),
-                            ("pymssql", "sqlserver"), ("pyodbc", "sqlserver"), ("oracledb", "oracle")):
+                            ("pymssql", "sqlserver"), ("oracledb", "oracle")):
         if module.startswith(prefix):
             return DIALECTS[dialect]
     raise AuditError(f"source reconciliation: unknown DB-API connection type {module}")
@@ -234,7 +241,7 @@ def source_snapshot(connection: Any, dialect: Dialect) -> tuple[Callable[[str], 
 
     def run(sql: str) -> list[tuple[Any, ...]]:
         cursor.execute(sql)
-        return list(cursor.fetchall())
+        return [tuple(row) for row in cursor.fetchall()]  # pyodbc's Row objects (and others') as tuples
 
     if dialect.name == "postgres":
         import psycopg

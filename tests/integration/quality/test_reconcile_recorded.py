@@ -1,5 +1,5 @@
 """Reconciliation against SQL Server and Oracle, executed: the checksum and bisection statements run
-through pymssql- and python-oracledb-shaped connections whose answers an evaluator computes from the
+through pymssql-, pyodbc- and python-oracledb-shaped connections whose answers an evaluator computes from the
 source rows with each vendor's documented function results (``recorded_sources``: recorded result
 sets, not a server -- neither database runs here). The lake side is a real Delta table read by
 DataFusion, written from the same rows."""
@@ -17,6 +17,7 @@ from recorded_sources import (
     Evaluator,
     EvaluatorMismatch,
     oracle_connection,
+    pyodbc_connection,
     sqlserver_connection,
 )
 
@@ -33,14 +34,18 @@ SCHEMAS = {
 }
 COLUMNS = [("amount", pa.decimal128(10, 2)), ("note", pa.string()), ("at", pa.timestamp("us", tz=UTC)),
            ("flag", pa.bool_()), ("blob", pa.binary()), ("ratio", pa.float64())]
-CONNECT = {"sqlserver": (sqlserver_connection, "dbo.items"), "oracle": (oracle_connection, "SHOP.ITEMS")}
+#: connection shape -> (connect, source table, the source_dialect option: None when told by the driver)
+CONNECT = {"sqlserver": (sqlserver_connection, "dbo.items", "sqlserver"),
+           "oracle": (oracle_connection, "SHOP.ITEMS", "oracle"),
+           "sqlserver-pyodbc": (pyodbc_connection, "dbo.items", None)}
 
 
 def key_values(shape: str, i: int) -> dict[str, Any]:
     if shape == "id":
         return {"id": i * 7 - 300}
     # text keys whose code point order differs from a linguistic one, with a quote and non-ASCII
-    return {"code": ["Zed", "apple", "Ärger", "o'neil", "zoë", "éclair"][i % 6] + str(i // 6),
+    # (and a "?": pyodbc's paramstyle is qmark, a marker outside a literal would be an error)
+    return {"code": ["Zed", "apple", "Ärger", "o'neil?", "zoë", "éclair"][i % 6] + str(i // 6),
             "day": dt.date(2020, 1, 1) + dt.timedelta(days=i % 3)}
 
 
@@ -60,11 +65,12 @@ def lake_table(tmp: Path, shape: str, data: list[dict[str, Any]]) -> LakeTable:
     return table
 
 
-def reconcile(table: LakeTable, dialect: str, shape: str, source_rows: list[dict[str, Any]]) -> tuple[Any, Evaluator]:
-    connect, name = CONNECT[dialect]
-    evaluator = Evaluator(dialect, name, SCHEMAS[shape], SCHEMAS[shape] + COLUMNS, source_rows)
+def reconcile(table: LakeTable, shape_of_driver: str, shape: str, source_rows: list[dict[str, Any]]) -> tuple[Any, Evaluator]:
+    connect, name, dialect = CONNECT[shape_of_driver]
+    evaluator = Evaluator(shape_of_driver.split("-")[0], name, SCHEMAS[shape], SCHEMAS[shape] + COLUMNS, source_rows)
+    told = {"source_dialect": dialect} if dialect else {}
     result = check_table(table, rules=["source_reconciliation"], keys=[k for k, _ in SCHEMAS[shape]],
-                         source_connection=connect(evaluator), source_dialect=dialect, source_table=name,
+                         source_connection=connect(evaluator), source_table=name, **told,
                          source_position="recorded", buckets=4, leaf_rows=4).results[0]
     return result, evaluator
 
