@@ -11,8 +11,9 @@ tuples. A single integer key is cut arithmetically (equal widths between its min
 key is cut at every n-th key of the range in key order, asked of the side holding more rows there.
 Compared columns: integers, decimals, booleans, text, dates, timestamps, binary, floats (exact bits)
 and nested values (arrays, structs, maps) in their canonical text (``lakecdc.quality.canonical``);
-a column a side cannot render (floats on MySQL, nested values on MySQL, SQL Server, Oracle) is left
-out and named in the result. Rows with a null key are in no range: ``not_null_keys`` reports them.
+MySQL's floats are bits computed in SQL and its nested values Debezium's geometry structs
+(``lakecdc.quality.mysql_text``); a column a side cannot render (nested values on SQL Server and
+Oracle, other structs on MySQL) is left out and named in the result. Rows with a null key are in no range: ``not_null_keys`` reports them.
 
 The source is read in one snapshot (PostgreSQL REPEATABLE READ, MySQL/MariaDB ``START TRANSACTION
 WITH CONSISTENT SNAPSHOT``) whose position is read in the same transaction (``pg_current_wal_lsn()``,
@@ -294,13 +295,12 @@ def source_reconciliation(ctx: CheckContext) -> RuleResult:
         schema = ctx.engine.schema("silver_asof") if ctx.silver_table is not None else ctx.silver_schema
         lake_source = f"(SELECT * FROM {view} WHERE _is_deleted IS NOT TRUE)" if "_is_deleted" in schema.names else view
         keys = key_columns(schema, ctx.keys)
-        columns, skipped = compared_columns(schema, [dialect, DIALECTS[ctx.engine.name]])
-        if ctx.engine.name == "datafusion":
+        if ctx.engine.name == "datafusion":  # before the columns are rendered: nested ones call them
             import pyarrow as pa
 
-            needs = [t for _, t in columns if is_nested(t)] + ([pa.float64()] if any(
-                pa.types.is_floating(t) for _, t in columns) else [])
+            needs = [f.type for f in schema if is_nested(f.type)] + [pa.float64()]
             register_datafusion_udfs(ctx.engine.context, list({str(t): t for t in needs}.values()))
+        columns, skipped = compared_columns(schema, [dialect, DIALECTS[ctx.engine.name]])
         lake = Side(DIALECTS[ctx.engine.name], f"{lake_source} lake_rows",
                     lambda sql: [tuple(r.values()) for r in ctx.engine.sql(sql).to_pylist()])
         out = bisect(Side(dialect, dialect.quote(table), run), lake, keys, columns,
