@@ -151,8 +151,9 @@ class Dialect:
                                   f"{{wkb, srid}}, not {type_}")
             texts = ", ".join(self._element(f, t.type, depth) for f, t in zip(fields, type_))
             return f"CASE WHEN {c} IS NULL THEN NULL ELSE CONCAT('{{', CONCAT_WS(',', {texts}), '}}') END"
-        if n not in ("postgres", "spark"):
-            raise Unsupported(f"{n} has no nested values to compare")
+        if n not in ("postgres", "spark"):  # sqlserver, oracle
+            raise Unsupported(f"{n} has no array, struct or map values, and Debezium's mapping of it emits none: "
+                              "a nested silver column was made by a transform, with no source value to compare")
         v = f"v{depth}"
         if pa.types.is_struct(type_):
             fields = [self._element(f"({c}).{self.quote(f.name)}" if n == "postgres" else f"{c}.{self.quote(f.name)}",
