@@ -13,7 +13,8 @@ Compared columns: integers, decimals, booleans, text, dates, timestamps, binary,
 and nested values (arrays, structs, maps) in their canonical text (``lakecdc.quality.canonical``);
 MySQL's floats are bits computed in SQL and its nested values Debezium's geometry structs
 (``lakecdc.quality.mysql_text``); a column a side cannot render (nested values on SQL Server and
-Oracle, other structs on MySQL) is left out and named in the result. Rows with a null key are in no range: ``not_null_keys`` reports them.
+Oracle, other structs on MySQL) is left out and named in the result. Rows with a null key are in
+no range: ``not_null_keys`` reports them.
 
 The source is read in one snapshot (PostgreSQL REPEATABLE READ, MySQL/MariaDB ``START TRANSACTION
 WITH CONSISTENT SNAPSHOT``) whose position is read in the same transaction (``pg_current_wal_lsn()``,
@@ -21,9 +22,10 @@ MariaDB's ``binlog_snapshot_file``/``position``); silver is read as of that posi
 (``lakecdc.audit.versions.position_match``), so changes still in flight are not differences.
 
 Options (``CheckContext.options``): ``source_connection`` (an open DB-API connection: psycopg 3,
-pymysql, pymssql or pyodbc to SQL Server, oracledb; ``lakecdc.quality.source_connect`` opens one from a URL), ``source_dialect`` (for another driver: postgres, mysql,
-sqlserver, oracle), ``source_table`` (``schema.table``), ``source_position`` (skip reading it; SQL
-Server and Oracle always need it), ``buckets`` (16), ``leaf_rows`` (256).
+pymysql, pymssql or pyodbc to SQL Server, oracledb; ``lakecdc.quality.source_connect`` opens one
+from a URL), ``source_dialect`` (for another driver: postgres, mysql, sqlserver, oracle),
+``source_table`` (``schema.table``), ``source_position`` (skip reading it; SQL Server and Oracle
+always need it), ``buckets`` (16), ``leaf_rows`` (256).
 
 Failing rows: ``{"id": 7, "_problem": "differs"}`` (or "missing in silver" / "missing at the source"),
 one column per key column.

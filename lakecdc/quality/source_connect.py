@@ -95,11 +95,12 @@ def parse_source(spec: str, password: str | None = None) -> SourceUrl:
 def _postgres(url: SourceUrl) -> Any:
     import psycopg
 
+    extra: dict[str, Any] = {"password": url.password_text()} if url.password else {}
     if url.dsn is not None:
-        extra = {"password": url.password_text()} if url.password else {}
         return psycopg.connect(url.dsn, **extra)
+    extra.update(url.options)  # sslmode=, connect_timeout=, ...
     return psycopg.connect(host=url.host, port=url.port, user=url.user or None, dbname=url.database or None,
-                           password=url.password_text() or None, **url.options)
+                           **extra)
 
 
 def _mysql(url: SourceUrl) -> Any:
@@ -112,8 +113,9 @@ def _mysql(url: SourceUrl) -> Any:
 def _pymssql(url: SourceUrl) -> Any:
     import pymssql
 
+    options: dict[str, Any] = dict(url.options)  # login_timeout=, tds_version=, ...
     return pymssql.connect(server=url.host, port=str(url.port), user=url.user, password=url.password_text(),
-                           database=url.database, **url.options)
+                           database=url.database, **options)
 
 
 def odbc_connection_string(url: SourceUrl) -> str:
@@ -130,7 +132,7 @@ def odbc_connection_string(url: SourceUrl) -> str:
 
 
 def _pyodbc(url: SourceUrl) -> Any:
-    import pyodbc
+    import pyodbc  # type: ignore[import-not-found]  # optional: installed with Microsoft's ODBC driver
 
     return pyodbc.connect(ConnectionString(odbc_connection_string(url)))
 

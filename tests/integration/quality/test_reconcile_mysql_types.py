@@ -162,9 +162,9 @@ def test_floats_and_geometry_against_iceberg_in_spark(maria: Any, spark: Any) ->
     assert not skipped, skipped
     run, _, end = source_snapshot(maria, DIALECTS["mysql"])
     try:
-        out = bisect(Side(DIALECTS["mysql"], "recon_mysql_types", run),
-                     Side(DIALECTS["spark"], "lake.recon.mysql_types", lambda sql: [tuple(r) for r in spark.sql(sql).collect()]),
-                     [("id", pa.int64())], columns)
+        lake_side = Side(DIALECTS["spark"], "lake.recon.mysql_types",
+                         lambda sql: [tuple(r) for r in spark.sql(sql).collect()])
+        out = bisect(Side(DIALECTS["mysql"], "recon_mysql_types", run), lake_side, [("id", pa.int64())], columns)
     finally:
         end()
     assert out.differences == {3: DIFFERS}

@@ -65,7 +65,8 @@ def lake_table(tmp: Path, shape: str, data: list[dict[str, Any]]) -> LakeTable:
     return table
 
 
-def reconcile(table: LakeTable, shape_of_driver: str, shape: str, source_rows: list[dict[str, Any]]) -> tuple[Any, Evaluator]:
+def reconcile(table: LakeTable, shape_of_driver: str, shape: str,
+              source_rows: list[dict[str, Any]]) -> tuple[Any, Evaluator]:
     connect, name, dialect = CONNECT[shape_of_driver]
     evaluator = Evaluator(shape_of_driver.split("-")[0], name, SCHEMAS[shape], SCHEMAS[shape] + COLUMNS, source_rows)
     told = {"source_dialect": dialect} if dialect else {}
