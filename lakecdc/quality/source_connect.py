@@ -63,7 +63,7 @@ class SourceUrl:
 
     def masked(self) -> str:
         if self.dsn is not None:
-            return redact(self.dsn)
+            return redact(str.__str__(self.dsn))
         secret = f":{MASK}" if self.password else ""
         return f"{self.scheme}://{self.user}{secret}@{self.host}:{self.port}/{self.database}"
 
@@ -87,20 +87,17 @@ def parse_source(spec: str, password: str | None = None) -> SourceUrl:
     except ValueError:
         raise SourceConnectError(f"source URL {redact(spec)}: the port is not a number") from None
     in_url = unquote(url.password) if url.password is not None else None
+    # a PostgreSQL URL goes to libpq whole (no host: its socket; its parameters), the password apart
     return SourceUrl(kind, dialect, url.hostname or "127.0.0.1", port, unquote(url.username or ""),
                      unquote(url.path.lstrip("/")), given or (Secret(in_url) if in_url else None),
-                     dict(parse_qsl(url.query)), scheme=scheme)
+                     dict(parse_qsl(url.query)), ConnectionString(spec) if kind == "postgres" else None, scheme)
 
 
 def _postgres(url: SourceUrl) -> Any:
     import psycopg
 
-    extra: dict[str, Any] = {"password": url.password_text()} if url.password else {}
-    if url.dsn is not None:
-        return psycopg.connect(url.dsn, **extra)
-    extra.update(url.options)  # sslmode=, connect_timeout=, ...
-    return psycopg.connect(host=url.host, port=url.port, user=url.user or None, dbname=url.database or None,
-                           **extra)
+    # a password given apart (or an env:/file: reference in the URL) wins over the conninfo's
+    return psycopg.connect(url.dsn or "", **({"password": url.password_text()} if url.password else {}))
 
 
 def _mysql(url: SourceUrl) -> Any:

@@ -84,3 +84,32 @@ def test_cli_connect_failures_are_clear_and_masked(recorded: None, tmp_path: Pat
     said = " ".join(output.split())  # as one line: the console wraps it
     assert code == 2 and "cannot connect to the source database mssql://recon:******@127.0.0.1:1/shop" in said, said
     assert PASSWORD not in said
+
+
+def test_cli_reconciles_postgres_with_the_password_apart(pg, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A real PostgreSQL 18 (SCRAM: the password is checked): the URL without it, ``--source-password
+    file:``; a wrong one is refused, masked."""
+    import psycopg
+
+    data = rows("id", 30)
+    lake_table(tmp_path, "id", data)
+    with psycopg.connect(pg.create_database("quality_reconcile_cli")) as conn:
+        conn.execute("CREATE TABLE items (id bigint PRIMARY KEY, amount numeric(10,2), note text, at timestamptz, "
+                     "flag boolean, blob bytea, ratio float8)")
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO items VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                            [(r["id"], r["amount"], "changed" if i == 5 else r["note"], r["at"], r["flag"], r["blob"],
+                              r["ratio"]) for i, r in enumerate(data)])
+    secret_file = tmp_path / "pw"
+    secret_file.write_text(pg.password + "\n")
+    url = f"postgresql://{pg.user}@{pg.host}:{pg.port}/quality_reconcile_cli"
+    code, output = check(tmp_path, url, "public.items", "--source-password", f"file:{secret_file}")
+    assert code == 1, output
+    (result,) = json.loads(output)["results"]
+    assert result["failing"] == [{"id": data[5]["id"], "_problem": "differs"}], result
+
+    secret_file.write_text("not-the-password\n")
+    code, output = check(tmp_path, url, "public.items", "--source-password", f"file:{secret_file}")
+    said = " ".join(output.split())
+    assert code == 2 and "cannot connect to the source database" in said and "password authentication failed" in said
+    assert "not-the-password" not in said and pg.password not in said
