@@ -97,7 +97,8 @@ def _postgres(url: SourceUrl) -> Any:
     import psycopg
 
     # a password given apart (or an env:/file: reference in the URL) wins over the conninfo's
-    return psycopg.connect(url.dsn or "", **({"password": url.password_text()} if url.password else {}))
+    extra: dict[str, Any] = {"password": url.password_text()} if url.password else {}
+    return psycopg.connect(url.dsn or "", **extra)
 
 
 def _mysql(url: SourceUrl) -> Any:
