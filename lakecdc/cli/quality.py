@@ -25,6 +25,8 @@ quality_app = typer.Typer(
         "  lakecdc quality check silver.customers -w ./lake --rule unique_keys --rule not_null_keys\n\n"
         "  lakecdc quality check silver.customers -w ./lake --source 'host=localhost dbname=shop user=me' "
         "--source-table public.customers\n\n"
+        "  lakecdc quality check silver.items -w ./lake --key-column id --source mssql://recon@db:1433/shop "
+        "--source-password env:MSSQL_PASSWORD --source-table dbo.items --source-position 00000027:00000758:000a\n\n"
         "  lakecdc quality check silver.customers -w ./lake --bronze bronze.customers --quarantine --json"
     ),
 )
@@ -32,26 +34,6 @@ quality_app = typer.Typer(
 
 def register(app: typer.Typer) -> None:
     app.add_typer(quality_app, name="quality")
-
-
-def connect_source(spec: str) -> Any:
-    """``mysql://user:pw@host:port/db`` (pymysql) or a libpq DSN / ``postgresql://`` URL (psycopg).
-    Errors never repeat the spec: it may hold a password."""
-    try:
-        if spec.startswith(("mysql://", "mariadb://")):
-            from urllib.parse import unquote, urlparse
-
-            import pymysql
-
-            url = urlparse(spec)
-            return pymysql.connect(host=url.hostname or "127.0.0.1", port=url.port or 3306,
-                                   user=unquote(url.username or ""), password=unquote(url.password or ""),
-                                   database=url.path.lstrip("/") or None)
-        import psycopg
-
-        return psycopg.connect(spec)
-    except Exception as error:  # noqa: BLE001 - driver errors differ; report the kind only
-        raise typer.BadParameter(f"cannot connect to the source database ({type(error).__name__})") from None
 
 
 @quality_app.command("check", epilog="[bold]Examples[/bold]\n\n  lakecdc quality check --config conf/ingest.yaml\n\n"
@@ -70,8 +52,16 @@ def check(
     rules: list[str] = typer.Option([], "--rule", "-r", help="Rule to run (repeat); default: all that apply."),
     key: list[str] = typer.Option([], "--key-column", help="Key column(s); default: the delete ledger's."),
     source: str | None = typer.Option(None, "--source", help="Source database for reconciliation: libpq DSN, "
-                                                             "postgresql:// or mysql:// URL."),
+                                                             "postgresql://, mysql://, mssql:// (pymssql), "
+                                                             "mssql+pyodbc://, or oracle://host:port/SERVICE URL."),
+    source_password: str | None = typer.Option(None, "--source-password",
+                                               help="The source's password: env:NAME, file:PATH or the text "
+                                                    "(default: the URL's; never printed)."),
     source_table: str | None = typer.Option(None, "--source-table", help="schema.table at the source."),
+    source_position: str | None = typer.Option(None, "--source-position",
+                                               help="The source position the source read reflects (SQL Server "
+                                                    "LSN, Oracle SCN; PostgreSQL and MySQL read their own): "
+                                                    "silver is compared as of it."),
     max_lag: float = typer.Option(900.0, "--max-lag", help="Freshness limit in seconds."),
     quarantine_rows: bool = typer.Option(False, "--quarantine", help="Write failing rows to TABLE_quarantine."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
@@ -82,10 +72,17 @@ def check(
     from lakecdc.quality import check_table, quarantine
 
     options: dict[str, Any] = {"max_lag_seconds": max_lag}
-    if source:
-        options.update(source_connection=connect_source(source))
     reports = []
     try:
+        if source:
+            from lakecdc.config.redact import install_log_redaction
+            from lakecdc.quality.source_connect import connect_source
+
+            install_log_redaction()  # a driver logging its connection string shows it masked
+            connection, url = connect_source(source, source_password)
+            options.update(source_connection=connection, source_dialect=url.dialect)
+            if source_position:
+                options.update(source_position=source_position)
         lake = AuditLake.of(config, fmt, warehouse, catalog)
         names = [table] if table else sorted(lake.bronze_names)
         if not names:
@@ -120,6 +117,10 @@ def check(
                 out.add_row(r.rule, "[green]pass[/green]" if r.passed else "[red]FAIL[/red]", str(r.failed_rows),
                             r.reason)
             console.print(out)
+            for r in report.failures:
+                if r.failing is not None and not r.failing.empty:  # the keys: what to look at first
+                    console.print(f"{r.rule}: first failing rows of {report.table}\n"
+                                  f"{r.failing.head(20).to_string(index=False)}", markup=False)
     if written:
         console.print(f"{written} failing rows written to the tables' _quarantine")
     if not all(r.passed for r in reports):

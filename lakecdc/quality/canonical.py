@@ -108,6 +108,11 @@ def udf_name(type_: pa.DataType) -> str:
     return f"lakecdc_text_{hashlib.md5(str(type_).encode()).hexdigest()[:12]}"
 
 
+#: str(pyarrow type) -> DataFusion's own text of that type (``arrow_typeof``), for ``arrow_cast``: a
+#: pure function of the type, filled when the type's function is registered
+_DATAFUSION_TYPES: dict[str, str] = {}
+
+
 def register_datafusion_udfs(context: Any, types: list[pa.DataType]) -> None:
     """Register, on a DataFusion ``SessionContext``, ``udf_name(t)`` for each float and nested type."""
     import pyarrow as pa
@@ -115,21 +120,23 @@ def register_datafusion_udfs(context: Any, types: list[pa.DataType]) -> None:
 
     for type_ in types:
         def canonical(values: pa.Array, type_: pa.DataType = type_) -> pa.Array:
-            rows = values.to_pylist()
-            if pa.types.is_map(type_):  # given as map_entries(): [{"key": k, "value": v}, ...]
-                rows = [None if r is None else [(e["key"], e["value"]) for e in r] for r in rows]
-            return pa.array([text_of(v, type_) for v in rows], pa.string())
+            return pa.array([text_of(v, type_) for v in values.to_pylist()], pa.string())
 
-        context.register_udf(udf(canonical, [datafusion_argument(type_)], pa.string(), "immutable",
-                                 name=udf_name(type_)))
+        context.register_udf(udf(canonical, [type_], pa.string(), "immutable", name=udf_name(type_)))
+        if is_nested(type_) and str(type_) not in _DATAFUSION_TYPES:
+            nulls = context.from_arrow(pa.table({"c": pa.nulls(1, type_)}))
+            _DATAFUSION_TYPES[str(type_)] = nulls.select_exprs("arrow_typeof(c) AS t").to_pylist()[0]["t"]
 
 
-def datafusion_argument(type_: pa.DataType) -> pa.DataType:
-    """What the function of ``type_`` is called with: a map as its ``map_entries`` (pyarrow names a
-    map's entries field "entries", DataFusion "key_value": the map type itself never matches)."""
-    import pyarrow as pa
+def datafusion_text(c: str, type_: pa.DataType) -> str:
+    """SQL calling the registered function of nested ``type_`` on expression ``c``.
 
-    if not pa.types.is_map(type_):
-        return type_
-    entry = pa.struct([pa.field("key", type_.key_type, False), pa.field("value", type_.item_type)])
-    return pa.list_(pa.field("item", entry, False))
+    A function's signature is exact, and a map in a table's column is not of the map type pyarrow
+    describes: DataFusion names a map's entries field "key_value", pyarrow "entries" (the
+    signature's). DataFusion coerces a list of maps to the signature, not a struct holding a map
+    (a planning error), so the value is cast first to the type as pyarrow names it, in DataFusion's
+    own spelling of that type (``arrow_cast``): any nesting plans."""
+    spelled = _DATAFUSION_TYPES.get(str(type_))
+    if spelled is None:
+        raise LookupError(f"no DataFusion function registered for {type_}: call register_datafusion_udfs")
+    return f"{udf_name(type_)}(arrow_cast({c}, '{spelled.replace(chr(39), chr(39) * 2)}'))"

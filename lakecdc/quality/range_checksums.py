@@ -24,7 +24,8 @@ DBA sees whose query it is, and a recorded source can answer it):
 
 Dialects: ``postgres``, ``mysql`` (MySQL and MariaDB), ``sqlserver``, ``oracle`` for the source;
 ``spark`` and ``datafusion`` for the lake. What a dialect cannot render raises ``Unsupported``
-(floats in MySQL: it has no access to a double's bits; nested values outside PostgreSQL and the lake).
+(nested values in SQL Server and Oracle: neither has array, struct or map values, and lakecdc's
+capture of them emits none; in MySQL every nested value but Debezium's geometry structs).
 """
 
 from __future__ import annotations
@@ -38,11 +39,13 @@ from typing import TYPE_CHECKING, Any
 from lakecdc.quality.canonical import (
     NAN_BITS,
     NULL_TEXT,
+    datafusion_text,
     is_binary,
     is_nested,
     is_text,
     udf_name,
 )
+from lakecdc.quality.mysql_text import double_bits, geometry_fields
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -118,13 +121,15 @@ class Dialect:
             import pyarrow as pa
 
             return f"{udf_name(pa.float64())}(cast({c} AS double))"
-        raise Unsupported(f"{n} has no access to a double's bits: float columns are not compared")
+        return double_bits(c)  # MySQL: computed (lakecdc.quality.mysql_text)
 
     def _element(self, c: str, type_: pa.DataType, depth: int) -> str:
         """A nested element: ``<length>:<text>``, or ``∅`` for a null (PostgreSQL and Spark)."""
         t = self.text(c, type_, depth + 1)
         if self.name == "postgres":
             return f"CASE WHEN {self._is_null(c, type_)} THEN '{NULL_TEXT}' ELSE length({t}) || ':' || {t} END"
+        if self.name == "mysql":  # LENGTH counts bytes there
+            return f"CASE WHEN {c} IS NULL THEN {self.null} ELSE CONCAT(CHAR_LENGTH({t}), ':', {t}) END"
         return f"CASE WHEN {c} IS NULL THEN '{NULL_TEXT}' ELSE concat(cast(length({t}) AS string), ':', {t}) END"
 
     def _is_null(self, c: str, type_: pa.DataType) -> str:
@@ -138,9 +143,17 @@ class Dialect:
 
         n = self.name
         if n == "datafusion":
-            return f"{udf_name(type_)}(map_entries({c}))" if pa.types.is_map(type_) else f"{udf_name(type_)}({c})"
-        if n not in ("postgres", "spark"):
-            raise Unsupported(f"{n} has no nested values to compare")
+            return datafusion_text(c, type_)
+        if n == "mysql":
+            fields = geometry_fields(c, tuple(f.name for f in type_)) if pa.types.is_struct(type_) else None
+            if fields is None:
+                raise Unsupported("mysql's nested values are Debezium's geometry structs {x, y, wkb, srid} and "
+                                  f"{{wkb, srid}}, not {type_}")
+            texts = ", ".join(self._element(f, t.type, depth) for f, t in zip(fields, type_))
+            return f"CASE WHEN {c} IS NULL THEN NULL ELSE CONCAT('{{', CONCAT_WS(',', {texts}), '}}') END"
+        if n not in ("postgres", "spark"):  # sqlserver, oracle
+            raise Unsupported(f"{n} has no array, struct or map values, and Debezium's mapping of it emits none: "
+                              "a nested silver column was made by a transform, with no source value to compare")
         v = f"v{depth}"
         if pa.types.is_struct(type_):
             fields = [self._element(f"({c}).{self.quote(f.name)}" if n == "postgres" else f"{c}.{self.quote(f.name)}",
@@ -242,8 +255,11 @@ DIALECTS = {
 
 
 def header(query: str, **params: Any) -> str:
-    """``/* lakecdc reconcile {...} */``: the query's parameters (``*/`` cannot occur inside: JSON escapes ``/``)."""
-    text = json.dumps({"query": query, **params}, ensure_ascii=True, sort_keys=True).replace("/", "\\/")
+    """``/* lakecdc reconcile {...} */``: the query's parameters (``*/`` cannot occur inside: JSON escapes ``/``;
+    ``?`` and ``'`` are escaped too: a driver that does not parse comments, as ODBC's may not, would read
+    a ``?`` as a parameter marker (pyodbc's paramstyle is qmark) and a quote as the start of a literal)."""
+    text = json.dumps({"query": query, **params}, ensure_ascii=True, sort_keys=True).replace("/", "\\/") \
+        .replace("?", "\\u003f").replace("'", "\\u0027")
     return f"/* lakecdc reconcile {text} */ "
 
 

@@ -11,8 +11,10 @@ tuples. A single integer key is cut arithmetically (equal widths between its min
 key is cut at every n-th key of the range in key order, asked of the side holding more rows there.
 Compared columns: integers, decimals, booleans, text, dates, timestamps, binary, floats (exact bits)
 and nested values (arrays, structs, maps) in their canonical text (``lakecdc.quality.canonical``);
-a column a side cannot render (floats on MySQL, nested values on MySQL, SQL Server, Oracle) is left
-out and named in the result. Rows with a null key are in no range: ``not_null_keys`` reports them.
+MySQL's floats are bits computed in SQL and its nested values Debezium's geometry structs
+(``lakecdc.quality.mysql_text``); a column a side cannot render (nested values on SQL Server and
+Oracle, other structs on MySQL) is left out and named in the result. Rows with a null key are in
+no range: ``not_null_keys`` reports them.
 
 The source is read in one snapshot (PostgreSQL REPEATABLE READ, MySQL/MariaDB ``START TRANSACTION
 WITH CONSISTENT SNAPSHOT``) whose position is read in the same transaction (``pg_current_wal_lsn()``,
@@ -20,9 +22,10 @@ MariaDB's ``binlog_snapshot_file``/``position``); silver is read as of that posi
 (``lakecdc.audit.versions.position_match``), so changes still in flight are not differences.
 
 Options (``CheckContext.options``): ``source_connection`` (an open DB-API connection: psycopg 3,
-pymysql, pymssql or pyodbc, oracledb), ``source_dialect`` (for another driver: postgres, mysql,
-sqlserver, oracle), ``source_table`` (``schema.table``), ``source_position`` (skip reading it; SQL
-Server and Oracle always need it), ``buckets`` (16), ``leaf_rows`` (256).
+pymysql, pymssql or pyodbc to SQL Server, oracledb; ``lakecdc.quality.source_connect`` opens one
+from a URL), ``source_dialect`` (for another driver: postgres, mysql, sqlserver, oracle),
+``source_table`` (``schema.table``), ``source_position`` (skip reading it; SQL Server and Oracle
+always need it), ``buckets`` (16), ``leaf_rows`` (256).
 
 Failing rows: ``{"id": 7, "_problem": "differs"}`` (or "missing in silver" / "missing at the source"),
 one column per key column.
@@ -59,6 +62,7 @@ from lakecdc.quality.range_checksums import (
 from lakecdc.quality.rules import CheckContext, RuleResult, rule
 
 MISSING_IN_SILVER, MISSING_AT_SOURCE, DIFFERS = "missing in silver", "missing at the source", "differs"
+SQL_DBMS_NAME = 17  # ODBC's SQLGetInfo code of the database product's name (pyodbc.SQL_DBMS_NAME)
 
 
 @dataclass
@@ -220,8 +224,14 @@ def dialect_of(connection: Any, name: str | None = None) -> Dialect:
             raise AuditError(f"source reconciliation: unknown source dialect {name!r}")
         return DIALECTS[name]
     module = type(connection).__module__
+    if module.startswith("pyodbc"):  # ODBC reaches any database: ask the driver manager which
+        dbms = str(connection.getinfo(SQL_DBMS_NAME))
+        if "SQL Server" in dbms:
+            return DIALECTS["sqlserver"]
+        raise AuditError(f"source reconciliation over pyodbc to {dbms!r}: only SQL Server is read through ODBC; "
+                         "use its own driver (psycopg, PyMySQL, python-oracledb)")
     for prefix, dialect in (("psycopg", "postgres"), ("pymysql", "mysql"), ("MySQLdb", "mysql"),
-                            ("pymssql", "sqlserver"), ("pyodbc", "sqlserver"), ("oracledb", "oracle")):
+                            ("pymssql", "sqlserver"), ("oracledb", "oracle")):
         if module.startswith(prefix):
             return DIALECTS[dialect]
     raise AuditError(f"source reconciliation: unknown DB-API connection type {module}")
@@ -234,7 +244,7 @@ def source_snapshot(connection: Any, dialect: Dialect) -> tuple[Callable[[str], 
 
     def run(sql: str) -> list[tuple[Any, ...]]:
         cursor.execute(sql)
-        return list(cursor.fetchall())
+        return [tuple(row) for row in cursor.fetchall()]  # pyodbc's Row objects (and others') as tuples
 
     if dialect.name == "postgres":
         import psycopg
@@ -287,13 +297,12 @@ def source_reconciliation(ctx: CheckContext) -> RuleResult:
         schema = ctx.engine.schema("silver_asof") if ctx.silver_table is not None else ctx.silver_schema
         lake_source = f"(SELECT * FROM {view} WHERE _is_deleted IS NOT TRUE)" if "_is_deleted" in schema.names else view
         keys = key_columns(schema, ctx.keys)
-        columns, skipped = compared_columns(schema, [dialect, DIALECTS[ctx.engine.name]])
-        if ctx.engine.name == "datafusion":
+        if ctx.engine.name == "datafusion":  # before the columns are rendered: nested ones call them
             import pyarrow as pa
 
-            needs = [t for _, t in columns if is_nested(t)] + ([pa.float64()] if any(
-                pa.types.is_floating(t) for _, t in columns) else [])
+            needs = [f.type for f in schema if is_nested(f.type)] + [pa.float64()]
             register_datafusion_udfs(ctx.engine.context, list({str(t): t for t in needs}.values()))
+        columns, skipped = compared_columns(schema, [dialect, DIALECTS[ctx.engine.name]])
         lake = Side(DIALECTS[ctx.engine.name], f"{lake_source} lake_rows",
                     lambda sql: [tuple(r.values()) for r in ctx.engine.sql(sql).to_pylist()])
         out = bisect(Side(dialect, dialect.quote(table), run), lake, keys, columns,

@@ -10,7 +10,11 @@ As JSON (``report.as_dict()``)::
 
     {"table": "silver.customers", "passed": false, "results": [
       {"rule": "unique_keys", "passed": false, "failed_rows": 2,
-       "reason": "2 silver rows share their key with another row", "checked": 40}]}
+       "reason": "2 silver rows share their key with another row", "checked": 40,
+       "failing": [{"id": 7, "_problem": "duplicate key"}, ...]}]}
+
+``failing`` is the rule's bounded sample of failing rows (keys and what is wrong), values as JSON
+text where JSON has no type for them (decimals, dates).
 """
 
 from __future__ import annotations
@@ -51,7 +55,15 @@ class QualityReport:
     def as_dict(self) -> dict[str, Any]:
         return {"table": self.table, "passed": self.passed, "results": [
             {"rule": r.rule, "passed": r.passed, "failed_rows": r.failed_rows, "reason": r.reason,
-             "checked": r.checked} for r in self.results]}
+             "checked": r.checked, **({"failing": sample_records(r.failing)} if r.failing is not None else {})}
+            for r in self.results]}
+
+
+def sample_records(frame: Any) -> list[dict[str, Any]]:
+    """A failing-rows sample as JSON-safe records (what the CLI's ``--json`` prints)."""
+    import json
+
+    return list(json.loads(frame.to_json(orient="records", date_format="iso", default_handler=str)))
 
 
 def check_table(silver: LakeTable, bronze: LakeTable | None = None, rules: list[str] | tuple[str, ...] | None = None,

@@ -286,3 +286,112 @@ def oracle_connection(evaluator: Evaluator) -> _OracleConnection:
 
     conn.pattern_handlers = [(re.compile(r"/\* lakecdc reconcile .*", re.DOTALL), handler)]
     return conn
+
+
+# -- pyodbc's DB-API shape (paramstyle qmark), as it reaches SQL Server through Microsoft's ODBC driver --
+class OdbcError(Exception):
+    """pyodbc.Error: ``args`` is (SQLSTATE, message)."""
+
+
+class OdbcRow:
+    """pyodbc.Row: a sequence (index, slice, iteration, len) with the columns as attributes; not a tuple."""
+
+    def __init__(self, description: list[tuple[Any, ...]], values: tuple[Any, ...]) -> None:
+        self.cursor_description = description
+        self._values = values
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._values[i]
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __iter__(self) -> Any:
+        return iter(self._values)
+
+    def __getattr__(self, name: str) -> Any:
+        for i, column in enumerate(self.cursor_description):
+            if column[0] == name:
+                return self._values[i]
+        raise AttributeError(name)
+
+    def __reduce__(self) -> Any:
+        raise TypeError("cannot pickle 'pyodbc.Row' object")  # what crosses must be plain values
+
+
+def _markers(sql: str) -> int:
+    """``?`` outside string literals (in comments too: what a driver that does not parse comments sees)."""
+    return len(re.findall(r"\?", re.sub(r"N?'(?:[^']|'')*'", "", sql)))
+
+
+class OdbcCursor:
+    def __init__(self, connection: OdbcConnection) -> None:
+        self.connection = connection
+        self.description: list[tuple[Any, ...]] | None = None
+        self._rows: list[OdbcRow] = []
+
+    def execute(self, sql: str, *params: Any) -> OdbcCursor:
+        if self.connection.closed:
+            raise OdbcError("08003", "[08003] Attempt to use a closed connection.")
+        if _markers(sql) != len(params):
+            raise OdbcError("07002", f"[07002] [Microsoft][ODBC Driver 18 for SQL Server]COUNT field incorrect or "
+                                     f"syntax error ({_markers(sql)} markers, {len(params)} parameters)")
+        names, rows = self.connection.evaluator.answer(sql)
+        # the Python type of each column (pyodbc's type_code): SUM of DECIMAL(38, 0) is Decimal, COUNT int
+        types = [next((type(r[i]) for r in rows if r[i] is not None), str) for i in range(len(names))]
+        self.description = [(n, t, None, None, None, None, True) for n, t in zip(names, types)]
+        self._rows = [OdbcRow(self.description, tuple(r)) for r in rows]
+        return self
+
+    def fetchall(self) -> list[OdbcRow]:
+        out, self._rows = self._rows, []
+        return out
+
+    def fetchone(self) -> OdbcRow | None:
+        return self._rows.pop(0) if self._rows else None
+
+    def close(self) -> None:
+        self._rows = []
+
+
+class OdbcConnection:
+    __module__ = "pyodbc"  # pyodbc.Connection's: the reconciliation tells drivers apart by their module
+    autocommit = False
+
+    def __init__(self, evaluator: Evaluator) -> None:
+        self.evaluator, self.closed, self.rollbacks = evaluator, False, 0
+
+    def getinfo(self, code: int) -> str:
+        if code != 17:  # SQL_DBMS_NAME
+            raise OdbcError("HY096", f"[HY096] Information type out of range ({code})")
+        return "Microsoft SQL Server"
+
+    def cursor(self) -> OdbcCursor:
+        return OdbcCursor(self)
+
+    def rollback(self) -> None:
+        self.rollbacks += 1
+
+    def commit(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def pyodbc_connection(evaluator: Evaluator) -> OdbcConnection:
+    """A pyodbc-shaped connection to SQL Server answering from ``evaluator``."""
+    return OdbcConnection(evaluator)
+
+
+# -- the CLI's driver hook (LAKECDC_QUALITY_SOURCE_FACTORY=recorded_sources:cli_factory) ---------------
+CLI_SOURCES: dict[str, Evaluator] = {}  # SourceUrl.kind -> the evaluator its connection answers from
+CLI_CALLS: list[Any] = []  # the SourceUrl of every connect, with the password the CLI resolved
+
+
+def cli_factory(url: Any) -> Any:
+    CLI_CALLS.append((url, url.password_text()))
+    evaluator = CLI_SOURCES[url.kind]
+    if url.kind == "oracledb":
+        return oracle_connection(evaluator)
+    return pyodbc_connection(evaluator) if url.kind == "pyodbc" else sqlserver_connection(evaluator)
