@@ -67,10 +67,11 @@ def key_text(raw: bytes | None) -> str | None:
         return None
     parts = split_envelope(raw)
     if parts is not None:
-        return parts[1].decode("utf-8")
+        return None if parts[1] == b"null" else parts[1].decode("utf-8")
     if isinstance(tree, dict) and "payload" in tree and "schema" in tree:
         tree = tree["payload"]
-    return orjson.dumps(tree).decode("utf-8")
+    # a JSON null names no old key (as no header does), never the text "null"
+    return None if tree is None else orjson.dumps(tree).decode("utf-8")
 
 
 def parse_json(data: bytes, what: str = "value") -> Any:

@@ -350,3 +350,13 @@ def test_every_seed_decodes_cleanly_and_reserialized_identically(index: int) -> 
     assert batch.dead_letters == []
     spaced = None if value is None else json.dumps(value, indent=2).encode()
     assert _outcome(_decode(topic, (raw_key, raw), (raw_key, spaced)), 1) == _outcome(batch, 1)
+
+
+@pytest.mark.parametrize("header", [b"null", b'{"schema":{"type":"int32","optional":true},"payload":null}',
+                                    b'{"schema":null,"payload":null}'])
+def test_a_null_old_key_header_names_no_old_key(header: bytes) -> None:
+    """Found by the mutation test above: a JSON null key header became the text "null"."""
+    from lakecdc.ingest.converter_json import key_text
+
+    assert key_text(header) is None
+    assert key_text(b'{"schema":{"type":"int32"},"payload":7}') == "7"
