@@ -37,6 +37,12 @@ from lakecdc.devstack.postgres import Postgres
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+# pytest-xdist's workers start with COLUMNS=80 and LINES=24 set; rich fixes a console's width from
+# COLUMNS when the console is made (the CLI's are made at import), so a test giving COLUMNS to a
+# CliRunner would see its output wrapped at 80 in a worker and not in a serial run.
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
+
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     # Servers left by a test run that was killed (kill -9, OOM) are stopped and removed.
