@@ -23,6 +23,7 @@ import multiprocessing
 import os
 import pickle
 import signal
+import time
 from collections import deque
 from typing import Any
 
@@ -33,8 +34,11 @@ from lakecdc.capture.mysql.binlog_reader import BinlogReader, ReaderFailure
 
 log = logging.getLogger(__name__)
 
-#: most events per message: bounds a message's size, and the capture's wait for its first event
+#: a message holds at most this many events, decoded rows, and seconds of decoding: the capture
+#: process waits for a whole message, so it is kept small enough to keep both processes busy
 BATCH_EVENTS = 512
+BATCH_ROWS = 1000
+BATCH_SECONDS = 0.05
 
 
 class _Packet:
@@ -127,25 +131,28 @@ def _child(conn: Any, kwargs: dict[str, Any]) -> None:
     reader.start()
     try:
         while True:
-            first = reader.get(1.0)
-            if first is None:
+            item = reader.get(1.0)
+            if item is None:
                 if os.getppid() != parent:  # the capture process died (kill -9): nobody reads the pipe
                     return
                 continue
-            batch = [first]
-            while len(batch) < BATCH_EVENTS:
-                item = reader.get_nowait()
-                if item is None:
-                    break
-                batch.append(item)
-            out = []
-            for item in batch:
+            # decode what is ready into one message, up to a bound of rows and of time, so the
+            # capture process works on one message while the next is decoded
+            out: list[Any] = []
+            rows = 0
+            deadline = time.monotonic() + BATCH_SECONDS
+            while item is not None:
                 if isinstance(item, ReaderFailure):
                     out.append(ReaderFailure(_picklable(item.error)))
-                else:
-                    out.append((item[0], lighten(item[1])))
+                    break
+                light = lighten(item[1])
+                out.append((item[0], light))
+                rows += len(light.__dict__.get("decoded_rows") or ())
+                if rows >= BATCH_ROWS or len(out) >= BATCH_EVENTS or time.monotonic() >= deadline:
+                    break
+                item = reader.get_nowait()
             conn.send_bytes(pickle.dumps(out, pickle.HIGHEST_PROTOCOL))
-            if any(isinstance(item, ReaderFailure) for item in out):
+            if isinstance(out[-1], ReaderFailure):
                 return
     except (BrokenPipeError, EOFError, OSError):
         pass  # the capture process is gone or closed the pipe

@@ -9,6 +9,7 @@ import os
 import pickle
 import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,15 @@ from mysql_capture_support import CaptureThread, data_events, fresh_database, re
 
 pytestmark = pytest.mark.integration
 
+
+@pytest.fixture
+def database(mariadb: Any) -> Iterator[str]:
+    """A fresh database, dropped after the test: a snapshot lists every database's structure, so
+    one left behind would show up in other tests' schema-change topics."""
+    fresh_database(mariadb, DB)
+    yield DB
+    mariadb.admin_sql(f"DROP DATABASE IF EXISTS `{DB}`;\n")
+
 DB = "binlog_process"
 
 
@@ -24,8 +34,8 @@ def reader_processes() -> list[Any]:
     return [p for p in multiprocessing.active_children() if p.name == "lakecdc-binlog-reader"]
 
 
-def test_killed_reader_process_resumes_with_every_change_exactly_once(mariadb: Any, tmp_path: Path) -> None:
-    fresh_database(mariadb, DB)
+def test_killed_reader_process_resumes_with_every_change_exactly_once(mariadb: Any, database: str,
+                                                                     tmp_path: Path) -> None:
     sql(mariadb, DB, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))")
     props = write_properties(tmp_path / "c.properties", mariadb, DB)
     out = tmp_path / "out.jsonl"
