@@ -29,8 +29,7 @@ from typing import Any
 
 from lakecdc.capture.heartbeat import Heartbeat
 from lakecdc.capture.mysql import connection as myconn
-from lakecdc.capture.mysql.binlog_process import BinlogReaderProcess
-from lakecdc.capture.mysql.binlog_reader import ReaderFailure
+from lakecdc.capture.mysql.binlog_reader import BinlogReader, ReaderFailure
 from lakecdc.capture.mysql.blocking import blocking_snapshot
 from lakecdc.capture.mysql.database_schema import DatabaseSchema
 from lakecdc.capture.mysql.failure_modes import is_source_error, on_undecodable_event, on_unknown_table
@@ -99,7 +98,7 @@ class MySqlStreamingSource:
         self.tracker = TransactionTracker() if config.provide_transaction_metadata else None
         #: Debezium's MariaDB connector begins a transaction at every GTID event (see _announce_begin)
         self.eager_begin = self.tracker is not None and config.connector_type == "mariadb"
-        self.reader: BinlogReaderProcess | None = None
+        self.reader: BinlogReader | None = None
         self.tx = _Tx()
         self.file = ""
         self.file_index = 0
@@ -172,8 +171,7 @@ class MySqlStreamingSource:
         settings = binlog_connection_settings(self.config)
         self.file = self.resume.file
         self.file_index = binlog_file_index(self.file)
-        # read and decoded in a process of its own (binlog_process.py): the second core
-        self.reader = BinlogReaderProcess(
+        self.reader = BinlogReader(
             settings, self.config.replica_server_id, self.resume.file, self.resume.pos,
             is_mariadb=info.is_mariadb, annotate_rows=self.include_query,
             queue_size=self.config.max_queue_size,
