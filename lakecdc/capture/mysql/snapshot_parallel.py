@@ -214,8 +214,10 @@ def emit_table(emit: Callable[[list[ChangeRecord]], None], factory: Any, rows: I
             batch.append(held_record(False))
             held = None
         if type(item) is EncodedRows:
+            # a read record's value is never null (payload_bytes gives None only for a null payload)
             batch.extend(ChangeRecord(topic, key_schema, None if key is None else EncodedPayload(key), envelope,
-                                      EncodedPayload(value), headers, position) for key, value in item.pairs)
+                                      EncodedPayload(value), headers, position)  # type: ignore[arg-type]
+                         for key, value in item.pairs)
             count += len(item.pairs)
         else:
             held = item
