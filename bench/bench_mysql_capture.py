@@ -61,9 +61,12 @@ wall (29,978 /CPU-s, workers included): 0.74x the serial rate, not the 2x target
 the capture process's own CPU 2.5 s serial and 0.6 s parallel: the capture process waits for the
 workers, whose range reads (pymysql parsing the rows, conversion, encoding) and start-up (fork,
 connect under the lock, one ``ROW_NUMBER()`` pass for the range boundaries) take what the serial
-read takes on one core. Not found in the time: whether the server's reads, the workers' start-up or
-scheduling on the shared cores bound it; the option stays opt-in (``snapshot.max.threads`` defaults
-to 1).
+read takes on one core. Timed inside the workers (20:58 UTC, load ~9, 100k rows): start-up 0.1 s,
+range boundaries 0.1 s, each 10k-row range 0.7-2.3 s of wall time for only 0.21 CPU-s in the
+worker, while the same range query alone (pymysql, in or out of a consistent-snapshot transaction)
+returns its 10k rows in 0.13 s: the workers spend ~80 % of their time waiting, not working. What
+they wait for (scheduling on the shared cores, the server under two readers, the result hand-over)
+was not found in the time; the option stays opt-in (``snapshot.max.threads`` defaults to 1).
 
 Streaming, same day: the row decoding was moved into a reader process (the binlog read and
 ``RowsEvent.rows`` in a forked child, light event copies pickled to the capture process) and
