@@ -11,6 +11,12 @@ The commit sequence (each step logged with its number at DEBUG, and a summary at
 A crash between any two steps loses nothing: at worst records after the stored offset are sent
 again on restart, and the connector skips events at or before the stored position.
 
+Streaming into a sink that can tell without blocking which records are acknowledged (Kafka:
+``checkpoint``/``settled``) does not stop at step 2: at each commit point the offset is put aside
+with a checkpoint and capture goes on; steps 3 and 4 run for the newest offset whose checkpoint
+has settled (Kafka Connect's ``WorkerSourceTask`` with ``SubmittedRecords``: offsets of
+acknowledged records only, the task never waits for the producer). The end of streaming flushes.
+
 With a transactional producer (``producer.transactional.id``, Kafka Connect's exactly-once source
 support) and offsets in a Kafka topic of the same cluster, steps 2 and 3 are one step: the offset
 record is written by the sink's producer into the transaction that holds the events it covers, and
@@ -31,10 +37,11 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from lakecdc.capture.snapshot_modes import plan_start
 from lakecdc.capture.spi import CaptureConnector
@@ -44,6 +51,7 @@ from lakecdc.transforms.errors import JSON_CONVERTER, KEY_CONVERTER, VALUE_CONVE
 from lakecdc.transport.offsets import Offset, OffsetStore, offset_key
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 #: the offset stored by commits during a snapshot: every connector's ``snapshot_completed`` reads it
 #: as an unfinished snapshot (PostgreSQL: no ``last_snapshot_record``; others: no ``snapshot_completed``)
@@ -244,6 +252,7 @@ class CaptureCoordinator:
             batch: list[Any] = []
             unflushed = 0
             last_commit = time.monotonic()
+            pending: deque[tuple[int, Offset, float]] = deque()  # (sink checkpoint, offset, taken at)
             while not self._stop.is_set():
                 source.poll(batch, settings.max_batch_size, settings.poll_timeout_s)
                 # idleness is read before a possibly slow send; heartbeats do not count as changes
@@ -258,13 +267,21 @@ class CaptureCoordinator:
                 if unflushed >= settings.max_unflushed_records or now - last_commit >= settings.commit_interval_s:
                     offset = source.committable_offset()
                     if offset is not None:
-                        self._commit(offset, acknowledge=source)
+                        checkpoint = self._checkpoint()
+                        if checkpoint is None:
+                            self._commit(offset, acknowledge=source)
+                        else:
+                            pending.append((checkpoint, offset, now))
                     unflushed = 0
                     last_commit = now
+                if pending:
+                    self._commit_settled(pending, source)
                 if settings.stop_when_idle_s is not None and idle >= settings.stop_when_idle_s:
                     log.info("no changes for %.1f s; stopping (--stop-when-idle)", settings.stop_when_idle_s)
                     break
             offset = source.committable_offset()
+            if offset is None and pending:
+                offset = pending[-1][1]
             if offset is not None:
                 self._commit(offset, acknowledge=source)
         finally:
@@ -292,17 +309,49 @@ class CaptureCoordinator:
                 records = records[at + 1:]
 
     def _flush(self) -> None:
-        """``sink.flush()``; with ``errors.tolerance=all`` the records the broker refused are skipped
-        (KIP-779: Connect's non-transactional source task commits past a failed send). A fatal producer
-        error (topic ``*``) and an unreachable broker (``SinkTransientError``) are never skipped."""
+        """``sink.flush()``, refused records tolerated as ``_delivered`` says."""
+        self._delivered(self.sink.flush)
+
+    def _delivered(self, check: Callable[[], T]) -> T:
+        """``check()`` (the sink's flush or ``settled``); with ``errors.tolerance=all`` the records the
+        broker refused are skipped (KIP-779: Connect's non-transactional source task commits past a
+        failed send) and ``check`` asked again. A fatal producer error (topic ``*``) and an unreachable
+        broker (``SinkTransientError``) are never skipped."""
+        while True:
+            try:
+                return check()
+            except SinkDeliveryError as exc:
+                if not (self._errors.tolerate_all and exc.failures and not getattr(self.sink, "transactional", False)
+                        and all(topic != "*" for topic, _ in exc.failures)):
+                    raise
+                for topic, reason in exc.failures:
+                    self._errors.produce_failed(topic, reason)
+
+    def _checkpoint(self) -> int | None:
+        """A sink checkpoint to store the next offset at once it settles; None: commit by flushing."""
+        checkpoint = getattr(self.sink, "checkpoint", None)
+        if checkpoint is None or self._offsets_in_transaction:
+            return None
+        return checkpoint()
+
+    def _commit_settled(self, pending: deque[tuple[int, Offset, float]], acknowledge: Any) -> None:
+        """Steps 3 and 4 for the newest offset whose records the sink has all acknowledged -- also
+        when a later record's failure is raised meanwhile (the offset before it still holds)."""
+        settled = None
         try:
-            self.sink.flush()
-        except SinkDeliveryError as exc:
-            if not (self._errors.tolerate_all and exc.failures and not getattr(self.sink, "transactional", False)
-                    and all(topic != "*" for topic, _ in exc.failures)):
-                raise
-            for topic, reason in exc.failures:
-                self._errors.produce_failed(topic, reason)
+            while pending and self._delivered(lambda: self.sink.settled(pending[0][0])):
+                settled = pending.popleft()
+        finally:
+            if settled is not None:
+                self._store_settled(*settled, acknowledge)
+
+    def _store_settled(self, checkpoint: int, offset: Offset, taken: float, acknowledge: Any) -> None:
+        log.debug("commit step 3: storing offset %s (its records are acknowledged)", offset)
+        self.offsets.save(self._key, offset)
+        log.debug("commit step 4: acknowledging the source")
+        acknowledge.acknowledge(offset)
+        self.stats.commits += 1
+        self.metrics.committed(offset, time.monotonic() - taken)
 
     def _commit(self, offset: Offset, acknowledge: Any | None) -> None:
         started = time.monotonic()

@@ -136,7 +136,6 @@ POSTGRES: dict[str, str] = {
 }
 
 MYSQL: dict[str, str] = {
-    "snapshot.max.threads": _ONE_THREAD,
     "retriable.restart.connector.wait.ms": _NO_RESTART,
     "binlog.buffer.size": "lakecdc decodes each transaction as its events arrive; no look-ahead buffer",
     "database.jdbc.driver": "names a Java JDBC driver; lakecdc connects with PyMySQL",

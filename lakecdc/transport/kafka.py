@@ -12,6 +12,11 @@ Commit sequence (the capture coordinator acknowledges the source only after step
    capture reconnects and re-sends from its last committed position), ``SinkDeliveryError``
    when records were refused; an open transaction is aborted.
 
+Between commits the capture does not wait for ``flush``: :meth:`KafkaSink.checkpoint` marks what was
+sent so far and :meth:`KafkaSink.settled` says, without blocking, when all of it is acknowledged
+(``lakecdc.transport.acks``, Kafka Connect's ``SubmittedRecords``); only then is the offset taken at
+the checkpoint stored. Transactional producers commit at ``flush`` as above.
+
 Idempotence keeps per-partition order and removes duplicates from producer retries; the source
 position carried by every event makes re-delivery after a crash harmless downstream.
 """
@@ -28,6 +33,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from lakecdc.config.redact import redact
 from lakecdc.errors import ConfigError, SinkDeliveryError, SinkTransientError
+from lakecdc.transport.acks import AckTracker
 from lakecdc.transport.kafka_config import connection_subset, producer_settings
 from lakecdc.transport.sink import RecordSerializer
 from lakecdc.transport.topics import TopicCreator
@@ -78,7 +84,9 @@ class KafkaSink:
         self._failures: list[tuple[str, str, bool]] = []  # (topic, error, transient)
         self._fatal: str | None = None
         self._last_error: tuple[str, float] = ("", 0.0)
-        self._lock = threading.Lock()
+        # re-entrant: a producer being destroyed reports its queued records from within whatever
+        # Python code released it (a garbage collection can run inside a locked section)
+        self._lock = threading.RLock()
         self._in_transaction = False
         self._closed = False
         timeout_ms = int(settings.get("message.timeout.ms", settings.get("delivery.timeout.ms", 300_000)))
@@ -88,6 +96,13 @@ class KafkaSink:
         self.transaction_timeout_s = int(settings.get("transaction.timeout.ms", 60_000)) / 1000
         settings["error_cb"] = self._on_error
         settings["on_delivery"] = self._on_delivery  # one default callback: no per-record closure
+        # Every record's delivery report counts towards its epoch, unless the user asked librdkafka
+        # for failure reports only: then commits wait in flush() for everything sent.
+        # (confluent-kafka takes only a bool here; a .properties file gives text)
+        only_errors = str(settings.get("delivery.report.only.error", False)).lower() in ("true", "1")
+        settings["delivery.report.only.error"] = only_errors
+        reports_all = not only_errors
+        self._acks = AckTracker(self._on_delivery) if reports_all and not self.transactional else None
         settings["logger"] = _librdkafka_logger()
         self._settings = settings
         try:
@@ -140,17 +155,21 @@ class KafkaSink:
         self._begin_if_needed()
         key_bytes, value_bytes = self._serializer.key_bytes, self._serializer.value_bytes
         produce = self._producer.produce
+        report = self._report(len(records))
         for record in records:
             key, value, headers = key_bytes(record), value_bytes(record), record.headers or None
             if record.partition is not None:  # placed by a transform (outbox EventRouter)
-                self._produce(record.topic, key, value, headers, record.partition)
+                self._produce(record.topic, key, value, headers, record.partition, report)
                 continue
             try:
                 # confluent-kafka's stub wants list[tuple[str, str | bytes | None]]; a list is invariant
                 # the common case, inlined
-                produce(record.topic, value, key, headers=headers)  # type: ignore[arg-type]
+                produce(record.topic, value, key, headers=headers, on_delivery=report)  # type: ignore[arg-type]
             except (BufferError, KafkaException):
-                self._produce(record.topic, key, value, headers)
+                self._produce(record.topic, key, value, headers, None, report)
+        # serve the delivery reports that arrived meanwhile: librdkafka holds each record until its
+        # report is served, and the reports are what settles a checkpoint
+        self._producer.poll(0)
 
     def send_raw(self, topic: str, key: bytes | None, value: bytes | None,
                  headers: list[tuple[str, bytes]] | None = None, partition: int | None = None) -> None:
@@ -160,15 +179,40 @@ class KafkaSink:
         if self._topics is not None:
             self._topics.ensure([topic])
         self._begin_if_needed()
-        self._produce(topic, key, value, headers, partition)
+        self._produce(topic, key, value, headers, partition, self._report(1))
+
+    def checkpoint(self) -> int | None:
+        """Mark everything sent so far, without waiting; None when this producer cannot tell
+        (transactional, or ``delivery.report.only.error=true``): then only ``flush`` makes it durable."""
+        return None if self._acks is None else self._acks.checkpoint()
+
+    def settled(self, checkpoint: int) -> bool:
+        """True once every record sent before ``checkpoint`` is acknowledged; does not block. Raises
+        as :meth:`flush` does when a record failed (before any later checkpoint can settle)."""
+        assert self._acks is not None, "settled() needs a checkpoint() that returned one"
+        self._check_usable()
+        self._producer.poll(0)
+        if self._acks.failed_before(checkpoint):
+            self._raise_failures()
+        return self._acks.settled(checkpoint)
+
+    def _report(self, count: int) -> Any:
+        """The delivery callback for ``count`` records about to be produced (their epoch's)."""
+        if self._acks is None:
+            return self._on_delivery
+        epoch = self._acks.current
+        epoch.sent += count
+        return epoch.delivered
 
     def _produce(self, topic: str, key: bytes | None, value: bytes | None,
-                 headers: list[tuple[str, bytes]] | None, partition: int | None = None) -> None:
+                 headers: list[tuple[str, bytes]] | None, partition: int | None = None,
+                 report: Any = None) -> None:
         produce = self._producer.produce
         placed: dict[str, Any] = {} if partition is None else {"partition": partition}
         while True:
             try:
-                produce(topic, value, key, headers=headers, **placed)  # type: ignore[arg-type]  # as above
+                produce(topic, value, key, headers=headers, on_delivery=report or self._on_delivery,  # type: ignore[arg-type]
+                        **placed)
                 return
             except BufferError:
                 # librdkafka's queue is full: serve delivery reports until there is room.
@@ -265,6 +309,8 @@ class KafkaSink:
             failures, self._failures = self._failures, []
         if not failures:
             return
+        if self._acks is not None:
+            self._acks.failures_handled()
         distinct = list(dict.fromkeys((topic, reason) for topic, reason, _ in failures))
         shown = "; ".join(f"topic '{t}': {e}" for t, e in distinct[:5])
         more = f" (and {len(distinct) - 5} more)" if len(distinct) > 5 else ""
@@ -295,7 +341,12 @@ class KafkaSink:
         if self.transactional:
             raise SinkDeliveryError(f"Kafka transactional producer failed fatally: {reason}", [("*", reason)])
         log.warning("Kafka producer failed fatally (%s); starting a new producer", redact(reason))
-        self._producer = Producer(self._settings)
+        old, self._producer = self._producer, Producer(self._settings)
+        if self._acks is not None:
+            self._acks.forget()
+        del old  # destroyed here: it reports its unsent records as failed, which the retry makes moot
+        with self._lock:
+            self._failures.clear()
         self._fatal = None
         raise SinkTransientError(
             f"Kafka producer failed ({reason}); a new producer is ready, records since the last commit "

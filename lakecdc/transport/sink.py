@@ -115,10 +115,13 @@ class RecordSerializer:
             if type(payload) is EncodedPayload:
                 return b"".join(self._pieces(record, schema, payload, schemas_enable, part))
             return payload
+        encoder = self._encoder_for(record, schema, schemas_enable, part)
         try:
-            return self._encoder_for(record, schema, schemas_enable, part).encode(payload)
+            body = encoder.encode_body(payload)
         except ValueError as exc:
             raise _undeliverable(record, part, exc) from None
+        # RecordEncoder.encode's bytes, with one copy of the (kilobytes long) schema part, not two
+        return b"".join((encoder.head, body, b"}")) if schemas_enable else body
 
     def _pieces(self, record: ChangeRecord, schema: ConnectSchema | None, payload: Any,
                 schemas_enable: bool, part: str) -> tuple[bytes, ...]:

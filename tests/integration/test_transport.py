@@ -214,3 +214,48 @@ def test_make_sink_transactional_from_producer_properties(broker: Broker) -> Non
 
     metadata = AdminClient({"bootstrap.servers": broker.bootstrap_servers}).list_topics(timeout=10)
     assert len(metadata.topics[f"{prefix}.offsets"].partitions) == 1
+
+
+def test_checkpoint_settles_once_the_broker_holds_every_record_sent_before_it(broker: Broker) -> None:
+    """Commits without flushing (lakecdc.transport.acks): a checkpoint settles only when everything
+    sent before it is on the broker; records sent after it do not hold it back."""
+    prefix = unique_prefix()
+    sink = KafkaSink(broker.bootstrap_servers, topic_partitions=3)
+    records = [ChangeRecord(f"{prefix}.t", KEY, {"id": i}, VALUE, {"id": i, "note": None}) for i in range(300)]
+    sink.send(records[:200])
+    checkpoint = sink.checkpoint()
+    assert checkpoint is not None
+    sink.send(records[200:])
+    deadline = time.monotonic() + 30
+    while not sink.settled(checkpoint):
+        assert time.monotonic() < deadline, "the checkpoint never settled"
+        time.sleep(0.01)
+    # settled without a flush: the 200 records before the checkpoint are on the broker (the
+    # consumer reads until it has all 300 or 30 s pass: the 100 after it may not be there yet)
+    sink._producer.purge()  # nothing not yet sent leaves after this point
+    messages = consume(broker.bootstrap_servers, [f"{prefix}.t"], 300, timeout_s=10)
+    assert set(range(200)) <= {json.loads(m.key())["payload"]["id"] for m in messages}
+    sink._producer.flush(5)
+    sink._closed = True  # the purged records report failures that this test does not check
+
+
+def test_checkpoint_never_settles_when_the_broker_is_gone_and_names_the_topic() -> None:
+    from lakecdc.devstack.ports import free_port
+
+    sink = KafkaSink(f"127.0.0.1:{free_port()}", create_topics=False,
+                     producer_config={"message.timeout.ms": "1500"})
+    sink.send([ChangeRecord("gone.public.t", KEY, {"id": 1}, VALUE, {"id": 1, "note": None})])
+    checkpoint = sink.checkpoint()
+    assert checkpoint is not None
+    deadline = time.monotonic() + 30
+    with pytest.raises(SinkTransientError, match="topic 'gone.public.t'"):
+        while time.monotonic() < deadline:
+            assert not sink.settled(checkpoint)
+            time.sleep(0.05)
+    sink._closed = True  # nothing to flush into a broker that does not exist
+
+
+def test_user_asking_for_failure_reports_only_gets_flushing_commits(broker: Broker) -> None:
+    sink = KafkaSink(broker.bootstrap_servers, producer_config={"delivery.report.only.error": "true"})
+    assert sink.checkpoint() is None  # the coordinator then flushes at each commit
+    sink.close()

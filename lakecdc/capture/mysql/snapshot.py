@@ -25,15 +25,17 @@ import logging
 import time
 from typing import Any
 
-from lakecdc.capture.snapshot_last import HoldLast
 from lakecdc.capture.blocking import BlockingSnapshotError
 from lakecdc.capture.mysql import connection as myconn
+from lakecdc.capture.mysql import snapshot_parallel as parallel
 from lakecdc.capture.mysql.change_records import schema_change_record
 from lakecdc.capture.mysql.database_schema import DatabaseSchema
 from lakecdc.capture.mysql.errors import MySqlPrivilegeError
 from lakecdc.capture.mysql.offset import boundary_offset
+from lakecdc.capture.mysql.snapshot_parallel import SnapshotWorkers, parallel_allowed
 from lakecdc.capture.mysql.source_info import source_builder
 from lakecdc.capture.mysql.table_changes import change_id
+from lakecdc.capture.snapshot_last import HoldLast
 from lakecdc.capture.spi import Emit, SnapshotResult
 from lakecdc.events.positions import MySqlPosition
 from lakecdc.events.source import snapshot_marker
@@ -66,6 +68,7 @@ class MySqlSnapshotSource:
         conn = myconn.connect(self.config)
         started = time.monotonic()
         rows = 0
+        workers: SnapshotWorkers | None = None
         try:
             info = myconn.server_info(conn)
             with conn.cursor() as cur:
@@ -86,12 +89,14 @@ class MySqlSnapshotSource:
             position = {"file": status.file, "pos": status.pos, "server_id": info.server_id,
                         "gtids": status.gtids, "snapshot": True}
             self._read_schema(conn, info, databases, tables, position)                 # step 4
+            # snapshot.max.threads: worker transactions begin before the lock goes
+            workers = self._start_workers(conn, captured)
             if self.lock_kind == "global" and self.config.snapshot_locking_mode != "extended":
                 self._unlock(conn)                                                     # step 5
             self._emit_schema_changes(emit, status, info)                              # step 6
             if self.with_data:
                 rows = self.scan(conn, emit, captured, MySqlPosition(                  # step 7
-                    file=status.file, pos=status.pos, server_id=info.server_id, snapshot=True))
+                    file=status.file, pos=status.pos, server_id=info.server_id, snapshot=True), workers)
             conn.commit()                                                              # step 8
             if self.lock_kind != "none":
                 self._unlock(conn)                                                     # 1.2.5 step 9
@@ -101,6 +106,8 @@ class MySqlSnapshotSource:
                      rows, len(captured), elapsed, self.lock_used, status.file, status.pos)
             return SnapshotResult(offset=offset, rows=rows, tables=len(captured))
         finally:
+            if workers is not None:
+                workers.close()
             try:
                 conn.rollback()
                 if self.lock_kind != "none":
@@ -108,6 +115,23 @@ class MySqlSnapshotSource:
             except Exception:  # the connection may already be gone; the server drops its locks
                 pass
             conn.close()
+
+    def _start_workers(self, conn: Any, captured: list[tuple[str, str]]) -> SnapshotWorkers | None:
+        """``snapshot.max.threads`` worker processes (snapshot_parallel.py) when they may be used: a
+        lock holds writers back while they begin, nothing before the sink reads record values, and a
+        captured table is large enough to be read in key ranges."""
+        config = self.config
+        if not self.with_data or self.lock_kind == "none" or self.selects or not parallel_allowed(config):
+            return None
+        factories = {(db, t): f for db, t in captured if (f := self.schema.factory(db, t)) is not None}
+        with conn.cursor() as cur:
+            large = False
+            for db, table in factories:
+                cur.execute("SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s "
+                            "AND TABLE_NAME = %s", (db, table))
+                row = cur.fetchone()
+                large = large or bool(row and int(row[0] or 0) >= parallel.MIN_ROWS)
+        return SnapshotWorkers(config, factories) if large else None
 
     def _structure_databases(self, names: list[str]) -> list[str]:
         """The databases whose tables' structure the snapshot reads into the schema history:
@@ -249,10 +273,12 @@ class MySqlSnapshotSource:
             return self.schema.captured_tables()
         return [t for t in self.schema.tables if t.id.database in self._database_statements]
 
-    def scan(self, conn: Any, emit: Emit, captured: list[tuple[str, str]], position: MySqlPosition) -> int:
+    def scan(self, conn: Any, emit: Emit, captured: list[tuple[str, str]], position: MySqlPosition,
+             workers: SnapshotWorkers | None = None) -> int:
         """Step 7: one ``r`` record per row, at ``position`` (also a blocking snapshot's, read while
         streaming). Rows are fetched in blocks; every row of a table shares one source block and
-        one position (they differ only for the first and last rows)."""
+        one position (they differ only for the first and last rows). ``workers`` read the large
+        tables in key ranges."""
         import pymysql.cursors
 
         total = 0
@@ -278,6 +304,17 @@ class MySqlSnapshotSource:
 
                 middle = source("true")
                 read = factory.read
+                parallel_rows = None
+                if workers is not None and from_signal is None and f"{db}.{table}" not in \
+                        self.config.snapshot_select_statements:
+                    parallel_rows = workers.table_rows(conn, db, table, factory, middle, position)
+                if parallel_rows is not None:
+                    progress.table_started(db, table)
+                    count = parallel.emit_table(emit, factory, parallel_rows, source, middle, position, total == 0,
+                                               progress.advance, BATCH)
+                    total += count
+                    progress.table_done(db, table)
+                    continue
                 cur = conn.cursor(pymysql.cursors.SSCursor)
                 table_rows = 0
                 progress.table_started(db, table)

@@ -211,7 +211,10 @@ def test_a_record_the_broker_refuses_is_skipped_only_with_all(kafka_broker: Any,
         # random text: a compressed batch of a repeated letter would fit under the limit
         return ChangeRecord(topic, KEY, {"id": id_}, NOTE, {"id": id_, "note": secrets.token_urlsafe(size)})
     batches = [[note(1, 10), note(2, 10)], [note(3, 6000)], [note(4, 10)]]
-    sink = KafkaSink(servers, producer_config={"linger.ms": "0"})
+    # one record per produce request: the broker refuses a whole batch over max.message.bytes, and
+    # capture no longer waits for each commit's records before sending the next (librdkafka does not
+    # split a refused batch as Java's producer does)
+    sink = KafkaSink(servers, producer_config={"linger.ms": "0", "batch.num.messages": "1"})
     try:
         with caplog.at_level(logging.ERROR, logger="lakecdc.transforms"):
             if tolerance == "none":
@@ -236,7 +239,10 @@ def test_a_record_the_broker_refuses_is_skipped_only_with_all(kafka_broker: Any,
     reader.close()
     logged = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     if tolerance == "none":
-        assert ids_read == [1, 2] and offset["lsn"] == 110  # nothing committed past the refused record
+        # nothing committed past the refused record (capture may stop before storing the offset of
+        # the records before it: they are sent again); a record sent after it before the failure was
+        # reported may be on the topic (as with Connect: sends do not wait for the one before)
+        assert ids_read[:2] == [1, 2] and 3 not in ids_read and (offset is None or offset["lsn"] == 110)
         assert not logged
     else:
         assert ids_read == [1, 2, 4] and offset["lsn"] == 130
