@@ -145,7 +145,7 @@ def recipe(config_path: str, table_format: str, warehouse: str) -> None:
     from confluent_kafka import Consumer, KafkaError
 
     from lakecdc.devstack.broker import kafka_client_defaults
-    from lakecdc.ingest.config import load_ingest_config
+    from lakecdc.config.ingest import load_ingest_config
     from lakecdc.ingest.job import ingest_session
 
     cfg = load_ingest_config(config_path)

@@ -80,7 +80,7 @@ class AuditLake:
             if warehouse is None:
                 raise AuditError("give --config (the ingest configuration) or --warehouse")
             return cls(warehouse, {}, fmt or "delta", catalog or "hadoop", "lake", None, log_table)
-        from lakecdc.ingest.config import load_ingest_config
+        from lakecdc.config.ingest import load_ingest_config
         from lakecdc.ingest.job_state import load_state
         from lakecdc.ingest.naming import TableNamer
 

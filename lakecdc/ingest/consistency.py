@@ -30,7 +30,7 @@ from pyspark.sql.types import ArrayType, LongType, StringType, StructField, Stru
 
 from lakecdc.audit.notation import format_position
 from lakecdc.ingest.batch import TableTarget
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 
 if TYPE_CHECKING:
     from lakecdc.writers.base import LakeWriter

@@ -51,7 +51,7 @@ from lakecdc.events.envelope import HEADER_OLD_KEY
 from lakecdc.events.positions import position_from_source
 from lakecdc.events.schema import ConnectSchema
 from lakecdc.ingest.batch import METADATA_COLUMNS, ColumnSpec
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.connect_types import (ColumnType, TypeOptions, ValueConversionError, column_type,
                                           convert_column, fields_problem, json_type_name)
 from lakecdc.ingest.control_records import SchemaChange, TxMarker, heartbeat_ts_ms, tx_marker

@@ -57,7 +57,7 @@ import pyarrow.compute as pc
 from lakecdc.errors import SchemaEvolutionError
 from lakecdc.events.positions import SNAPSHOT_PHASE
 from lakecdc.ingest.batch import ColumnSpec
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.decode import DecodedBatch, Decoder
 from lakecdc.ingest.executor_decode import SchemaRegistry, drop_committed, max_offsets
 from lakecdc.ingest.ordering import rank_after_snapshot, rank_by_commit

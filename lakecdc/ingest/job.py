@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lakecdc.errors import ConfigError
-from lakecdc.ingest.config import IngestConfig, load_ingest_config
+from lakecdc.config.ingest import IngestConfig, load_ingest_config
 from lakecdc.ingest.job_state import load_state
 from lakecdc.ingest.metrics import BatchMetrics
 from lakecdc.ingest.processor import BatchProcessor, BatchReport

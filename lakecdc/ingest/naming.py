@@ -24,7 +24,7 @@ from typing import Literal
 
 from lakecdc.errors import ConfigError
 from lakecdc.ingest.batch import TableTarget
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.segments import SourceTable
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_]")

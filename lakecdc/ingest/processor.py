@@ -42,7 +42,7 @@ import pyarrow.compute as pc
 
 from lakecdc.errors import SchemaEvolutionError
 from lakecdc.ingest.batch import ChangeBatch, TableTarget
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.consistency import ConsistencyLog
 from lakecdc.ingest.consistency_point import ConsistencyPoint
 from lakecdc.ingest.dead_letter import DeadLetterSink, dead_letter_frame

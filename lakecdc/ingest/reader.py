@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from lakecdc.errors import MissingExtraError, TransientError
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

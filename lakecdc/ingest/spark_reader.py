@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal
 
 from lakecdc.errors import MissingExtraError
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.offset_ranges import FetchedRange, OffsetRange, RangePlanner, StartOffset
 from lakecdc.ingest.reader import KafkaMicroBatch, matching_partitions
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from lakecdc.errors import ConfigError, TransientError
-from lakecdc.ingest.config import IngestConfig, load_ingest_config
+from lakecdc.config.ingest import IngestConfig, load_ingest_config
 from lakecdc.maintenance.options import MaintenanceOptions
 from lakecdc.maintenance.result import MaintenanceResult
 from lakecdc.writers.conflicts import CommitConflictError, retry_on_conflict

@@ -1,6 +1,6 @@
 """Pipeline expectations: a table's GX suite checked on each micro-batch's change events before silver.
 
-Configured per table (``lakecdc.ingest.config``)::
+Configured per table (``lakecdc.config.ingest``)::
 
     table.mapping:
       shop.public.orders: {expectations: conf/expectations/orders.json, expectations_action: quarantine}
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from lakecdc.ingest.batch import TableTarget
-    from lakecdc.ingest.config import IngestConfig
+    from lakecdc.config.ingest import IngestConfig
 
 log = logging.getLogger(__name__)
 Action = Literal["warn", "quarantine", "fail"]

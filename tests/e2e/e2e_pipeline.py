@@ -30,7 +30,7 @@ from e2e_lake import Differences, Lake, SourceColumn, SourceTable, arrow_type_of
 from psycopg import sql
 
 from lakecdc.capture.runner import run_capture
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.job import IngestSummary, run_ingest
 from workloads.changelog import ChangeLog
 

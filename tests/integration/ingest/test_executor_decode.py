@@ -18,7 +18,7 @@ import pytest
 from ingest_broker import publish, unique_prefix
 from ingest_tables import publish_golden_with_a_malformed_record
 
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.decode import Decoder
 from lakecdc.ingest.executor_decode import SchemaRegistry, decode_on_executors, drop_committed
 from lakecdc.ingest.reader import PythonKafkaReader

@@ -15,7 +15,7 @@ import pytest
 from ingest_broker import create_topics, golden_records, publish_records, unique_prefix
 from ingest_tables import assert_final_source_state, table_rows
 
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.job import reader_kind, run_ingest
 from lakecdc.ingest.reader import PythonKafkaReader
 from lakecdc.ingest.spark_reader import SparkRangeReader

@@ -10,7 +10,7 @@ from decimal import Decimal
 import pytest
 from ingest_broker import create_topics, golden_records, publish, publish_records, unique_prefix
 
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.decode import Decoder
 from lakecdc.ingest.frames import kafka_schema
 from lakecdc.ingest.reader import PythonKafkaReader

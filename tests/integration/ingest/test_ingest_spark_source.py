@@ -15,7 +15,7 @@ from ingest_broker import create_topics, golden_records, publish_records, unique
 from ingest_tables import assert_final_source_state
 
 from lakecdc.errors import ConfigError
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.job import run_ingest
 from lakecdc.ingest.kafka_source import spark_kafka_available
 

@@ -22,7 +22,7 @@ import pytest
 from ingest_broker import encode, golden_records
 from ingest_tables import assert_final_state, delta_exists, delta_rows
 
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.job_state import JobState, load_state
 from lakecdc.ingest.processor import BatchProcessor
 from lakecdc.ingest.reader import KAFKA_ARROW_SCHEMA, KafkaMicroBatch

@@ -16,7 +16,7 @@ from ingest_tables import assert_final_state
 from pyspark.sql import SparkSession
 from writer_harness import LONG, STR, Ev, Stream
 
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.job import run_ingest
 from lakecdc.ingest.progress import PROGRESS_KEY
 from lakecdc.writers.base import create_writer, delta_in_session

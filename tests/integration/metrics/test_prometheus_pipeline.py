@@ -25,7 +25,7 @@ from psycopg import sql
 from metrics_scrape import Samples, scrape, value, wait_for
 
 from lakecdc.devstack.ports import free_port
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.job import run_ingest
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -22,7 +22,7 @@ from lakecdc.capture.runner import run_capture
 from lakecdc.cli.main import app
 from lakecdc.events.positions import position_from_source
 from lakecdc.ingest.transactions import commit_lsn, tx_link
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.job import run_ingest
 from lakecdc.capture.postgres.replication import format_lsn, parse_lsn
 from lakecdc.metrics.capture_status import capture_status

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from ingest_records import encode, golden_records, kafka_table
 
 from lakecdc.events.positions import PostgresPosition
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.decode import Decoder
 from lakecdc.ingest.job_state import JobState
 from lakecdc.ingest.ordering import (FIRST_TRANSACTION_PHASE, event_seq, order_rows, rank_after_snapshot,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lakecdc.errors import ConfigError
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.history_plan import (
     HISTORY_META_COLUMNS, HistoryPlan, history_clauses, history_join, render_history_spark_sql,
 )

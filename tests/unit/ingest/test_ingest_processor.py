@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 from ingest_records import kafka_table
 
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.metrics import describe
 from lakecdc.ingest.processor import BatchProcessor, BatchReport
 from lakecdc.ingest.job_state import JobState

@@ -8,7 +8,7 @@ import pyarrow as pa
 from ingest_records import encode, golden_records, kafka_table
 
 from lakecdc.events.positions import position_from_source
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.decode import Decoder
 from lakecdc.ingest.ordering import max_seq, min_seq, order_rows, rank_by_commit
 from lakecdc.ingest.segments import union_segments

@@ -13,7 +13,7 @@ from lakecdc.capture.coordinator import CaptureCoordinator, CoordinatorSettings
 from lakecdc.transport.offsets import FileOffsetStore
 from lakecdc.capture.sqlserver.config import SqlServerConnectorConfig
 from lakecdc.capture.sqlserver.connector import SqlServerConnector
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.decode import Decoder
 from lakecdc.ingest.reader import KAFKA_ARROW_SCHEMA
 from lakecdc.ingest.segments import union_segments
