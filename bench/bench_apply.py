@@ -195,7 +195,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakecdc.ingest.batch import ChangeBatch, ColumnSpec, TableTarget
+from lakecdc.lake.batch import ChangeBatch, ColumnSpec, TableTarget
 from lakecdc.ingest.silver import arrow_batch_stats
 from lakecdc.writers.base import LakeWriter, create_writer
 from lakecdc.writers.delta_rs import _to_arrow

@@ -60,7 +60,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from lakecdc.ingest.batch import METADATA_COLUMNS, col
+from lakecdc.lake.batch import METADATA_COLUMNS, col
 
 ROW_HASH = "_row_hash"
 OCCURRENCE = "_occurrence"

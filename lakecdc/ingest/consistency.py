@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType, TimestampType
 
 from lakecdc.audit.notation import format_position
-from lakecdc.ingest.batch import TableTarget
+from lakecdc.lake.batch import TableTarget
 from lakecdc.config.ingest import IngestConfig
 
 if TYPE_CHECKING:

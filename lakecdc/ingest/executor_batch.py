@@ -56,7 +56,7 @@ import pyarrow.compute as pc
 
 from lakecdc.errors import SchemaEvolutionError
 from lakecdc.events.positions import SNAPSHOT_PHASE
-from lakecdc.ingest.batch import ColumnSpec
+from lakecdc.lake.batch import ColumnSpec
 from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.decode import DecodedBatch, Decoder
 from lakecdc.ingest.executor_decode import SchemaRegistry, drop_committed, max_offsets

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from lakecdc.ingest.batch import METADATA_COLUMNS
+from lakecdc.lake.batch import METADATA_COLUMNS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -25,7 +25,7 @@ ROWS_PER_PARTITION = 50_000
 
 
 def metadata_fields() -> list[StructField]:
-    """Spark fields of the metadata columns (``lakecdc.ingest.batch.METADATA_COLUMNS``), nullable."""
+    """Spark fields of the metadata columns (``lakecdc.lake.batch.METADATA_COLUMNS``), nullable."""
     from pyspark.sql import types as T
 
     kinds = {"string": T.StringType(), "array<bigint>": T.ArrayType(T.LongType(), True), "bigint": T.LongType(),

@@ -38,7 +38,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
-from lakecdc.ingest.batch import col
+from lakecdc.lake.batch import col
 from lakecdc.ingest.bronze import BRONZE_RENAMES, KEYED_IDENTITY
 from lakecdc.ingest.frames import arrow_to_spark, spark_to_arrow
 

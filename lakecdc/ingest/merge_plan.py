@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from lakecdc.ingest.batch import SEQ_LENGTH, DeleteMode
+from lakecdc.lake.batch import SEQ_LENGTH, DeleteMode
 from lakecdc.ingest.key_ranges import KeyRanges, ranges_predicate
 
 ClauseKind = Literal["matched_delete", "matched_update", "not_matched_insert",

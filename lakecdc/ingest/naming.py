@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import Literal
 
 from lakecdc.errors import ConfigError
-from lakecdc.ingest.batch import TableTarget
+from lakecdc.lake.batch import TableTarget
 from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.segments import SourceTable
 

@@ -41,7 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecdc.errors import SchemaEvolutionError
-from lakecdc.ingest.batch import ChangeBatch, TableTarget
+from lakecdc.lake.batch import ChangeBatch, TableTarget
 from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.consistency import ConsistencyLog
 from lakecdc.ingest.consistency_point import ConsistencyPoint

@@ -20,7 +20,7 @@ from pyspark.sql.types import (
 )
 
 from lakecdc.errors import SchemaEvolutionError
-from lakecdc.ingest.batch import ColumnSpec
+from lakecdc.lake.batch import ColumnSpec
 
 _INTEGRAL_RANK = {ByteType: 1, ShortType: 2, IntegerType: 3, LongType: 4}
 

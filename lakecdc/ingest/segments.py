@@ -15,9 +15,9 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from lakecdc.errors import SchemaEvolutionError
-from lakecdc.ingest.batch import METADATA_COLUMNS, ColumnSpec
+from lakecdc.lake.batch import METADATA_COLUMNS, ColumnSpec
 
-#: Arrow types of the metadata columns (``lakecdc.ingest.batch.METADATA_COLUMNS``).
+#: Arrow types of the metadata columns (``lakecdc.lake.batch.METADATA_COLUMNS``).
 METADATA_ARROW: dict[str, pa.DataType] = {
     "_op": pa.string(),
     "_seq": pa.list_(pa.int64()),

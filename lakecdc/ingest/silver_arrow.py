@@ -16,7 +16,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecdc.ingest.batch import SEQ_LENGTH
+from lakecdc.lake.batch import SEQ_LENGTH
 from lakecdc.ingest.merge_plan import SILVER_META_COLUMNS
 from lakecdc.ingest.silver import BatchStats
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Mapping
 
-from lakecdc.ingest.batch import SEQ_LENGTH
+from lakecdc.lake.batch import SEQ_LENGTH
 from lakecdc.ingest.merge_plan import Dialect, seq_literal, seq_newer
 from lakecdc.ingest.progress import CommitProgress
 from lakecdc.maintenance.options import MaintenanceOptions

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
-    from lakecdc.ingest.batch import TableTarget
+    from lakecdc.lake.batch import TableTarget
     from lakecdc.config.ingest import IngestConfig
 
 log = logging.getLogger(__name__)

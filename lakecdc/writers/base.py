@@ -40,7 +40,7 @@ from pyspark.sql.types import (
 )
 
 from lakecdc.errors import MissingExtraError, SchemaEvolutionError, TerminalError
-from lakecdc.ingest.batch import ApplyResult, ChangeBatch, ColumnSpec, TableTarget, col
+from lakecdc.lake.batch import ApplyResult, ChangeBatch, ColumnSpec, TableTarget, col
 from lakecdc.ingest.bronze import BRONZE_RENAMES, OCCURRENCE, ROW_HASH, to_bronze_layout
 from lakecdc.ingest.history_plan import HistoryPlan
 from lakecdc.ingest.merge_plan import MergePlan
@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SEQ_TYPE = ArrayType(LongType(), containsNull=False)
-#: The metadata columns of ``ChangeBatch.df`` (``lakecdc.ingest.batch.METADATA_COLUMNS``).
+#: The metadata columns of ``ChangeBatch.df`` (``lakecdc.lake.batch.METADATA_COLUMNS``).
 BATCH_META = StructType([
     StructField("_op", StringType()), StructField("_seq", SEQ_TYPE), StructField("_source_ts_ms", LongType()),
     StructField("_tx_id", StringType()), StructField("_tx_total_order", LongType()),

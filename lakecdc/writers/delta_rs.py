@@ -36,7 +36,7 @@ from pyspark.sql.types import (
 )
 
 from lakecdc.errors import TerminalError
-from lakecdc.ingest.batch import SEQ_LENGTH, TableTarget, col
+from lakecdc.lake.batch import SEQ_LENGTH, TableTarget, col
 from lakecdc.ingest.bronze import DELTA_PARTITION_COLUMN, STORED_IDENTITY, bronze_columns, spark_new_rows
 from lakecdc.ingest.frames import arrow_to_spark as arrow_to_dataframe
 from lakecdc.ingest.key_ranges import KeyRanges, arrow_in_filter, arrow_ranges_filter, arrow_read

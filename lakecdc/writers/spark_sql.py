@@ -16,7 +16,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
 from lakecdc.errors import TerminalError
-from lakecdc.ingest.batch import TableTarget, col
+from lakecdc.lake.batch import TableTarget, col
 from lakecdc.ingest.bronze import bronze_columns, spark_new_rows
 from lakecdc.ingest.frames import arrow_to_spark, spark_to_arrow
 from lakecdc.ingest.history_plan import ACTION, HistoryPlan, render_history_spark_sql

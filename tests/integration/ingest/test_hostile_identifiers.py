@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from lakecdc.ingest.batch import ColumnSpec
+from lakecdc.lake.batch import ColumnSpec
 from lakecdc.maintenance.delta import DeltaMaintainer
 from lakecdc.maintenance.iceberg import IcebergMaintainer
 from lakecdc.maintenance.options import MaintenanceOptions

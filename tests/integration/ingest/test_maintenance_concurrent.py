@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from lakecdc.ingest.batch import ChangeBatch
+from lakecdc.lake.batch import ChangeBatch
 from lakecdc.maintenance.delta import DeltaMaintainer
 from lakecdc.maintenance.iceberg import IcebergMaintainer
 from lakecdc.maintenance.options import MaintenanceOptions

@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.types import DecimalType, DoubleType, FloatType, IntegerType
 
 from lakecdc.errors import SchemaEvolutionError
-from lakecdc.ingest.batch import ColumnSpec
+from lakecdc.lake.batch import ColumnSpec
 from lakecdc.ingest.frames import spark_to_arrow
 from lakecdc.ingest.silver import arrow_batch_stats
 from lakecdc.writers.base import TableWriter, create_writer

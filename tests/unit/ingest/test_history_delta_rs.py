@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from history_model import check_chain, deliveries, event, model_history, source_histories
-from lakecdc.ingest.batch import ChangeBatch, TableTarget
+from lakecdc.lake.batch import ChangeBatch, TableTarget
 from lakecdc.ingest.history_chain import normalize_version
 from lakecdc.ingest.progress import CommitPositions
 from lakecdc.ingest.silver import BatchStats

@@ -68,7 +68,7 @@ def test_spark_merge_statement_quotes_assignment_targets_and_table() -> None:
 def test_ddl_quotes_columns() -> None:
     from pyspark.sql.types import LongType, StructField, StructType
 
-    from lakecdc.ingest.batch import ColumnSpec
+    from lakecdc.lake.batch import ColumnSpec
     from lakecdc.ingest.schema_evolution import SchemaChange
 
     schema = StructType([StructField(n, LongType()) for n in HOSTILE])

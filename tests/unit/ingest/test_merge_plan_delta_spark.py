@@ -8,7 +8,7 @@ import pytest
 from pyspark.sql.types import (ArrayType, DecimalType, IntegerType, LongType, MapType, StringType, StructField,
                                StructType)
 
-from lakecdc.ingest.batch import ColumnSpec
+from lakecdc.lake.batch import ColumnSpec
 from lakecdc.ingest.merge_plan import MergePlan, render_spark_sql
 from lakecdc.ingest.schema_evolution import SchemaChange
 from lakecdc.writers.delta_spark import (
