@@ -1,7 +1,7 @@
 """The consistency log: after a batch's tables commit, where every table stands together, in the lake.
 
 Each table commit records the source position it is complete through (``lakecdc.complete-through``,
-``lakecdc.ingest.progress``). A table the batch did not touch has no new commit, although it is
+``lakecdc.lake.progress``). A table the batch did not touch has no new commit, although it is
 complete through the new position as well (no released transaction touched it). So after all tables
 of a batch have committed, the job appends one row to ``lakecdc.consistency`` (the dead-letter
 table's schema; Delta or Iceberg like the tables)::

@@ -55,7 +55,7 @@ from lakecdc.ingest.naming import TableNamer
 from lakecdc.ingest.ordering import (Seq, max_seq, min_seq, order_rows, rank_after_snapshot, rank_by_commit,
                                      snapshot_lsn, snapshot_lsn_below)
 from lakecdc.ingest.parallel import TableApplyPool
-from lakecdc.ingest.progress import CommitPositions
+from lakecdc.lake.progress import CommitPositions
 from lakecdc.ingest.reader import KafkaMicroBatch
 from lakecdc.ingest.segments import DecodedSegment, union_columns, union_segments
 from lakecdc.ingest.transactions import TransactionBuffer, Where

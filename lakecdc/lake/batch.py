@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # Spark is only needed where a batch is actually built or wri
     from pyspark.sql import Column, DataFrame
     from pyspark.sql.types import DataType
 
-    from lakecdc.ingest.progress import CommitPositions
+    from lakecdc.lake.progress import CommitPositions
     from lakecdc.ingest.silver import BatchStats
 
 TableFormat = Literal["iceberg", "delta"]
@@ -165,7 +165,7 @@ class ChangeBatch:
     progress: dict[tuple[str, int], int] = field(default_factory=dict)
     event_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
     stats: BatchStats | None = None
-    #: the source positions the table commits record (``lakecdc.ingest.progress.CommitPositions``)
+    #: the source positions the table commits record (``lakecdc.lake.progress.CommitPositions``)
     positions: CommitPositions | None = None
     #: events bronze keeps but silver must not apply (``_topic``, ``_partition``, ``_offset``): the
     #: ones pipeline expectations quarantined (``lakecdc.quality.pipeline``)

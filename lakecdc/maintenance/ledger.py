@@ -22,7 +22,7 @@ from typing import Mapping
 
 from lakecdc.lake.batch import SEQ_LENGTH
 from lakecdc.ingest.merge_plan import Dialect, seq_literal, seq_newer
-from lakecdc.ingest.progress import CommitProgress
+from lakecdc.lake.progress import CommitProgress
 from lakecdc.maintenance.options import MaintenanceOptions
 
 

@@ -37,7 +37,7 @@ from lakecdc.audit.notation import format_position
 from lakecdc.config.ingest import IngestConfig, load_ingest_config
 from lakecdc.ingest.job_state import load_state
 from lakecdc.ingest.naming import TableNamer
-from lakecdc.ingest.progress import CommitProgress
+from lakecdc.lake.progress import CommitProgress
 from lakecdc.metrics.table_commits import TableCommit, read_commit
 
 

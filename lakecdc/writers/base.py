@@ -44,7 +44,7 @@ from lakecdc.lake.batch import ApplyResult, ChangeBatch, ColumnSpec, TableTarget
 from lakecdc.ingest.bronze import BRONZE_RENAMES, OCCURRENCE, ROW_HASH, to_bronze_layout
 from lakecdc.ingest.history_plan import HistoryPlan
 from lakecdc.ingest.merge_plan import MergePlan
-from lakecdc.ingest.progress import CommitPositions, CommitProgress, Offsets
+from lakecdc.lake.progress import CommitPositions, CommitProgress, Offsets
 from lakecdc.ingest.schema_evolution import SchemaChange, plan_schema_change
 from lakecdc.ingest.silver import BatchStats, batch_stats, ledger_rows, silver_source
 from lakecdc.writers.conflicts import retry_on_conflict
@@ -154,7 +154,7 @@ class LakeWriter(TableWriter):
     @abstractmethod
     def commit_properties(self, name: str) -> dict[str, str]:
         """Properties of the newest commit of ``name`` that lakecdc made ({} if none): progress,
-        batch id, and the source position the table reflects (``lakecdc.ingest.progress``)."""
+        batch id, and the source position the table reflects (``lakecdc.lake.progress``)."""
 
     def _stored_progress(self, name: str) -> CommitProgress | None:
         return CommitProgress.from_properties(self.commit_properties(name))

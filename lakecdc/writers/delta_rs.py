@@ -44,7 +44,7 @@ from lakecdc.ingest.history_plan import ACTION, HistoryPlan, history_clauses, hi
 from lakecdc.ingest.merge_plan import (
     DATAFUSION, SOURCE, TARGET, MergeClause, MergePlan, join_condition, merge_clauses,
 )
-from lakecdc.ingest.progress import PROGRESS_KEY
+from lakecdc.lake.progress import PROGRESS_KEY
 from lakecdc.ingest.schema_evolution import SchemaChange
 from lakecdc.ingest.silver import BatchStats
 from lakecdc.ingest.silver_arrow import arrow_input_columns, arrow_ledger_rows, arrow_silver_source

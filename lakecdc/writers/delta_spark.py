@@ -42,7 +42,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql.types import ArrayType, MapType, StructField, StructType
 
 from lakecdc.ingest.bronze import DELTA_PARTITION_COLUMN
-from lakecdc.ingest.progress import PROGRESS_KEY
+from lakecdc.lake.progress import PROGRESS_KEY
 from lakecdc.ingest.schema_evolution import SchemaChange
 from lakecdc.writers.spark_sql import SparkSqlWriter, column_ddl, quote
 

@@ -34,7 +34,7 @@ from lakecdc.lake.batch import ChangeBatch, TableTarget, col
 from lakecdc.ingest.frames import spark_to_arrow
 from lakecdc.ingest.history_chain import HistoryBuilder, Tracking
 from lakecdc.ingest.history_plan import ACTION, HISTORY_META_COLUMNS, HistoryPlan
-from lakecdc.ingest.progress import CommitPositions, CommitProgress
+from lakecdc.lake.progress import CommitPositions, CommitProgress
 from lakecdc.writers.history_backfill import backfill_history, bronze_rows
 
 if TYPE_CHECKING:

@@ -33,7 +33,7 @@ from lakecdc.lake.batch import TableTarget
 from lakecdc.ingest.bronze import BRONZE_RENAMES
 from lakecdc.ingest.history_chain import HistoryBuilder, Tracking
 from lakecdc.ingest.history_plan import HistoryPlan
-from lakecdc.ingest.progress import CommitProgress
+from lakecdc.lake.progress import CommitProgress
 
 if TYPE_CHECKING:
     from lakecdc.writers.base import LakeWriter

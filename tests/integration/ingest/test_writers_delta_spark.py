@@ -18,7 +18,7 @@ from writer_harness import LONG, STR, Ev, Stream
 
 from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.job import run_ingest
-from lakecdc.ingest.progress import PROGRESS_KEY
+from lakecdc.lake.progress import PROGRESS_KEY
 from lakecdc.writers.base import create_writer, delta_in_session
 from lakecdc.writers.delta_spark import DeltaSparkWriter
 

@@ -21,7 +21,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 from history_model import check_chain, deliveries, event, model_history, source_histories
 from lakecdc.lake.batch import ChangeBatch, TableTarget
 from lakecdc.ingest.history_chain import normalize_version
-from lakecdc.ingest.progress import CommitPositions
+from lakecdc.lake.progress import CommitPositions
 from lakecdc.ingest.silver import BatchStats
 from lakecdc.writers.delta_rs import DeltaRsWriter
 from lakecdc.writers.history import HISTORY_META, apply_history

@@ -10,7 +10,7 @@ from pyspark.sql.types import (
 
 from lakecdc.errors import SchemaEvolutionError, TerminalError
 from lakecdc.lake.batch import ColumnSpec
-from lakecdc.ingest.progress import CommitProgress
+from lakecdc.lake.progress import CommitProgress
 from lakecdc.ingest.schema_evolution import plan_schema_change, widens_to
 
 
