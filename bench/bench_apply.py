@@ -9,7 +9,7 @@ works too). The existing keys are drawn two ways (``--keys``):
 - ``uniform``: anywhere in the table (the worst case: every file holds a changed key);
 - ``recent``: among the newest 5% of the loaded rows (orders, events, sessions: the changes of
   most CDC tables cluster on recent rows), which the MERGE's key ranges
-  (``lakecdc.ingest.key_ranges``) let the engines exploit.
+  (``lakecdc.lake.key_ranges``) let the engines exploit.
 
 Each batch is built and cached in Spark, and its figures computed from Arrow as the ingest job
 does, before the clock starts; the same cached batch is also appended to a plain table of the

@@ -21,7 +21,7 @@ or the table truncated (from the delete ledger), or null. Semantics rendered her
 5. A truncate in the batch removes (or soft-deletes) every stored row older than it.
 
 The ON condition also bounds the target's first key column to the batch's key ranges
-(``lakecdc.ingest.key_ranges``), which the engines push into the target scan to skip files and
+(``lakecdc.lake.key_ranges``), which the engines push into the target scan to skip files and
 row groups; it changes no match, as every source key lies inside them. A batch with a truncate
 gets no bound: its NOT MATCHED BY SOURCE clause must see every stored row.
 """
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from lakecdc.lake.batch import SEQ_LENGTH, DeleteMode
-from lakecdc.ingest.key_ranges import KeyRanges, ranges_predicate
+from lakecdc.lake.key_ranges import KeyRanges, ranges_predicate
 
 ClauseKind = Literal["matched_delete", "matched_update", "not_matched_insert",
                      "not_matched_by_source_delete", "not_matched_by_source_update"]

@@ -146,7 +146,7 @@ class LakeWriter(TableWriter):
     def _create_table(self, name: str, schema: StructType, kind: str, sort_by: tuple[str, ...] = ()) -> None:
         """``kind``: "bronze" (partitioned by ingest day), "silver", "ledger" or "dead_letters";
         ``sort_by``: the key columns, by which a format that can keeps the rows of its files sorted
-        (so a MERGE's key ranges skip files and row groups, ``lakecdc.ingest.key_ranges``)."""
+        (so a MERGE's key ranges skip files and row groups, ``lakecdc.lake.key_ranges``)."""
 
     @abstractmethod
     def _evolve(self, name: str, change: SchemaChange) -> None: ...

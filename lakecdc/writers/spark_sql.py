@@ -20,7 +20,7 @@ from lakecdc.lake.batch import TableTarget, col
 from lakecdc.ingest.bronze import bronze_columns, spark_new_rows
 from lakecdc.ingest.frames import arrow_to_spark, spark_to_arrow
 from lakecdc.ingest.history_plan import ACTION, HistoryPlan, render_history_spark_sql
-from lakecdc.ingest.key_ranges import ranges_predicate
+from lakecdc.lake.key_ranges import ranges_predicate
 from lakecdc.ingest.merge_plan import SPARK, MergePlan, render_spark_sql
 from lakecdc.ingest.silver import BatchStats
 from lakecdc.writers.base import DEAD_LETTER_POSITION, LakeWriter

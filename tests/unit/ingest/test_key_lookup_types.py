@@ -19,7 +19,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from lakecdc.ingest.key_ranges import arrow_in_filter, arrow_ranges_filter, arrow_read, arrow_values_as
+from lakecdc.lake.key_ranges import arrow_in_filter, arrow_ranges_filter, arrow_read, arrow_values_as
 
 UTC = "UTC"
 TEXT = [pa.string(), pa.large_string(), pa.string_view()]
@@ -119,7 +119,7 @@ def test_a_file_storing_a_view_type_under_a_plain_dataset_schema_is_read_and_fil
     import pyarrow.dataset as ds
     import pyarrow.parquet as pq
 
-    from lakecdc.ingest.key_ranges import arrow_in_filter, arrow_read
+    from lakecdc.lake.key_ranges import arrow_in_filter, arrow_read
 
     pq.write_table(pa.table({"k": pa.array(["a", "b"], pa.string_view()), "v": [1, 2]}), tmp_path / "f1.parquet")
     pq.write_table(pa.table({"k": pa.array(["c"], pa.string()), "v": [3]}), tmp_path / "f0.parquet")

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lakecdc.ingest.merge_plan import DATAFUSION, SPARK
-from lakecdc.ingest.key_ranges import (
+from lakecdc.lake.key_ranges import (
     MAX_RANGES, arrow_key_ranges, arrow_ranges_filter, integer_ranges, literal, ranges_predicate,
 )
 
