@@ -4,7 +4,7 @@ One table commit takes in every transaction a micro-batch released, so a source 
 between two transactions of one commit: no stored version is the state at P. That state is the
 version before the commit plus the commit's events at or below P -- bronze holds each of them
 with the same ``_seq`` silver compares. ``replay`` applies them in ``_seq`` order with silver's
-rules (``lakecdc.ingest.merge_plan``): an event wins only over an older stored row; ``d`` removes
+rules (``lakecdc.lake.merge_plan``): an event wins only over an older stored row; ``d`` removes
 the key (soft delete mode: marks ``_is_deleted``); ``t`` removes every row older than it; a column
 named in ``_unavailable`` (unchanged TOAST, LOB) keeps its stored value.
 """

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from lakecdc.errors import TerminalError
-from lakecdc.ingest.merge_plan import SPARK
+from lakecdc.lake.merge_plan import SPARK
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lakecdc.ingest.merge_plan import (
+from lakecdc.lake.merge_plan import (
     SOURCE, SPARK, TARGET, Dialect, MergeClause, render_spark_merge, seq_components, seq_literal, seq_newer,
 )
 

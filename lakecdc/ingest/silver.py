@@ -28,7 +28,7 @@ from pyspark.sql.types import IntegralType, StringType
 from lakecdc.lake.batch import SEQ_LENGTH, col
 from lakecdc.ingest.key_moves import KeyHistory, StoredRows, fill_moved_placeholders, is_moved_placeholder
 from lakecdc.lake.key_ranges import KeyRanges, arrow_key_ranges
-from lakecdc.ingest.merge_plan import SILVER_META_COLUMNS
+from lakecdc.lake.merge_plan import SILVER_META_COLUMNS
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecdc.lake.batch import SEQ_LENGTH
-from lakecdc.ingest.merge_plan import SILVER_META_COLUMNS
+from lakecdc.lake.merge_plan import SILVER_META_COLUMNS
 from lakecdc.ingest.silver import BatchStats
 
 

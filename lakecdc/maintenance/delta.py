@@ -29,7 +29,7 @@ from deltalake import DeltaTable, QueryBuilder
 
 from lakecdc.audit.tables import LEDGER_SUFFIX, LakeTable
 from lakecdc.errors import TerminalError
-from lakecdc.ingest.merge_plan import DATAFUSION
+from lakecdc.lake.merge_plan import DATAFUSION
 from lakecdc.maintenance.ledger import obsolete_removals
 from lakecdc.maintenance.options import MaintenanceOptions
 from lakecdc.maintenance.result import MaintenanceResult

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from lakecdc.audit.tables import LEDGER_SUFFIX, LakeTable
-from lakecdc.ingest.merge_plan import SPARK
+from lakecdc.lake.merge_plan import SPARK
 from lakecdc.maintenance.ledger import obsolete_removals
 from lakecdc.maintenance.options import MaintenanceOptions
 from lakecdc.maintenance.result import MaintenanceResult

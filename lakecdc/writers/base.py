@@ -43,7 +43,7 @@ from lakecdc.errors import MissingExtraError, SchemaEvolutionError, TerminalErro
 from lakecdc.lake.batch import ApplyResult, ChangeBatch, ColumnSpec, TableTarget, col
 from lakecdc.ingest.bronze import BRONZE_RENAMES, OCCURRENCE, ROW_HASH, to_bronze_layout
 from lakecdc.ingest.history_plan import HistoryPlan
-from lakecdc.ingest.merge_plan import MergePlan
+from lakecdc.lake.merge_plan import MergePlan
 from lakecdc.lake.progress import CommitPositions, CommitProgress, Offsets
 from lakecdc.ingest.schema_evolution import SchemaChange, plan_schema_change
 from lakecdc.ingest.silver import BatchStats, batch_stats, ledger_rows, silver_source

@@ -41,7 +41,7 @@ from lakecdc.ingest.bronze import DELTA_PARTITION_COLUMN, STORED_IDENTITY, bronz
 from lakecdc.ingest.frames import arrow_to_spark as arrow_to_dataframe
 from lakecdc.lake.key_ranges import KeyRanges, arrow_in_filter, arrow_ranges_filter, arrow_read
 from lakecdc.ingest.history_plan import ACTION, HistoryPlan, history_clauses, history_join
-from lakecdc.ingest.merge_plan import (
+from lakecdc.lake.merge_plan import (
     DATAFUSION, SOURCE, TARGET, MergeClause, MergePlan, join_condition, merge_clauses,
 )
 from lakecdc.lake.progress import PROGRESS_KEY

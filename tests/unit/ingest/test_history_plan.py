@@ -9,7 +9,7 @@ from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.history_plan import (
     HISTORY_META_COLUMNS, HistoryPlan, history_clauses, history_join, render_history_spark_sql,
 )
-from lakecdc.ingest.merge_plan import DATAFUSION, SPARK
+from lakecdc.lake.merge_plan import DATAFUSION, SPARK
 from lakecdc.ingest.naming import TableNamer
 
 COLUMNS = ("id", "we`ird", *HISTORY_META_COLUMNS)

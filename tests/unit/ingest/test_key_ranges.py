@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lakecdc.ingest.merge_plan import DATAFUSION, SPARK
+from lakecdc.lake.merge_plan import DATAFUSION, SPARK
 from lakecdc.lake.key_ranges import (
     MAX_RANGES, arrow_key_ranges, arrow_ranges_filter, integer_ranges, literal, ranges_predicate,
 )

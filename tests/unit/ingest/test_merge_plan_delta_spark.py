@@ -9,7 +9,7 @@ from pyspark.sql.types import (ArrayType, DecimalType, IntegerType, LongType, Ma
                                StructType)
 
 from lakecdc.lake.batch import ColumnSpec
-from lakecdc.ingest.merge_plan import MergePlan, render_spark_sql
+from lakecdc.lake.merge_plan import MergePlan, render_spark_sql
 from lakecdc.ingest.schema_evolution import SchemaChange
 from lakecdc.writers.delta_spark import (
     create_table_sql,
