@@ -43,7 +43,7 @@ from pyspark.sql.types import ArrayType, MapType, StructField, StructType
 
 from lakecdc.ingest.bronze import DELTA_PARTITION_COLUMN
 from lakecdc.lake.progress import PROGRESS_KEY
-from lakecdc.ingest.schema_evolution import SchemaChange
+from lakecdc.lake.schema_evolution import SchemaChange
 from lakecdc.writers.spark_sql import SparkSqlWriter, column_ddl, quote
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql.types import StructType
 
 from lakecdc.lake.progress import PROGRESS_KEY
-from lakecdc.ingest.schema_evolution import SchemaChange
+from lakecdc.lake.schema_evolution import SchemaChange
 from lakecdc.writers.spark_sql import SparkSqlWriter, column_ddl, quote
 
 if TYPE_CHECKING:

@@ -69,7 +69,7 @@ def test_ddl_quotes_columns() -> None:
     from pyspark.sql.types import LongType, StructField, StructType
 
     from lakecdc.lake.batch import ColumnSpec
-    from lakecdc.ingest.schema_evolution import SchemaChange
+    from lakecdc.lake.schema_evolution import SchemaChange
 
     schema = StructType([StructField(n, LongType()) for n in HOSTILE])
     assert strip_quoted(column_ddl(schema), SPARK).count("ID") == len(HOSTILE)

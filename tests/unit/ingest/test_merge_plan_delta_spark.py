@@ -10,7 +10,7 @@ from pyspark.sql.types import (ArrayType, DecimalType, IntegerType, LongType, Ma
 
 from lakecdc.lake.batch import ColumnSpec
 from lakecdc.lake.merge_plan import MergePlan, render_spark_sql
-from lakecdc.ingest.schema_evolution import SchemaChange
+from lakecdc.lake.schema_evolution import SchemaChange
 from lakecdc.writers.delta_spark import (
     create_table_sql,
     evolve_sql,

@@ -11,7 +11,7 @@ from pyspark.sql.types import (
 from lakecdc.errors import SchemaEvolutionError, TerminalError
 from lakecdc.lake.batch import ColumnSpec
 from lakecdc.lake.progress import CommitProgress
-from lakecdc.ingest.schema_evolution import plan_schema_change, widens_to
+from lakecdc.lake.schema_evolution import plan_schema_change, widens_to
 
 
 def test_progress_properties_round_trip() -> None:
