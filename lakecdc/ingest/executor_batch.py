@@ -304,7 +304,7 @@ def table_frame(spark: SparkSession, topic: str, segments: list[RemoteSegment], 
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructField, StructType
 
-    from lakecdc.ingest.frames import metadata_fields
+    from lakecdc.lake.frames import metadata_fields
 
     schema = StructType([StructField(c.name, c.data_type, True) for c in columns] + metadata_fields())
     released: dict[Frame, set[str | None]] = {}

@@ -111,7 +111,7 @@ def decode_on_executors(df: DataFrame, config: IngestConfig, committed: Offsets,
 
     ``keyed`` is what the driver's decoder knows of keyed topics; the result's ``keyed`` adds what
     the tasks saw, for the driver's decoder to remember."""
-    from lakecdc.ingest.frames import spark_to_arrow
+    from lakecdc.lake.frames import spark_to_arrow
 
     parts = spark_to_arrow(df.mapInArrow(_decode_task(config, dict(committed), ingest_ts, dict(keyed)),
                                          "part binary"))

@@ -40,7 +40,7 @@ from pyspark.sql.types import StructField, StructType
 
 from lakecdc.lake.batch import col
 from lakecdc.ingest.bronze import BRONZE_RENAMES, KEYED_IDENTITY
-from lakecdc.ingest.frames import arrow_to_spark, spark_to_arrow
+from lakecdc.lake.frames import arrow_to_spark, spark_to_arrow
 
 #: Internal op of a stored silver row taken in as the old key's earliest state (never leaves here).
 STORED_OP = "s"

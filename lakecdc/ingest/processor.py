@@ -49,7 +49,7 @@ from lakecdc.ingest.dead_letter import DeadLetterSink, dead_letter_frame
 from lakecdc.ingest.decode import Decoder
 from lakecdc.ingest.executor_batch import ExecutorBatch, Frame, RemoteSegment, TableFrame, decode_frame, table_frame
 from lakecdc.ingest.executor_decode import SchemaRegistry, drop_committed, max_offsets
-from lakecdc.ingest.frames import arrow_to_spark, metadata_fields, spark_to_arrow
+from lakecdc.lake.frames import arrow_to_spark, metadata_fields, spark_to_arrow
 from lakecdc.ingest.job_state import JobState, append_schema_changes, save_state
 from lakecdc.ingest.naming import TableNamer
 from lakecdc.ingest.ordering import (Seq, max_seq, min_seq, order_rows, rank_after_snapshot, rank_by_commit,

@@ -71,14 +71,14 @@ class KafkaMicroBatch:
     @property
     def df(self) -> DataFrame:
         if self._df is None:
-            from lakecdc.ingest.frames import arrow_to_spark, kafka_schema
+            from lakecdc.lake.frames import arrow_to_spark, kafka_schema
             assert self.spark is not None and self.records is not None
             self._df = arrow_to_spark(self.spark, self.records, kafka_schema())
         return self._df
 
     def arrow(self) -> pa.Table:
         if self.records is None:
-            from lakecdc.ingest.frames import spark_to_arrow
+            from lakecdc.lake.frames import spark_to_arrow
             self.records = spark_to_arrow(self.df.select(*KAFKA_ARROW_SCHEMA.names))
         return self.records
 

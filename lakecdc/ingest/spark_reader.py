@@ -134,7 +134,7 @@ class SparkRangeReader:
         return df.where(cut), fetched
 
     def _empty(self) -> DataFrame:
-        from lakecdc.ingest.frames import kafka_schema
+        from lakecdc.lake.frames import kafka_schema
 
         return self._spark.createDataFrame([], kafka_schema())
 

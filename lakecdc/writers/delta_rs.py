@@ -38,7 +38,7 @@ from pyspark.sql.types import (
 from lakecdc.errors import TerminalError
 from lakecdc.lake.batch import SEQ_LENGTH, TableTarget, col
 from lakecdc.ingest.bronze import DELTA_PARTITION_COLUMN, STORED_IDENTITY, bronze_columns, spark_new_rows
-from lakecdc.ingest.frames import arrow_to_spark as arrow_to_dataframe
+from lakecdc.lake.frames import arrow_to_spark as arrow_to_dataframe
 from lakecdc.lake.key_ranges import KeyRanges, arrow_in_filter, arrow_ranges_filter, arrow_read
 from lakecdc.ingest.history_plan import ACTION, HistoryPlan, history_clauses, history_join
 from lakecdc.lake.merge_plan import (

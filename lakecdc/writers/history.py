@@ -31,7 +31,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import ArrayType, BooleanType, LongType, StringType, StructField, StructType, TimestampType
 
 from lakecdc.lake.batch import ChangeBatch, TableTarget, col
-from lakecdc.ingest.frames import spark_to_arrow
+from lakecdc.lake.frames import spark_to_arrow
 from lakecdc.ingest.history_chain import HistoryBuilder, Tracking
 from lakecdc.ingest.history_plan import ACTION, HISTORY_META_COLUMNS, HistoryPlan
 from lakecdc.lake.progress import CommitPositions, CommitProgress
