@@ -39,7 +39,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
 from lakecdc.lake.batch import col
-from lakecdc.ingest.bronze import BRONZE_RENAMES, KEYED_IDENTITY
+from lakecdc.lake.bronze import BRONZE_RENAMES, KEYED_IDENTITY
 from lakecdc.lake.frames import arrow_to_spark, spark_to_arrow
 
 #: Internal op of a stored silver row taken in as the old key's earliest state (never leaves here).

@@ -41,7 +41,7 @@ from pyspark.sql.types import (
 
 from lakecdc.errors import MissingExtraError, SchemaEvolutionError, TerminalError
 from lakecdc.lake.batch import ApplyResult, ChangeBatch, ColumnSpec, TableTarget, col
-from lakecdc.ingest.bronze import BRONZE_RENAMES, OCCURRENCE, ROW_HASH, to_bronze_layout
+from lakecdc.lake.bronze import BRONZE_RENAMES, OCCURRENCE, ROW_HASH, to_bronze_layout
 from lakecdc.ingest.history_plan import HistoryPlan
 from lakecdc.lake.merge_plan import MergePlan
 from lakecdc.lake.progress import CommitPositions, CommitProgress, Offsets
@@ -68,7 +68,7 @@ BATCH_META = StructType([
 ])
 #: Bronze stores them under the same names except ``_partition`` -> ``_kafka_partition``
 #: (Iceberg reserves ``_partition`` for its partition metadata column), then its identity columns
-#: ``_row_hash`` and ``_occurrence`` (``lakecdc.ingest.bronze``).
+#: ``_row_hash`` and ``_occurrence`` (``lakecdc.lake.bronze``).
 BRONZE_META = StructType([*(StructField(BRONZE_RENAMES.get(f.name, f.name), f.dataType) for f in BATCH_META.fields),
                           StructField(ROW_HASH, LongType()), StructField(OCCURRENCE, LongType())])
 SILVER_META = StructType([

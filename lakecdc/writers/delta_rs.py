@@ -4,7 +4,7 @@ Spark still prepares every batch (``lakecdc.ingest.silver``, the same rows Icebe
 result crosses to Arrow once (``DataFrame._collect_as_arrow()``, which keeps decimals and time
 zones) and delta-rs does the rest:
 
-- bronze: the identity anti-join of ``lakecdc.ingest.bronze`` against the bronze rows of the batch's
+- bronze: the identity anti-join of ``lakecdc.lake.bronze`` against the bronze rows of the batch's
   source time range (parquet statistics prune the scan), then one append;
 - ledger: appended (the newest removal per key is what counts);
 - silver: ``DeltaTable.merge`` with the clauses of the shared ``MergePlan`` rendered in DataFusion
@@ -37,7 +37,7 @@ from pyspark.sql.types import (
 
 from lakecdc.errors import TerminalError
 from lakecdc.lake.batch import SEQ_LENGTH, TableTarget, col
-from lakecdc.ingest.bronze import DELTA_PARTITION_COLUMN, STORED_IDENTITY, bronze_columns, spark_new_rows
+from lakecdc.lake.bronze import DELTA_PARTITION_COLUMN, STORED_IDENTITY, bronze_columns, spark_new_rows
 from lakecdc.lake.frames import arrow_to_spark as arrow_to_dataframe
 from lakecdc.lake.key_ranges import KeyRanges, arrow_in_filter, arrow_ranges_filter, arrow_read
 from lakecdc.ingest.history_plan import ACTION, HistoryPlan, history_clauses, history_join

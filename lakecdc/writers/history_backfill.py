@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from lakecdc.lake.batch import TableTarget
-from lakecdc.ingest.bronze import BRONZE_RENAMES
+from lakecdc.lake.bronze import BRONZE_RENAMES
 from lakecdc.ingest.history_chain import HistoryBuilder, Tracking
 from lakecdc.ingest.history_plan import HistoryPlan
 from lakecdc.lake.progress import CommitProgress

@@ -17,7 +17,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from lakecdc.errors import TerminalError
 from lakecdc.lake.batch import TableTarget, col
-from lakecdc.ingest.bronze import bronze_columns, spark_new_rows
+from lakecdc.lake.bronze import bronze_columns, spark_new_rows
 from lakecdc.lake.frames import arrow_to_spark, spark_to_arrow
 from lakecdc.ingest.history_plan import ACTION, HistoryPlan, render_history_spark_sql
 from lakecdc.lake.key_ranges import ranges_predicate

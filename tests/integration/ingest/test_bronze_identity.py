@@ -1,7 +1,7 @@
 """Bronze keeps every source change exactly once: keyless tables' identical rows, replays, re-sends.
 
 A keyless table's snapshot rows share their position, op and (null) key; identical ones are distinct
-events (``lakecdc.ingest.bronze``: numbered by ``_occurrence``). Replays (same Kafka offsets) and
+events (``lakecdc.lake.bronze``: numbered by ``_occurrence``). Replays (same Kafka offsets) and
 re-sent streaming events (new offsets, same position and row) add nothing. Both formats: Iceberg
 through Spark, Delta through delta-rs.
 """
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
-from lakecdc.ingest.bronze import IDENTITY
+from lakecdc.lake.bronze import IDENTITY
 from lakecdc.writers.base import BRONZE_META, LakeWriter, create_writer, row_schema
 from writer_harness import LONG, STR, Ev, Stream, TableReader
 
