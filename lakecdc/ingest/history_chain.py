@@ -11,7 +11,7 @@ ranks events (``_seq`` lexicographically, then the Kafka offset):
 - a column named in ``_unavailable`` (unchanged TOAST, LOB, minimal row image) carries the previous
   version's value; the create of a primary-key change (``_old_key_json``) carries the old key's
   version just before the change (when that key's events are in the same fold), as silver's
-  ``lakecdc.ingest.key_moves`` does. The old key is found by its ``_key_json`` text among the
+  ``lakecdc.lake.key_moves`` does. The old key is found by its ``_key_json`` text among the
   events at hand, else bronze's events of that text are read: exact for every key type. A create
   read before its old key's earlier events (in a partition not read yet) keeps the placeholders'
   nulls, as silver keeps what it holds then.

@@ -1,7 +1,7 @@
 """Primary-key changes with placeholders for every key type, on real tables, for every writer.
 
 The create of a key change takes its placeholder columns from the old key's stored silver row or
-bronze events (``lakecdc.ingest.key_moves``). Those lookups compare the batch's key values (Spark's
+bronze events (``lakecdc.lake.key_moves``). Those lookups compare the batch's key values (Spark's
 Arrow types: ``string``, ``binary``, ``decimal128``...) with what the table reads back (delta-rs:
 ``string_view``, ``binary_view``...), so each key type Arrow can read back is tried here: text,
 UUID text, bytes, decimals, dates, timestamps (with and without zone), integers of every width,
