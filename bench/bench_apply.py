@@ -196,7 +196,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakecdc.lake.batch import ChangeBatch, ColumnSpec, TableTarget
-from lakecdc.ingest.silver import arrow_batch_stats
+from lakecdc.lake.silver import arrow_batch_stats
 from lakecdc.writers.base import LakeWriter, create_writer
 from lakecdc.writers.delta_rs import _to_arrow
 

@@ -67,7 +67,7 @@ from lakecdc.ingest.transactions import tx_link
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from lakecdc.ingest.silver import BatchStats
+    from lakecdc.lake.silver import BatchStats
 
 log = logging.getLogger(__name__)
 Offsets = dict[tuple[str, int], int]

@@ -412,7 +412,7 @@ class BatchProcessor:
         """A table's events decoded here, in apply order, as a DataFrame with their figures."""
         from pyspark.sql.types import StructField, StructType
 
-        from lakecdc.ingest.silver import arrow_batch_stats
+        from lakecdc.lake.silver import arrow_batch_stats
 
         columns, rows = union_segments(segments)
         rows = order_rows(rows)

@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # Spark is only needed where a batch is actually built or wri
     from pyspark.sql.types import DataType
 
     from lakecdc.lake.progress import CommitPositions
-    from lakecdc.ingest.silver import BatchStats
+    from lakecdc.lake.silver import BatchStats
 
 TableFormat = Literal["iceberg", "delta"]
 DeleteMode = Literal["hard", "soft"]
@@ -155,7 +155,7 @@ class ChangeBatch:
     reaches ``event_offsets`` (empty: ``progress`` is used).
 
     ``stats`` (optional) are ``df``'s figures when the builder has them already
-    (``lakecdc.ingest.silver.arrow_batch_stats`` of the rows ``df`` was made from); without them
+    (``lakecdc.lake.silver.arrow_batch_stats`` of the rows ``df`` was made from); without them
     the writer computes them with a Spark job.
     """
 

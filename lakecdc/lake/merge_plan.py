@@ -7,7 +7,7 @@ expression strings in the dialect's syntax. ``render_spark_sql`` joins them into
 statement (Iceberg, Delta in Spark); the delta-rs writer feeds the same clauses to
 ``TableMerger`` (``when_matched_delete(predicate)``, ``when_matched_update(updates, predicate)``...).
 
-The source rows of the MERGE are prepared by ``lakecdc.ingest.silver``: one row per key (the
+The source rows of the MERGE are prepared by ``lakecdc.lake.silver``: one row per key (the
 latest event in the batch), with ``_removed_seq`` = the ``_seq`` at which the key was last deleted
 or the table truncated (from the delete ledger), or null. Semantics rendered here:
 

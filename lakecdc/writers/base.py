@@ -46,7 +46,7 @@ from lakecdc.ingest.history_plan import HistoryPlan
 from lakecdc.lake.merge_plan import MergePlan
 from lakecdc.lake.progress import CommitPositions, CommitProgress, Offsets
 from lakecdc.lake.schema_evolution import SchemaChange, plan_schema_change
-from lakecdc.ingest.silver import BatchStats, batch_stats, ledger_rows, silver_source
+from lakecdc.lake.silver import BatchStats, batch_stats, ledger_rows, silver_source
 from lakecdc.writers.conflicts import retry_on_conflict
 from lakecdc.writers.history import HISTORY_META, apply_history, history_events
 

@@ -1,6 +1,6 @@
 """Delta tables through delta-rs (``deltalake``): used when the Spark session has no Delta jars.
 
-Spark still prepares every batch (``lakecdc.ingest.silver``, the same rows Iceberg gets); the
+Spark still prepares every batch (``lakecdc.lake.silver``, the same rows Iceberg gets); the
 result crosses to Arrow once (``DataFrame._collect_as_arrow()``, which keeps decimals and time
 zones) and delta-rs does the rest:
 
@@ -46,7 +46,7 @@ from lakecdc.lake.merge_plan import (
 )
 from lakecdc.lake.progress import PROGRESS_KEY
 from lakecdc.lake.schema_evolution import SchemaChange
-from lakecdc.ingest.silver import BatchStats
+from lakecdc.lake.silver import BatchStats
 from lakecdc.ingest.silver_arrow import arrow_input_columns, arrow_ledger_rows, arrow_silver_source
 from lakecdc.writers.base import BRONZE_META, DEAD_LETTER_POSITION, DEAD_LETTER_SCHEMA, LakeWriter
 

@@ -40,7 +40,7 @@ from lakecdc.writers.history_backfill import backfill_history, bronze_rows
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from lakecdc.ingest.silver import BatchStats
+    from lakecdc.lake.silver import BatchStats
     from lakecdc.writers.base import LakeWriter
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ from lakecdc.lake.frames import arrow_to_spark, spark_to_arrow
 from lakecdc.ingest.history_plan import ACTION, HistoryPlan, render_history_spark_sql
 from lakecdc.lake.key_ranges import ranges_predicate
 from lakecdc.lake.merge_plan import SPARK, MergePlan, render_spark_sql
-from lakecdc.ingest.silver import BatchStats
+from lakecdc.lake.silver import BatchStats
 from lakecdc.writers.base import DEAD_LETTER_POSITION, LakeWriter
 
 if TYPE_CHECKING:

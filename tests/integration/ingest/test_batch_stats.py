@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from lakecdc.lake.frames import arrow_to_spark, metadata_fields
-from lakecdc.ingest.silver import arrow_batch_stats, batch_stats
+from lakecdc.lake.silver import arrow_batch_stats, batch_stats
 
 pytestmark = [pytest.mark.integration]
 

@@ -18,7 +18,7 @@ from pyspark.sql.types import DecimalType, DoubleType, FloatType, IntegerType
 from lakecdc.errors import SchemaEvolutionError
 from lakecdc.lake.batch import ColumnSpec
 from lakecdc.lake.frames import spark_to_arrow
-from lakecdc.ingest.silver import arrow_batch_stats
+from lakecdc.lake.silver import arrow_batch_stats
 from lakecdc.writers.base import TableWriter, create_writer
 from writer_harness import LONG, STR, Ev, Stream, TableReader
 

@@ -22,7 +22,7 @@ from history_model import check_chain, deliveries, event, model_history, source_
 from lakecdc.lake.batch import ChangeBatch, TableTarget
 from lakecdc.ingest.history_chain import normalize_version
 from lakecdc.lake.progress import CommitPositions
-from lakecdc.ingest.silver import BatchStats
+from lakecdc.lake.silver import BatchStats
 from lakecdc.writers.delta_rs import DeltaRsWriter
 from lakecdc.writers.history import HISTORY_META, apply_history
 
