@@ -26,7 +26,7 @@ MERGE), bronze apply (position anti-join + append), plain append, all in changes
 percentage of plain append (target >= 50%), the same percentage in CPU seconds (Spark's JVM + this
 process, so delta-rs and Arrow count too: on a shared machine the steadier of the two), the
 seconds of the plain append, the preparation (delta-rs: the batch's Spark -> Arrow collect and the
-Arrow dedupe, ``lakecdc.ingest.silver_arrow``; Iceberg: a lazy Spark plan, ~0 s), the ledger
+Arrow dedupe, ``lakecdc.lake.silver_arrow``; Iceberg: a lazy Spark plan, ~0 s), the ledger
 append and the MERGE step, and the floor as a percentage of plain append. A first batch of the smallest size is applied and
 printed as "warm-up": the first MERGE after start pays class loading and JIT, which a running job
 pays once.

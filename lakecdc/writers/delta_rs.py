@@ -47,7 +47,7 @@ from lakecdc.lake.merge_plan import (
 from lakecdc.lake.progress import PROGRESS_KEY
 from lakecdc.lake.schema_evolution import SchemaChange
 from lakecdc.lake.silver import BatchStats
-from lakecdc.ingest.silver_arrow import arrow_input_columns, arrow_ledger_rows, arrow_silver_source
+from lakecdc.lake.silver_arrow import arrow_input_columns, arrow_ledger_rows, arrow_silver_source
 from lakecdc.writers.base import BRONZE_META, DEAD_LETTER_POSITION, DEAD_LETTER_SCHEMA, LakeWriter
 
 if TYPE_CHECKING:
