@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from lakecdc.ingest.history_plan import (
+from lakecdc.lake.history_plan import (
     ACTION, DELETE, IS_CURRENT, LAST_SEQ, UPSERT, VALID_FROM_SEQ, VALID_FROM_TS, VALID_TO_SEQ, VALID_TO_TS,
 )
 

@@ -42,7 +42,7 @@ from pyspark.sql.types import (
 from lakecdc.errors import MissingExtraError, SchemaEvolutionError, TerminalError
 from lakecdc.lake.batch import ApplyResult, ChangeBatch, ColumnSpec, TableTarget, col
 from lakecdc.lake.bronze import BRONZE_RENAMES, OCCURRENCE, ROW_HASH, to_bronze_layout
-from lakecdc.ingest.history_plan import HistoryPlan
+from lakecdc.lake.history_plan import HistoryPlan
 from lakecdc.lake.merge_plan import MergePlan
 from lakecdc.lake.progress import CommitPositions, CommitProgress, Offsets
 from lakecdc.lake.schema_evolution import SchemaChange, plan_schema_change

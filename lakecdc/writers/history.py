@@ -13,7 +13,7 @@ then skips):
    and which are folded again from bronze (which already holds this batch: step 4 of the apply),
    with the delete ledger's removals of the batch's keys and its truncates; the late keys' bronze
    events are read, and the builder returns the versions to upsert and delete;
-4. MERGE them with ``lakecdc.ingest.history_plan`` (the format renders it), committing the progress
+4. MERGE them with ``lakecdc.lake.history_plan`` (the format renders it), committing the progress
    in the same commit, as silver does.
 
 The format provides two primitives: ``_read_arrow(name, keys, wanted, truncates)`` (rows of a table
@@ -33,7 +33,7 @@ from pyspark.sql.types import ArrayType, BooleanType, LongType, StringType, Stru
 from lakecdc.lake.batch import ChangeBatch, TableTarget, col
 from lakecdc.lake.frames import spark_to_arrow
 from lakecdc.ingest.history_chain import HistoryBuilder, Tracking
-from lakecdc.ingest.history_plan import ACTION, HISTORY_META_COLUMNS, HistoryPlan
+from lakecdc.lake.history_plan import ACTION, HISTORY_META_COLUMNS, HistoryPlan
 from lakecdc.lake.progress import CommitPositions, CommitProgress
 from lakecdc.writers.history_backfill import backfill_history, bronze_rows
 

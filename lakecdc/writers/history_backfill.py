@@ -32,7 +32,7 @@ import pyarrow as pa
 from lakecdc.lake.batch import TableTarget
 from lakecdc.lake.bronze import BRONZE_RENAMES
 from lakecdc.ingest.history_chain import HistoryBuilder, Tracking
-from lakecdc.ingest.history_plan import HistoryPlan
+from lakecdc.lake.history_plan import HistoryPlan
 from lakecdc.lake.progress import CommitProgress
 
 if TYPE_CHECKING:

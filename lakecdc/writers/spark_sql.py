@@ -19,7 +19,7 @@ from lakecdc.errors import TerminalError
 from lakecdc.lake.batch import TableTarget, col
 from lakecdc.lake.bronze import bronze_columns, spark_new_rows
 from lakecdc.lake.frames import arrow_to_spark, spark_to_arrow
-from lakecdc.ingest.history_plan import ACTION, HistoryPlan, render_history_spark_sql
+from lakecdc.lake.history_plan import ACTION, HistoryPlan, render_history_spark_sql
 from lakecdc.lake.key_ranges import ranges_predicate
 from lakecdc.lake.merge_plan import SPARK, MergePlan, render_spark_sql
 from lakecdc.lake.silver import BatchStats

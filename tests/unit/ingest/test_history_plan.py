@@ -6,7 +6,7 @@ import pytest
 
 from lakecdc.errors import ConfigError
 from lakecdc.config.ingest import IngestConfig
-from lakecdc.ingest.history_plan import (
+from lakecdc.lake.history_plan import (
     HISTORY_META_COLUMNS, HistoryPlan, history_clauses, history_join, render_history_spark_sql,
 )
 from lakecdc.lake.merge_plan import DATAFUSION, SPARK
