@@ -6,7 +6,7 @@ its key and ``_valid_from_seq``; it is open (``_valid_to_seq`` null, ``_is_curre
 key's next tracked change, its delete or a truncate closes it at that event's ``_seq``.
 
 Which rows change is decided before the MERGE, for every engine by the same Python code
-(``lakecdc.ingest.history_chain``): its source rows carry ``__action`` = ``upsert`` (a version
+(``lakecdc.lake.history_chain``): its source rows carry ``__action`` = ``upsert`` (a version
 to insert or to overwrite) or ``delete`` (a stored version that no longer exists: a late event
 split it, and the re-folded chain starts its pieces elsewhere). The MERGE applies them by
 (key, ``_valid_from_seq``), so applying the same rows twice changes nothing.

@@ -9,7 +9,7 @@ then skips):
    for a table with a change log) is first built from everything bronze holds, this batch included
    (``lakecdc.writers.history_backfill``), which covers the batch;
 2. read the stored versions of the batch's keys (every version when the batch holds a truncate);
-3. ``lakecdc.ingest.history_chain.HistoryBuilder`` decides which keys continue their stored chain
+3. ``lakecdc.lake.history_chain.HistoryBuilder`` decides which keys continue their stored chain
    and which are folded again from bronze (which already holds this batch: step 4 of the apply),
    with the delete ledger's removals of the batch's keys and its truncates; the late keys' bronze
    events are read, and the builder returns the versions to upsert and delete;
@@ -32,7 +32,7 @@ from pyspark.sql.types import ArrayType, BooleanType, LongType, StringType, Stru
 
 from lakecdc.lake.batch import ChangeBatch, TableTarget, col
 from lakecdc.lake.frames import spark_to_arrow
-from lakecdc.ingest.history_chain import HistoryBuilder, Tracking
+from lakecdc.lake.history_chain import HistoryBuilder, Tracking
 from lakecdc.lake.history_plan import ACTION, HISTORY_META_COLUMNS, HistoryPlan
 from lakecdc.lake.progress import CommitPositions, CommitProgress
 from lakecdc.writers.history_backfill import backfill_history, bronze_rows

@@ -10,7 +10,7 @@ separate command to forget or to run twice. (A new table's history starts with i
 as silver does.)
 
 1. bronze is read whole (this batch's events included: step 4 of ``LakeWriter.apply`` appended them
-   before the history step) and folded by ``lakecdc.ingest.history_chain.HistoryBuilder`` with no
+   before the history step) and folded by ``lakecdc.lake.history_chain.HistoryBuilder`` with no
    stored chain: every key in one pass in silver's order, key changes reading their old keys' chains,
    truncates closing what was open;
 2. one history MERGE inserts the versions and records bronze's progress in the same commit.
@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from lakecdc.lake.batch import TableTarget
 from lakecdc.lake.bronze import BRONZE_RENAMES
-from lakecdc.ingest.history_chain import HistoryBuilder, Tracking
+from lakecdc.lake.history_chain import HistoryBuilder, Tracking
 from lakecdc.lake.history_plan import HistoryPlan
 from lakecdc.lake.progress import CommitProgress
 

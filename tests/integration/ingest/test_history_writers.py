@@ -23,7 +23,7 @@ from lakecdc.audit.as_of import read_as_of_with_version
 from lakecdc.audit.replay import events_between, replay
 from lakecdc.audit.scd2 import history_as_of, history_of, key_versions
 from lakecdc.audit.tables import LakeTable, to_pandas
-from lakecdc.ingest.history_chain import normalize_version
+from lakecdc.lake.history_chain import normalize_version
 from lakecdc.writers.base import TableWriter, create_writer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "unit" / "ingest"))

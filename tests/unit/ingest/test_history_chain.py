@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lakecdc.ingest.history_chain import HistoryBuilder, Tracking, from_ms, normalize_version
+from lakecdc.lake.history_chain import HistoryBuilder, Tracking, from_ms, normalize_version
 from lakecdc.lake.history_plan import ACTION, DELETE
 from history_model import (
     COLUMNS, KEYS, check_chain, deliveries, event, model_history, model_silver, source_histories,

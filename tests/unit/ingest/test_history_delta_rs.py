@@ -20,7 +20,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from history_model import check_chain, deliveries, event, model_history, source_histories
 from lakecdc.lake.batch import ChangeBatch, TableTarget
-from lakecdc.ingest.history_chain import normalize_version
+from lakecdc.lake.history_chain import normalize_version
 from lakecdc.lake.progress import CommitPositions
 from lakecdc.lake.silver import BatchStats
 from lakecdc.writers.delta_rs import DeltaRsWriter
