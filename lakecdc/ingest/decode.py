@@ -62,7 +62,7 @@ from lakecdc.ingest.ordering import event_seq
 from lakecdc.ingest.placeholders import Placeholders
 from lakecdc.ingest.record_checks import (Check, RecordError, envelope_check, not_an_envelope, read_int, read_text,
                                          value_check)
-from lakecdc.ingest.segments import METADATA_ARROW, DecodedSegment, SourceTable
+from lakecdc.lake.segments import METADATA_ARROW, DecodedSegment, SourceTable
 
 __all__ = ["DecodedBatch", "Decoder", "RecordError", "SchemaChange", "TxMarker", "split_envelope"]
 

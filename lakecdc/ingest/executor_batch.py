@@ -61,7 +61,7 @@ from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.decode import DecodedBatch, Decoder
 from lakecdc.ingest.executor_decode import SchemaRegistry, drop_committed, max_offsets
 from lakecdc.ingest.ordering import rank_after_snapshot, rank_by_commit
-from lakecdc.ingest.segments import DecodedSegment, conform
+from lakecdc.lake.segments import DecodedSegment, conform
 from lakecdc.ingest.transactions import tx_link
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ from typing import Literal
 from lakecdc.errors import ConfigError
 from lakecdc.lake.batch import TableTarget
 from lakecdc.config.ingest import IngestConfig
-from lakecdc.ingest.segments import SourceTable
+from lakecdc.lake.segments import SourceTable
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_]")
 _CONNECTORS = {"postgresql": "postgres", "mysql": "mysql", "mariadb": "mysql", "sqlserver": "sqlserver",

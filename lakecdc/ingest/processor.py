@@ -57,7 +57,7 @@ from lakecdc.ingest.ordering import (Seq, max_seq, min_seq, order_rows, rank_aft
 from lakecdc.ingest.parallel import TableApplyPool
 from lakecdc.lake.progress import CommitPositions
 from lakecdc.ingest.reader import KafkaMicroBatch
-from lakecdc.ingest.segments import DecodedSegment, union_columns, union_segments
+from lakecdc.lake.segments import DecodedSegment, union_columns, union_segments
 from lakecdc.ingest.transactions import TransactionBuffer, Where
 from lakecdc.quality.pipeline import check_batch
 

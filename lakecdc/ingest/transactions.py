@@ -51,7 +51,7 @@ import pyarrow.compute as pc
 
 from lakecdc.ingest.decode import TxMarker
 from lakecdc.ingest.ordering import min_seq
-from lakecdc.ingest.segments import DecodedSegment
+from lakecdc.lake.segments import DecodedSegment
 
 _PG_TX_ID = re.compile(r"^(\d+):(\d+)$")
 _REMEMBERED_COMPLETED = 100_000

@@ -22,7 +22,7 @@ from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.decode import Decoder
 from lakecdc.ingest.executor_decode import SchemaRegistry, decode_on_executors, drop_committed
 from lakecdc.ingest.reader import PythonKafkaReader
-from lakecdc.ingest.segments import union_segments
+from lakecdc.lake.segments import union_segments
 from lakecdc.ingest.spark_reader import SparkRangeReader
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark4]

@@ -14,7 +14,7 @@ from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.decode import Decoder
 from lakecdc.lake.frames import kafka_schema
 from lakecdc.ingest.reader import PythonKafkaReader
-from lakecdc.ingest.segments import union_segments
+from lakecdc.lake.segments import union_segments
 
 pytestmark = pytest.mark.integration
 

@@ -18,7 +18,7 @@ from lakecdc.audit.notation import format_position, parse_position
 from lakecdc.events.position_text import lsn_to_text, sqlserver_lsn_to_text
 from lakecdc.events.positions import MySqlPosition, OraclePosition, PostgresPosition, SqlServerPosition
 from lakecdc.ingest.ordering import rank_by_commit
-from lakecdc.ingest.segments import METADATA_ARROW
+from lakecdc.lake.segments import METADATA_ARROW
 
 
 def test_sqlserver_a_change_made_before_the_snapshot_and_committed_after_ranks_after_it() -> None:

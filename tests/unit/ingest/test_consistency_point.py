@@ -6,7 +6,7 @@ import pyarrow as pa
 
 from lakecdc.ingest.consistency_point import ConsistencyPoint, just_below
 from lakecdc.ingest.job_state import JobState
-from lakecdc.ingest.segments import METADATA_ARROW
+from lakecdc.lake.segments import METADATA_ARROW
 
 
 def rows(*events: tuple[str, tuple[int, ...]]) -> pa.Table:

@@ -16,7 +16,7 @@ from lakecdc.ingest.decode import Decoder
 from lakecdc.ingest.job_state import JobState
 from lakecdc.ingest.ordering import (FIRST_TRANSACTION_PHASE, event_seq, order_rows, rank_after_snapshot,
                                      snapshot_lsn, snapshot_lsn_below)
-from lakecdc.ingest.segments import union_segments
+from lakecdc.lake.segments import union_segments
 
 NOW = datetime(2026, 11, 26, 9, 0, tzinfo=timezone.utc)
 CONFIG = IngestConfig.from_properties({"kafka.bootstrap.servers": "127.0.0.1:1", "topic.prefix": "dbz"})

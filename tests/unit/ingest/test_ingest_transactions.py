@@ -11,7 +11,7 @@ from lakecdc.events.positions import position_from_source
 from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.decode import Decoder
 from lakecdc.ingest.ordering import max_seq, min_seq, order_rows, rank_by_commit
-from lakecdc.ingest.segments import union_segments
+from lakecdc.lake.segments import union_segments
 from lakecdc.ingest.transactions import TransactionBuffer, commit_lsn, tx_link
 
 NOW = datetime(2026, 11, 22, 9, 0, tzinfo=timezone.utc)

@@ -16,7 +16,7 @@ from lakecdc.capture.sqlserver.connector import SqlServerConnector
 from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.decode import Decoder
 from lakecdc.ingest.reader import KAFKA_ARROW_SCHEMA
-from lakecdc.ingest.segments import union_segments
+from lakecdc.lake.segments import union_segments
 from lakecdc.transport.jsonl import JsonlSink
 from sqlserver_recordings import base_properties
 from test_sqlserver_seed_golden import seed_server
