@@ -142,7 +142,7 @@ def suites(
     """Run the team's great-expectations suites on their silver tables through Spark; exit 1 when any fails."""
     from lakecdc.cli.audit import AuditLake
     from lakecdc.config.ingest import load_ingest_config
-    from lakecdc.ingest.naming import TableNamer
+    from lakecdc.lake.naming import TableNamer
     from lakecdc.quality.team_suites import load_suites, record_results, run_team_suite
 
     try:

@@ -51,7 +51,7 @@ from lakecdc.ingest.executor_batch import ExecutorBatch, Frame, RemoteSegment, T
 from lakecdc.ingest.executor_decode import SchemaRegistry, drop_committed, max_offsets
 from lakecdc.lake.frames import arrow_to_spark, metadata_fields, spark_to_arrow
 from lakecdc.ingest.job_state import JobState, append_schema_changes, save_state
-from lakecdc.ingest.naming import TableNamer
+from lakecdc.lake.naming import TableNamer
 from lakecdc.ingest.ordering import (Seq, max_seq, min_seq, order_rows, rank_after_snapshot, rank_by_commit,
                                      snapshot_lsn, snapshot_lsn_below)
 from lakecdc.ingest.parallel import TableApplyPool

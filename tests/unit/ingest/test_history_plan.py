@@ -10,7 +10,7 @@ from lakecdc.lake.history_plan import (
     HISTORY_META_COLUMNS, HistoryPlan, history_clauses, history_join, render_history_spark_sql,
 )
 from lakecdc.lake.merge_plan import DATAFUSION, SPARK
-from lakecdc.ingest.naming import TableNamer
+from lakecdc.lake.naming import TableNamer
 
 COLUMNS = ("id", "we`ird", *HISTORY_META_COLUMNS)
 

@@ -13,7 +13,7 @@ from lakecdc.config.ingest import IngestConfig, load_ingest_config
 from lakecdc.ingest.job import Trigger
 from lakecdc.ingest.job_state import JobState, load_state, save_state
 from lakecdc.ingest.kafka_source import offsets_json
-from lakecdc.ingest.naming import TableNamer
+from lakecdc.lake.naming import TableNamer
 from lakecdc.lake.segments import SourceTable
 
 BASE = {"kafka.bootstrap.servers": "127.0.0.1:9092", "topic.prefix": "shop"}

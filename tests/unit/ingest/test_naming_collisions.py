@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from lakecdc.errors import ConfigError
 from lakecdc.config.ingest import IngestConfig
-from lakecdc.ingest.naming import TableNamer
+from lakecdc.lake.naming import TableNamer
 
 BASE = {"kafka.bootstrap.servers": "127.0.0.1:9092", "topic.prefix": "shop"}
 
