@@ -25,7 +25,7 @@ from lakecdc.audit.changelog import bronze_of
 from lakecdc.audit.notation import GTID, format_position
 from lakecdc.audit.tables import AuditError, LakeTable, to_pandas
 from lakecdc.audit.versions import Position, TableVersion, reached_bound, table_versions
-from lakecdc.ingest.consistency_point import just_below
+from lakecdc.lake.progress import just_below
 
 LOG_TABLE = "lakecdc.consistency"
 
