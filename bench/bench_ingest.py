@@ -146,7 +146,7 @@ def recipe(config_path: str, table_format: str, warehouse: str) -> None:
 
     from lakecdc.devstack.broker import kafka_client_defaults
     from lakecdc.config.ingest import load_ingest_config
-    from lakecdc.ingest.job import ingest_session
+    from lakecdc.spark.session import ingest_session
 
     cfg = load_ingest_config(config_path)
     schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("qty", pa.int32()), ("score", pa.float64()),

@@ -41,6 +41,7 @@ from lakecdc.ingest.reader import PythonKafkaReader
 from lakecdc.ingest.spark_reader import SparkRangeReader
 from lakecdc.maintenance.periodic import PeriodicMaintenance
 from lakecdc.metrics.ingest_exporter import active_ingest_exporter, serve_ingest_metrics
+from lakecdc.spark.session import ingest_session
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -194,29 +195,6 @@ def reader_kind(cfg: IngestConfig, spark: SparkSession) -> str:
         return cfg.reader
     master = spark.sparkContext.master
     return "python" if master == "local" or master.startswith("local[") else "spark"
-
-
-def ingest_session(cfg: IngestConfig, spark_log: Path | None = None) -> SparkSession:
-    """The active Spark session (Databricks, spark-submit), else a local one over the
-    configuration's warehouse and catalog whose JVM writes its own log lines (log4j, the JVM's
-    warnings) to ``spark_log``, by default ``spark.log`` in the job's progress directory: they
-    are Spark's business, not the job's output."""
-    from pyspark.sql import SparkSession
-
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        return active
-    from lakecdc.spark.output import spark_session_logged
-    from lakecdc.spark.session import ICEBERG_CATALOG
-
-    log_file = spark_log or cfg.progress_dir / "spark.log"
-    log_file.parent.mkdir(parents=True, exist_ok=True)
-    log.info("Spark's own log: %s", log_file)
-    # ``spark_catalog`` is Spark's session catalog (Delta's DeltaCatalog when Delta's jars are on the
-    # classpath: Delta through Spark): Iceberg's catalog keeps its own name beside it, not that one.
-    iceberg = ICEBERG_CATALOG if cfg.catalog == "spark_catalog" else cfg.catalog
-    return spark_session_logged(log_file, cfg.warehouse, catalog=cfg.catalog_type,
-                                app_name=f"lakecdc-ingest-{cfg.name}", catalog_name=iceberg)
 
 
 def _periodic_maintenance(cfg: IngestConfig, spark: SparkSession) -> PeriodicMaintenance:

@@ -121,7 +121,7 @@ def run_maintenance(config: str | Path | IngestConfig, options: MaintenanceOptio
     def session() -> SparkSession:
         if spark is not None:
             return spark
-        from lakecdc.ingest.job import ingest_session
+        from lakecdc.spark.session import ingest_session
         return ingest_session(cfg)
 
     return maintain_tables(maintainers(cfg, session), options or MaintenanceOptions(), tables)
