@@ -26,7 +26,7 @@ from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.job import run_ingest
 from lakecdc.capture.postgres.replication import format_lsn, parse_lsn
 from lakecdc.metrics.capture_status import capture_status
-from lakecdc.metrics.ingest_status import ingest_status
+from lakecdc.ingest.status import ingest_status
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

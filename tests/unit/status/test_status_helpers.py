@@ -11,7 +11,7 @@ from lakecdc.cli.main import app
 from lakecdc.capture.mysql.registration import binlog_bytes_behind
 from lakecdc.capture.postgres.replication import format_lsn, parse_lsn
 from lakecdc.metrics.capture_status import is_capture_config
-from lakecdc.metrics.ingest_status import is_ingest_config
+from lakecdc.ingest.status import is_ingest_config
 
 
 @pytest.mark.parametrize("lsn, text", [(0, "0/0"), (24023128, "0/16E9058"), ((5 << 32) | 0xABC, "5/ABC")])
