@@ -43,7 +43,7 @@ def ingest(
 batch, then exits 0.
     """
     from lakecdc.ingest.job import run_ingest
-    from lakecdc.metrics.ingest_exporter import serve_ingest_metrics
+    from lakecdc.ingest.exporter import serve_ingest_metrics
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

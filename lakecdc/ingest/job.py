@@ -40,7 +40,7 @@ from lakecdc.ingest.processor import BatchProcessor, BatchReport
 from lakecdc.ingest.reader import PythonKafkaReader
 from lakecdc.ingest.spark_reader import SparkRangeReader
 from lakecdc.maintenance.periodic import PeriodicMaintenance
-from lakecdc.metrics.ingest_exporter import active_ingest_exporter, serve_ingest_metrics
+from lakecdc.ingest.exporter import active_ingest_exporter, serve_ingest_metrics
 from lakecdc.spark.session import ingest_session
 
 if TYPE_CHECKING:

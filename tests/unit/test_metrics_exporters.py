@@ -97,7 +97,7 @@ def test_the_grafana_dashboard_queries_exactly_the_exported_metrics() -> None:
     import re
     from pathlib import Path
 
-    from lakecdc.metrics.ingest_exporter import IngestExporter
+    from lakecdc.ingest.exporter import IngestExporter
     from lakecdc.metrics.prometheus import MetricsEndpoint
 
     capture = capture_metrics(_connector("0"))
@@ -122,7 +122,7 @@ def test_arrow_histogram_equals_the_client_histogram(values: list[int | None], p
     import pyarrow as pa
     from prometheus_client import CollectorRegistry, Histogram
 
-    from lakecdc.metrics.ingest_exporter import ArrowHistogram
+    from lakecdc.ingest.exporter import ArrowHistogram
     from lakecdc.metrics.prometheus import LAG_BUCKETS
 
     ours, theirs = CollectorRegistry(), CollectorRegistry()
@@ -168,7 +168,7 @@ def test_serve_ingest_metrics_port_from_the_file_or_the_option_and_a_busy_port_n
     import socket
 
     from lakecdc.devstack.ports import free_port
-    from lakecdc.metrics.ingest_exporter import active_ingest_exporter, serve_ingest_metrics
+    from lakecdc.ingest.exporter import active_ingest_exporter, serve_ingest_metrics
 
     path = tmp_path / "ingest.yaml"
     base = "name: shop-ingest\nkafka.bootstrap.servers: 127.0.0.1:9\ntopic.prefix: shop\n"
