@@ -146,7 +146,7 @@ def test_arrow_histogram_equals_the_client_histogram(values: list[int | None], p
 
 
 def test_cached_estimates_read_once_refresh_on_a_new_table_and_never_fail_capture() -> None:
-    from lakecdc.metrics.snapshot_estimates import CachedEstimates
+    from lakecdc.capture.snapshot_estimates import CachedEstimates
 
     fetched: list[int] = []
     tables = {("public", "a"): 10, ("public", "never_analysed"): -1}
