@@ -39,7 +39,7 @@ from typing import Any
 from lakecdc.capture.snapshot_modes import plan_start
 from lakecdc.capture.spi import CaptureConnector
 from lakecdc.errors import TransientError
-from lakecdc.metrics.capture_exporter import CaptureMetrics, capture_metrics
+from lakecdc.capture.exporter import CaptureMetrics, capture_metrics
 from lakecdc.transport.offsets import Offset, OffsetStore, offset_key
 
 log = logging.getLogger(__name__)

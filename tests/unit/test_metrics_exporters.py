@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from lakecdc.errors import ConfigError
 from lakecdc.events.envelope import ChangeRecord
-from lakecdc.metrics.capture_exporter import CaptureMetrics, capture_metrics, offset_position, table_label
+from lakecdc.capture.exporter import CaptureMetrics, capture_metrics, offset_position, table_label
 from lakecdc.metrics.prometheus import parse_port
 
 
