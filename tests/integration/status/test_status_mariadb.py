@@ -10,7 +10,7 @@ import pymysql
 import pytest
 
 from lakecdc.capture.runner import run_capture
-from lakecdc.metrics.capture_status import capture_status
+from lakecdc.capture.status import capture_status
 
 pytestmark = [pytest.mark.integration]
 

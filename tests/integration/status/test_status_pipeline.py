@@ -25,7 +25,7 @@ from lakecdc.ingest.transactions import commit_lsn, tx_link
 from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.job import run_ingest
 from lakecdc.capture.postgres.replication import format_lsn, parse_lsn
-from lakecdc.metrics.capture_status import capture_status
+from lakecdc.capture.status import capture_status
 from lakecdc.ingest.status import ingest_status
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

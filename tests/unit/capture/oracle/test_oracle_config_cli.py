@@ -73,7 +73,7 @@ def test_cli_capture_on_replay_connection(tmp_path: Path) -> None:
 
 def test_status_reports_the_stored_scn_and_the_lag(tmp_path: Path) -> None:
     from lakecdc.capture.oracle import connection as oraconn
-    from lakecdc.metrics.capture_status import capture_status
+    from lakecdc.capture.status import capture_status
     from oracle_recorded import RecordedOracle, customers
 
     conf = tmp_path / "oracle.properties"
