@@ -50,7 +50,8 @@ import pyarrow as pa
 from lakecdc.events.envelope import HEADER_OLD_KEY
 from lakecdc.events.positions import position_from_source
 from lakecdc.events.schema import ConnectSchema
-from lakecdc.lake.batch import METADATA_COLUMNS, ColumnSpec
+from lakecdc.lake.batch import ColumnSpec
+from lakecdc.lake.layout import METADATA_COLUMNS
 from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.connect_types import (ColumnType, TypeOptions, ValueConversionError, column_type,
                                           convert_column, fields_problem, json_type_name)

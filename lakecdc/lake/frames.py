@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from lakecdc.lake.batch import METADATA_COLUMNS
+from lakecdc.lake.layout import METADATA_COLUMNS, Columns
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -25,12 +25,23 @@ ROWS_PER_PARTITION = 50_000
 
 
 def metadata_fields() -> list[StructField]:
-    """Spark fields of the metadata columns (``lakecdc.lake.batch.METADATA_COLUMNS``), nullable."""
+    """Spark fields of the metadata columns (``lakecdc.lake.layout.METADATA_COLUMNS``), nullable."""
     from pyspark.sql import types as T
 
     kinds = {"string": T.StringType(), "array<bigint>": T.ArrayType(T.LongType(), True), "bigint": T.LongType(),
              "int": T.IntegerType(), "timestamp": T.TimestampType(), "array<string>": T.ArrayType(T.StringType(), True)}
     return [T.StructField(name, kinds[kind], True) for name, kind in METADATA_COLUMNS]
+
+
+def table_fields(columns: Columns) -> list[StructField]:
+    """Spark fields of layout columns as the tables store them: nullable; ``_seq``-like arrays hold
+    no null element (``array<bigint>`` is only ever a position)."""
+    from pyspark.sql import types as T
+
+    kinds = {"string": T.StringType(), "array<bigint>": T.ArrayType(T.LongType(), containsNull=False),
+             "bigint": T.LongType(), "int": T.IntegerType(), "timestamp": T.TimestampType(),
+             "array<string>": T.ArrayType(T.StringType()), "boolean": T.BooleanType()}
+    return [T.StructField(name, kinds[kind]) for name, kind in columns]
 
 
 def kafka_schema() -> StructType:

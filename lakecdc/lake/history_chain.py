@@ -35,9 +35,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from lakecdc.lake.history_plan import (
-    ACTION, DELETE, IS_CURRENT, LAST_SEQ, UPSERT, VALID_FROM_SEQ, VALID_FROM_TS, VALID_TO_SEQ, VALID_TO_TS,
-)
+from lakecdc.lake.history_plan import ACTION, DELETE, UPSERT
+from lakecdc.lake.layout import IS_CURRENT, LAST_SEQ, VALID_FROM_SEQ, VALID_FROM_TS, VALID_TO_SEQ, VALID_TO_TS
 
 Seq = tuple[int, ...]
 Key = tuple[Any, ...]

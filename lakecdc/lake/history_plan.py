@@ -21,23 +21,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lakecdc.lake.layout import (
+    HISTORY_META_COLUMNS, IS_CURRENT, LAST_SEQ, VALID_FROM_SEQ, VALID_TO_SEQ, VALID_TO_TS,
+)
 from lakecdc.lake.merge_plan import (
     SOURCE, SPARK, TARGET, Dialect, MergeClause, render_spark_merge, seq_components, seq_literal, seq_newer,
 )
 
-#: What a history row holds besides the source row's columns.
-VALID_FROM_SEQ = "_valid_from_seq"
-VALID_TO_SEQ = "_valid_to_seq"
-VALID_FROM_TS = "_valid_from_ts"
-VALID_TO_TS = "_valid_to_ts"
-LAST_SEQ = "_last_seq"  # the newest event folded into the version (changes in untracked columns move it)
-IS_CURRENT = "_is_current"
-HISTORY_META_COLUMNS: tuple[str, ...] = (VALID_FROM_SEQ, VALID_TO_SEQ, VALID_FROM_TS, VALID_TO_TS, LAST_SEQ,
-                                         "_op", "_tx_id", IS_CURRENT)
 ACTION = "__action"
 UPSERT = "upsert"
 DELETE = "delete"
-HISTORY_SUFFIX = "__history"
 
 
 @dataclass(frozen=True)

@@ -39,8 +39,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
 from lakecdc.lake.batch import col
-from lakecdc.lake.bronze import BRONZE_RENAMES, KEYED_IDENTITY
+from lakecdc.lake.bronze import KEYED_IDENTITY
 from lakecdc.lake.frames import arrow_to_spark, spark_to_arrow
+from lakecdc.lake.layout import BRONZE_RENAMES
 
 #: Internal op of a stored silver row taken in as the old key's earliest state (never leaves here).
 STORED_OP = "s"

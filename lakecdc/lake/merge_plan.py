@@ -31,17 +31,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from lakecdc.lake.batch import SEQ_LENGTH, DeleteMode
+from lakecdc.lake.batch import DeleteMode
 from lakecdc.lake.key_ranges import KeyRanges, ranges_predicate
+from lakecdc.lake.layout import SEQ_LENGTH, SILVER_META_COLUMNS
 
 ClauseKind = Literal["matched_delete", "matched_update", "not_matched_insert",
                      "not_matched_by_source_delete", "not_matched_by_source_update"]
 
 SOURCE = "s"
 TARGET = "t"
-#: Silver bookkeeping columns written by the MERGE besides the source table's columns.
-SILVER_META_COLUMNS: tuple[str, ...] = ("_seq", "_op", "_source_ts_ms", "_tx_id")
-SOFT_DELETE_COLUMNS: tuple[str, ...] = ("_is_deleted", "_deleted_at")
 
 
 @dataclass(frozen=True)

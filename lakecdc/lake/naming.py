@@ -24,6 +24,7 @@ from typing import Literal
 
 from lakecdc.errors import ConfigError
 from lakecdc.lake.batch import TableTarget
+from lakecdc.lake.layout import HISTORY_SUFFIX, LEDGER_SUFFIX
 from lakecdc.config.ingest import IngestConfig
 from lakecdc.lake.segments import SourceTable
 
@@ -67,10 +68,10 @@ class TableNamer:
         except (KeyError, IndexError) as exc:
             raise ConfigError(f"table name template uses an unknown placeholder {exc}; allowed: "
                               f"{', '.join('{' + f + '}' for f in fields)}", "table.name.format.silver") from None
-        names: dict[Role, str] = {"bronze": bronze, "silver": silver, "ledger": f"{silver}__deletes"}
+        names: dict[Role, str] = {"bronze": bronze, "silver": silver, "ledger": silver + LEDGER_SUFFIX}
         history = override.tracked_columns if override else None
         if history:
-            names["history"] = f"{silver}__history"
+            names["history"] = silver + HISTORY_SUFFIX
         self._claim(topic, names)
         keys = (override.key_column_list if override else ()) or key_columns
         connector = _CONNECTORS.get(source.connector, source.connector) if source else ""

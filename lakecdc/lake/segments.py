@@ -15,9 +15,10 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from lakecdc.errors import SchemaEvolutionError
-from lakecdc.lake.batch import METADATA_COLUMNS, ColumnSpec
+from lakecdc.lake.batch import ColumnSpec
+from lakecdc.lake.layout import METADATA_COLUMNS
 
-#: Arrow types of the metadata columns (``lakecdc.lake.batch.METADATA_COLUMNS``).
+#: Arrow types of the metadata columns (``lakecdc.lake.layout.METADATA_COLUMNS``).
 METADATA_ARROW: dict[str, pa.DataType] = {
     "_op": pa.string(),
     "_seq": pa.list_(pa.int64()),

@@ -25,10 +25,10 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegralType, StringType
 
-from lakecdc.lake.batch import SEQ_LENGTH, col
+from lakecdc.lake.batch import col
 from lakecdc.lake.key_moves import KeyHistory, StoredRows, fill_moved_placeholders, is_moved_placeholder
 from lakecdc.lake.key_ranges import KeyRanges, arrow_key_ranges
-from lakecdc.lake.merge_plan import SILVER_META_COLUMNS
+from lakecdc.lake.layout import SEQ_LENGTH, SILVER_META_COLUMNS
 
 
 @dataclass(frozen=True)

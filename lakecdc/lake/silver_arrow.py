@@ -16,8 +16,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecdc.lake.batch import SEQ_LENGTH
-from lakecdc.lake.merge_plan import SILVER_META_COLUMNS
+from lakecdc.lake.layout import SEQ_LENGTH, SILVER_META_COLUMNS
 from lakecdc.lake.silver import BatchStats
 
 

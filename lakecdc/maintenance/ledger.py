@@ -20,7 +20,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Mapping
 
-from lakecdc.lake.batch import SEQ_LENGTH
+from lakecdc.lake.layout import SEQ_LENGTH
 from lakecdc.lake.merge_plan import Dialect, seq_literal, seq_newer
 from lakecdc.lake.progress import CommitProgress
 from lakecdc.maintenance.options import MaintenanceOptions

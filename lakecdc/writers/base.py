@@ -36,12 +36,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
-    ArrayType, BinaryType, BooleanType, IntegerType, LongType, StringType, StructField, StructType, TimestampType,
+    ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType, TimestampType,
 )
 
 from lakecdc.errors import MissingExtraError, SchemaEvolutionError, TerminalError
+from lakecdc.lake import layout
 from lakecdc.lake.batch import ApplyResult, ChangeBatch, ColumnSpec, TableTarget, col
-from lakecdc.lake.bronze import BRONZE_RENAMES, OCCURRENCE, ROW_HASH, to_bronze_layout
+from lakecdc.lake.bronze import to_bronze_layout
+from lakecdc.lake.frames import table_fields
 from lakecdc.lake.history_plan import HistoryPlan
 from lakecdc.lake.merge_plan import MergePlan
 from lakecdc.lake.progress import CommitPositions, CommitProgress, Offsets
@@ -57,28 +59,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SEQ_TYPE = ArrayType(LongType(), containsNull=False)
-#: The metadata columns of ``ChangeBatch.df`` (``lakecdc.lake.batch.METADATA_COLUMNS``).
-BATCH_META = StructType([
-    StructField("_op", StringType()), StructField("_seq", SEQ_TYPE), StructField("_source_ts_ms", LongType()),
-    StructField("_tx_id", StringType()), StructField("_tx_total_order", LongType()),
-    StructField("_topic", StringType()), StructField("_partition", IntegerType()),
-    StructField("_offset", LongType()), StructField("_ingest_ts", TimestampType()),
-    StructField("_unavailable", ArrayType(StringType())), StructField("_key_json", StringType()),
-    StructField("_old_key_json", StringType()),
-])
-#: Bronze stores them under the same names except ``_partition`` -> ``_kafka_partition``
-#: (Iceberg reserves ``_partition`` for its partition metadata column), then its identity columns
-#: ``_row_hash`` and ``_occurrence`` (``lakecdc.lake.bronze``).
-BRONZE_META = StructType([*(StructField(BRONZE_RENAMES.get(f.name, f.name), f.dataType) for f in BATCH_META.fields),
-                          StructField(ROW_HASH, LongType()), StructField(OCCURRENCE, LongType())])
-SILVER_META = StructType([
-    StructField("_seq", SEQ_TYPE), StructField("_op", StringType()),
-    StructField("_source_ts_ms", LongType()), StructField("_tx_id", StringType()),
-])
-SOFT_DELETE_META = StructType([StructField("_is_deleted", BooleanType()), StructField("_deleted_at", TimestampType())])
-LEDGER_META = StructType([
-    StructField("_seq", SEQ_TYPE), StructField("_op", StringType()), StructField("_source_ts_ms", LongType()),
-])
+#: The metadata columns of ``ChangeBatch.df`` and what each table stores of them (``lakecdc.lake.layout``):
+#: bronze renames ``_partition`` and adds its identity columns (``lakecdc.lake.bronze``).
+BATCH_META = StructType(table_fields(layout.METADATA_COLUMNS))
+BRONZE_META = StructType([*(StructField(layout.BRONZE_RENAMES.get(f.name, f.name), f.dataType)
+                            for f in BATCH_META.fields), *table_fields(layout.BRONZE_IDENTITY_COLUMNS)])
+SILVER_META = StructType(table_fields(layout.SILVER_META))
+SOFT_DELETE_META = StructType(table_fields(layout.SOFT_DELETE_META))
+LEDGER_META = StructType(table_fields(layout.LEDGER_META))
 #: The dead-letter table (``lakecdc.ingest.dead_letter.DEAD_LETTER_DDL``): one row per undecodable record.
 DEAD_LETTER_SCHEMA = StructType([
     StructField("topic", StringType()), StructField("partition", IntegerType()), StructField("offset", LongType()),

@@ -36,10 +36,11 @@ from pyspark.sql.types import (
 )
 
 from lakecdc.errors import TerminalError
-from lakecdc.lake.batch import SEQ_LENGTH, TableTarget, col
-from lakecdc.lake.bronze import DELTA_PARTITION_COLUMN, STORED_IDENTITY, bronze_columns, spark_new_rows
+from lakecdc.lake.batch import TableTarget, col
+from lakecdc.lake.bronze import STORED_IDENTITY, bronze_columns, spark_new_rows
 from lakecdc.lake.frames import arrow_to_spark as arrow_to_dataframe
 from lakecdc.lake.key_ranges import KeyRanges, arrow_in_filter, arrow_ranges_filter, arrow_read
+from lakecdc.lake.layout import DELTA_PARTITION_COLUMN, SEQ_LENGTH
 from lakecdc.lake.history_plan import ACTION, HistoryPlan, history_clauses, history_join
 from lakecdc.lake.merge_plan import (
     DATAFUSION, SOURCE, TARGET, MergeClause, MergePlan, join_condition, merge_clauses,

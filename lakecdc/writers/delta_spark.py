@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 from pyspark.errors import AnalysisException
 from pyspark.sql.types import ArrayType, MapType, StructField, StructType
 
-from lakecdc.lake.bronze import DELTA_PARTITION_COLUMN
+from lakecdc.lake.layout import DELTA_PARTITION_COLUMN
 from lakecdc.lake.progress import PROGRESS_KEY
 from lakecdc.lake.schema_evolution import SchemaChange
 from lakecdc.writers.spark_sql import SparkSqlWriter, column_ddl, quote

@@ -6,9 +6,8 @@ import pytest
 
 from lakecdc.errors import ConfigError
 from lakecdc.config.ingest import IngestConfig
-from lakecdc.lake.history_plan import (
-    HISTORY_META_COLUMNS, HistoryPlan, history_clauses, history_join, render_history_spark_sql,
-)
+from lakecdc.lake.history_plan import HistoryPlan, history_clauses, history_join, render_history_spark_sql
+from lakecdc.lake.layout import HISTORY_META_COLUMNS
 from lakecdc.lake.merge_plan import DATAFUSION, SPARK
 from lakecdc.lake.naming import TableNamer
 
