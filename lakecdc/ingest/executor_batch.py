@@ -15,7 +15,7 @@ Where each step runs (``reader=spark`` / ``spark-kafka``):
    groups, weighted by ``_count``): which transactions are released, what is held, how far each
    table's progress may go.
 3. executors, ``table_frame``: per table, the released rows of the frames are joined into the
-   table's columns (``segments.conform``, the ``union_segments`` rules) and ranked
+   table's columns (``lake.segments.conform``, the ``union_segments`` rules) and ranked
    (``ordering.rank_after_snapshot``, ``rank_by_commit``, with the commit LSNs of the released
    transactions shipped small): the DataFrame the writer MERGEs. Its figures (events, offsets,
    ``_seq`` bounds, latency per source second) come back in one aggregate job (``TableFrame``).

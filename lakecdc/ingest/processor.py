@@ -25,7 +25,7 @@ Positions: released PostgreSQL events rank at their own transaction's commit LSN
 (``ordering.rank_by_commit``), or without transaction metadata the first transaction after the
 snapshot ranks right after it (``ordering.rank_after_snapshot``). Transactions are released whole and in commit order
 (``transactions``), so every table is complete through the consistency point
-(``consistency_point``); each table commit records it (``progress.CommitPositions``).
+(``consistency_point``); each table commit records it (``lake.progress.CommitPositions``).
 """
 
 from __future__ import annotations
