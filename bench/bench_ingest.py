@@ -144,8 +144,8 @@ def recipe(config_path: str, table_format: str, warehouse: str) -> None:
     import pyarrow as pa
     from confluent_kafka import Consumer, KafkaError
 
-    from lakecdc.devstack.broker import kafka_client_defaults
     from lakecdc.config.ingest import load_ingest_config
+    from lakecdc.devstack.broker import kafka_client_defaults
     from lakecdc.spark.session import ingest_session
 
     cfg = load_ingest_config(config_path)

@@ -79,9 +79,6 @@ sys.path.insert(0, str(ROOT))
 from lakecdc.demo.inventory import InventoryWorkload  # noqa: E402
 from lakecdc.demo.runner import DBNAME, capture_config, demo_ingest_config  # noqa: E402
 
-
-
-
 # ---------------------------------------------------------------------------------------- measuring
 
 @dataclass

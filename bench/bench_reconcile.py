@@ -26,7 +26,7 @@ import pickle
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from decimal import Decimal
 from pathlib import Path
 
@@ -83,14 +83,13 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     args = parser.parse_args()
     import psycopg
+    import pyarrow as pa
     from deltalake import DeltaTable, write_deltalake
 
     from lakecdc.devstack.postgres import Postgres
     from lakecdc.quality.engine import DataFusionEngine
     from lakecdc.quality.range_checksums import DIALECTS
     from lakecdc.quality.reconcile import Side, bisect, source_snapshot
-
-    import pyarrow as pa
 
     key = [("id", pa.int64())]
     columns = [*key, ("name", pa.string()), ("price", pa.decimal128(12, 2)), ("updated_at", pa.timestamp("us", tz="UTC"))]

@@ -36,10 +36,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from lakecdc.capture.exporter import CaptureMetrics, capture_metrics
 from lakecdc.capture.snapshot_modes import plan_start
 from lakecdc.capture.spi import CaptureConnector
 from lakecdc.errors import TransientError
-from lakecdc.capture.exporter import CaptureMetrics, capture_metrics
 from lakecdc.transport.offsets import Offset, OffsetStore, offset_key
 
 log = logging.getLogger(__name__)

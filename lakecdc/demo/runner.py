@@ -34,9 +34,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecdc.config.base import load_properties
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.demo.compare import TableComparison, compare_rows, source_rows
 from lakecdc.demo.inventory import TABLES, InventoryWorkload
-from lakecdc.config.ingest import IngestConfig
 
 log = logging.getLogger(__name__)
 CONF = Path(__file__).resolve().parents[2] / "conf"

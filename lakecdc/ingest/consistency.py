@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType, TimestampType
 
 from lakecdc.audit.notation import format_position
-from lakecdc.lake.batch import TableTarget
 from lakecdc.config.ingest import IngestConfig
+from lakecdc.lake.batch import TableTarget
 
 if TYPE_CHECKING:
     from lakecdc.writers.base import LakeWriter

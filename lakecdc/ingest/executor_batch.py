@@ -54,15 +54,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.errors import SchemaEvolutionError
 from lakecdc.events.positions import SNAPSHOT_PHASE
-from lakecdc.lake.batch import ColumnSpec
-from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.decode import DecodedBatch, Decoder
 from lakecdc.ingest.executor_decode import SchemaRegistry, drop_committed, max_offsets
 from lakecdc.ingest.ordering import rank_after_snapshot, rank_by_commit
-from lakecdc.lake.segments import DecodedSegment, conform
 from lakecdc.ingest.transactions import tx_link
+from lakecdc.lake.batch import ColumnSpec
+from lakecdc.lake.segments import DecodedSegment, conform
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -16,10 +16,10 @@ through one registry keyed by the schema's bytes, in the order the batch's parti
 
 from __future__ import annotations
 
-import pickle
-from collections.abc import Iterator, Mapping
 import logging
 import os
+import pickle
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any

@@ -32,15 +32,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lakecdc.errors import ConfigError
 from lakecdc.config.ingest import IngestConfig, load_ingest_config
+from lakecdc.errors import ConfigError
+from lakecdc.ingest.exporter import active_ingest_exporter, serve_ingest_metrics
 from lakecdc.ingest.job_state import load_state
 from lakecdc.ingest.metrics import BatchMetrics
 from lakecdc.ingest.processor import BatchProcessor, BatchReport
 from lakecdc.ingest.reader import PythonKafkaReader
 from lakecdc.ingest.spark_reader import SparkRangeReader
 from lakecdc.maintenance.periodic import PeriodicMaintenance
-from lakecdc.ingest.exporter import active_ingest_exporter, serve_ingest_metrics
 from lakecdc.spark.session import ingest_session
 
 if TYPE_CHECKING:

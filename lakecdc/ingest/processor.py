@@ -40,25 +40,33 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecdc.errors import SchemaEvolutionError
-from lakecdc.lake.batch import ChangeBatch, TableTarget
 from lakecdc.config.ingest import IngestConfig
+from lakecdc.errors import SchemaEvolutionError
 from lakecdc.ingest.consistency import ConsistencyLog
 from lakecdc.ingest.consistency_point import ConsistencyPoint
 from lakecdc.ingest.dead_letter import DeadLetterSink, dead_letter_frame
 from lakecdc.ingest.decode import Decoder
 from lakecdc.ingest.executor_batch import ExecutorBatch, Frame, RemoteSegment, TableFrame, decode_frame, table_frame
 from lakecdc.ingest.executor_decode import SchemaRegistry, drop_committed, max_offsets
-from lakecdc.lake.frames import arrow_to_spark, metadata_fields, spark_to_arrow
 from lakecdc.ingest.job_state import JobState, append_schema_changes, save_state
-from lakecdc.lake.naming import TableNamer
-from lakecdc.ingest.ordering import (Seq, max_seq, min_seq, order_rows, rank_after_snapshot, rank_by_commit,
-                                     snapshot_lsn, snapshot_lsn_below)
+from lakecdc.ingest.ordering import (
+    Seq,
+    max_seq,
+    min_seq,
+    order_rows,
+    rank_after_snapshot,
+    rank_by_commit,
+    snapshot_lsn,
+    snapshot_lsn_below,
+)
 from lakecdc.ingest.parallel import TableApplyPool
-from lakecdc.lake.progress import CommitPositions
 from lakecdc.ingest.reader import KafkaMicroBatch
-from lakecdc.lake.segments import DecodedSegment, union_columns, union_segments
 from lakecdc.ingest.transactions import TransactionBuffer, Where
+from lakecdc.lake.batch import ChangeBatch, TableTarget
+from lakecdc.lake.frames import arrow_to_spark, metadata_fields, spark_to_arrow
+from lakecdc.lake.naming import TableNamer
+from lakecdc.lake.progress import CommitPositions
+from lakecdc.lake.segments import DecodedSegment, union_columns, union_segments
 from lakecdc.quality.pipeline import check_batch
 
 if TYPE_CHECKING:

@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from lakecdc.errors import MissingExtraError, TransientError
 from lakecdc.config.ingest import IngestConfig
+from lakecdc.errors import MissingExtraError, TransientError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -27,8 +27,8 @@ from collections.abc import Iterator
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal
 
-from lakecdc.errors import MissingExtraError
 from lakecdc.config.ingest import IngestConfig
+from lakecdc.errors import MissingExtraError
 from lakecdc.ingest.offset_ranges import FetchedRange, OffsetRange, RangePlanner, StartOffset
 from lakecdc.ingest.reader import KafkaMicroBatch, matching_partitions
 

@@ -62,7 +62,11 @@ from pyspark.sql import functions as F
 
 from lakecdc.lake.batch import col
 from lakecdc.lake.layout import (
-    BRONZE_IDENTITY_COLUMNS, BRONZE_RENAMES, METADATA_COLUMNS, OCCURRENCE, ROW_HASH,
+    BRONZE_IDENTITY_COLUMNS,
+    BRONZE_RENAMES,
+    METADATA_COLUMNS,
+    OCCURRENCE,
+    ROW_HASH,
 )
 
 #: What identifies a bronze row (see the module docstring).

@@ -22,10 +22,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lakecdc.lake.layout import (
-    HISTORY_META_COLUMNS, IS_CURRENT, LAST_SEQ, VALID_FROM_SEQ, VALID_TO_SEQ, VALID_TO_TS,
+    HISTORY_META_COLUMNS,
+    IS_CURRENT,
+    LAST_SEQ,
+    VALID_FROM_SEQ,
+    VALID_TO_SEQ,
+    VALID_TO_TS,
 )
 from lakecdc.lake.merge_plan import (
-    SOURCE, SPARK, TARGET, Dialect, MergeClause, render_spark_merge, seq_components, seq_literal, seq_newer,
+    SOURCE,
+    SPARK,
+    TARGET,
+    Dialect,
+    MergeClause,
+    render_spark_merge,
+    seq_components,
+    seq_literal,
+    seq_newer,
 )
 
 ACTION = "__action"

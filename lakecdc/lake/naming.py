@@ -22,10 +22,10 @@ import re
 from dataclasses import replace
 from typing import Literal
 
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.errors import ConfigError
 from lakecdc.lake.batch import TableTarget
 from lakecdc.lake.layout import HISTORY_SUFFIX, LEDGER_SUFFIX
-from lakecdc.config.ingest import IngestConfig
 from lakecdc.lake.segments import SourceTable
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_]")

@@ -16,7 +16,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pyspark.sql.types import (
-    ByteType, DataType, DecimalType, DoubleType, FloatType, IntegerType, LongType, ShortType, StructType,
+    ByteType,
+    DataType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StructType,
 )
 
 from lakecdc.errors import SchemaEvolutionError

@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from lakecdc.errors import ConfigError, TransientError
 from lakecdc.config.ingest import IngestConfig, load_ingest_config
+from lakecdc.errors import ConfigError, TransientError
 from lakecdc.maintenance.options import MaintenanceOptions
 from lakecdc.maintenance.result import MaintenanceResult
 from lakecdc.writers.conflicts import CommitConflictError, retry_on_conflict

@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
-    from lakecdc.lake.batch import TableTarget
     from lakecdc.config.ingest import IngestConfig
+    from lakecdc.lake.batch import TableTarget
 
 log = logging.getLogger(__name__)
 Action = Literal["warn", "quarantine", "fail"]

@@ -98,7 +98,7 @@ def silver_matches_bronze_replay(ctx: CheckContext) -> RuleResult:
     q = ctx.engine.quote
     keys = ", ".join(f"coalesce(e.{q(k)}, s.{q(k)}) AS {q(k)}" for k in ctx.keys)
     empty = f"md5('{NULL_TEXT}')"
-    differs = " OR ".join([f"e.h <> s.h", *(f"coalesce(e.hc{i}, {empty}) <> s.hc{i}" for i in range(len(carried)))])
+    differs = " OR ".join(["e.h <> s.h", *(f"coalesce(e.hc{i}, {empty}) <> s.hc{i}" for i in range(len(carried)))])
     diff = (f"(SELECT {keys}, CASE WHEN s.h IS NULL THEN '{MISSING}' WHEN e.h IS NULL THEN '{EXTRA}' "
             f"ELSE 'differs' END AS problem FROM {expected} e FULL OUTER JOIN {silver} s "
             f"ON {ctx.key_match('e', 's')} WHERE e.h IS NULL OR s.h IS NULL OR {differs})")

@@ -26,8 +26,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from lakecdc.events.schema import STRING, ConnectField, ConnectSchema
-from lakecdc.transforms.base import (Record, Settings, TransformContext, TransformDataError, field_of,
-                                     require_struct, struct_get)
+from lakecdc.transforms.base import (
+    Record,
+    Settings,
+    TransformContext,
+    TransformDataError,
+    field_of,
+    require_struct,
+    struct_get,
+)
 from lakecdc.transforms.headers import header_bytes
 from lakecdc.transforms.outbox_json import JsonPayloadExpander, field_namer
 from lakecdc.transforms.routers import is_envelope, java_router

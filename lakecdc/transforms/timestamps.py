@@ -15,8 +15,15 @@ from __future__ import annotations
 from typing import Any
 
 from lakecdc.events.schema import ConnectField, ConnectSchema, primitive
-from lakecdc.transforms.base import (KeyOrValue, Record, SchemaCache, Settings, TransformContext,
-                                     TransformDataError, struct_get)
+from lakecdc.transforms.base import (
+    KeyOrValue,
+    Record,
+    SchemaCache,
+    Settings,
+    TransformContext,
+    TransformDataError,
+    struct_get,
+)
 from lakecdc.transforms.fields import CONNECT_DATE, CONNECT_TIME, CONNECT_TIMESTAMP, logical
 from lakecdc.transforms.java_date_format import SimpleDateFormat
 

@@ -36,7 +36,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
-    ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType, TimestampType,
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
 )
 
 from lakecdc.errors import MissingExtraError, SchemaEvolutionError, TerminalError

@@ -31,19 +31,41 @@ from deltalake import CommitProperties, DeltaTable, Field, Transaction, write_de
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
-    ArrayType, BinaryType, BooleanType, ByteType, DataType, DateType, DecimalType, DoubleType, FloatType,
-    IntegerType, LongType, MapType, ShortType, StringType, StructField, StructType, TimestampNTZType, TimestampType,
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    ByteType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    MapType,
+    ShortType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
 )
 
 from lakecdc.errors import TerminalError
 from lakecdc.lake.batch import TableTarget, col
 from lakecdc.lake.bronze import STORED_IDENTITY, bronze_columns, spark_new_rows
 from lakecdc.lake.frames import arrow_to_spark as arrow_to_dataframe
+from lakecdc.lake.history_plan import ACTION, HistoryPlan, history_clauses, history_join
 from lakecdc.lake.key_ranges import KeyRanges, arrow_in_filter, arrow_ranges_filter, arrow_read
 from lakecdc.lake.layout import DELTA_PARTITION_COLUMN, SEQ_LENGTH
-from lakecdc.lake.history_plan import ACTION, HistoryPlan, history_clauses, history_join
 from lakecdc.lake.merge_plan import (
-    DATAFUSION, SOURCE, TARGET, MergeClause, MergePlan, join_condition, merge_clauses,
+    DATAFUSION,
+    SOURCE,
+    TARGET,
+    MergeClause,
+    MergePlan,
+    join_condition,
+    merge_clauses,
 )
 from lakecdc.lake.progress import PROGRESS_KEY
 from lakecdc.lake.schema_evolution import SchemaChange

@@ -30,8 +30,8 @@ import pyarrow.compute as pc
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from lakecdc.lake.batch import ChangeBatch, TableTarget, col
 from lakecdc.lake import layout
+from lakecdc.lake.batch import ChangeBatch, TableTarget, col
 from lakecdc.lake.frames import spark_to_arrow, table_fields
 from lakecdc.lake.history_chain import HistoryBuilder, Tracking
 from lakecdc.lake.history_plan import ACTION, HistoryPlan

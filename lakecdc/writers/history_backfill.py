@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from lakecdc.lake.batch import TableTarget
-from lakecdc.lake.layout import BRONZE_RENAMES
 from lakecdc.lake.history_chain import HistoryBuilder, Tracking
 from lakecdc.lake.history_plan import HistoryPlan
+from lakecdc.lake.layout import BRONZE_RENAMES
 from lakecdc.lake.progress import CommitProgress
 
 if TYPE_CHECKING:

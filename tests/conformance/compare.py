@@ -22,7 +22,6 @@ JSON types compared strictly (``1`` is not ``1.0``, ``true`` is not ``1``).
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence

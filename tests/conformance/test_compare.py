@@ -5,16 +5,14 @@ from __future__ import annotations
 import copy
 import json
 import re
-
-from shared_paths import SHARED_ROOT
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from compare import MaskRules, assert_conformant, compare, compare_by_topic, format_report, mask_record
 from harness import load_capture, split_sql
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from shared_paths import SHARED_ROOT
 
 SHARED = SHARED_ROOT / "conformance"
 GOLDEN = SHARED / "postgres" / "workload.jsonl"

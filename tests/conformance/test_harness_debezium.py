@@ -6,13 +6,11 @@ Each test costs one JVM start (~5-20 s); they are marked ``conformance``.
 from __future__ import annotations
 
 from pathlib import Path
-
-from shared_paths import SHARED_ROOT
 from typing import Any
 
 import pytest
-
 from harness import MaskRules, assert_conformant, compare, drop_slot, load_capture, run_debezium
+from shared_paths import SHARED_ROOT
 
 from lakecdc.config.sources import load_properties
 from lakecdc.devstack.postgres import Postgres

@@ -20,9 +20,18 @@ from typing import Any
 import pytest
 from compare import compare
 from harness import MaskRules, assert_conformant, run_debezium
-from test_mariadb_debezium import (KNOWN_VERSION_DIFFERENCES, MINIMUM_RECORDS, SETUP, SOURCE_MASKS, WORKLOAD,
-                                   capture_with_lakecdc, fresh_database, mariadb_jars, properties,
-                                   without_uncaptured_schema_changes)
+from test_mariadb_debezium import (
+    KNOWN_VERSION_DIFFERENCES,
+    MINIMUM_RECORDS,
+    SETUP,
+    SOURCE_MASKS,
+    WORKLOAD,
+    capture_with_lakecdc,
+    fresh_database,
+    mariadb_jars,
+    properties,
+    without_uncaptured_schema_changes,
+)
 
 pytestmark = [pytest.mark.conformance, pytest.mark.integration]
 __all__ = ["mariadb_jars"]  # the module's fixture, used here

@@ -18,12 +18,11 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-
-from shared_paths import SHARED_ROOT
 from typing import Any
 
 import pytest
 from harness import MaskRules, assert_conformant, drop_slot, load_capture, run_debezium, run_sql, split_sql
+from shared_paths import SHARED_ROOT
 
 from lakecdc.capture.runner import run_capture
 from lakecdc.config.base import load_properties

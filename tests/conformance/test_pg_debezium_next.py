@@ -16,8 +16,14 @@ from typing import Any
 import pytest
 from compare import compare
 from harness import MaskRules, assert_conformant, drop_slot
-from test_pg_conformance import (WIDER_SETUP, WIDER_WORKLOAD, capture_with_lakecdc, debezium_with_retry, fresh_database,
-                                 mask_message_ids)
+from test_pg_conformance import (
+    WIDER_SETUP,
+    WIDER_WORKLOAD,
+    capture_with_lakecdc,
+    debezium_with_retry,
+    fresh_database,
+    mask_message_ids,
+)
 
 from lakecdc.devstack.maven import DEBEZIUM_NEXT, cached_jars
 

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from pg_types_golden import DATA_DIR, MODE_SETS, VOLATILE_COLUMNS, generate, missing_server_features
 
 pytestmark = [pytest.mark.conformance, pytest.mark.slow]

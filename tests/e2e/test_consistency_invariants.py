@@ -30,11 +30,11 @@ from typing import Any
 
 import pytest
 from e2e_pipeline import CaptureRun, PgPipeline, _session_for, unique_name
+from workloads.invariants import Commit, Workload, invariant_errors, rows_of
 
 from lakecdc.audit.consistency import latest_point, read_consistent
 from lakecdc.audit.notation import parse_position
 from lakecdc.audit.tables import LakeTable, to_pandas
-from workloads.invariants import Commit, Workload, invariant_errors, rows_of
 
 # each test starts, kills and restarts the job three times and reads every recorded commit back: on a
 # loaded 2-core machine the MariaDB one took more than pytest's default 900 s

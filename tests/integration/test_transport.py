@@ -6,11 +6,10 @@ import json
 import time
 import uuid
 from pathlib import Path
-
-from shared_paths import SHARED_ROOT
 from typing import Any
 
 import pytest
+from shared_paths import SHARED_ROOT
 
 from lakecdc.devstack.broker import Broker, kafka_client_defaults
 from lakecdc.errors import SinkDeliveryError, SinkTransientError

@@ -104,8 +104,8 @@ def test_run_sh_knows_exactly_two_commands() -> None:
 
 
 def test_each_spark_line_fetches_its_own_scala_builds() -> None:
-    from lakecdc.errors import SparkSetupError
     from lakecdc.devstack.maven import jar_sets, spark_line
+    from lakecdc.errors import SparkSetupError
 
     old = jar_sets("3.5.9")
     assert old["delta"].coordinates == ("io.delta:delta-spark_2.12:3.3.2",)

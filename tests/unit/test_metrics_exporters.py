@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lakecdc.capture.exporter import CaptureMetrics, capture_metrics, offset_position, table_label
 from lakecdc.errors import ConfigError
 from lakecdc.events.envelope import ChangeRecord
-from lakecdc.capture.exporter import CaptureMetrics, capture_metrics, offset_position, table_label
 from lakecdc.metrics.prometheus import parse_port
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from lakecdc.capture.mysql.change_records import RecordFactory, schema_change_record
 from lakecdc.capture.mysql.ddl.model import TableDef, TableId
-from lakecdc.capture.mysql.ddl.parser import DdlParseError, DdlParser, ParsedStatement, AlterOfUnknownTableError
+from lakecdc.capture.mysql.ddl.parser import AlterOfUnknownTableError, DdlParseError, DdlParser, ParsedStatement
 from lakecdc.capture.mysql.ddl.tables import Tables
 from lakecdc.capture.mysql.schema_history import SchemaHistory
 from lakecdc.capture.mysql.table_changes import (

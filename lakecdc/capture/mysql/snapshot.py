@@ -25,7 +25,6 @@ import logging
 import time
 from typing import Any
 
-from lakecdc.capture.snapshot_last import HoldLast
 from lakecdc.capture.blocking import BlockingSnapshotError
 from lakecdc.capture.mysql import connection as myconn
 from lakecdc.capture.mysql.change_records import schema_change_record
@@ -34,6 +33,7 @@ from lakecdc.capture.mysql.errors import MySqlPrivilegeError
 from lakecdc.capture.mysql.offset import boundary_offset
 from lakecdc.capture.mysql.source_info import source_builder
 from lakecdc.capture.mysql.table_changes import change_id
+from lakecdc.capture.snapshot_last import HoldLast
 from lakecdc.capture.spi import Emit, SnapshotResult
 from lakecdc.events.positions import MySqlPosition
 from lakecdc.events.source import snapshot_marker

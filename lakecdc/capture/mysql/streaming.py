@@ -32,13 +32,13 @@ from lakecdc.capture.mysql import connection as myconn
 from lakecdc.capture.mysql.binlog_reader import BinlogReader, ReaderFailure
 from lakecdc.capture.mysql.blocking import blocking_snapshot
 from lakecdc.capture.mysql.database_schema import DatabaseSchema
-from lakecdc.capture.mysql.failure_modes import is_source_error, on_undecodable_event, on_unknown_table
 from lakecdc.capture.mysql.errors import (
     BinlogPurgedError,
     MySqlConnectionLostError,
     MySqlSetupError,
     UnknownTableError,
 )
+from lakecdc.capture.mysql.failure_modes import is_source_error, on_undecodable_event, on_unknown_table
 from lakecdc.capture.mysql.incremental import MySqlIncrementalSnapshot
 from lakecdc.capture.mysql.offset import ResumePoint, boundary_offset, in_transaction_offset, resume_point
 from lakecdc.capture.mysql.read_only import ReadOnlyIncrementalSnapshot, check_prerequisites

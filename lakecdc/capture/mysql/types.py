@@ -53,7 +53,8 @@ from lakecdc.capture.mysql.ddl.model import ColumnDef, DefaultKind
 from lakecdc.capture.mysql.errors import MySqlTypeError
 from lakecdc.events import logical
 from lakecdc.events.logical import EXACT, binary_converter
-from lakecdc.events.schema import ConnectSchema, primitive, struct as struct_schema
+from lakecdc.events.schema import ConnectSchema, primitive
+from lakecdc.events.schema import struct as struct_schema
 
 Converter = Callable[[Any], Any]
 

@@ -15,7 +15,6 @@ import psycopg
 from psycopg import sql
 
 from lakecdc.capture.postgres.config import PostgresConnectorConfig
-from lakecdc.events.topics import TableId
 from lakecdc.capture.postgres.errors import (
     PostgresCaptureError,
     PostgresUnavailable,
@@ -23,6 +22,7 @@ from lakecdc.capture.postgres.errors import (
     PublicationMissingError,
     scrub,
 )
+from lakecdc.events.topics import TableId
 
 log = logging.getLogger(__name__)
 

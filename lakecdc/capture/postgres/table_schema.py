@@ -27,11 +27,11 @@ from lakecdc.capture.postgres.types import (
     load_type_catalog,
     value_converter,
 )
+from lakecdc.errors import ConfigError
 from lakecdc.events.envelope import envelope_schema
 from lakecdc.events.schema import ConnectSchema, struct
 from lakecdc.events.source import source_schema
 from lakecdc.events.topics import TableId, TopicNamer
-from lakecdc.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from lakecdc.capture.postgres import type_temporal as tt
 from lakecdc.capture.postgres import type_values as tv
 from lakecdc.capture.postgres.type_values import unscaled_bytes
-from lakecdc.events.javanum import java_double_str
 from lakecdc.events import logical
+from lakecdc.events.javanum import java_double_str
 from lakecdc.events.logical import binary_converter
 from lakecdc.events.schema import ConnectField, ConnectSchema
 from lakecdc.events.serde import jackson_dumps

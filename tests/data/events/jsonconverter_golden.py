@@ -23,7 +23,6 @@ The unit tests rebuild each payload with ``json_to_connect`` and compare our byt
 from __future__ import annotations
 
 import atexit
-import base64
 import json
 import os
 import random

@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
+from writer_harness import LONG, STR, Ev, Stream, TableReader
 
 from lakecdc.lake.bronze import IDENTITY
 from lakecdc.writers.base import BRONZE_META, LakeWriter, create_writer, row_schema
-from writer_harness import LONG, STR, Ev, Stream, TableReader
 
 pytestmark = pytest.mark.integration
 

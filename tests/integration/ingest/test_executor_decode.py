@@ -22,8 +22,8 @@ from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.decode import Decoder
 from lakecdc.ingest.executor_decode import SchemaRegistry, decode_on_executors, drop_committed
 from lakecdc.ingest.reader import PythonKafkaReader
-from lakecdc.lake.segments import union_segments
 from lakecdc.ingest.spark_reader import SparkRangeReader
+from lakecdc.lake.segments import union_segments
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark4]
 

@@ -28,7 +28,12 @@ from lakecdc.writers.base import TableWriter, create_writer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "unit" / "ingest"))
 from history_model import (  # noqa: E402
-    check_chain, deliveries, event, model_history, model_silver, source_histories,
+    check_chain,
+    deliveries,
+    event,
+    model_history,
+    model_silver,
+    source_histories,
 )
 
 pytestmark = pytest.mark.integration

@@ -12,8 +12,8 @@ from ingest_broker import create_topics, golden_records, publish, publish_record
 
 from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.decode import Decoder
-from lakecdc.lake.frames import kafka_schema
 from lakecdc.ingest.reader import PythonKafkaReader
+from lakecdc.lake.frames import kafka_schema
 from lakecdc.lake.segments import union_segments
 
 pytestmark = pytest.mark.integration

@@ -14,8 +14,8 @@ import pytest
 from ingest_broker import create_topics, golden_records, publish_records, unique_prefix
 from ingest_tables import assert_final_source_state
 
-from lakecdc.errors import ConfigError
 from lakecdc.config.ingest import IngestConfig
+from lakecdc.errors import ConfigError
 from lakecdc.ingest.job import run_ingest
 from lakecdc.ingest.kafka_source import spark_kafka_available
 

@@ -20,12 +20,21 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql.types import (
-    BinaryType, ByteType, DataType, DateType, DecimalType, IntegerType, LongType, ShortType, StringType,
-    TimestampNTZType, TimestampType,
+    BinaryType,
+    ByteType,
+    DataType,
+    DateType,
+    DecimalType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    TimestampNTZType,
+    TimestampType,
 )
+from writer_harness import STR, Ev, Stream, TableReader
 
 from lakecdc.writers.base import LakeWriter, create_writer
-from writer_harness import STR, Ev, Stream, TableReader
 
 pytestmark = pytest.mark.integration
 

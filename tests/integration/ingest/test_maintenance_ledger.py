@@ -12,11 +12,11 @@ from datetime import timedelta
 
 import pytest
 from pyspark.sql import SparkSession
+from writer_harness import LONG, STR, Ev, Stream, TableReader
 
 from lakecdc.maintenance.options import MaintenanceOptions
 from lakecdc.maintenance.run import Maintainer, maintain_tables
 from lakecdc.writers.base import TableWriter
-from writer_harness import LONG, STR, Ev, Stream, TableReader
 
 pytestmark = pytest.mark.integration
 

@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from lakecdc.lake.layout import SEQ_LENGTH
 from lakecdc.lake.frames import arrow_to_spark, metadata_fields
+from lakecdc.lake.layout import SEQ_LENGTH
 from lakecdc.lake.silver import arrow_batch_stats, ledger_rows, silver_source
 from lakecdc.lake.silver_arrow import arrow_input_columns, arrow_ledger_rows, arrow_silver_source
 

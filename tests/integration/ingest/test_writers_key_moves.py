@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
+from writer_harness import LONG, STR, Ev, Stream, TableReader
 
 from lakecdc.writers.base import LakeWriter, create_writer
-from writer_harness import LONG, STR, Ev, Stream, TableReader
 
 pytestmark = pytest.mark.integration
 

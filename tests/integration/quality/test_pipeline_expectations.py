@@ -11,7 +11,6 @@ import pytest
 from ingest_broker import create_topics, golden_records, publish_records, unique_prefix
 from ingest_tables import table_rows
 from test_ingest_job import job_config
-
 from typer.testing import CliRunner
 
 from lakecdc.cli.main import app

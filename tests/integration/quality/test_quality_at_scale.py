@@ -23,7 +23,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from million_rows import EXPECTED  # noqa: E402 - the conftest puts this directory first
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

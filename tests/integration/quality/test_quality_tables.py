@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "audit"))
 from lake_fixture import FORMATS, Lake, build_lake  # noqa: E402
 
-from lakecdc.audit import LakeTable, table_versions  # noqa: E402
+from lakecdc.audit import table_versions  # noqa: E402
 from lakecdc.cli.main import app  # noqa: E402
 from lakecdc.quality import DEFAULT_RULES, check_table, quarantine, quarantine_name  # noqa: E402
 from lakecdc.quality.gx_suite import failed_expectations, run_suite, silver_suite  # noqa: E402
@@ -41,8 +41,8 @@ def append_silver_row(lake: Lake, row: dict) -> None:
             f"INSERT INTO {lake.silver.qualified} VALUES ({row['id']}, '{row['name']}', array({seq}), "
             f"'{row['_op']}', {row['_source_ts_ms']}, '{row['_tx_id']}')")
         return
-    from deltalake import write_deltalake
     import pyarrow as pa
+    from deltalake import write_deltalake
 
     schema = lake.silver.delta_table().to_pyarrow_table().schema
     write_deltalake(lake.silver.uri, pa.Table.from_pylist([row], schema=schema), mode="append")

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-
-from shared_paths import SHARED_ROOT
 from typing import ClassVar
 
 import pytest
 from pydantic import Field
+from shared_paths import SHARED_ROOT
 
 from lakecdc.config import CommonConnectorConfig, load_properties
 from lakecdc.errors import ConfigError

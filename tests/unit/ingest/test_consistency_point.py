@@ -5,8 +5,8 @@ from __future__ import annotations
 import pyarrow as pa
 
 from lakecdc.ingest.consistency_point import ConsistencyPoint
-from lakecdc.lake.progress import just_below
 from lakecdc.ingest.job_state import JobState
+from lakecdc.lake.progress import just_below
 from lakecdc.lake.segments import METADATA_ARROW
 
 

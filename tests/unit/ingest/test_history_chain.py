@@ -10,14 +10,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from history_model import (
+    COLUMNS,
+    KEYS,
+    check_chain,
+    deliveries,
+    event,
+    model_history,
+    model_silver,
+    source_histories,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lakecdc.lake.history_chain import HistoryBuilder, Tracking, from_ms, normalize_version
 from lakecdc.lake.history_plan import ACTION, DELETE
-from history_model import (
-    COLUMNS, KEYS, check_chain, deliveries, event, model_history, model_silver, source_histories,
-)
 
 Row = dict[str, Any]
 

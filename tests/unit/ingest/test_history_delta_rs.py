@@ -14,11 +14,11 @@ from typing import Any
 
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
+from history_model import check_chain, deliveries, event, model_history, source_histories
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from history_model import check_chain, deliveries, event, model_history, source_histories
 from lakecdc.lake.batch import ChangeBatch, TableTarget
 from lakecdc.lake.history_chain import normalize_version
 from lakecdc.lake.progress import CommitPositions

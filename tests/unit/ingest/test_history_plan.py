@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lakecdc.errors import ConfigError
 from lakecdc.config.ingest import IngestConfig
+from lakecdc.errors import ConfigError
 from lakecdc.lake.history_plan import HistoryPlan, history_clauses, history_join, render_history_spark_sql
 from lakecdc.lake.layout import HISTORY_META_COLUMNS
 from lakecdc.lake.merge_plan import DATAFUSION, SPARK

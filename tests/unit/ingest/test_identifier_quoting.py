@@ -14,7 +14,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakecdc.lake.merge_plan import DATAFUSION, SPARK, Dialect, MergePlan, join_condition, merge_clauses, render_spark_sql
+from lakecdc.lake.merge_plan import (
+    DATAFUSION,
+    SPARK,
+    Dialect,
+    MergePlan,
+    join_condition,
+    merge_clauses,
+    render_spark_sql,
+)
 from lakecdc.writers.delta_spark import create_table_sql, evolve_sql
 from lakecdc.writers.spark_sql import column_ddl, quote
 

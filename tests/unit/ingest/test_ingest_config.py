@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lakecdc.errors import ConfigError
 from lakecdc.config.ingest import IngestConfig, load_ingest_config
+from lakecdc.errors import ConfigError
 from lakecdc.ingest.job import Trigger
 from lakecdc.ingest.job_state import JobState, load_state, save_state
 from lakecdc.ingest.kafka_source import offsets_json

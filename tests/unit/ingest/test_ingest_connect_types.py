@@ -13,6 +13,7 @@ from pyspark.sql import types as T
 
 from lakecdc.events.schema import ConnectSchema
 from lakecdc.ingest.connect_types import TypeOptions, ValueConversionError, column_type, convert_column
+
 pytestmark = pytest.mark.spark4  # also runs on the Spark 4 line (run.sh test)
 
 OPTIONS = TypeOptions()

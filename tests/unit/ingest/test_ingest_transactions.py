@@ -7,12 +7,12 @@ from datetime import datetime, timezone
 import pyarrow as pa
 from ingest_records import encode, golden_records, kafka_table
 
-from lakecdc.events.positions import position_from_source
 from lakecdc.config.ingest import IngestConfig
+from lakecdc.events.positions import position_from_source
 from lakecdc.ingest.decode import Decoder
 from lakecdc.ingest.ordering import max_seq, min_seq, order_rows, rank_by_commit
-from lakecdc.lake.segments import union_segments
 from lakecdc.ingest.transactions import TransactionBuffer, commit_lsn, tx_link
+from lakecdc.lake.segments import union_segments
 
 NOW = datetime(2026, 11, 22, 9, 0, tzinfo=timezone.utc)
 CONFIG = IngestConfig.from_properties({"kafka.bootstrap.servers": "127.0.0.1:1", "topic.prefix": "dbz"})

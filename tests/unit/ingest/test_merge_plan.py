@@ -13,7 +13,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lakecdc.lake.merge_plan import (
-    DATAFUSION, SPARK, MergePlan, join_condition, merge_clauses, render_spark_sql, seq_components, seq_literal,
+    DATAFUSION,
+    SPARK,
+    MergePlan,
+    join_condition,
+    merge_clauses,
+    render_spark_sql,
+    seq_components,
+    seq_literal,
     seq_newer,
 )
 

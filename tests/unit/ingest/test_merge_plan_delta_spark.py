@@ -5,8 +5,16 @@ from __future__ import annotations
 import json
 
 import pytest
-from pyspark.sql.types import (ArrayType, DecimalType, IntegerType, LongType, MapType, StringType, StructField,
-                               StructType)
+from pyspark.sql.types import (
+    ArrayType,
+    DecimalType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+)
 
 from lakecdc.lake.batch import ColumnSpec
 from lakecdc.lake.merge_plan import MergePlan, render_spark_sql

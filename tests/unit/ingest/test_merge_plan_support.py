@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 from pyspark.sql.types import (
-    ArrayType, ByteType, DecimalType, DoubleType, FloatType, IntegerType, LongType, StringType, StructField,
+    ArrayType,
+    ByteType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
     StructType,
 )
 

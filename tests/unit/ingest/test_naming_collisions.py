@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakecdc.errors import ConfigError
 from lakecdc.config.ingest import IngestConfig
+from lakecdc.errors import ConfigError
 from lakecdc.lake.naming import TableNamer
 
 BASE = {"kafka.bootstrap.servers": "127.0.0.1:9092", "topic.prefix": "shop"}

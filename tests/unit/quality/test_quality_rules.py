@@ -6,6 +6,7 @@ Frames have the stored layout (``docs/CONTRACTS.md``: bronze = row columns + met
 
 from __future__ import annotations
 
+import pickle
 from decimal import Decimal
 
 import pandas as pd
@@ -15,12 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakecdc.audit.versions import TableVersion
-import pickle
-
-from lakecdc.quality.range_checksums import DIALECTS, bucket_sql
-from lakecdc.quality.reconcile import DIFFERS, MISSING_AT_SOURCE, MISSING_IN_SILVER, Side, bisect
 from lakecdc.quality import report  # noqa: F401 - registers every rule
 from lakecdc.quality.engine import DataFusionEngine
+from lakecdc.quality.range_checksums import DIALECTS, bucket_sql
+from lakecdc.quality.reconcile import DIFFERS, MISSING_AT_SOURCE, MISSING_IN_SILVER, Side, bisect
 from lakecdc.quality.rules import RULES, CheckContext
 
 

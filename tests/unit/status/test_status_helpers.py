@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from lakecdc.cli.main import app
 from lakecdc.capture.mysql.registration import binlog_bytes_behind
 from lakecdc.capture.postgres.replication import format_lsn, parse_lsn
 from lakecdc.capture.status import is_capture_config
+from lakecdc.cli.main import app
 from lakecdc.ingest.status import is_ingest_config
 
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from shared_paths import SHARED_ROOT
-
 import pytest
+from shared_paths import SHARED_ROOT
 
 from lakecdc.errors import SinkDeliveryError
 from lakecdc.events.envelope import ChangeRecord

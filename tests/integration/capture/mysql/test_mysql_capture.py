@@ -6,8 +6,6 @@ import json
 import time
 
 import pytest
-
-from lakecdc.capture.mysql.errors import DdlParseError
 from mysql_capture_support import (
     CaptureThread,
     capture,
@@ -18,6 +16,8 @@ from mysql_capture_support import (
     sql,
     write_properties,
 )
+
+from lakecdc.capture.mysql.errors import DdlParseError
 
 pytestmark = pytest.mark.integration
 

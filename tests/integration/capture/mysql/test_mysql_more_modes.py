@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import pytest
+from mysql_capture_support import (
+    CaptureThread,
+    capture,
+    data_events,
+    fresh_database,
+    ops,
+    records,
+    sql,
+    write_properties,
+)
 
 from lakecdc.capture.mysql.errors import MySqlSetupError
-from mysql_capture_support import CaptureThread, capture, data_events, fresh_database, ops, records, sql, write_properties
 
 pytestmark = pytest.mark.integration
 

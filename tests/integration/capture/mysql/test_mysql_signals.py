@@ -13,7 +13,6 @@ from typing import Any
 
 import pymysql
 import pytest
-
 from incremental_checks import (
     assert_untouched_rows_have_one_read,
     check_signals_and_windows,
@@ -24,7 +23,15 @@ from incremental_checks import (
     replay,
     start_churn,
 )
-from mysql_capture_support import CaptureThread, capture_subprocess, fresh_database, query, records, sql, write_properties
+from mysql_capture_support import (
+    CaptureThread,
+    capture_subprocess,
+    fresh_database,
+    query,
+    records,
+    sql,
+    write_properties,
+)
 
 pytestmark = pytest.mark.integration
 

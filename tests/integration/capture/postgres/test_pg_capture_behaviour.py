@@ -13,7 +13,14 @@ from typing import Any
 
 import psycopg
 import pytest
-from pg_capture_support import CaptureThread, fresh_database, load_records, slot_is_streaming, wait_for, write_properties
+from pg_capture_support import (
+    CaptureThread,
+    fresh_database,
+    load_records,
+    slot_is_streaming,
+    wait_for,
+    write_properties,
+)
 
 from lakecdc.capture.postgres.errors import PrivilegeError, PublicationMissingError, SlotMissingError
 from lakecdc.capture.runner import run_capture

@@ -15,16 +15,17 @@ import pytest
 
 pytest.importorskip("oracledb", reason="the replay connection has python-oracledb's shape: pip install 'lakecdc[oracle]'")
 
+from oracle_recorded import RecordedOracle, Table, customers, delete_sql, insert_sql, redo, update_sql
+from oracle_replay import ReplayMismatchError
+from shared_paths import SHARED_ROOT
+
 from lakecdc.capture.coordinator import CaptureCoordinator, CoordinatorSettings
-from lakecdc.transport.offsets import FileOffsetStore
 from lakecdc.capture.oracle import connection as oraconn
 from lakecdc.capture.oracle.config import OracleConnectorConfig
 from lakecdc.capture.oracle.connector import OracleConnector
 from lakecdc.capture.oracle.errors import OraclePrerequisiteError
 from lakecdc.events.serde import RecordEncoder
-from oracle_recorded import RecordedOracle, Table, customers, delete_sql, insert_sql, redo, update_sql
-from oracle_replay import ReplayMismatchError
-from shared_paths import SHARED_ROOT
+from lakecdc.transport.offsets import FileOffsetStore
 
 SEED_XID_6_28_807 = bytes.fromhex("06001c0027030000")  # XIDUSN 6, XIDSLT 28, XIDSQN 807 (little-endian)
 SEED_XID_6_9_809 = bytes.fromhex("0600090029030000")

@@ -72,9 +72,10 @@ def test_cli_capture_on_replay_connection(tmp_path: Path) -> None:
 
 
 def test_status_reports_the_stored_scn_and_the_lag(tmp_path: Path) -> None:
+    from oracle_recorded import RecordedOracle, customers
+
     from lakecdc.capture.oracle import connection as oraconn
     from lakecdc.capture.status import capture_status
-    from oracle_recorded import RecordedOracle, customers
 
     conf = tmp_path / "oracle.properties"
     offsets = tmp_path / "offsets.json"

@@ -12,11 +12,11 @@ import os
 from typing import Any
 
 import pytest
+from oracle_debezium_types import unavailable_reason
 
 from lakecdc.capture.oracle.ddl.model import OracleTables, TableChange
 from lakecdc.capture.oracle.ddl.parser import OracleDdlParser
 from lakecdc.capture.oracle.table_changes import create_table_ddl, table_change_json
-from oracle_debezium_types import unavailable_reason
 
 _REASON = unavailable_reason()
 if _REASON:

@@ -20,9 +20,10 @@ import pytest
 
 pytest.importorskip("oracledb", reason="the replay connection has python-oracledb's shape: pip install 'lakecdc[oracle]'")
 
-from lakecdc.capture.oracle import connection as oraconn
 from oracle_recorded import Table
 from test_oracle_signals import SIGNAL, SignalOracle, polls, reads, source
+
+from lakecdc.capture.oracle import connection as oraconn
 
 EVENTS = Table("DEBEZIUM", "EVENTS", [("DAY", "DATE", 7, None, None, False),
                                       ("NOTE", "VARCHAR2", 50, None, None, True)], ["DAY"],

@@ -14,11 +14,12 @@ import pytest
 
 pytest.importorskip("oracledb", reason="the replay connection has python-oracledb's shape: pip install 'lakecdc[oracle]'")
 
+from oracle_recorded import RecordedOracle, Table, customers, insert_sql, redo
+from test_oracle_capture import config, install, run  # noqa: F401 - install is the fixture
+
 from lakecdc.capture.oracle.connector import OracleConnector
 from lakecdc.capture.oracle.errors import OracleDdlParseError
 from lakecdc.capture.oracle.streaming import OracleStreamingSource
-from oracle_recorded import RecordedOracle, Table, customers, insert_sql, redo
-from test_oracle_capture import config, install, run  # noqa: F401 - install is the fixture
 
 A, B, C, D = (bytes.fromhex(f"0{i}00000001000000") for i in "abcd")
 DDL_XID = bytes.fromhex("0e00000001000000")

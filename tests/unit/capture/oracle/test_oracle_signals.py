@@ -19,15 +19,14 @@ import pytest
 
 pytest.importorskip("oracledb", reason="the replay connection has python-oracledb's shape: pip install 'lakecdc[oracle]'")
 
-from lakecdc.capture.oracle import connection as oraconn
-from lakecdc.capture.oracle.streaming import OracleStreamingSource
 import oracle_chunks
+import oracledb
 from oracle_recorded import CUSTOMERS_COLUMNS, RecordedOracle, Table, customers, insert_sql, redo, update_sql
 from oracle_replay import ReplayConnection, describe
 from test_oracle_capture import BASE, config
 
-import oracledb
-
+from lakecdc.capture.oracle import connection as oraconn
+from lakecdc.capture.oracle.streaming import OracleStreamingSource
 
 SIGNAL = Table("DEBEZIUM", "DEBEZIUM_SIGNAL", [("ID", "VARCHAR2", 42, None, None, False),
                                                  ("TYPE", "VARCHAR2", 32, None, None, False),

@@ -30,6 +30,7 @@ from lakecdc.capture.postgres.types import (
 from lakecdc.events.serde import jackson_dumps
 from lakecdc.events.values import connect_to_json
 
+
 def _load_generator() -> Any:
     """The golden generator module (a script in tests/conformance, not a package)."""
     import importlib.util

@@ -13,8 +13,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from lakecdc.capture.sqlserver import connection as sq
 from sqlserver_replay import Recording, ReplayConnection, ResultSet
+
+from lakecdc.capture.sqlserver import connection as sq
 from lakecdc.capture.sqlserver.snapshot import Q_ROW_ESTIMATE
 from lakecdc.events.position_text import sqlserver_lsn_from_text
 

@@ -4,13 +4,13 @@ the replay connection refuses statements it has no recording for."""
 from __future__ import annotations
 
 import pytest
+from sqlserver_recordings import CUSTOMERS, RecordedServer, base_properties
+from sqlserver_replay import Recording, ReplayConnection, UnrecordedStatementError
 
 from lakecdc.capture.sqlserver import connection as sq
 from lakecdc.capture.sqlserver.config import SqlServerConnectorConfig
 from lakecdc.capture.sqlserver.connector import SqlServerConnector
 from lakecdc.capture.sqlserver.errors import CdcNotEnabledError
-from sqlserver_replay import Recording, ReplayConnection, UnrecordedStatementError
-from sqlserver_recordings import CUSTOMERS, RecordedServer, base_properties
 
 
 def load(server: RecordedServer, **props: str) -> SqlServerConnector:

@@ -9,10 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lakecdc.capture.sqlserver.connection import FACTORY_ENV
-from sqlserver_replay import REPLAY_ENV
 from sqlserver_recordings import base_properties
+from sqlserver_replay import REPLAY_ENV
 from test_sqlserver_seed_golden import seed_server
+
+from lakecdc.capture.sqlserver.connection import FACTORY_ENV
 
 REPO = Path(__file__).resolve().parents[4]
 HERE = Path(__file__).resolve().parent  # sqlserver_replay.py, the connection factory

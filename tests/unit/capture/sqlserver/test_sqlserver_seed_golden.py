@@ -4,18 +4,16 @@ answers; every event is compared field by field with the seed's JSON examples.""
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
-import pytest
+from sqlserver_recordings import CUSTOMERS, RecordedServer, base_properties, lsn
 
 from lakecdc.capture.coordinator import CaptureCoordinator, CoordinatorSettings
-from lakecdc.transport.offsets import FileOffsetStore, offset_key
 from lakecdc.capture.sqlserver.config import SqlServerConnectorConfig
 from lakecdc.capture.sqlserver.connector import SqlServerConnector
 from lakecdc.events.position_text import sqlserver_lsn_to_text
-from sqlserver_recordings import CUSTOMERS, RecordedServer, base_properties, lsn
+from lakecdc.transport.offsets import FileOffsetStore, offset_key
 
 SNAPSHOT_LSN = "00000025:00000d98:00a2"  # the seed's schema change example commit_lsn
 COLS = [c[0] for c in CUSTOMERS]

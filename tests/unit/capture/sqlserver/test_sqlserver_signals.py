@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-import lakecdc.capture.incremental as incremental_module
 from sqlserver_recordings import CUSTOMERS, RecordedServer
 from test_sqlserver_seed_golden import after, run
 from test_sqlserver_streaming import START, data, streaming_only
+
+import lakecdc.capture.incremental as incremental_module
 
 COLS = [c[0] for c in CUSTOMERS]
 SIGNAL = "testDB.dbo.debezium_signal"

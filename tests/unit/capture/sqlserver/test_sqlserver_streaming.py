@@ -8,12 +8,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from sqlserver_recordings import CUSTOMERS, RecordedServer, base_properties, columns_result, lsn_b
+from sqlserver_replay import ResultSet
+from test_sqlserver_seed_golden import after, run
+
 from lakecdc.capture.sqlserver.config import SqlServerConnectorConfig
 from lakecdc.capture.sqlserver.connector import SqlServerConnector
-from sqlserver_replay import ResultSet
 from lakecdc.events.envelope import HEADER_NEW_KEY, HEADER_OLD_KEY
-from sqlserver_recordings import CUSTOMERS, RecordedServer, base_properties, columns_result, lsn_b
-from test_sqlserver_seed_golden import after, run
 
 COLS = [c[0] for c in CUSTOMERS]
 START = "00000025:00000d98:00a2"
