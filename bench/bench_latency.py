@@ -383,7 +383,8 @@ def main() -> None:
     parser.add_argument("--trigger", default="continuous", help="continuous (default) or every:<n>s")
     parser.add_argument("--parallelism", type=int, default=None,
                         help="tables of one batch applied at once (default: the demo config's apply.parallelism)")
-    parser.add_argument("--dir", default=None, help="working directory, kept afterwards (default: a temporary one, removed)")
+    parser.add_argument("--dir", default=None,
+                        help="working directory, kept afterwards (default: a temporary one, removed)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     run(args)

@@ -92,7 +92,8 @@ def main() -> None:
     from lakecdc.quality.reconcile import Side, bisect, source_snapshot
 
     key = [("id", pa.int64())]
-    columns = [*key, ("name", pa.string()), ("price", pa.decimal128(12, 2)), ("updated_at", pa.timestamp("us", tz="UTC"))]
+    columns = [*key, ("name", pa.string()), ("price", pa.decimal128(12, 2)),
+               ("updated_at", pa.timestamp("us", tz="UTC"))]
     with tempfile.TemporaryDirectory() as tmp, Postgres(version=18) as pg:
         dsn = pg.create_database("bench_reconcile")
         with psycopg.connect(dsn) as conn:
@@ -105,7 +106,8 @@ def main() -> None:
             run, position, end = source_snapshot(conn, DIALECTS["postgres"])
             engine = DataFusionEngine()
             engine.context.register_table("silver", silver)
-            lake = Side(DIALECTS["datafusion"], "silver", lambda sql: [tuple(r.values()) for r in engine.sql(sql).to_pylist()])
+            lake = Side(DIALECTS["datafusion"], "silver",
+                        lambda sql: [tuple(r.values()) for r in engine.sql(sql).to_pylist()])
             out = bisect(Side(DIALECTS["postgres"], '"items"', run), lake, key, columns)
             end()
             results["checksums"] = {"seconds": time.perf_counter() - started, "bytes": out.bytes_moved,

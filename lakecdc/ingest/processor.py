@@ -242,7 +242,8 @@ class BatchProcessor:
         self._tx.add_markers(decoded.tx_markers)  # step 4
         self._record_schema_changes(decoded.schema_changes)
         if decoded.last_heartbeat_ts_ms is not None:
-            self.state.source_heartbeat_ts_ms = max(decoded.last_heartbeat_ts_ms, self.state.source_heartbeat_ts_ms or 0)
+            self.state.source_heartbeat_ts_ms = max(decoded.last_heartbeat_ts_ms,
+                                                    self.state.source_heartbeat_ts_ms or 0)
         fresh = self._drop_replayed_rows(decoded.segments)
         report.replayed += sum(s.num_rows for s in decoded.segments) - sum(s.num_rows for s in fresh)
         ready = self._ranked(self._tx.split(fresh, batch.at_end_of_data))  # step 5

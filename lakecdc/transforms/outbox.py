@@ -72,7 +72,8 @@ class EventRouter:
                                               ignore_case=True) == "ignore"
         null_behavior = settings.choice("table.json.payload.null.behavior", ("ignore", "optional_bytes"), "ignore",
                                         ignore_case=True)
-        names = settings.choice("field.name.adjustment.mode", ("none", "avro", "avro_unicode"), "none", ignore_case=True)
+        names = settings.choice("field.name.adjustment.mode", ("none", "avro", "avro_unicode"),
+                                "none", ignore_case=True)
         self.expander = JsonPayloadExpander(null_behavior == "optional_bytes", field_namer(names)) \
             if settings.boolean("table.expand.json.payload", False) else None
         for tracing in ("tracing.span.context.field", "tracing.operation.name", "tracing.with.context.field.only"):

@@ -84,7 +84,8 @@ def apply_history(writer: LakeWriter, target: TableTarget, events: pa.Table, sta
     schema = writer._table_schema(name)
     assert schema is not None, f"history table {name} is created before it is written"
     keys = target.key_columns
-    value_columns = tuple(f.name for f in schema.fields if f.name not in keys and f.name not in layout.HISTORY_META_COLUMNS)
+    value_columns = tuple(f.name for f in schema.fields if f.name not in keys
+                          and f.name not in layout.HISTORY_META_COLUMNS)
     done = writer._stored_progress(name)
     if done is None and writer._stored_progress(target.silver_table) is not None:
         # history turned on for a table with a change log: built from bronze first (``history_backfill``)

@@ -200,7 +200,8 @@ def postgres(request: pytest.FixtureRequest) -> Any:
     return request.getfixturevalue(request.param)
 
 
-RULES = MaskRules.for_connector("postgres", extra_paths=frozenset({"value.payload.__lsn", "value.payload.__source_ts_ms"}))
+RULES = MaskRules.for_connector("postgres",
+                                extra_paths=frozenset({"value.payload.__lsn", "value.payload.__source_ts_ms"}))
 
 
 def properties_file(path: Path, properties: dict[str, str]) -> Path:

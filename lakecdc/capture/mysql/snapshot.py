@@ -230,7 +230,8 @@ class MySqlSnapshotSource:
                 databases.add(table.id.database)
                 database, quoted = table.id.database, myconn.quote(table.id.database)
                 statement_record(database, None, f"DROP DATABASE IF EXISTS {quoted}", [])
-                statement_record(database, None, self._database_statements.get(database, f"CREATE DATABASE {quoted}"), [])
+                statement_record(database, None,
+                                 self._database_statements.get(database, f"CREATE DATABASE {quoted}"), [])
                 statement_record(database, None, f"USE {quoted}", [])
             ddl = self._create_statements.get((table.id.database, table.id.table), "")
             statement = ParsedStatement("CREATE_TABLE", ddl, table.id.database,

@@ -532,7 +532,8 @@ class MySqlStreamingSource:
             self.tracker.end(None, 0)
         elif self.tracker is not None and self.tracker.in_transaction:
             position = MySqlPosition(file=self.file, pos=end, server_id=self.server_id, gtid=tx.gtid, ts_sec=ts_sec)
-            out.append(transaction_record(self.namer.transaction_topic, self.tracker.end(None, ts_sec * 1000), position))
+            out.append(transaction_record(self.namer.transaction_topic,
+                                          self.tracker.end(None, ts_sec * 1000), position))
         self._committed = boundary_offset(self.file, end, self.server_id, str(self.gtids) or None, ts_sec)
         self.tx = _Tx()
         if self._gtid_windows is not None and tx.gtid:

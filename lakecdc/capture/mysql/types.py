@@ -133,7 +133,8 @@ def _base_schema(col: ColumnDef, modes: TypeModes) -> ConnectSchema:
         return primitive("int64" if col.unsigned else "int32")
     if t == "BIGINT":
         if col.unsigned and modes.bigint_unsigned_handling == "precise":
-            return primitive("bytes", name=logical.DECIMAL, version=1, parameters={"scale": "0", "connect.decimal.precision": "20"})
+            return primitive("bytes", name=logical.DECIMAL, version=1,
+                             parameters={"scale": "0", "connect.decimal.precision": "20"})
         return primitive("int64")
     if t in ("REAL", "FLOAT"):
         return primitive("float32")

@@ -342,7 +342,8 @@ def _postgis_spec(name: str) -> TypeSpec:
                         "geography": (logical.GEOGRAPHY, "Geography")}[name]
     schema = ConnectSchema(
         "struct", optional=True, name=schema_name, version=1, doc=doc,
-        fields=(ConnectField("wkb", ConnectSchema("bytes")), ConnectField("srid", ConnectSchema("int32", optional=True))),
+        fields=(ConnectField("wkb", ConnectSchema("bytes")),
+                ConnectField("srid", ConnectSchema("int32", optional=True))),
     )
     return _same(tv.postgis_struct, None, schema)
 

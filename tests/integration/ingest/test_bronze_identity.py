@@ -207,7 +207,8 @@ def test_a_resent_postgres_event_ranked_without_its_end_marker_adds_nothing(writ
     (Found by tests/e2e/test_pg_to_lake.py's redelivery phase.)"""
     s = Stream(spark, "iceberg" if writer.format == "iceberg" else "delta", COLUMNS)
     ts = 1_700_000_000_000
-    first = [Ev("c", (120, 101), {"id": 1, "name": "a"}, ts_ms=ts), Ev("u", (120, 110), {"id": 1, "name": "b"}, ts_ms=ts)]
+    first = [Ev("c", (120, 101), {"id": 1, "name": "a"}, ts_ms=ts),
+             Ev("u", (120, 110), {"id": 1, "name": "b"}, ts_ms=ts)]
     assert writer.apply(s.batch(first), 1).bronze_rows == 2
     again = [Ev("c", (90, 101), {"id": 1, "name": "a"}, ts_ms=ts), Ev("u", (90, 110), {"id": 1, "name": "b"}, ts_ms=ts)]
     assert writer.apply(s.batch(again), 2).bronze_rows == 0

@@ -26,7 +26,8 @@ from lakecdc.lake.merge_plan import (
 from lakecdc.writers.delta_spark import create_table_sql, evolve_sql
 from lakecdc.writers.spark_sql import column_ddl, quote
 
-HOSTILE = ["id`k", 'we"ird', "sp ace", "do.t", "select", "ünïcödé", "a`) ; DROP TABLE x; --", 'b" OR 1=1 --', "``", '""']
+HOSTILE = ["id`k", 'we"ird', "sp ace", "do.t", "select", "ünïcödé", "a`) ; DROP TABLE x; --",
+           'b" OR 1=1 --', "``", '""']
 
 
 def strip_quoted(text: str, dialect: Dialect) -> str:
@@ -61,7 +62,8 @@ def test_merge_clauses_leave_no_raw_identifier(dialect: Dialect, mode: str) -> N
             for piece in ("`", '"', "sp ace", "do.t", "ünï", "DROP", "OR 1=1"):
                 assert piece not in rest, (name, text)
     # the placeholder checks name each column in a string literal, escaped for the dialect
-    update = next(c for c in merge_clauses(plan, dialect) if c.kind == "matched_update" and "CASE" in str(c.assignments))
+    update = next(c for c in merge_clauses(plan, dialect) if c.kind == "matched_update"
+                  and "CASE" in str(c.assignments))
     assert dialect.string_literal("a`) ; DROP TABLE x; --") in str(update.assignments)
 
 

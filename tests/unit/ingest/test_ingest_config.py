@@ -47,7 +47,8 @@ def test_unknown_property_names_the_closest() -> None:
 
 def test_subscribe_pattern_covers_data_control_and_heartbeat_topics_only() -> None:
     pattern = re.compile(IngestConfig.from_properties(BASE).subscribe_pattern)
-    assert all(pattern.match(t) for t in ("shop", "shop.transaction", "shop.public.orders", "__debezium-heartbeat.shop"))
+    assert all(pattern.match(t)
+               for t in ("shop", "shop.transaction", "shop.public.orders", "__debezium-heartbeat.shop"))
     assert not any(pattern.match(t) for t in ("shopx.public.a", "other.public.a", "__debezium-heartbeat.other"))
 
 

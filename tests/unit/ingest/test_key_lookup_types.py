@@ -30,13 +30,15 @@ FAMILIES: dict[str, tuple[list[pa.DataType], list[pa.DataType], list[Any]]] = {
     "bytes": (BYTES, BYTES, [b"\x00\x01", b"\xff", b"abc"]),
     "decimal": ([pa.decimal128(20, 4), pa.decimal256(20, 4)], [pa.decimal128(20, 4)],
                 [Decimal("1.5000"), Decimal("-2.2500"), Decimal("7.0000")]),
-    "date": ([pa.date32(), pa.date64()], [pa.date32()], [dt.date(2024, 2, 29), dt.date(1999, 12, 31), dt.date(1970, 1, 1)]),
+    "date": ([pa.date32(), pa.date64()], [pa.date32()],
+             [dt.date(2024, 2, 29), dt.date(1999, 12, 31), dt.date(1970, 1, 1)]),
     "timestamp": ([pa.timestamp(u, UTC) for u in ("ms", "us", "ns")], [pa.timestamp("us", UTC)],
                   [dt.datetime(2024, 1, 1, 12, tzinfo=dt.timezone.utc), dt.datetime(2025, 6, 1, 0, 0, 1, tzinfo=dt.timezone.utc),
                    dt.datetime(1969, 7, 20, 20, 17, tzinfo=dt.timezone.utc)]),
     "timestamp_ntz": ([pa.timestamp(u) for u in ("ms", "us", "ns")], [pa.timestamp("us")],
                       [dt.datetime(2024, 1, 1, 12), dt.datetime(2025, 6, 1, 0, 0, 1), dt.datetime(1969, 7, 20)]),
-    "int": ([pa.int8(), pa.int16(), pa.int32(), pa.int64()], [pa.int8(), pa.int16(), pa.int32(), pa.int64()], [1, -2, 100]),
+    "int": ([pa.int8(), pa.int16(), pa.int32(), pa.int64()],
+            [pa.int8(), pa.int16(), pa.int32(), pa.int64()], [1, -2, 100]),
 }
 CASES = [pytest.param(family, stored, given, id=f"{family}:{stored}<-{given}")
          for family, (stored_types, batch_types, _) in FAMILIES.items()

@@ -34,7 +34,8 @@ def event(op: str = "c", payload: str | None = '{"a":1}', kind: str = "order") -
 
 
 def router(**props: str):  # noqa: ANN201
-    return build_chain({"transforms": "o", "transforms.o.type": ROUTER, **{f"transforms.o.{k}": v for k, v in props.items()}})
+    return build_chain({"transforms": "o", "transforms.o.type": ROUTER,
+                        **{f"transforms.o.{k}": v for k, v in props.items()}})
 
 
 def test_defaults_route_by_aggregatetype_key_by_aggregateid_value_is_the_payload() -> None:

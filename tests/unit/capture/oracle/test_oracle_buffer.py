@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("oracledb", reason="the replay connection has python-oracledb's shape: pip install 'lakecdc[oracle]'")
+pytest.importorskip("oracledb",
+                    reason="the replay connection has python-oracledb's shape: pip install 'lakecdc[oracle]'")
 
 from oracle_recorded import RecordedOracle, customers, delete_sql, insert_sql, redo
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("oracledb", reason="the replay connection has python-oracledb's shape: pip install 'lakecdc[oracle]'")
+pytest.importorskip("oracledb",
+                    reason="the replay connection has python-oracledb's shape: pip install 'lakecdc[oracle]'")
 
 from oracle_recorded import RecordedOracle, Table, customers, delete_sql, insert_sql, redo, update_sql
 from oracle_replay import ReplayMismatchError

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("oracledb", reason="the replay connection has python-oracledb's shape: pip install 'lakecdc[oracle]'")
+pytest.importorskip("oracledb",
+                    reason="the replay connection has python-oracledb's shape: pip install 'lakecdc[oracle]'")
 
 from lakecdc.capture.oracle.config import OracleConnectorConfig
 from lakecdc.config.base import load_properties

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("oracledb", reason="the replay connection has python-oracledb's shape: pip install 'lakecdc[oracle]'")
+pytest.importorskip("oracledb",
+                    reason="the replay connection has python-oracledb's shape: pip install 'lakecdc[oracle]'")
 
 from oracle_recorded import Table
 from test_oracle_signals import SIGNAL, SignalOracle, polls, reads, source

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("oracledb", reason="the replay connection has python-oracledb's shape: pip install 'lakecdc[oracle]'")
+pytest.importorskip("oracledb",
+                    reason="the replay connection has python-oracledb's shape: pip install 'lakecdc[oracle]'")
 
 from oracle_recorded import RecordedOracle, customers
 from test_oracle_capture import BASE, _tx_rows, install, run, snapshot_db, stream_once  # noqa: F401 (fixture)
@@ -141,7 +142,8 @@ def test_archive_log_hours_asks_only_for_recent_archive_logs(install: Any) -> No
     db = install(_two_archive_logs(RecordedOracle([customers()], scns=[200], redo_rows=rows)))
     assert [r.key["ID"] for r in stream_once(db, 135, **{"archive.log.hours": "5"})] == [1]
     assert db.files_log == ["/arch/1_7.arc", "/redo/redo01.log"]
-    recent = [b for c in db.connections for sql, b in c.executed if "FIRST_TIME >= SYSDATE - :archive_hours / 24" in sql]
+    recent = [b for c in db.connections for sql, b in c.executed
+              if "FIRST_TIME >= SYSDATE - :archive_hours / 24" in sql]
     assert recent and all(b["archive_hours"] == 5 for b in recent)
 
 

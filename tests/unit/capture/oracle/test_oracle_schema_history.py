@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("oracledb", reason="the replay connection has python-oracledb's shape: pip install 'lakecdc[oracle]'")
+pytest.importorskip("oracledb",
+                    reason="the replay connection has python-oracledb's shape: pip install 'lakecdc[oracle]'")
 
 from oracle_recorded import RecordedOracle, Table, customers, insert_sql, redo
 from test_oracle_capture import config, install, run  # noqa: F401 - install is the fixture

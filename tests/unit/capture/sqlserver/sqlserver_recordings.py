@@ -117,7 +117,8 @@ class RecordedServer:
         chain = [start, *ends]
         for i, frm in enumerate(chain):
             to = chain[min(i + 1, len(chain) - 1)]
-            self.rec.add(sq.Q_NTH_TX_LSN_FROM_LAST, (max_transactions, lsn_b(frm)), ResultSet([("", 2)], [(lsn_b(to),)]))
+            self.rec.add(sq.Q_NTH_TX_LSN_FROM_LAST, (max_transactions, lsn_b(frm)),
+                         ResultSet([("", 2)], [(lsn_b(to),)]))
         return self
 
     def lsn_time(self, commit: str, ms: int) -> RecordedServer:

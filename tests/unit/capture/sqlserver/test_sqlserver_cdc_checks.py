@@ -22,7 +22,8 @@ def load(server: RecordedServer, **props: str) -> SqlServerConnector:
 
 def test_database_without_cdc_names_sp_cdc_enable_db() -> None:
     server = RecordedServer().cdc_database(False)
-    with pytest.raises(CdcNotEnabledError, match=r"CDC is not enabled on database 'testDB'.*EXEC sys\.sp_cdc_enable_db"):
+    with pytest.raises(CdcNotEnabledError,
+                       match=r"CDC is not enabled on database 'testDB'.*EXEC sys\.sp_cdc_enable_db"):
         load(server)
 
 

@@ -29,7 +29,8 @@ from test_sqlserver_signals import (  # noqa: F401
 )
 from test_sqlserver_streaming import START, data, streaming_only
 
-pymssql = pytest.importorskip("pymssql", reason="pymssql's parameter quoting is the subject: pip install 'lakecdc[sqlserver]'")
+pymssql = pytest.importorskip("pymssql",
+                              reason="pymssql's parameter quoting is the subject: pip install 'lakecdc[sqlserver]'")
 
 TOPIC = "server1.testDB.dbo.readings"
 COLUMNS = [("taken", "datetime2", None, None, None, 6, "NO"), ("val", "int", None, 10, 0, None, "YES")]

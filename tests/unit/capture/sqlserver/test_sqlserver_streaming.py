@@ -170,7 +170,8 @@ def test_lost_connection_reconnects_and_resumes(tmp_path: Path) -> None:
     server.rec.add(sq.Q_NTH_TX_LSN_FROM_LAST, (500, lsn_b(START)),
                    ResultSet([("", 2)], [], error="DB-Lib error message 20047: connection dead"))
     server.passes(START, commit)
-    server.changes("dbo_customers", after(START), commit, COLS, [(commit, "00000027:00000900:0002", 2, 1, "A", "A", "a@x")])
+    server.changes("dbo_customers", after(START), commit, COLS,
+                   [(commit, "00000027:00000900:0002", 2, 1, "A", "A", "a@x")])
     streaming_only(server, tmp_path)
     sink, _, _ = run(server, tmp_path)
     assert [r.value["after"]["id"] for r in data(sink.records)] == [1]
@@ -248,7 +249,8 @@ def _bad_value_server() -> RecordedServer:
     commit = "00000027:00000900:0009"
     columns = [("pk", "int", None, 10, 0, None, "NO"), ("at", "date", None, None, None, None, "YES")]
     server = RecordedServer().cdc_database().user_tables(("dbo", "events", True))
-    server.instances([RecordedServer.instance_row("dbo", "events", "dbo_events", "00000024:00000001:0001", ["pk", "at"], ["pk"])])
+    server.instances([RecordedServer.instance_row("dbo", "events", "dbo_events",
+                                                  "00000024:00000001:0001", ["pk", "at"], ["pk"])])
     server.columns("dbo", "events", columns, ["pk"]).passes(START, commit).lsn_time(commit, 1559729468470)
     server.changes("dbo_events", after(START), commit, ["pk", "at"], [
         (commit, "00000027:00000900:0002", 2, 1, "2019-13-45"),
