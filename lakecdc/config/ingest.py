@@ -69,7 +69,7 @@ class TableOverride(PropertiesModel):
         return _names(self.key_columns)
 
     @property
-    def tracked_columns(self) -> tuple[str, tuple[str, ...], tuple[str, ...]] | None:
+    def tracked_columns(self) -> tuple[Literal["scd2"], tuple[str, ...], tuple[str, ...]] | None:
         """(``history``, ``track_history_columns``, ``track_history_except_columns``) or None
         without history; column lists given without ``history: scd2`` are an error (they would
         silently do nothing)."""

@@ -162,7 +162,7 @@ class _Event:
 
     op: str
     image: dict[str, Any] | None
-    seq: tuple[int, int, int, int]
+    seq: tuple[int, ...]
     source: SourceTable
     source_ts_ms: int | None
     tx_id: str | None

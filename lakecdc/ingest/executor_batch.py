@@ -44,7 +44,7 @@ import os
 import pickle
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import reduce
@@ -156,7 +156,7 @@ def _blob(kind: str, topic: str, blob: bytes) -> pa.RecordBatch:
                                                         ("blob", pa.binary())]))
 
 
-def _unblob(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def _unblob(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     for batch in batches:
         for blob in batch.column("blob").to_pylist():
             yield from _from_ipc(blob).to_batches()

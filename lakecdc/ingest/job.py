@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from lakecdc.config.ingest import IngestConfig, load_ingest_config
 from lakecdc.errors import ConfigError
@@ -171,7 +171,7 @@ def _open_reader(cfg: IngestConfig, spark: SparkSession, processor: BatchProcess
                     "committed, so no checkpoint can skip events; remove the setting")
     if kind == "python":
         return PythonKafkaReader(cfg, processor.start_offset, stop, trigger.available_now, spark)
-    engine = "kafka-source" if kind == "spark-kafka" else "executors"
+    engine: Literal["executors", "kafka-source"] = "kafka-source" if kind == "spark-kafka" else "executors"
     log.info("reading Kafka %s", "through Spark's Kafka source (bounded batch reads)" if engine == "kafka-source"
              else "on the Spark executors (offset ranges fetched with confluent-kafka)")
     return SparkRangeReader(cfg, processor.start_offset, stop, trigger.available_now, spark, engine)
@@ -193,7 +193,7 @@ def reader_kind(cfg: IngestConfig, spark: SparkSession) -> str:
         return "spark-kafka"
     if cfg.reader != "auto":
         return cfg.reader
-    master = spark.sparkContext.master
+    master = spark.sparkContext.master or ""
     return "python" if master == "local" or master.startswith("local[") else "spark"
 
 
@@ -213,10 +213,7 @@ def _periodic_maintenance(cfg: IngestConfig, spark: SparkSession) -> PeriodicMai
 
 
 def _writer_factory(cfg: IngestConfig, spark: SparkSession) -> Callable[[str], Any]:
-    try:
-        from lakecdc.writers import create_writer
-    except ImportError:  # the package re-export is the contract; base is where it lives
-        from lakecdc.writers.base import create_writer
+    from lakecdc.writers.base import create_writer
 
     def make(table_format: str) -> Any:
         return create_writer(table_format, spark, catalog=cfg.catalog, warehouse=cfg.warehouse)
@@ -235,7 +232,7 @@ def _stop_on_signals(stop: threading.Event) -> Iterator[Callable[[], bool]]:
         received.append(signum)
         log.info("received %s: finishing the current batch, then stopping", signal.Signals(signum).name)
         stop.set()
-        signal.signal(signum, previous[signum])  # a second signal is not intercepted
+        signal.signal(signum, previous[signal.Signals(signum)])  # a second signal is not intercepted
 
     previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
     for s in previous:

@@ -35,6 +35,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -72,7 +73,7 @@ from lakecdc.quality.pipeline import check_batch
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from lakecdc.writers.base import TableWriter
+    from lakecdc.writers.base import LakeWriter
 
 log = logging.getLogger(__name__)
 Offsets = dict[tuple[str, int], int]
@@ -122,7 +123,7 @@ class BatchProcessor:
         self.spark = spark
         self.state = state
         self._writer_factory = writer_factory
-        self._writers: dict[str, TableWriter] = {}
+        self._writers: dict[str, LakeWriter] = {}
         self._decoder = Decoder(config)
         for topic, key_columns in state.keyed_topics.items():
             self._decoder.remember_keyed(topic, tuple(key_columns))
@@ -151,7 +152,7 @@ class BatchProcessor:
 
     # ------------------------------------------------------------------ positions
 
-    def writer(self, table_format: str) -> TableWriter:
+    def writer(self, table_format: str) -> LakeWriter:
         if table_format not in self._writers:
             self._writers[table_format] = self._writer_factory(table_format)
         return self._writers[table_format]
@@ -363,8 +364,8 @@ class BatchProcessor:
             work.append((target, writer, segments))
         batch_id = self.state.batch_id
         outcomes = self._pool.run([
-            lambda t=target, w=writer, s=segments: self._apply_topic(t, w, frames.get(t.topic) or s, read_through,
-                                                                     held_min, batch_id)
+            partial(self._apply_topic, target, writer, frames.get(target.topic) or segments, read_through, held_min,
+                    batch_id)
             for target, writer, segments in work])
         error: BaseException | None = None
         for (target, _, _), outcome in zip(work, outcomes):  # topic order, whatever finished first
@@ -390,7 +391,7 @@ class BatchProcessor:
         if error is not None:
             raise error
 
-    def _apply_topic(self, target: TableTarget, writer: TableWriter, events: list[DecodedSegment] | TableFrame | str,
+    def _apply_topic(self, target: TableTarget, writer: LakeWriter, events: list[DecodedSegment] | TableFrame | str,
                      read_through: Offsets, held_min: Offsets, batch_id: int) -> _TableOutcome:
         """One table's events of the batch, written; runs on an apply thread (shared state: read only).
         ``events``: decoded segments, the table's frame on the executors, or why it cannot be applied."""

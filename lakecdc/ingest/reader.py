@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
 
@@ -205,7 +205,8 @@ class PythonKafkaReader:
                         self._at_end.discard((message.topic(), message.partition()))
                         messages.append(message)
                     elif error.code() == KafkaError._PARTITION_EOF:
-                        self._at_end.add((message.topic(), message.partition()))
+                        # a partition's end names its partition
+                        self._at_end.add((cast(str, message.topic()), cast(int, message.partition())))
                     elif error.retriable() or not error.fatal():
                         log.warning("Kafka reports %s; retrying", error.str())
                     else:

@@ -20,11 +20,13 @@ executor) can only return the same records.
 from __future__ import annotations
 
 import logging
+import operator
 import re
 import threading
 import time
 from collections.abc import Iterator
 from datetime import datetime, timezone
+from functools import reduce
 from typing import TYPE_CHECKING, Any, Literal
 
 from lakecdc.config.ingest import IngestConfig
@@ -126,11 +128,9 @@ class SparkRangeReader:
         exact = self._planner.exact_ranges(ranges, fetched)
         if not exact:
             return df, fetched
-        cut = None
-        for (topic, partition), (first, last) in exact.items():
-            cond = ((F.col("topic") == topic) & (F.col("partition") == partition)
-                    & F.col("offset").between(first, last))
-            cut = cond if cut is None else cut | cond
+        cut = reduce(operator.or_, [(F.col("topic") == topic) & (F.col("partition") == partition)
+                                    & F.col("offset").between(first, last)
+                                    for (topic, partition), (first, last) in exact.items()])
         return df.where(cut), fetched
 
     def _empty(self) -> DataFrame:

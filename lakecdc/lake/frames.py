@@ -10,7 +10,7 @@ to (``decimal128(p,s)``, ``timestamp[us, tz=UTC]`` for ``timestamp``, ``timestam
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -64,19 +64,19 @@ def arrow_to_spark(spark: SparkSession, table: pa.Table, schema: StructType) -> 
 
     if table.num_rows == 0:
         return spark.createDataFrame([], schema)
-    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+    jvm: Any = spark.sparkContext._jvm  # None only on Spark Connect, which has no JVM
     batches = table.combine_chunks().to_batches(max_chunksize=ROWS_PER_PARTITION)
-    jiter = spark.sparkContext._serialize_to_jvm(  # type: ignore[attr-defined]
+    jiter = spark.sparkContext._serialize_to_jvm(
         batches, ArrowStreamSerializer(),
         lambda path: jvm.PythonSQLUtils.readArrowStreamFromFile(path),
         lambda: jvm.ArrowIteratorServer())
-    jdf = jvm.PythonSQLUtils.toDataFrame(jiter, schema.json(), spark._jsparkSession)  # type: ignore[attr-defined]
+    jdf = jvm.PythonSQLUtils.toDataFrame(jiter, schema.json(), spark._jsparkSession)
     return DataFrame(jdf, spark)
 
 
 def spark_to_arrow(df: DataFrame) -> pa.Table:
     """All rows of ``df`` as one Arrow table (collected to the driver)."""
-    batches = df._collect_as_arrow()  # type: ignore[attr-defined]
+    batches = df._collect_as_arrow()
     if not batches:
         from pyspark.sql.pandas.types import to_arrow_schema
 

@@ -30,7 +30,7 @@ Pure Python over plain rows (``pyarrow`` ``to_pylist`` form): the same code for 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -150,7 +150,7 @@ class HistoryBuilder:
 
     def __init__(self, keys: tuple[str, ...], columns: tuple[str, ...], tracking: Tracking,
                  events: list[Row], stored: list[Row], all_stored: list[Row] | None = None,
-                 removals: list[Row] = ()) -> None:
+                 removals: Sequence[Row] = ()) -> None:
         self.keys, self.columns, self.tracking = keys, columns, tracking
         self.truncates = sorted((e for e in events if e["_op"] == "t"), key=order)
         self.events: dict[Key, list[Row]] = defaultdict(list)
@@ -229,7 +229,7 @@ class HistoryBuilder:
         self.wanted = set()
         return more
 
-    def rows(self, bronze: list[Row] = ()) -> list[Row]:
+    def rows(self, bronze: Sequence[Row] = ()) -> list[Row]:
         """Versions to upsert and delete (``ACTION``), stored form. ``bronze``: the bronze events of
         ``late_keys()`` (renamed to the batch's column names); truncates come from ``removals``."""
         by_key: dict[Key, list[Row]] = defaultdict(list)

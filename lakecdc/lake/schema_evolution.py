@@ -30,7 +30,7 @@ from pyspark.sql.types import (
 from lakecdc.errors import SchemaEvolutionError
 from lakecdc.lake.batch import ColumnSpec
 
-_INTEGRAL_RANK = {ByteType: 1, ShortType: 2, IntegerType: 3, LongType: 4}
+_INTEGRAL_RANK: dict[type[DataType], int] = {ByteType: 1, ShortType: 2, IntegerType: 3, LongType: 4}
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ from lakecdc.quality.canonical import (
     is_text,
     register_datafusion_udfs,
 )
+from lakecdc.quality.engine import DataFusionEngine
 from lakecdc.quality.range_checksums import (
     DIALECTS,
     Bound,
@@ -276,9 +277,9 @@ def source_reconciliation(ctx: CheckContext) -> RuleResult:
     try:  # the snapshot ends whatever fails: a key of the wrong type, a query
         position = ctx.options.get("source_position") or position
         version, note = None, "silver's current version"
-        positioned = ctx.silver_table is not None and any(v.source_position for v in ctx.versions)
-        if position is not None and positioned:
-            match = position_match(ctx.silver_table, position)
+        silver = ctx.silver_table
+        if position is not None and silver is not None and any(v.source_position for v in ctx.versions):
+            match = position_match(silver, position)
             version = match.version.version if match.version else None
             note = f"silver version {version} as of source position {position}" + (
                 "" if match.exact else " (the next commit also holds earlier changes of that position: not replayed)")
@@ -288,7 +289,7 @@ def source_reconciliation(ctx: CheckContext) -> RuleResult:
         lake_source = f"(SELECT * FROM {view} WHERE _is_deleted IS NOT TRUE)" if "_is_deleted" in schema.names else view
         keys = key_columns(schema, ctx.keys)
         columns, skipped = compared_columns(schema, [dialect, DIALECTS[ctx.engine.name]])
-        if ctx.engine.name == "datafusion":
+        if isinstance(ctx.engine, DataFusionEngine):
             import pyarrow as pa
 
             needs = [t for _, t in columns if is_nested(t)] + ([pa.float64()] if any(

@@ -106,9 +106,9 @@ class IcebergSparkWriter(SparkSqlWriter):
             self.spark.sql(f"ALTER TABLE {full} ALTER COLUMN {quote(column)} DROP NOT NULL")
 
     def _iceberg_table(self, name: str) -> Any:  # a py4j proxy of org.apache.iceberg.Table
-        jvm = self.spark._jvm  # type: ignore[attr-defined]
+        jvm: Any = self.spark._jvm  # None only on Spark Connect, which has no JVM
         table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
-            self.spark._jsparkSession, self.resolve(name))  # type: ignore[attr-defined]
+            self.spark._jsparkSession, self.resolve(name))
         table.refresh()
         return table
 
@@ -137,7 +137,7 @@ class IcebergSparkWriter(SparkSqlWriter):
 
     @contextmanager
     def _committing(self, props: dict[str, str], table: str, batch_id: int | None) -> Iterator[None]:
-        jvm = self.spark._jvm  # type: ignore[attr-defined]
+        jvm: Any = self.spark._jvm  # None only on Spark Connect, which has no JVM
         loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
         holder = jvm.java.lang.Class.forName("org.apache.iceberg.spark.CommitMetadata", True, loader)
         field = holder.getDeclaredField("COMMIT_PROPERTIES")

@@ -58,7 +58,7 @@ def connect(config: PostgresConnectorConfig) -> psycopg.Connection:
             raise PostgresCaptureError(f"connecting to {config.describe_target()}: {text}") from None
         raise PostgresUnavailable(f"connecting to {config.describe_target()}: {text}") from None
     for statement in config.initial_statements:
-        conn.execute(statement)  # type: ignore[call-overload]  # the user's own SQL, as Debezium runs it
+        conn.execute(statement)  # the user's own SQL, as Debezium runs it
     return conn
 
 
