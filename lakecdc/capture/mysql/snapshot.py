@@ -278,6 +278,7 @@ class MySqlSnapshotSource:
                                  snapshot=marker)
 
                 middle = source("true")
+                assert factory is not None  # every captured table has one
                 read = factory.read
                 cur = conn.cursor(pymysql.cursors.SSCursor)
                 table_rows = 0

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lakecdc.capture.heartbeat import Heartbeat
+from lakecdc.capture.incremental import IncrementalSnapshot
 from lakecdc.capture.mysql import connection as myconn
 from lakecdc.capture.mysql.binlog_reader import BinlogReader, ReaderFailure
 from lakecdc.capture.mysql.blocking import blocking_snapshot
@@ -550,6 +551,7 @@ class MySqlStreamingSource:
     # -- offsets -------------------------------------------------------------------------------
     def committable_offset(self) -> dict[str, Any] | None:
         tx = self.tx
+        offset: dict[str, Any] | None
         if tx.open and tx.emitted:
             offset = in_transaction_offset(self.file, tx.start, tx.last_event_pos, tx.rows_done, tx.events_done,
                                            self.server_id, str(self.gtids) or None, None)
@@ -657,7 +659,7 @@ def _width_mismatch(factory: Any, values: dict[str, Any], ncols: int) -> None:
     )
 
 
-def _supersede(incremental: MySqlIncrementalSnapshot, table: TopicTableId, schema: Any, rows: list[Any],
+def _supersede(incremental: IncrementalSnapshot, table: TopicTableId, schema: Any, rows: list[Any],
                is_update: bool) -> None:
     """Changes streamed inside an open window win over the chunk's buffered rows with their keys
     (both keys of an update: a key change removes the old row and writes the new one)."""

@@ -98,7 +98,7 @@ class PostgresSnapshotSource:
             # releasing it now shows the slot inactive until streaming really starts.
             repl.close()
             repl = None
-            tx_id = sql_conn.execute("SELECT txid_current()").fetchone()[0]
+            tx_id = pgconn.one_row(sql_conn.execute("SELECT txid_current()"))[0]
             ts_us = time.time_ns() // 1000
             log.info("snapshot step 2: reading %d tables as of LSN %s", len(tables), created.consistent_point)
             schemas = TableSchemas(sql_conn, config, self.modes, self.namer)
