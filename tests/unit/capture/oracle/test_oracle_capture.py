@@ -541,7 +541,7 @@ def test_snapshot_progress_bar_draws_table_and_row_counts(install: Any) -> None:
 
     from lakecdc.capture.oracle.snapshot import OracleSnapshotSource
 
-    db = install(snapshot_db())
+    install(snapshot_db())
     buffer = io.StringIO()
     connector = OracleConnector(config(), show_progress=True)
     source = OracleSnapshotSource(connector.config, connector.modes, connector.namer, show_progress=True,
