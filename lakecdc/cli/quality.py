@@ -128,7 +128,8 @@ def check(
 
 @quality_app.command("suites", epilog="[bold]Examples[/bold]\n\n"
                                        "  lakecdc quality suites --config conf/ingest.yaml --suites gx/ --record\n\n"
-                                       "  lakecdc quality suites --config conf/ingest.yaml --suites gx/ --docs ./quality-docs")
+                                       "  lakecdc quality suites --config conf/ingest.yaml --suites gx/ "
+                                       "--docs ./quality-docs")
 def suites(
     config: Path = typer.Option(..., "--config", "-c", exists=True, dir_okay=False,
                                 help="The ingest configuration: tables, formats, warehouse; table.mapping.<topic>."

@@ -6,9 +6,9 @@ complete through the new position as well (no released transaction touched it). 
 of a batch have committed, the job appends one row to ``lakecdc.consistency`` (the dead-letter
 table's schema; Delta or Iceberg like the tables)::
 
-    batch_id  job          connector  complete_through              position   published_at  versions
-    41        shop-ingest  postgres   [99092032, 99091912, 1, 0]    0/5E80B40  2026-11-..    {"silver.shop_public_accounts": 12,
-                                                                                               "bronze.shop_public_accounts": 30, ...}
+    batch_id  job          connector  complete_through            position   published_at  versions
+    41        shop-ingest  postgres   [99092032, 99091912, 1, 0]  0/5E80B40  2026-11-..    {"silver.accounts": 12,
+                                                                                         "bronze.accounts": 30, ...}
 
 It says: every table in ``versions`` holds, at that version, exactly the source transactions
 committed at or before ``position`` -- reading those versions together gives a state the source had.

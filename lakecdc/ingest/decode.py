@@ -312,10 +312,11 @@ class Decoder:
         if layout is None:
             schema = connect_schema(schema_bytes, "key schema")
             if schema.type != "struct":
-                raise RecordError(f"key schema: expected a struct, got {schema.type}: Debezium's key is a struct of the "
-                                  "key columns; the outbox EventRouter (io.debezium.transforms.outbox.EventRouter) "
-                                  "most likely replaced it with the aggregate id, and the ingest needs the change "
-                                  "event envelope: remove that transform or limit it to other topics")
+                raise RecordError(f"key schema: expected a struct, got {schema.type}: Debezium's key is a struct "
+                                  "of the key columns; the outbox EventRouter "
+                                  "(io.debezium.transforms.outbox.EventRouter) most likely replaced it with the "
+                                  "aggregate id, and the ingest needs the change event envelope: remove that "
+                                  "transform or limit it to other topics")
             layout = (schema, value_check(schema, ""))
             self._key_layouts[schema_bytes] = layout
         try:

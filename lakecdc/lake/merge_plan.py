@@ -13,7 +13,8 @@ or the table truncated (from the delete ledger), or null. Semantics rendered her
 
 1. A source row applies to a stored row only if its ``_seq`` is newer (lexicographic over the 4
    numbers, spelled out explicitly: never compared as strings).
-2. A delete removes the row (hard) or marks it ``_is_deleted`` (soft; Iceberg reserves ``_deleted``), keeping its ``_seq``.
+2. A delete removes the row (hard) or marks it ``_is_deleted`` (soft; Iceberg reserves ``_deleted``),
+   keeping its ``_seq``.
 3. An insert of an unknown key happens only if the key was not removed at a newer ``_seq``, so a
    late event cannot resurrect a deleted or truncated row.
 4. Columns named in ``_unavailable`` keep the stored value (null on insert). The create of a
@@ -176,15 +177,16 @@ def merge_clauses(plan: MergePlan, dialect: Dialect) -> list[MergeClause]:
     is_delete = f"{dialect.ident(SOURCE, '_op')} = 'd'"
     not_delete = f"{dialect.ident(SOURCE, '_op')} <> 'd'"
     removed = dialect.ident(SOURCE, "_removed_seq")
-    not_removed_later = (f"({removed} IS NULL OR "
-                         f"{seq_newer(dialect, seq_components(dialect, SOURCE), seq_components(dialect, SOURCE, '_removed_seq'))})")
+    newer_than_removal = seq_newer(dialect, seq_components(dialect, SOURCE),
+                                   seq_components(dialect, SOURCE, "_removed_seq"))
+    not_removed_later = f"({removed} IS NULL OR {newer_than_removal})"
     soft = plan.delete_mode == "soft"
 
     clauses: list[MergeClause] = []
     if soft:
         deleted_at = dialect.timestamp_from_ms(dialect.ident(SOURCE, "_source_ts_ms"))
-        clauses.append(MergeClause("matched_update", f"{is_delete} AND {newer}",
-                                   tuple(_meta_assignments(dialect) + [("_is_deleted", "true"), ("_deleted_at", deleted_at)])))
+        assignments = [*_meta_assignments(dialect), ("_is_deleted", "true"), ("_deleted_at", deleted_at)]
+        clauses.append(MergeClause("matched_update", f"{is_delete} AND {newer}", tuple(assignments)))
     else:
         clauses.append(MergeClause("matched_delete", f"{is_delete} AND {newer}"))
 

@@ -121,7 +121,8 @@ def collision_error(name: str, first: tuple[str, Role], second: tuple[str, Role]
     setting = "silver" if role_b in ("ledger", "history") else role_b
     if topic_a == topic_b:
         return ConfigError(f"topic {topic_b!r} would write its {role_a} and {role_b} tables to one table {name!r}: "
-                           f"set table.mapping.{topic_b}.{setting} to another name", f"table.mapping.{topic_b}.{setting}")
+                           f"set table.mapping.{topic_b}.{setting} to another name",
+                           f"table.mapping.{topic_b}.{setting}")
     return ConfigError(
         f"topics {topic_a!r} and {topic_b!r} both map to table {name!r} ({role_a} of the first, {role_b} of the "
         f"second; table names ignore case and turn characters outside [A-Za-z0-9_] into '_'): their changes "

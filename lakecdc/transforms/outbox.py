@@ -150,8 +150,8 @@ class EventRouter:
                 assert struct_value is not None
                 struct_value[extra.alias] = struct_get(row_schema, event, extra.field, True)
             else:
-                headers.append((extra.alias, header_bytes(column.schema, struct_get(row_schema, event, extra.field, True),
-                                                          self.header_schemas)))
+                value = struct_get(row_schema, event, extra.field, True)
+                headers.append((extra.alias, header_bytes(column.schema, value, self.header_schemas)))
         if struct_value is not None and value_schema is not None:
             struct_value = {f.name: struct_value.get(f.name) for f in value_schema.fields}
         if self.tombstone_on_empty and (payload is None or (isinstance(payload, str) and not payload.strip())):

@@ -14,7 +14,8 @@
 4. Append the events bronze does not hold yet, with the progress, in ONE bronze commit.
 5. (keyed tables) Append this batch's deletes and truncates to the delete ledger, then (``history:
    scd2``) MERGE the SCD2 history with its progress (``lakecdc.writers.history``), then MERGE silver
-   with the progress (and the newest truncate applied) in ONE silver commit. Silver is committed last and is what a restart reads:
+   with the progress (and the newest truncate applied) in ONE silver commit. Silver is committed last
+   and is what a restart reads:
    a crash after step 4 or 5a replays the batch, which bronze's position anti-join and the
    ledger's and silver's ``_seq`` guards make harmless.
 
@@ -254,7 +255,8 @@ class LakeWriter(TableWriter):
         bronze_rows, bronze_version = 0, None
         if not bronze_covered:  # step 4
             props = (bronze_done or CommitProgress()).advanced(
-                batch.progress, batch_id, stats.max_seq, stats.max_source_ts_ms, None, _positions(batch)).to_properties()
+                batch.progress, batch_id, stats.max_seq, stats.max_source_ts_ms, None,
+                _positions(batch)).to_properties()
             bronze_rows, bronze_version = self._append_bronze(target, self._align(to_bronze_layout(df, row_names),
                                                                                   target.bronze_table),
                                                               stats, props, batch_id)

@@ -89,8 +89,8 @@ class IcebergSparkWriter(SparkSqlWriter):
         if sort_by:
             # Smaller row groups: within a key-sorted file each covers a narrow key range, which
             # Iceberg's reader skips when a MERGE's key ranges miss it (128 MB groups would hold
-            # a whole 1M-row table). Locally: each write sorts its own rows (no range shuffle), so the files a MERGE adds
-            # cover narrow key ranges and its key ranges prune files and row groups.
+            # a whole 1M-row table). Locally: each write sorts its own rows (no range shuffle), so the files a
+            # MERGE adds cover narrow key ranges and its key ranges prune files and row groups.
             self.spark.sql(f"ALTER TABLE {full} SET TBLPROPERTIES ('{ROW_GROUP_BYTES}'='{SORTED_ROW_GROUP_BYTES}')")
             self.spark.sql(f"ALTER TABLE {full} WRITE LOCALLY ORDERED BY {', '.join(quote(k) for k in sort_by)}")
         log.info("created Iceberg %s table %s", kind, full)

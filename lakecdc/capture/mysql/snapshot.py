@@ -112,7 +112,8 @@ class MySqlSnapshotSource:
     def _structure_databases(self, names: list[str]) -> list[str]:
         """The databases whose tables' structure the snapshot reads into the schema history:
         Debezium's ``capturedSchemaTables`` -- every table of every database but the system ones
-        (``mysql``, ``sys``, ``performance_schema``, ``information_schema``; all with ``table.ignore.builtin=false``) unless
+        (``mysql``, ``sys``, ``performance_schema``, ``information_schema``; all with
+        ``table.ignore.builtin=false``) unless
         ``schema.history.internal.store.only.captured.tables.ddl`` (only the captured tables) or
         ``...captured.databases.ddl`` (only the captured databases) narrow it."""
         config = self.config

@@ -380,8 +380,8 @@ class MySqlStreamingSource:
                     continue
                 tables = ",".join(c.table.id.table for c in statement.changes) or None
                 source = self.source.build(db=statement.database or db or "", table=tables, ts_ms=ts_ms,
-                                           server_id=ev.packet.server_id, file=self.file, pos=start, row=self._source_row,
-                                           gtid=gtid)  # thread null: Debezium takes none from DDL
+                                           server_id=ev.packet.server_id, file=self.file, pos=start,
+                                           row=self._source_row, gtid=gtid)  # thread null: Debezium takes none from DDL
                 out.extend(self.schema.schema_change_records(statement, source, position))
             self.emitted.through = (self.file_index, start, 0)
         # a DDL statement commits implicitly: it is a transaction of its own (which Debezium's MariaDB
@@ -516,7 +516,8 @@ class MySqlStreamingSource:
         tx.events_done += 1
         self._last_data = time.monotonic()
 
-    def _tx_block(self, data_collection: str, ts_sec: int, position: MySqlPosition, out: list[Any]) -> dict[str, Any] | None:
+    def _tx_block(self, data_collection: str, ts_sec: int, position: MySqlPosition,
+                  out: list[Any]) -> dict[str, Any] | None:
         tracker = self.tracker
         if tracker is None:
             return None
