@@ -76,7 +76,8 @@ def split_sql(script: str) -> list[str]:
             current.append(" ")
             continue
         if ch == "'":
-            escaped = i > 0 and script[i - 1] in "eE" and (i < 2 or not (script[i - 2].isalnum() or script[i - 2] == "_"))
+            escaped = i > 0 and script[i - 1] in "eE" and (
+                i < 2 or not (script[i - 2].isalnum() or script[i - 2] == "_"))
             j = i + 1
             while j < n:
                 if escaped and script[j] == "\\":

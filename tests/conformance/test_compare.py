@@ -81,7 +81,8 @@ def test_missing_and_extra_records_do_not_shift_later_comparisons(golden: list[d
     extra["key"] = None
     actual.insert(20, extra)
     differences = compare(golden, actual)
-    assert [(d.kind, d.expected_index, d.actual_index) for d in differences] == [("missing", 10, None), ("extra", None, 20)]
+    assert [(d.kind, d.expected_index, d.actual_index)
+            for d in differences] == [("missing", 10, None), ("extra", None, 20)]
     assert removed["topic"] in str(differences[0])
 
 

@@ -51,7 +51,8 @@ def test_connector_tests_pass_in_a_spark_with_delta_and_the_kafka_source(tmp_pat
     assert report.exists(), output
     cases = ET.parse(report).getroot().iter("testcase")
     outcomes = {f"{case.get('classname')}::{case.get('name')}":
-                next((child_tag.tag for child_tag in case if child_tag.tag in ("failure", "error", "skipped")), "passed")
+                next((child_tag.tag for child_tag in case
+                      if child_tag.tag in ("failure", "error", "skipped")), "passed")
                 for case in cases}
     print("\n".join(f"{name}: {outcome}" for name, outcome in outcomes.items()))
     assert outcomes, output

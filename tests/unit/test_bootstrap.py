@@ -126,7 +126,8 @@ def _fake_checkout(tmp_path: Path, main_code: int, spark4_code: int) -> Path:
     """run.sh beside a no-op bootstrap and two pythons that log their arguments and exit with a code."""
     (tmp_path / "scripts").mkdir(parents=True)
     shutil.copy2(ROOT / "run.sh", tmp_path / "run.sh")
-    (tmp_path / "scripts" / "bootstrap.sh").write_text('#!/bin/sh\necho "bootstrap $*" >> "$(dirname "$0")/../calls.log"\n')
+    (tmp_path / "scripts" / "bootstrap.sh").write_text(
+        '#!/bin/sh\necho "bootstrap $*" >> "$(dirname "$0")/../calls.log"\n')
     (tmp_path / "scripts" / "bootstrap.sh").chmod(0o755)
     for venv, code in ((".venv", main_code), (".venv-spark4", spark4_code)):
         python = tmp_path / venv / "bin" / "python"

@@ -216,7 +216,8 @@ def test_yaml_file_gives_the_same_config_as_properties_file(tmp_path: Path) -> N
     props_file = tmp_path / "c.properties"
     props_file.write_text("topic.prefix=shop\ndatabase.hostname=db1\ndatabase.port=5433\ntable.include.list=public.a,public.b\n")
     yaml_file = tmp_path / "c.yaml"
-    yaml_file.write_text("topic.prefix: shop\ndatabase:\n  hostname: db1\n  port: 5433\ntable.include.list: [public.a, public.b]\n")
+    yaml_file.write_text("topic.prefix: shop\ndatabase:\n  hostname: db1\n  port: 5433\ntable.include.list: "
+                         "[public.a, public.b]\n")
     assert PgLike.from_file(props_file, environ={}) == PgLike.from_file(yaml_file, environ={})
 
 

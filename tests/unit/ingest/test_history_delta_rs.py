@@ -118,7 +118,8 @@ def test_truncate_closes_versions_outside_the_batch_through_delta_rs(tmp_path: P
     lake = Lake(tmp_path)
     lake.deliver([event("c", 1, 0, 1, "a", "x"), event("c", 2, 1, 2, "b", "x")])
     lake.deliver([event("t", 5, 2, None)])
-    assert [(v["id"], v["_valid_to_seq"][0], v["_is_current"]) for v in lake.history()] == [(1, 5, False), (2, 5, False)]
+    assert [(v["id"], v["_valid_to_seq"][0], v["_is_current"])
+            for v in lake.history()] == [(1, 5, False), (2, 5, False)]
     assert lake.history()[0]["_valid_to_ts"] == 1_700_000_000_005
 
 

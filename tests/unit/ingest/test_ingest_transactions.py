@@ -20,7 +20,8 @@ CONFIG = IngestConfig.from_properties({"kafka.bootstrap.servers": "127.0.0.1:1",
 
 def decode(records: list[dict]) -> tuple[Decoder, object]:
     decoder = Decoder(CONFIG)
-    return decoder, decoder.decode(kafka_table((r["topic"], encode(r["key"]), encode(r["value"])) for r in records), NOW)
+    return decoder, decoder.decode(kafka_table((r["topic"], encode(r["key"]), encode(r["value"]))
+                                               for r in records), NOW)
 
 
 def tx_ids(segments) -> set[str]:
@@ -178,7 +179,8 @@ def test_a_transaction_open_across_the_snapshot_ranks_after_the_snapshot_rows() 
         "value"]["payload"]["source"]["lsn"]
     for r in records:  # 1260 wrote its row before the snapshot was taken, and committed after it
         payload = r["value"]["payload"] if r["value"] else {}
-        if r["topic"] == "dbz.public.customers" and str((payload.get("transaction") or {}).get("id")).startswith("1260:"):
+        tx_id = str((payload.get("transaction") or {}).get("id"))
+        if r["topic"] == "dbz.public.customers" and tx_id.startswith("1260:"):
             payload["source"]["lsn"] = snapshot_lsn - 64
             payload["source"]["sequence"] = f'[null,"{snapshot_lsn - 64}"]'
     buffer = TransactionBuffer()

@@ -509,7 +509,8 @@ def test_transaction_retention_abandons_old_open_transactions(install: Any) -> N
     assert [r.key["ID"] for r in stream_once(db, 100, **windows)] == [2, 1]
     db = install(RecordedOracle([customers()], scns=[200], redo_rows=rows))
     # after the first window tx a has been open for 2 h > 1 h: dropped, its later commit emits nothing
-    assert [r.key["ID"] for r in stream_once(db, 100, **windows, **{"log.mining.transaction.retention.ms": "3600000"})] == [2]
+    assert [r.key["ID"]
+            for r in stream_once(db, 100, **windows, **{"log.mining.transaction.retention.ms": "3600000"})] == [2]
 
 
 def test_archive_log_only_mode_mines_up_to_the_newest_archived_log(install: Any) -> None:

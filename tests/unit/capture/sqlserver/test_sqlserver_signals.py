@@ -421,7 +421,8 @@ def test_two_column_key_chunks_with_written_out_bounds(tmp_path: Path, chunk_ids
     sink, _, _ = run(server, tmp_path, table__include__list="dbo.lines",
                      **{k.replace(".", "__"): v for k, v in PROPS.items()})
     reads = [r for r in sink.records if r.topic == "server1.testDB.dbo.lines"]
-    assert [(r.value["op"], r.key) for r in reads] == [("r", {"order_id": 1, "line": "a"}), ("r", {"order_id": 1, "line": "b"})]
+    assert [(r.value["op"], r.key)
+            for r in reads] == [("r", {"order_id": 1, "line": "a"}), ("r", {"order_id": 1, "line": "b"})]
     (offset,) = json.loads((tmp_path / "offsets.json").read_text()).values()
     assert json.loads(offset["incremental_snapshot_primary_key"]) == [1, "b"]
     assert json.loads(offset["incremental_snapshot_maximum_key"]) == [2, "b"]
