@@ -353,7 +353,8 @@ def report(obs: Observations, args: argparse.Namespace, transactions: int, start
     if in_workload:
         busy = sum(s for s, _ in in_workload)
         events = sum(e for _, e in in_workload)
-        print(f"ingest during the workload: {len(in_workload)} micro-batches, {events} events, {events / busy if busy else 0:.0f} events/s "
+        rate = events / busy if busy else 0
+        print(f"ingest during the workload: {len(in_workload)} micro-batches, {events} events, {rate:.0f} events/s "
               f"while busy; batch duration p50 {percentiles([s * 1000 for s, _ in in_workload])['p50']:.0f} ms")
     header = f"{'latency (ms) from source commit':<42}{'n':>7}{'p50':>9}{'p95':>9}{'p99':>9}{'max':>9}"
     for table_format in sorted(by_format):

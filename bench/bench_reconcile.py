@@ -54,8 +54,8 @@ def load_source(conn, n: int) -> None:  # type: ignore[no-untyped-def]
                  "timestamptz '2026-01-01 00:00:00+00' + i * interval '1 second' FROM generate_series(1, %s) i", (n,))
     conn.execute("UPDATE items SET name = 'changed' WHERE id IN (17, 250000, 500001, %s)", (n - 3,))
     conn.execute("DELETE FROM items WHERE id IN (2, 333333, %s)", (n,))
-    conn.execute("INSERT INTO items VALUES (%s, 'new', 1.00, now()), (%s, 'new', 2.00, now()), (%s, 'new', 3.00, now())",
-                 (n + 1, n + 2, n + 10))
+    conn.execute("INSERT INTO items VALUES (%s, 'new', 1.00, now()), (%s, 'new', 2.00, now()), "
+                 "(%s, 'new', 3.00, now())", (n + 1, n + 2, n + 10))
     conn.commit()
 
 

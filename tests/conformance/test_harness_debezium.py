@@ -56,7 +56,8 @@ def test_real_debezium_reproduces_the_shared_golden_capture(pg: Postgres, tmp_pa
             break
     # The golden capture used the engine's plain Json format, which drops headers; ours keeps them.
     assert_conformant(golden, actual, MaskRules.for_connector("postgres", compare_headers=False))
-    assert compare(golden, actual, MaskRules.for_connector("postgres")), "headers must differ from the header-less golden"
+    assert compare(golden, actual, MaskRules.for_connector("postgres")), \
+        "headers must differ from the header-less golden"
 
     # Headers real Debezium attaches to a primary-key change (delete, tombstone, create).
     def header_names(record: dict[str, Any]) -> set[str]:

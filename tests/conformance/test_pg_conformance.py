@@ -266,7 +266,8 @@ def test_wider_workload_equals_live_debezium(server: str, refresh_mode: str, req
         "topic.prefix": "wide",
         "plugin.name": "pgoutput", "slot.name": "wide_slot", "publication.name": "wide_pub",
         "publication.autocreate.mode": "filtered", "snapshot.mode": "initial",
-        "table.include.list": "public.wide_full,public.wide_keys,public.wide_toast,public.wide_toast_full,public.wide_zempty",
+        "table.include.list": ("public.wide_full,public.wide_keys,public.wide_toast,public.wide_toast_full,"
+                               "public.wide_zempty"),
         "provide.transaction.metadata": "true", "skipped.operations": "none",
         "message.prefix.include.list": "audit", "schema.refresh.mode": refresh_mode,
     }

@@ -12,9 +12,9 @@ snapshot rows (silver took none of its updates before).
 The ingest job runs as its own process in small micro-batches (transactions split across batches)
 and is killed with SIGKILL: right after one table's silver commit (before the next table's), at a
 random bronze commit, and once it has caught up. While the last run goes on, every consistency point
-it publishes is read: the tables at it must be a state the source had (one recorded commit, exactly). At the end, every recorded source commit is read back as of
-its position across all tables (``lakecdc.audit.consistency.read_consistent``) and must equal what
-the source held right after that commit.
+it publishes is read: the tables at it must be a state the source had (one recorded commit, exactly).
+At the end, every recorded source commit is read back as of its position across all tables
+(``lakecdc.audit.consistency.read_consistent``) and must equal what the source held right after that commit.
 """
 
 from __future__ import annotations

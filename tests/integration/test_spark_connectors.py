@@ -6,7 +6,8 @@ Kafka source), so the suite's own JVM runs without them. This test starts a chil
 ``LAKECDC_SPARK_CONNECTORS=auto`` over ``CONNECTOR_TESTS`` and requires every one of them to pass
 there (none skipped). Run them directly the same way:
 
-    LAKECDC_SPARK_CONNECTORS=auto LAKECDC_TEST_CONNECTORS_CHILD=1 pytest tests/integration/ingest/test_writers_delta_spark.py
+    LAKECDC_SPARK_CONNECTORS=auto LAKECDC_TEST_CONNECTORS_CHILD=1 \\
+        pytest tests/integration/ingest/test_writers_delta_spark.py
 """
 
 from __future__ import annotations

@@ -41,7 +41,8 @@ Row = dict[str, Any]
 
 
 @pytest.fixture(params=["iceberg", "delta-rs"])
-def writer(request: pytest.FixtureRequest, spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> TableWriter:
+def writer(request: pytest.FixtureRequest, spark: SparkSession,
+           tmp_path_factory: pytest.TempPathFactory) -> TableWriter:
     if request.param == "iceberg":
         return create_writer("iceberg", spark)
     return create_writer("delta-rs", spark, warehouse=str(tmp_path_factory.mktemp("delta")))

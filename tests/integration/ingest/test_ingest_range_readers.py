@@ -29,7 +29,8 @@ def job_config(bootstrap: str, spark, prefix: str, tmp_path: Path, **extra: str)
     return IngestConfig.from_properties({
         "name": prefix, "kafka.bootstrap.servers": bootstrap, "topic.prefix": prefix,
         "warehouse": spark.conf.get("spark.sql.catalog.lake.warehouse"),
-        "table.name.format.bronze": f"{prefix}_bronze.{{table}}", "table.name.format.silver": f"{prefix}_silver.{{table}}",
+        "table.name.format.bronze": f"{prefix}_bronze.{{table}}",
+        "table.name.format.silver": f"{prefix}_silver.{{table}}",
         "progress.path": str(tmp_path / "progress"), "batch.max.wait.ms": "300", **extra})
 
 

@@ -26,7 +26,8 @@ def config(bootstrap: str, spark, prefix: str, tmp_path: Path, reader: str) -> I
     return IngestConfig.from_properties({
         "name": prefix, "kafka.bootstrap.servers": bootstrap, "topic.prefix": prefix,
         "warehouse": spark.conf.get("spark.sql.catalog.lake.warehouse"), "reader": reader,
-        "table.name.format.bronze": f"{prefix}_bronze.{{table}}", "table.name.format.silver": f"{prefix}_silver.{{table}}",
+        "table.name.format.bronze": f"{prefix}_bronze.{{table}}",
+        "table.name.format.silver": f"{prefix}_silver.{{table}}",
         "progress.path": str(tmp_path / "progress")})
 
 

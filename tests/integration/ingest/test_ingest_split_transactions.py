@@ -7,8 +7,8 @@ later single-table transactions 1268 (insert Eve, id 5) and 1269 (update Dave, i
 complete. 1264 is held, and so are 1268/1269: transactions are released in commit order, so
 customers never shows Eve without 1264's changes (a state the source never had, issue 19). When
 1264 completes, everything is released and written exactly once (FINDINGS #1: released events past
-a held one were once skipped as "already committed" and lost). Real Spark, the real delta-rs writer, a temp warehouse; no broker (the
-records go straight to the processor, so batch boundaries are exact).
+a held one were once skipped as "already committed" and lost). Real Spark, the real delta-rs writer, a
+temp warehouse; no broker (the records go straight to the processor, so batch boundaries are exact).
 """
 
 from __future__ import annotations

@@ -138,7 +138,8 @@ def test_tables_applied_in_parallel_each_record_their_own_progress(connector_spa
         for table in (s.target.bronze_table, s.target.silver_table):
             recorded = history_progress(spark, table)
             assert len(recorded) == rounds, f"{table}: {recorded}"
-            assert all(set(progress) == {s.topic} for progress in recorded), f"{table} records another topic: {recorded}"
+            assert all(set(progress) == {s.topic} for progress in recorded), \
+                f"{table} records another topic: {recorded}"
         assert silver(spark, s) == {n: f"{s.topic}-{n}" for n in range(rounds)}
 
 

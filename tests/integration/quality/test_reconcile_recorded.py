@@ -112,7 +112,9 @@ def test_a_fragment_whose_documented_result_differs_makes_the_test_fail(tmp_path
     original = Dialect.text
 
     def bare(self: Dialect, c: str, type_: pa.DataType, depth: int = 0) -> str:
-        return f"TO_CHAR({c})" if self.name == "oracle" and pa.types.is_decimal(type_) else original(self, c, type_, depth)
+        if self.name == "oracle" and pa.types.is_decimal(type_):
+            return f"TO_CHAR({c})"
+        return original(self, c, type_, depth)
 
     monkeypatch.setattr(Dialect, "text", bare)
     assert ("oracle", "TO_CHAR({c})") in FRAGMENTS  # a known fragment: the evaluator answers, with Oracle's text

@@ -124,7 +124,8 @@ def test_invalid_configurations_name_the_property(props: dict[str, str], message
 
 
 def test_skipped_operations_none_and_lists() -> None:
-    assert CommonConnectorConfig.from_properties(base(**{"skipped.operations": "none"})).skipped_operation_codes == frozenset()
+    none = CommonConnectorConfig.from_properties(base(**{"skipped.operations": "none"}))
+    assert none.skipped_operation_codes == frozenset()
     cfg = CommonConnectorConfig.from_properties(base(**{"skipped.operations": "U, d"}))
     assert cfg.skipped_operation_codes == frozenset({"u", "d"})
 

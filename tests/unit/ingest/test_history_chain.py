@@ -63,7 +63,8 @@ def apply_batch(table: dict[tuple[Any, ...], Row], batch: list[Row], bronze: lis
     first = builder.oldest_truncate
     if first is not None:
         for at, version in table.items():
-            if at not in touched and version["_valid_to_seq"] is None and tuple(version["_last_seq"]) < tuple(first["_seq"]):
+            if (at not in touched and version["_valid_to_seq"] is None
+                    and tuple(version["_last_seq"]) < tuple(first["_seq"])):
                 version.update(_valid_to_seq=list(first["_seq"]), _valid_to_ts=from_ms(first["_source_ts_ms"]),
                                _is_current=False)
     return len(changed)

@@ -56,8 +56,8 @@ class Lake:
         bronze = fresh.rename_columns([("_kafka_partition" if c == "_partition" else c) for c in fresh.column_names])
         write_deltalake(self.writer.table_uri("bronze.t"), bronze, mode="append")
         removals = fresh.filter(pa.compute.is_in(fresh["_op"], pa.array(["d", "t"])))
-        write_deltalake(self.writer.table_uri("silver.t__deletes"), removals.select(["id", "_seq", "_op", "_source_ts_ms"]),
-                        mode="append")
+        write_deltalake(self.writer.table_uri("silver.t__deletes"),
+                        removals.select(["id", "_seq", "_op", "_source_ts_ms"]), mode="append")
         truncates = sorted(tuple(e["_seq"]) for e in batch if e["_op"] == "t")
         stats = BatchStats(events=len(batch), max_seq=max(tuple(e["_seq"]) for e in batch), min_source_ts_ms=None,
                            max_source_ts_ms=max(e["_source_ts_ms"] for e in batch), has_placeholders=False,

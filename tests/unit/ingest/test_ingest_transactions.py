@@ -68,8 +68,11 @@ def test_a_transaction_split_across_batches_is_released_whole() -> None:
 
 
 def _without_customers_of_1264(records: list[dict]) -> list[dict]:
-    return [r for r in records if not (r["topic"] == "dbz.public.customers" and r["value"] and
-                                       (r["value"]["payload"].get("transaction") or {}).get("id", "").startswith("1264:"))]
+    return [r for r in records if not (r["topic"] == "dbz.public.customers" and r["value"] and _in_1264(r))]
+
+
+def _in_1264(record: dict) -> bool:
+    return (record["value"]["payload"].get("transaction") or {}).get("id", "").startswith("1264:")
 
 
 #: the transactions committed after 1264 that have data events
@@ -118,8 +121,7 @@ def test_a_restart_completes_a_transaction_from_what_the_tables_hold() -> None:
 def test_a_complete_transaction_waits_for_an_earlier_incomplete_one() -> None:
     records = golden_records()
     # 1264's nopk_events event is missing (not read yet): 1264 stays held, and so does every later one.
-    missing = [r for r in records if not (r["topic"] == "dbz.public.nopk_events" and r["value"] and
-                                          (r["value"]["payload"].get("transaction") or {}).get("id", "").startswith("1264:"))]
+    missing = [r for r in records if not (r["topic"] == "dbz.public.nopk_events" and r["value"] and _in_1264(r))]
     buffer = TransactionBuffer()
     _, batch = decode(missing)
     buffer.add_markers(batch.tx_markers)
@@ -166,7 +168,8 @@ def test_events_without_transaction_metadata_pass_in_position_order() -> None:
 def test_order_rows_uses_total_order_then_offset_for_equal_positions() -> None:
     seq = pa.array([[5, 1, 1, 0]] * 3 + [[4, 9, 1, 0]], pa.list_(pa.int64()))
     table = pa.table({"_seq": seq, "_tx_total_order": pa.array([2, 1, None, 7], pa.int64()),
-                      "_partition": pa.array([0, 0, 0, 0], pa.int32()), "_offset": pa.array([10, 11, 12, 13], pa.int64())})
+                      "_partition": pa.array([0, 0, 0, 0], pa.int32()),
+                      "_offset": pa.array([10, 11, 12, 13], pa.int64())})
     assert order_rows(table).column("_offset").to_pylist() == [13, 12, 11, 10]
 
 

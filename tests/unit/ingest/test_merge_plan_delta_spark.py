@@ -42,7 +42,8 @@ def test_bronze_create_has_generated_date_partition() -> None:
 
 def test_evolution_statements() -> None:
     change = SchemaChange(add=(ColumnSpec("email", StringType()),),
-                          widen=(("qty", IntegerType(), LongType()), ("amount", DecimalType(10, 2), DecimalType(12, 2))))
+                          widen=(("qty", IntegerType(), LongType()),
+                                 ("amount", DecimalType(10, 2), DecimalType(12, 2))))
     assert evolve_sql("m.s.t", change) == [
         "ALTER TABLE m.s.t ADD COLUMNS (`email` string)",
         "ALTER TABLE m.s.t SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')",

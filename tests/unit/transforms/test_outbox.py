@@ -60,7 +60,8 @@ def test_envelope_placement_builds_a_named_struct_and_headers_get_aliases() -> N
                       "route.topic.replacement": "ev.${routedByValue}"}).apply([event()])
     assert out.topic == "ev.order"
     assert out.value == {"payload": '{"a":1}', "eventType": "created"}
-    assert out.value_schema.name == "dbz.public.outbox.order.Value" and out.value_schema.field_names == ("payload", "eventType")
+    assert out.value_schema.name == "dbz.public.outbox.order.Value"
+    assert out.value_schema.field_names == ("payload", "eventType")
     assert [k for k, _ in out.headers] == ["ctx", "id", "agg"]
 
 

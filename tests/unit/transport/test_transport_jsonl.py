@@ -227,7 +227,8 @@ def test_payloads_encoded_ahead_are_written_as_the_record_would_be(tmp_path: Pat
     original = [record(1, "a\u00e9"), record(2, None),
                 ChangeRecord("shop.public.nokey", None, None, VALUE, {"id": 3, "name": "z"})]
     ahead = RecordSerializer()
-    encoded = [ChangeRecord(r.topic, r.key_schema, None if (k := ahead.payload_bytes(r, "key")) is None else EncodedPayload(k),
+    encoded = [ChangeRecord(r.topic, r.key_schema,
+                            None if (k := ahead.payload_bytes(r, "key")) is None else EncodedPayload(k),
                             r.value_schema, EncodedPayload(ahead.payload_bytes(r, "value")))  # type: ignore[arg-type]
                for r in original]
     sink_serializer = RecordSerializer(schemas, schemas)

@@ -35,7 +35,8 @@ from mysql_capture_support import (
 
 pytestmark = pytest.mark.integration
 
-SIGNAL_TABLE = "CREATE TABLE debezium_signal (id VARCHAR(64) PRIMARY KEY, type VARCHAR(32) NOT NULL, data VARCHAR(2048))"
+SIGNAL_TABLE = ("CREATE TABLE debezium_signal (id VARCHAR(64) PRIMARY KEY, type VARCHAR(32) NOT NULL, "
+                "data VARCHAR(2048))")
 ITEMS = "CREATE TABLE items (id INT PRIMARY KEY, label VARCHAR(200), color VARCHAR(20))"
 
 

@@ -33,7 +33,8 @@ from pg_capture_support import (
 pytestmark = pytest.mark.integration
 
 DB = "signals"
-SIGNAL_TABLE = "CREATE TABLE debezium_signal (id varchar(64) PRIMARY KEY, type varchar(32) NOT NULL, data varchar(2048))"
+SIGNAL_TABLE = ("CREATE TABLE debezium_signal (id varchar(64) PRIMARY KEY, type varchar(32) NOT NULL, "
+                "data varchar(2048))")
 
 
 def execute(dsn: str, *statements: str) -> None:

@@ -231,7 +231,8 @@ def test_transaction_metadata(install: Any) -> None:
     assert records[0].value["status"] == "BEGIN" and records[0].value["id"] == "0a00000001000000"
     assert records[2].value["transaction"] == {"id": "0a00000001000000", "total_order": 2, "data_collection_order": 2}
     assert records[3].value["event_count"] == 2
-    assert records[3].value["data_collections"] == [{"data_collection": "ORCLPDB1.DEBEZIUM.CUSTOMERS", "event_count": 2}]
+    assert records[3].value["data_collections"] == [
+        {"data_collection": "ORCLPDB1.DEBEZIUM.CUSTOMERS", "event_count": 2}]
 
 
 def test_primary_key_change_is_delete_tombstone_create(install: Any) -> None:

@@ -85,7 +85,8 @@ def test_query_filter_literal_quotes_are_doubled() -> None:
 # -- snapshot.locking.mode -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("mode", ["shared", None])
-def test_shared_locking_holds_row_share_locks_for_the_schema_read(install: Any, tmp_path: Any, mode: str | None) -> None:
+def test_shared_locking_holds_row_share_locks_for_the_schema_read(install: Any, tmp_path: Any,
+                                                                  mode: str | None) -> None:
     """``shared`` (Debezium's default): the captured tables are locked IN ROW SHARE MODE before the
     snapshot SCN is read and released (rollback, connection closed) before any row is read."""
     db = install(snapshot_db())
@@ -269,7 +270,8 @@ def test_a_refused_lock_names_the_table_and_the_fix(install: Any, tmp_path: Any)
     from lakecdc.capture.oracle import connection as oraconn
 
     oraconn.set_connection_factory(without_lock_privilege)
-    with pytest.raises(OraclePrerequisiteError, match=r'(?s)LOCK TABLE "DEBEZIUM"\."CUSTOMERS".*ORA-01031.*'
-                                                      r'GRANT LOCK ANY TABLE TO c##dbzuser.*snapshot.locking.mode=none'):
+    with pytest.raises(OraclePrerequisiteError,
+                       match=r'(?s)LOCK TABLE "DEBEZIUM"\."CUSTOMERS".*ORA-01031.*'
+                             r'GRANT LOCK ANY TABLE TO c##dbzuser.*snapshot.locking.mode=none'):
         run(db, tmp_path, **{"snapshot.mode": "initial_only"})
     assert db.snapshot_statements == []  # no row was read

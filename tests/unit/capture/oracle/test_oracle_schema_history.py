@@ -228,4 +228,5 @@ def test_create_table_as_select_takes_the_dictionary_structure(install: Any, tmp
     assert out[0].value["ddl"] == "CREATE TABLE CUST_COPY AS SELECT ID, EMAIL FROM CUSTOMERS"
     assert out[1].value["after"] == {"ID": 7, "EMAIL": "x"}
     [record] = [json.loads(line) for line in history.read_text().splitlines()]
-    assert record["ddl"] == 'CREATE TABLE "DEBEZIUM"."CUST_COPY" ("ID" NUMBER(9,0) NOT NULL, "EMAIL" VARCHAR2(255 CHAR))'
+    assert record["ddl"] == ('CREATE TABLE "DEBEZIUM"."CUST_COPY" '
+                             '("ID" NUMBER(9,0) NOT NULL, "EMAIL" VARCHAR2(255 CHAR))')

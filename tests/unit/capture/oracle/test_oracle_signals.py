@@ -265,7 +265,8 @@ def test_chunk_statements_in_oracle_syntax_with_an_additional_condition(db: Sign
         (f'SELECT {cols} FROM "DEBEZIUM"."CUSTOMERS" WHERE (NOT (("ID" > :1))) AND (EMAIL LIKE \'u%\') '
          'ORDER BY "ID" FETCH FIRST 2 ROWS ONLY', {1: decimal.Decimal(1005)}),
         (f'SELECT {cols} FROM "DEBEZIUM"."CUSTOMERS" WHERE (("ID" > :1)) AND (NOT (("ID" > :2))) AND '
-         '(EMAIL LIKE \'u%\') ORDER BY "ID" FETCH FIRST 2 ROWS ONLY', {1: decimal.Decimal(1002), 2: decimal.Decimal(1005)}),
+         '(EMAIL LIKE \'u%\') ORDER BY "ID" FETCH FIRST 2 ROWS ONLY',
+         {1: decimal.Decimal(1002), 2: decimal.Decimal(1005)}),
     ]
 
 

@@ -92,7 +92,8 @@ class RecordedServer:
         self.rec.add(sq.Q_HELP_CDC, None, *[ResultSet.of(HELP_COLUMNS, rows) for rows in answers])
         return self
 
-    def columns(self, schema: str, table: str, columns: list[tuple[Any, ...]], primary_key: list[str]) -> RecordedServer:
+    def columns(self, schema: str, table: str, columns: list[tuple[Any, ...]],
+                primary_key: list[str]) -> RecordedServer:
         self.rec.add(sq.Q_COLUMNS, (schema, table), columns_result(columns))
         self.rec.add(sq.Q_PRIMARY_KEY, (schema, table), ResultSet.of(["COLUMN_NAME"], [(k,) for k in primary_key]))
         return self

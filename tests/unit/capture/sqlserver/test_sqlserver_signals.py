@@ -34,7 +34,8 @@ SELECT = "SELECT TOP 2 [id], [first_name], [last_name], [email] FROM [testDB].[d
 MAX_KEY = "SELECT TOP 1 [id] FROM [testDB].[dbo].[customers] ORDER BY [id] DESC"
 FIRST_CHUNK = f"{SELECT} WHERE (NOT (([id] > %s))) ORDER BY [id]"
 NEXT_CHUNK = f"{SELECT} WHERE (([id] > %s)) AND (NOT (([id] > %s))) ORDER BY [id]"
-ROWS = {1001: (1001, "Sally", "Thomas", "sally.thomas@acme.com"), 1002: (1002, "George", "Bailey", "gbailey@foobar.com"),
+ROWS = {1001: (1001, "Sally", "Thomas", "sally.thomas@acme.com"),
+        1002: (1002, "George", "Bailey", "gbailey@foobar.com"),
         1003: (1003, "Edward", "Walker", "ed@walker.com")}
 PROPS = {"signal.data.collection": SIGNAL, "incremental.snapshot.chunk.size": "2"}
 
@@ -377,7 +378,8 @@ def test_invalid_condition_skips_the_table_and_streaming_goes_on(tmp_path: Path,
     streaming_only(server, tmp_path)
     sink, _, _ = run(server, tmp_path, **{k.replace(".", "__"): v for k, v in PROPS.items()})
     assert [(r.op, r.key["id"]) for r in data(sink.records)] == [("c", 1004)]
-    assert "incremental snapshot of table 'testDB.dbo.customers' failed and is skipped: Invalid column name" in caplog.text
+    assert ("incremental snapshot of table 'testDB.dbo.customers' failed and is skipped: Invalid column name"
+            in caplog.text)
     (offset,) = json.loads((tmp_path / "offsets.json").read_text()).values()
     assert "incremental_snapshot_collections" not in offset and offset["commit_lsn"] == lsn_at(14)
 
