@@ -9,7 +9,7 @@ works too). The existing keys are drawn two ways (``--keys``):
 - ``uniform``: anywhere in the table (the worst case: every file holds a changed key);
 - ``recent``: among the newest 5% of the loaded rows (orders, events, sessions: the changes of
   most CDC tables cluster on recent rows), which the MERGE's key ranges
-  (``lakecdc.ingest.key_ranges``) let the engines exploit.
+  (``lakecdc.lake.key_ranges``) let the engines exploit.
 
 Each batch is built and cached in Spark, and its figures computed from Arrow as the ingest job
 does, before the clock starts; the same cached batch is also appended to a plain table of the
@@ -26,10 +26,10 @@ MERGE), bronze apply (position anti-join + append), plain append, all in changes
 percentage of plain append (target >= 50%), the same percentage in CPU seconds (Spark's JVM + this
 process, so delta-rs and Arrow count too: on a shared machine the steadier of the two), the
 seconds of the plain append, the preparation (delta-rs: the batch's Spark -> Arrow collect and the
-Arrow dedupe, ``lakecdc.ingest.silver_arrow``; Iceberg: a lazy Spark plan, ~0 s), the ledger
-append and the MERGE step, and the floor as a percentage of plain append. A first batch of the smallest size is applied and
-printed as "warm-up": the first MERGE after start pays class loading and JIT, which a running job
-pays once.
+Arrow dedupe, ``lakecdc.lake.silver_arrow``; Iceberg: a lazy Spark plan, ~0 s), the ledger
+append and the MERGE step, and the floor as a percentage of plain append. A first batch of the
+smallest size is applied and printed as "warm-up": the first MERGE after start pays class loading
+and JIT, which a running job pays once.
 
 Measured 2026-11-22 17:35-17:38 UTC on the 2-core development machine with nothing else running
 (``uptime`` load average 2.5: the bench itself), 1M-row tables, warm-up rows left out:
@@ -96,8 +96,8 @@ condition, run right after at load 2.5): Iceberg 12%, 17%, 42% at 10k, 100k, 1M 
 their MERGE takes about as long as before the change (247d018, same machine and hour: Iceberg
 2.7 s and 8.9 s, delta-rs 0.84 s and 4.6 s at 10k and 1M, against 2.8 s, 8.4 s, 0.84 s, 4.0 s
 above); the percentages also move with the plain append, which varied by a third between runs
-at 10k (Iceberg 0.27-0.41 s), so 247d018 printed 14% and 22% (Iceberg), 13% and 45% (delta-rs). 2 MB Iceberg row groups pruned finer
-but slowed uniform MERGEs by a quarter (1M: 16-17% against 22%): 8 MB was kept.
+at 10k (Iceberg 0.27-0.41 s), so 247d018 printed 14% and 22% (Iceberg), 13% and 45% (delta-rs). 2 MB
+Iceberg row groups pruned finer but slowed uniform MERGEs by a quarter (1M: 16-17% against 22%): 8 MB was kept.
 
 Where the remaining time goes (event log and py-spy, this afternoon):
 
@@ -195,8 +195,8 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakecdc.ingest.batch import ChangeBatch, ColumnSpec, TableTarget
-from lakecdc.ingest.silver import arrow_batch_stats
+from lakecdc.lake.batch import ChangeBatch, ColumnSpec, TableTarget
+from lakecdc.lake.silver import arrow_batch_stats
 from lakecdc.writers.base import LakeWriter, create_writer
 from lakecdc.writers.delta_rs import _to_arrow
 
@@ -297,7 +297,8 @@ class StepTimer:
     def silver(self) -> float:
         """Silver apply: preparing the MERGE source and ledger rows (a Spark plan, or Arrow rows
         for delta-rs), the delete-ledger append (only batches with deletes) and the MERGE."""
-        return sum(self.seconds.get(step, 0.0) for step in ("prepare", "ledger")) + self.seconds.get("merge", float("nan"))
+        before = sum(self.seconds.get(step, 0.0) for step in ("prepare", "ledger"))
+        return before + self.seconds.get("merge", float("nan"))
 
     @property
     def silver_cpu(self) -> float:
@@ -422,13 +423,13 @@ def run(formats: list[str], sizes: list[int], table_rows: int, keep: bool, warmu
     from lakecdc.devstack.spark import spark_session
 
     warehouse = Path(tempfile.mkdtemp(prefix="lakecdc-bench-"))
+    extra = dict(kv.split("=", 1) for kv in os.environ.get("BENCH_SPARK_CONF", "").split() if kv)
     spark = spark_session(warehouse, app_name="lakecdc-bench",
-                          extra_conf={"spark.driver.memory": "4g", "spark.sql.shuffle.partitions": "4",
-                                      **dict(kv.split("=", 1) for kv in os.environ.get("BENCH_SPARK_CONF", "").split() if kv)})
+                          extra_conf={"spark.driver.memory": "4g", "spark.sql.shuffle.partitions": "4", **extra})
     print(f"warehouse {warehouse}; table {table_rows:,} rows; delete ledger {ledger_rows:,} older rows; "
           f"batches {', '.join(f'{s:,}' for s in sizes)}")
-    header = (f"{'format':8} {'keys':7} {'changes':>9} {'silver/s':>10} {'bronze/s':>10} {'append/s':>10} {'silver %':>9} "
-              f"{'cpu %':>6} "
+    header = (f"{'format':8} {'keys':7} {'changes':>9} {'silver/s':>10} {'bronze/s':>10} {'append/s':>10} "
+              f"{'silver %':>9} {'cpu %':>6} "
               f"{'append s':>9} {'prep s':>7} {'ledger s':>9} {'merge s':>8} {'total s':>8} {'floor %':>8}")
     try:
         for fmt in formats:

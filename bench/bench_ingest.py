@@ -53,8 +53,8 @@ def load_source(conn: Any, rows: int) -> None:
     for table in TABLES:
         conn.execute(f"CREATE TABLE {table} ({COLUMNS})")
         conn.execute(f"ALTER TABLE {table} REPLICA IDENTITY DEFAULT")
-        conn.execute(f"INSERT INTO {table} SELECT g, 'name-' || g, g %% 1000, g / 7.0 FROM generate_series(1, %s::bigint) g",
-                     (rows,))
+        conn.execute(f"INSERT INTO {table} SELECT g, 'name-' || g, g %% 1000, g / 7.0 "
+                     "FROM generate_series(1, %s::bigint) g", (rows,))
 
 
 def change_source(conn: Any, rows: int, changes: int) -> int:
@@ -71,8 +71,8 @@ def change_source(conn: Any, rows: int, changes: int) -> int:
             conn.execute(f"DELETE FROM {table} WHERE id BETWEEN %s AND %s", (start, min(start + TX_ROWS - 1, rows)))
         for start in range(rows + 1, rows + inserts + 1, TX_ROWS):
             end = min(start + TX_ROWS - 1, rows + inserts)
-            conn.execute(f"INSERT INTO {table} SELECT g, 'new-' || g, 1, 0.5 FROM generate_series(%s::bigint, %s::bigint) g",
-                         (start, end))
+            conn.execute(f"INSERT INTO {table} SELECT g, 'new-' || g, 1, 0.5 "
+                         "FROM generate_series(%s::bigint, %s::bigint) g", (start, end))
     return updates + deletes + inserts
 
 
@@ -144,9 +144,9 @@ def recipe(config_path: str, table_format: str, warehouse: str) -> None:
     import pyarrow as pa
     from confluent_kafka import Consumer, KafkaError
 
+    from lakecdc.config.ingest import load_ingest_config
     from lakecdc.devstack.broker import kafka_client_defaults
-    from lakecdc.ingest.config import load_ingest_config
-    from lakecdc.ingest.job import ingest_session
+    from lakecdc.spark.session import ingest_session
 
     cfg = load_ingest_config(config_path)
     schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("qty", pa.int32()), ("score", pa.float64()),
@@ -292,7 +292,8 @@ def run(args: argparse.Namespace, directory: Path) -> None:
                                       "--trigger", "available-now"], log),
                     "recipe": timed([python, __file__, "--recipe", table_format, "--config", str(config),
                                      "--warehouse", str(warehouse)], log)}
-                spark = spark_session_logged(directory / "spark.log", warehouse, app_name="bench-check") if table_format == "iceberg" else None
+                spark = (spark_session_logged(directory / "spark.log", warehouse, app_name="bench-check")
+                         if table_format == "iceberg" else None)
                 for table in TABLES:
                     for schema in ("silver", "recipe"):
                         got = lake_rows(spark, table_format, warehouse, f"{schema}.{table}")

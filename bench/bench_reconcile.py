@@ -26,7 +26,7 @@ import pickle
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from decimal import Decimal
 from pathlib import Path
 
@@ -54,8 +54,8 @@ def load_source(conn, n: int) -> None:  # type: ignore[no-untyped-def]
                  "timestamptz '2026-01-01 00:00:00+00' + i * interval '1 second' FROM generate_series(1, %s) i", (n,))
     conn.execute("UPDATE items SET name = 'changed' WHERE id IN (17, 250000, 500001, %s)", (n - 3,))
     conn.execute("DELETE FROM items WHERE id IN (2, 333333, %s)", (n,))
-    conn.execute("INSERT INTO items VALUES (%s, 'new', 1.00, now()), (%s, 'new', 2.00, now()), (%s, 'new', 3.00, now())",
-                 (n + 1, n + 2, n + 10))
+    conn.execute("INSERT INTO items VALUES (%s, 'new', 1.00, now()), (%s, 'new', 2.00, now()), "
+                 "(%s, 'new', 3.00, now())", (n + 1, n + 2, n + 10))
     conn.commit()
 
 
@@ -83,6 +83,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     args = parser.parse_args()
     import psycopg
+    import pyarrow as pa
     from deltalake import DeltaTable, write_deltalake
 
     from lakecdc.devstack.postgres import Postgres
@@ -90,10 +91,9 @@ def main() -> None:
     from lakecdc.quality.range_checksums import DIALECTS
     from lakecdc.quality.reconcile import Side, bisect, source_snapshot
 
-    import pyarrow as pa
-
     key = [("id", pa.int64())]
-    columns = [*key, ("name", pa.string()), ("price", pa.decimal128(12, 2)), ("updated_at", pa.timestamp("us", tz="UTC"))]
+    columns = [*key, ("name", pa.string()), ("price", pa.decimal128(12, 2)),
+               ("updated_at", pa.timestamp("us", tz="UTC"))]
     with tempfile.TemporaryDirectory() as tmp, Postgres(version=18) as pg:
         dsn = pg.create_database("bench_reconcile")
         with psycopg.connect(dsn) as conn:
@@ -106,7 +106,8 @@ def main() -> None:
             run, position, end = source_snapshot(conn, DIALECTS["postgres"])
             engine = DataFusionEngine()
             engine.context.register_table("silver", silver)
-            lake = Side(DIALECTS["datafusion"], "silver", lambda sql: [tuple(r.values()) for r in engine.sql(sql).to_pylist()])
+            lake = Side(DIALECTS["datafusion"], "silver",
+                        lambda sql: [tuple(r.values()) for r in engine.sql(sql).to_pylist()])
             out = bisect(Side(DIALECTS["postgres"], '"items"', run), lake, key, columns)
             end()
             results["checksums"] = {"seconds": time.perf_counter() - started, "bytes": out.bytes_moved,

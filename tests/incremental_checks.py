@@ -57,7 +57,8 @@ def replay(records: list[dict[str, Any]], table: str = "items") -> dict[Any, dic
 
 def stream_events(records: list[dict[str, Any]]) -> list[tuple[str, str, str | None]]:
     """(table, op, signal type) of every data event in order: where reads sit among watermarks."""
-    return [(r["topic"].rsplit(".", 1)[1], r["value"]["payload"]["op"], (r["value"]["payload"]["after"] or {}).get("type"))
+    return [(r["topic"].rsplit(".", 1)[1], r["value"]["payload"]["op"],
+             (r["value"]["payload"]["after"] or {}).get("type"))
             for r in records if r.get("value") and "op" in r["value"]["payload"]]
 
 

@@ -3,7 +3,7 @@
 An exact read "as of P" inside a commit replays bronze's events (``lakecdc.audit.replay``), so the
 audit must know which table is the silver table's bronze. The ingest configuration says so
 (``lakecdc.cli.audit.AuditLake``); without it, the names the writers give are tried
-(``lakecdc.ingest.naming``), each kept only when it exists and consumed the same Kafka topic as the
+(``lakecdc.lake.naming``), each kept only when it exists and consumed the same Kafka topic as the
 silver table (``lakecdc.progress`` of both tables' commits)::
 
     silver.shop_public_customers        -> bronze.shop_public_customers   (the default templates)
@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 
 from lakecdc.audit.tables import AuditError, LakeTable
-from lakecdc.ingest.naming import identifier_part
+from lakecdc.lake.naming import identifier_part
 
 #: "silver" as a whole word of a name part (``silver``, ``shop_silver``, ``SILVER_x``)
 _SILVER = re.compile(r"(?<![A-Za-z0-9])silver(?![A-Za-z0-9])", re.IGNORECASE)

@@ -25,8 +25,15 @@ from lakecdc.audit.changelog import bronze_of
 from lakecdc.audit.notation import GTID, connector_kind, format_position
 from lakecdc.audit.replay import uncommitted_at
 from lakecdc.audit.tables import AuditError, LakeTable, to_pandas
-from lakecdc.audit.versions import Position, TableVersion, parse_position, position_match, reached_bound, table_versions
-from lakecdc.ingest.consistency_point import just_below
+from lakecdc.audit.versions import (
+    Position,
+    TableVersion,
+    parse_position,
+    position_match,
+    reached_bound,
+    table_versions,
+)
+from lakecdc.lake.progress import just_below
 
 LOG_TABLE = "lakecdc.consistency"
 
@@ -95,8 +102,8 @@ def read_consistent(tables: list[LakeTable], position: Any = None, log: LakeTabl
     connector = point.connector if point else None
     found = {t.name: (bronze or {}).get(t.name) for t in tables}
     if isinstance(position, str) and GTID.match(position.strip()):
-        found = {t.name: found[t.name] or bronze_of(t) for t in tables}  # raises naming a missing one
-        position = list(position_of_gtid(list(found.values()), position.strip()))
+        logs = [found[t.name] or bronze_of(t) for t in tables]  # raises naming a missing one
+        position = list(position_of_gtid(logs, position.strip()))
     uncommitted: set[str] = set()
     if connector_kind(connector) in ("mysql", None):
         # A transaction with changes on both sides of a binlog position is not committed there: none

@@ -4,7 +4,7 @@ One table commit takes in every transaction a micro-batch released, so a source 
 between two transactions of one commit: no stored version is the state at P. That state is the
 version before the commit plus the commit's events at or below P -- bronze holds each of them
 with the same ``_seq`` silver compares. ``replay`` applies them in ``_seq`` order with silver's
-rules (``lakecdc.ingest.merge_plan``): an event wins only over an older stored row; ``d`` removes
+rules (``lakecdc.lake.merge_plan``): an event wins only over an older stored row; ``d`` removes
 the key (soft delete mode: marks ``_is_deleted``); ``t`` removes every row older than it; a column
 named in ``_unavailable`` (unchanged TOAST, LOB) keeps its stored value.
 """
@@ -64,7 +64,7 @@ def uncommitted_at(bronze: list[pd.DataFrame], through: Seq) -> set[str]:
     binlog positions (``file:pos`` of each rows event). PostgreSQL with transaction metadata, SQL
     Server and Oracle rank every change at its transaction's commit. Without transaction metadata
     ``_tx_id`` is null and nothing is known."""
-    from lakecdc.ingest.transactions import tx_link
+    from lakecdc.events.transaction import tx_link
 
     before: set[str] = set()
     after: set[str] = set()
@@ -79,7 +79,7 @@ def without(events: pd.DataFrame, transactions: set[str]) -> pd.DataFrame:
     """``events`` less the changes of ``transactions`` (``uncommitted_at``)."""
     if not transactions or events.empty:
         return events
-    from lakecdc.ingest.transactions import tx_link
+    from lakecdc.events.transaction import tx_link
 
     return events[[not isinstance(t, str) or tx_link(t) not in transactions for t in events["_tx_id"]]]
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from lakecdc.audit.history import _key_dict
 from lakecdc.audit.tables import AuditError, LakeTable, to_pandas
 from lakecdc.audit.versions import parse_position
-from lakecdc.ingest.history_plan import HISTORY_META_COLUMNS, HISTORY_SUFFIX, VALID_FROM_SEQ, VALID_TO_SEQ
+from lakecdc.lake.layout import HISTORY_META_COLUMNS, HISTORY_SUFFIX, VALID_FROM_SEQ, VALID_TO_SEQ
 
 if TYPE_CHECKING:
     import pandas as pd

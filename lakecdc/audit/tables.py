@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from lakecdc.errors import TerminalError
-from lakecdc.ingest.merge_plan import SPARK
+from lakecdc.lake.layout import LEDGER_SUFFIX, META_COLUMNS
+from lakecdc.lake.merge_plan import SPARK
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -28,13 +29,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 AuditFormat = Literal["iceberg", "delta"]
-LEDGER_SUFFIX = "__deletes"
-#: Columns lakecdc adds to bronze, silver and ledger rows (never part of a source row).
-META_COLUMNS = frozenset({
-    "_op", "_seq", "_source_ts_ms", "_tx_id", "_tx_total_order", "_topic", "_kafka_partition", "_partition",
-    "_offset", "_ingest_ts", "_unavailable", "_key_json", "_old_key_json", "_is_deleted", "_deleted_at", "_ingest_date",
-    "_row_hash", "_occurrence",
-})
 
 
 #: rows of table versions read lately (``LakeTable.arrow``), oldest first

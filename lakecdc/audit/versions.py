@@ -1,7 +1,7 @@
 """Table versions and the source position each one reflects (DESIGN.md 2.9).
 
 Every commit lakecdc makes carries ``lakecdc.progress``, ``lakecdc.batch-id``, ``lakecdc.max-seq`` and
-``lakecdc.max-source-ts-ms`` (``lakecdc.ingest.progress``). Read back, they map each Iceberg snapshot /
+``lakecdc.max-source-ts-ms`` (``lakecdc.lake.progress``). Read back, they map each Iceberg snapshot /
 Delta version to the source position through which it is complete::
 
     {"version": 5, "committed_at": "2026-11-22T10:01:02.345+00:00", "operation": "merge",
@@ -28,7 +28,7 @@ from typing import Any
 from lakecdc.audit.notation import PositionError, format_position
 from lakecdc.audit.notation import parse_position as parse_in_notation
 from lakecdc.audit.tables import AuditError, LakeTable
-from lakecdc.ingest.progress import CommitProgress
+from lakecdc.lake.progress import CommitProgress
 
 Position = tuple[int, ...]
 

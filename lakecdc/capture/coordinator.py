@@ -43,10 +43,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from lakecdc.capture.exporter import CaptureMetrics, capture_metrics
 from lakecdc.capture.snapshot_modes import plan_start
 from lakecdc.capture.spi import CaptureConnector
 from lakecdc.errors import RecordConversionError, SinkDeliveryError, TransientError
-from lakecdc.metrics.capture_exporter import CaptureMetrics, capture_metrics
 from lakecdc.transforms.errors import JSON_CONVERTER, KEY_CONVERTER, VALUE_CONVERTER, ErrorHandling, conversion_reason
 from lakecdc.transport.offsets import Offset, OffsetStore, offset_key
 

@@ -3,7 +3,7 @@
 Each connector package has a ``registration.py`` holding one ``ConnectorRegistration`` (MySQL's holds
 two: Debezium 3 ships MySQL and MariaDB as two connectors, ``MySqlConnector`` and
 ``MariaDbConnector``); ``capture/registry.py`` lists them, and the runner (``capture/runner.py``),
-``lakecdc status`` (``metrics/capture_status.py``) and ``lakecdc capture --help`` read that list.
+``lakecdc status`` (``capture/status.py``) and ``lakecdc capture --help`` read that list.
 A registration imports its connector only inside its functions, so one connector's driver is not
 needed to run (or to list) another.
 """
@@ -36,7 +36,7 @@ class ConnectorParts:
 
 @dataclass
 class CaptureStatus:
-    """One capture's position, as ``lakecdc status`` reports it (``metrics/capture_status.py``).
+    """One capture's position, as ``lakecdc status`` reports it (``capture/status.py``).
 
     ``slot`` (PostgreSQL), ``binlog`` (MySQL, MariaDB), ``redo`` (Oracle) and ``change_tables``
     (SQL Server) hold what the connector's status probe found in the source log."""

@@ -80,9 +80,9 @@ class AuditLake:
             if warehouse is None:
                 raise AuditError("give --config (the ingest configuration) or --warehouse")
             return cls(warehouse, {}, fmt or "delta", catalog or "hadoop", "lake", None, log_table)
-        from lakecdc.ingest.config import load_ingest_config
+        from lakecdc.config.ingest import load_ingest_config
         from lakecdc.ingest.job_state import load_state
-        from lakecdc.ingest.naming import TableNamer
+        from lakecdc.lake.naming import TableNamer
 
         cfg = load_ingest_config(config)
         state = load_state(cfg.progress_dir)

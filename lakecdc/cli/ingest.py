@@ -42,8 +42,8 @@ def ingest(
     Resumes from the Kafka offsets committed in the tables. SIGTERM or Ctrl-C finishes and commits the current \
 batch, then exits 0.
     """
+    from lakecdc.ingest.exporter import serve_ingest_metrics
     from lakecdc.ingest.job import run_ingest
-    from lakecdc.metrics.ingest_exporter import serve_ingest_metrics
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

@@ -129,7 +129,8 @@ def check(
 
 @quality_app.command("suites", epilog="[bold]Examples[/bold]\n\n"
                                        "  lakecdc quality suites --config conf/ingest.yaml --suites gx/ --record\n\n"
-                                       "  lakecdc quality suites --config conf/ingest.yaml --suites gx/ --docs ./quality-docs")
+                                       "  lakecdc quality suites --config conf/ingest.yaml --suites gx/ "
+                                       "--docs ./quality-docs")
 def suites(
     config: Path = typer.Option(..., "--config", "-c", exists=True, dir_okay=False,
                                 help="The ingest configuration: tables, formats, warehouse; table.mapping.<topic>."
@@ -142,8 +143,8 @@ def suites(
 ) -> None:
     """Run the team's great-expectations suites on their silver tables through Spark; exit 1 when any fails."""
     from lakecdc.cli.audit import AuditLake
-    from lakecdc.ingest.config import load_ingest_config
-    from lakecdc.ingest.naming import TableNamer
+    from lakecdc.config.ingest import load_ingest_config
+    from lakecdc.lake.naming import TableNamer
     from lakecdc.quality.team_suites import load_suites, record_results, run_team_suite
 
     try:

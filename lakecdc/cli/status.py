@@ -62,8 +62,8 @@ def status(
 
 
 def _status_of(path: Path) -> dict[str, Any]:
-    from lakecdc.metrics.capture_status import capture_status, is_capture_config
-    from lakecdc.metrics.ingest_status import ingest_status, is_ingest_config
+    from lakecdc.capture.status import capture_status, is_capture_config
+    from lakecdc.ingest.status import ingest_status, is_ingest_config
 
     properties = load_properties(path)
     if is_capture_config(properties):

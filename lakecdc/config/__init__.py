@@ -1,4 +1,5 @@
-"""Connector configuration: Debezium property names, validated; secrets never shown.
+"""Configuration: the connectors' Debezium property names and the ingest job's (``config.ingest``),
+validated; secrets never shown.
 
 >>> from lakecdc.config import CommonConnectorConfig, load_properties
 >>> cfg = CommonConnectorConfig.from_properties({"topic.prefix": "shop", "table.include.list": "public.orders"})

@@ -34,9 +34,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecdc.config.base import load_properties
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.demo.compare import TableComparison, compare_rows, source_rows
 from lakecdc.demo.inventory import TABLES, InventoryWorkload
-from lakecdc.ingest.config import IngestConfig
 
 log = logging.getLogger(__name__)
 CONF = Path(__file__).resolve().parents[2] / "conf"
@@ -186,7 +186,7 @@ def demo_ingest_config(directory: Path, warehouse: Path, broker: Any, trigger: s
 
 
 def _silver_rows(spark: Any, config: IngestConfig, table: str) -> list[dict[str, Any]] | None:
-    from lakecdc.ingest.naming import TableNamer
+    from lakecdc.lake.naming import TableNamer
 
     target = TableNamer(config).target(f"{config.topic_prefix}.public.{table}")
     if target.format == "delta":
@@ -237,7 +237,7 @@ def _latency(result: DemoResult, latencies: list[pa.Array]) -> None:
 
 def _time_travel(spark: Any, config: IngestConfig) -> dict[str, Any]:
     """``silver.customers`` now and as of its first snapshot (Iceberg VERSION AS OF)."""
-    from lakecdc.ingest.naming import TableNamer
+    from lakecdc.lake.naming import TableNamer
 
     target = TableNamer(config).target(f"{config.topic_prefix}.public.customers")
     name = f"{config.catalog}.{target.silver_table}"

@@ -17,6 +17,7 @@ LSN of the message at hand, so BEGIN, each event and END of one transaction carr
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from lakecdc.events.envelope import ChangeRecord, transaction_block
@@ -62,6 +63,20 @@ def transaction_group(connector: str, tx_id: str) -> str:
     if connector in ("postgresql", "postgres"):
         return tx_id.split(":", 1)[0]
     return tx_id
+
+
+#: a PostgreSQL transaction id as Debezium writes it per message: ``txId:LSN``
+PG_TX_ID = re.compile(r"^(\d+):(\d+)$")
+
+
+def tx_link(tx_id: str) -> str:
+    """The part of a transaction id that is equal on BEGIN, END and every event.
+
+    >>> tx_link("1264:99091160"), tx_link("3E11FA47-71CA-11E1-9E33-C80AA9429562:23")
+    ('1264', '3E11FA47-71CA-11E1-9E33-C80AA9429562:23')
+    """
+    match = PG_TX_ID.match(tx_id)
+    return match.group(1) if match else tx_id
 
 
 class TransactionTracker:

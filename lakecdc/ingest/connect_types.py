@@ -36,7 +36,6 @@ schema's fields.
 from __future__ import annotations
 
 import base64
-import binascii
 import decimal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace

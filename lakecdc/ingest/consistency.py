@@ -1,14 +1,14 @@
 """The consistency log: after a batch's tables commit, where every table stands together, in the lake.
 
 Each table commit records the source position it is complete through (``lakecdc.complete-through``,
-``lakecdc.ingest.progress``). A table the batch did not touch has no new commit, although it is
+``lakecdc.lake.progress``). A table the batch did not touch has no new commit, although it is
 complete through the new position as well (no released transaction touched it). So after all tables
 of a batch have committed, the job appends one row to ``lakecdc.consistency`` (the dead-letter
 table's schema; Delta or Iceberg like the tables)::
 
-    batch_id  job          connector  complete_through              position   published_at  versions
-    41        shop-ingest  postgres   [99092032, 99091912, 1, 0]    0/5E80B40  2026-11-..    {"silver.shop_public_accounts": 12,
-                                                                                               "bronze.shop_public_accounts": 30, ...}
+    batch_id  job          connector  complete_through            position   published_at  versions
+    41        shop-ingest  postgres   [99092032, 99091912, 1, 0]  0/5E80B40  2026-11-..    {"silver.accounts": 12,
+                                                                                         "bronze.accounts": 30, ...}
 
 It says: every table in ``versions`` holds, at that version, exactly the source transactions
 committed at or before ``position`` -- reading those versions together gives a state the source had.
@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType, TimestampType
 
 from lakecdc.audit.notation import format_position
-from lakecdc.ingest.batch import TableTarget
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
+from lakecdc.lake.batch import TableTarget
 
 if TYPE_CHECKING:
     from lakecdc.writers.base import LakeWriter

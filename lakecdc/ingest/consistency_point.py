@@ -27,9 +27,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecdc.ingest.job_state import JobState
+from lakecdc.lake.progress import just_below
 
 Seq = tuple[int, ...]
-_LARGEST = (1 << 63) - 1
 
 
 class ConsistencyPoint:
@@ -91,16 +91,6 @@ class ConsistencyPoint:
         if self.point is not None:
             state.applied_through_seq = list(self.point)
         state.snapshot_pending_seq = list(self.snapshot_pending) if self.snapshot_pending is not None else None
-
-
-def just_below(seq: Seq) -> Seq:
-    """The greatest ``_seq`` below ``seq`` (components are never negative)."""
-    parts = list(seq)
-    for i in range(len(parts) - 1, -1, -1):
-        if parts[i] > 0:
-            parts[i] -= 1
-            return tuple(parts[:i + 1]) + (_LARGEST,) * (len(parts) - i - 1)
-    return tuple(parts)
 
 
 def _lowest_read(rows: pa.Table) -> Seq | None:

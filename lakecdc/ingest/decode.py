@@ -47,22 +47,44 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.events.envelope import HEADER_OLD_KEY
 from lakecdc.events.positions import position_from_source
 from lakecdc.events.schema import ConnectSchema
-from lakecdc.ingest.batch import METADATA_COLUMNS, ColumnSpec
-from lakecdc.ingest.config import IngestConfig
-from lakecdc.ingest.connect_types import (ColumnType, TypeOptions, ValueConversionError, column_type,
-                                          convert_column, fields_problem, json_type_name)
+from lakecdc.ingest.connect_types import (
+    ColumnType,
+    TypeOptions,
+    ValueConversionError,
+    column_type,
+    convert_column,
+    fields_problem,
+    json_type_name,
+)
 from lakecdc.ingest.control_records import SchemaChange, TxMarker, heartbeat_ts_ms, tx_marker
-from lakecdc.ingest.converter_json import (connect_schema, envelope_parts, envelope_payload, header_values, key_text,
-                                           parse_json, split_envelope)
+from lakecdc.ingest.converter_json import (
+    connect_schema,
+    envelope_parts,
+    envelope_payload,
+    header_values,
+    key_text,
+    parse_json,
+    split_envelope,
+)
 from lakecdc.ingest.dead_letter import DeadLetter
 from lakecdc.ingest.ordering import event_seq
 from lakecdc.ingest.placeholders import Placeholders
-from lakecdc.ingest.record_checks import (Check, RecordError, envelope_check, not_an_envelope, read_int, read_text,
-                                         value_check)
-from lakecdc.ingest.segments import METADATA_ARROW, DecodedSegment, SourceTable
+from lakecdc.ingest.record_checks import (
+    Check,
+    RecordError,
+    envelope_check,
+    not_an_envelope,
+    read_int,
+    read_text,
+    value_check,
+)
+from lakecdc.lake.batch import ColumnSpec
+from lakecdc.lake.layout import METADATA_COLUMNS
+from lakecdc.lake.segments import METADATA_ARROW, DecodedSegment, SourceTable
 
 __all__ = ["DecodedBatch", "Decoder", "RecordError", "SchemaChange", "TxMarker", "split_envelope"]
 
@@ -140,7 +162,7 @@ class _Event:
 
     op: str
     image: dict[str, Any] | None
-    seq: tuple[int, int, int, int]
+    seq: tuple[int, ...]
     source: SourceTable
     source_ts_ms: int | None
     tx_id: str | None
@@ -290,10 +312,11 @@ class Decoder:
         if layout is None:
             schema = connect_schema(schema_bytes, "key schema")
             if schema.type != "struct":
-                raise RecordError(f"key schema: expected a struct, got {schema.type}: Debezium's key is a struct of the "
-                                  "key columns; the outbox EventRouter (io.debezium.transforms.outbox.EventRouter) "
-                                  "most likely replaced it with the aggregate id, and the ingest needs the change "
-                                  "event envelope: remove that transform or limit it to other topics")
+                raise RecordError(f"key schema: expected a struct, got {schema.type}: Debezium's key is a struct "
+                                  "of the key columns; the outbox EventRouter "
+                                  "(io.debezium.transforms.outbox.EventRouter) most likely replaced it with the "
+                                  "aggregate id, and the ingest needs the change event envelope: remove that "
+                                  "transform or limit it to other topics")
             layout = (schema, value_check(schema, ""))
             self._key_layouts[schema_bytes] = layout
         try:

@@ -15,7 +15,7 @@ Where each step runs (``reader=spark`` / ``spark-kafka``):
    groups, weighted by ``_count``): which transactions are released, what is held, how far each
    table's progress may go.
 3. executors, ``table_frame``: per table, the released rows of the frames are joined into the
-   table's columns (``segments.conform``, the ``union_segments`` rules) and ranked
+   table's columns (``lake.segments.conform``, the ``union_segments`` rules) and ranked
    (``ordering.rank_after_snapshot``, ``rank_by_commit``, with the commit LSNs of the released
    transactions shipped small): the DataFrame the writer MERGEs. Its figures (events, offsets,
    ``_seq`` bounds, latency per source second) come back in one aggregate job (``TableFrame``).
@@ -44,7 +44,7 @@ import os
 import pickle
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import reduce
@@ -54,20 +54,20 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.errors import SchemaEvolutionError
 from lakecdc.events.positions import SNAPSHOT_PHASE
-from lakecdc.ingest.batch import ColumnSpec
-from lakecdc.ingest.config import IngestConfig
 from lakecdc.ingest.decode import DecodedBatch, Decoder
 from lakecdc.ingest.executor_decode import SchemaRegistry, drop_committed, max_offsets
 from lakecdc.ingest.ordering import rank_after_snapshot, rank_by_commit
-from lakecdc.ingest.segments import DecodedSegment, conform
 from lakecdc.ingest.transactions import tx_link
+from lakecdc.lake.batch import ColumnSpec
+from lakecdc.lake.segments import DecodedSegment, conform
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from lakecdc.ingest.silver import BatchStats
+    from lakecdc.lake.silver import BatchStats
 
 log = logging.getLogger(__name__)
 Offsets = dict[tuple[str, int], int]
@@ -156,7 +156,7 @@ def _blob(kind: str, topic: str, blob: bytes) -> pa.RecordBatch:
                                                         ("blob", pa.binary())]))
 
 
-def _unblob(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def _unblob(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     for batch in batches:
         for blob in batch.column("blob").to_pylist():
             yield from _from_ipc(blob).to_batches()
@@ -304,7 +304,7 @@ def table_frame(spark: SparkSession, topic: str, segments: list[RemoteSegment], 
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructField, StructType
 
-    from lakecdc.ingest.frames import metadata_fields
+    from lakecdc.lake.frames import metadata_fields
 
     schema = StructType([StructField(c.name, c.data_type, True) for c in columns] + metadata_fields())
     released: dict[Frame, set[str | None]] = {}

@@ -16,10 +16,10 @@ through one registry keyed by the schema's bytes, in the order the batch's parti
 
 from __future__ import annotations
 
-import pickle
-from collections.abc import Iterator, Mapping
 import logging
 import os
+import pickle
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.decode import DecodedBatch, Decoder
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ def decode_on_executors(df: DataFrame, config: IngestConfig, committed: Offsets,
 
     ``keyed`` is what the driver's decoder knows of keyed topics; the result's ``keyed`` adds what
     the tasks saw, for the driver's decoder to remember."""
-    from lakecdc.ingest.frames import spark_to_arrow
+    from lakecdc.lake.frames import spark_to_arrow
 
     parts = spark_to_arrow(df.mapInArrow(_decode_task(config, dict(committed), ingest_ts, dict(keyed)),
                                          "part binary"))

@@ -30,17 +30,18 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
+from lakecdc.config.ingest import IngestConfig, load_ingest_config
 from lakecdc.errors import ConfigError
-from lakecdc.ingest.config import IngestConfig, load_ingest_config
+from lakecdc.ingest.exporter import active_ingest_exporter, serve_ingest_metrics
 from lakecdc.ingest.job_state import load_state
 from lakecdc.ingest.metrics import BatchMetrics
 from lakecdc.ingest.processor import BatchProcessor, BatchReport
 from lakecdc.ingest.reader import PythonKafkaReader
 from lakecdc.ingest.spark_reader import SparkRangeReader
 from lakecdc.maintenance.periodic import PeriodicMaintenance
-from lakecdc.metrics.ingest_exporter import active_ingest_exporter, serve_ingest_metrics
+from lakecdc.spark.session import ingest_session
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -170,7 +171,7 @@ def _open_reader(cfg: IngestConfig, spark: SparkSession, processor: BatchProcess
                     "committed, so no checkpoint can skip events; remove the setting")
     if kind == "python":
         return PythonKafkaReader(cfg, processor.start_offset, stop, trigger.available_now, spark)
-    engine = "kafka-source" if kind == "spark-kafka" else "executors"
+    engine: Literal["executors", "kafka-source"] = "kafka-source" if kind == "spark-kafka" else "executors"
     log.info("reading Kafka %s", "through Spark's Kafka source (bounded batch reads)" if engine == "kafka-source"
              else "on the Spark executors (offset ranges fetched with confluent-kafka)")
     return SparkRangeReader(cfg, processor.start_offset, stop, trigger.available_now, spark, engine)
@@ -192,31 +193,8 @@ def reader_kind(cfg: IngestConfig, spark: SparkSession) -> str:
         return "spark-kafka"
     if cfg.reader != "auto":
         return cfg.reader
-    master = spark.sparkContext.master
+    master = spark.sparkContext.master or ""
     return "python" if master == "local" or master.startswith("local[") else "spark"
-
-
-def ingest_session(cfg: IngestConfig, spark_log: Path | None = None) -> SparkSession:
-    """The active Spark session (Databricks, spark-submit), else a local one over the
-    configuration's warehouse and catalog whose JVM writes its own log lines (log4j, the JVM's
-    warnings) to ``spark_log``, by default ``spark.log`` in the job's progress directory: they
-    are Spark's business, not the job's output."""
-    from pyspark.sql import SparkSession
-
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        return active
-    from lakecdc.spark.output import spark_session_logged
-    from lakecdc.spark.session import ICEBERG_CATALOG
-
-    log_file = spark_log or cfg.progress_dir / "spark.log"
-    log_file.parent.mkdir(parents=True, exist_ok=True)
-    log.info("Spark's own log: %s", log_file)
-    # ``spark_catalog`` is Spark's session catalog (Delta's DeltaCatalog when Delta's jars are on the
-    # classpath: Delta through Spark): Iceberg's catalog keeps its own name beside it, not that one.
-    iceberg = ICEBERG_CATALOG if cfg.catalog == "spark_catalog" else cfg.catalog
-    return spark_session_logged(log_file, cfg.warehouse, catalog=cfg.catalog_type,
-                                app_name=f"lakecdc-ingest-{cfg.name}", catalog_name=iceberg)
 
 
 def _periodic_maintenance(cfg: IngestConfig, spark: SparkSession) -> PeriodicMaintenance:
@@ -235,10 +213,7 @@ def _periodic_maintenance(cfg: IngestConfig, spark: SparkSession) -> PeriodicMai
 
 
 def _writer_factory(cfg: IngestConfig, spark: SparkSession) -> Callable[[str], Any]:
-    try:
-        from lakecdc.writers import create_writer
-    except ImportError:  # the package re-export is the contract; base is where it lives
-        from lakecdc.writers.base import create_writer
+    from lakecdc.writers.base import create_writer
 
     def make(table_format: str) -> Any:
         return create_writer(table_format, spark, catalog=cfg.catalog, warehouse=cfg.warehouse)
@@ -257,7 +232,7 @@ def _stop_on_signals(stop: threading.Event) -> Iterator[Callable[[], bool]]:
         received.append(signum)
         log.info("received %s: finishing the current batch, then stopping", signal.Signals(signum).name)
         stop.set()
-        signal.signal(signum, previous[signum])  # a second signal is not intercepted
+        signal.signal(signum, previous[signal.Signals(signum)])  # a second signal is not intercepted
 
     previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
     for s in previous:

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.offset_ranges import OffsetRange
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ KAFKA_SOURCE_CLASS = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
 def spark_kafka_available(spark: SparkSession) -> bool:
     """True when Spark's Kafka source can be loaded in this session (Databricks, or the package added)."""
     try:
-        jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+        jvm: Any = spark.sparkContext._jvm  # None only on Spark Connect, which has no JVM
         loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
         jvm.java.lang.Class.forName(KAFKA_SOURCE_CLASS, False, loader)
         return True

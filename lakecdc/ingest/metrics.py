@@ -7,7 +7,7 @@ One log line per micro-batch, e.g.::
 
 ``lag`` is now minus the newest source commit time applied (``source.ts_ms``). When the job runs
 in a terminal, the same line is shown as a live status line (rich) instead of scrolling. While
-``lakecdc.metrics.ingest_exporter.serve_ingest_metrics`` serves an endpoint, every batch is also
+``lakecdc.ingest.exporter.serve_ingest_metrics`` serves an endpoint, every batch is also
 counted in its Prometheus metrics.
 """
 
@@ -18,7 +18,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from lakecdc.metrics.ingest_exporter import IngestExporter, active_ingest_exporter
+from lakecdc.ingest.exporter import IngestExporter, active_ingest_exporter
 
 if TYPE_CHECKING:
     from lakecdc.ingest.job import IngestSummary

@@ -89,8 +89,9 @@ class RangePlanner:
         >>> p = RangePlanner(lambda t, n: {"a": 9}.get(t), 1000)
         >>> p.add([("a", 0), ("b", 0)])
         [('a', 0), ('b', 0)]
-        >>> p.plan()
-        [OffsetRange(topic='a', partition=0, start=10, limit=500), OffsetRange(topic='b', partition=0, start=0, limit=500)]
+        >>> p.plan()  # doctest: +NORMALIZE_WHITESPACE
+        [OffsetRange(topic='a', partition=0, start=10, limit=500),
+         OffsetRange(topic='b', partition=0, start=0, limit=500)]
         """
         if not self._next:
             return []

@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecdc.events.positions import SNAPSHOT_PHASE, Position, PostgresPosition
-from lakecdc.ingest.batch import SEQ_LENGTH
+from lakecdc.lake.layout import SEQ_LENGTH
 
 Seq = tuple[int, ...]
 _SEQ_PARTS = [f"__seq{i}" for i in range(SEQ_LENGTH)]

@@ -25,7 +25,7 @@ Positions: released PostgreSQL events rank at their own transaction's commit LSN
 (``ordering.rank_by_commit``), or without transaction metadata the first transaction after the
 snapshot ranks right after it (``ordering.rank_after_snapshot``). Transactions are released whole and in commit order
 (``transactions``), so every table is complete through the consistency point
-(``consistency_point``); each table commit records it (``progress.CommitPositions``).
+(``consistency_point``); each table commit records it (``lake.progress.CommitPositions``).
 """
 
 from __future__ import annotations
@@ -35,36 +35,45 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.errors import SchemaEvolutionError
-from lakecdc.ingest.batch import ChangeBatch, TableTarget
-from lakecdc.ingest.config import IngestConfig
 from lakecdc.ingest.consistency import ConsistencyLog
 from lakecdc.ingest.consistency_point import ConsistencyPoint
 from lakecdc.ingest.dead_letter import DeadLetterSink, dead_letter_frame
 from lakecdc.ingest.decode import Decoder
 from lakecdc.ingest.executor_batch import ExecutorBatch, Frame, RemoteSegment, TableFrame, decode_frame, table_frame
 from lakecdc.ingest.executor_decode import SchemaRegistry, drop_committed, max_offsets
-from lakecdc.ingest.frames import arrow_to_spark, metadata_fields, spark_to_arrow
 from lakecdc.ingest.job_state import JobState, append_schema_changes, save_state
-from lakecdc.ingest.naming import TableNamer
-from lakecdc.ingest.ordering import (Seq, max_seq, min_seq, order_rows, rank_after_snapshot, rank_by_commit,
-                                     snapshot_lsn, snapshot_lsn_below)
+from lakecdc.ingest.ordering import (
+    Seq,
+    max_seq,
+    min_seq,
+    order_rows,
+    rank_after_snapshot,
+    rank_by_commit,
+    snapshot_lsn,
+    snapshot_lsn_below,
+)
 from lakecdc.ingest.parallel import TableApplyPool
-from lakecdc.ingest.progress import CommitPositions
 from lakecdc.ingest.reader import KafkaMicroBatch
-from lakecdc.ingest.segments import DecodedSegment, union_columns, union_segments
 from lakecdc.ingest.transactions import TransactionBuffer, Where
+from lakecdc.lake.batch import ChangeBatch, TableTarget
+from lakecdc.lake.frames import arrow_to_spark, metadata_fields, spark_to_arrow
+from lakecdc.lake.naming import TableNamer
+from lakecdc.lake.progress import CommitPositions
+from lakecdc.lake.segments import DecodedSegment, union_columns, union_segments
 from lakecdc.quality.pipeline import check_batch
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from lakecdc.writers.base import TableWriter
+    from lakecdc.writers.base import LakeWriter
 
 log = logging.getLogger(__name__)
 Offsets = dict[tuple[str, int], int]
@@ -114,7 +123,7 @@ class BatchProcessor:
         self.spark = spark
         self.state = state
         self._writer_factory = writer_factory
-        self._writers: dict[str, TableWriter] = {}
+        self._writers: dict[str, LakeWriter] = {}
         self._decoder = Decoder(config)
         for topic, key_columns in state.keyed_topics.items():
             self._decoder.remember_keyed(topic, tuple(key_columns))
@@ -143,7 +152,7 @@ class BatchProcessor:
 
     # ------------------------------------------------------------------ positions
 
-    def writer(self, table_format: str) -> TableWriter:
+    def writer(self, table_format: str) -> LakeWriter:
         if table_format not in self._writers:
             self._writers[table_format] = self._writer_factory(table_format)
         return self._writers[table_format]
@@ -234,7 +243,8 @@ class BatchProcessor:
         self._tx.add_markers(decoded.tx_markers)  # step 4
         self._record_schema_changes(decoded.schema_changes)
         if decoded.last_heartbeat_ts_ms is not None:
-            self.state.source_heartbeat_ts_ms = max(decoded.last_heartbeat_ts_ms, self.state.source_heartbeat_ts_ms or 0)
+            self.state.source_heartbeat_ts_ms = max(decoded.last_heartbeat_ts_ms,
+                                                    self.state.source_heartbeat_ts_ms or 0)
         fresh = self._drop_replayed_rows(decoded.segments)
         report.replayed += sum(s.num_rows for s in decoded.segments) - sum(s.num_rows for s in fresh)
         ready = self._ranked(self._tx.split(fresh, batch.at_end_of_data))  # step 5
@@ -354,8 +364,8 @@ class BatchProcessor:
             work.append((target, writer, segments))
         batch_id = self.state.batch_id
         outcomes = self._pool.run([
-            lambda t=target, w=writer, s=segments: self._apply_topic(t, w, frames.get(t.topic) or s, read_through,
-                                                                     held_min, batch_id)
+            partial(self._apply_topic, target, writer, frames.get(target.topic) or segments, read_through, held_min,
+                    batch_id)
             for target, writer, segments in work])
         error: BaseException | None = None
         for (target, _, _), outcome in zip(work, outcomes):  # topic order, whatever finished first
@@ -381,7 +391,7 @@ class BatchProcessor:
         if error is not None:
             raise error
 
-    def _apply_topic(self, target: TableTarget, writer: TableWriter, events: list[DecodedSegment] | TableFrame | str,
+    def _apply_topic(self, target: TableTarget, writer: LakeWriter, events: list[DecodedSegment] | TableFrame | str,
                      read_through: Offsets, held_min: Offsets, batch_id: int) -> _TableOutcome:
         """One table's events of the batch, written; runs on an apply thread (shared state: read only).
         ``events``: decoded segments, the table's frame on the executors, or why it cannot be applied."""
@@ -412,7 +422,7 @@ class BatchProcessor:
         """A table's events decoded here, in apply order, as a DataFrame with their figures."""
         from pyspark.sql.types import StructField, StructType
 
-        from lakecdc.ingest.silver import arrow_batch_stats
+        from lakecdc.lake.silver import arrow_batch_stats
 
         columns, rows = union_segments(segments)
         rows = order_rows(rows)

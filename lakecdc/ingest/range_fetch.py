@@ -98,7 +98,7 @@ def executor_fetch(spark: SparkSession, settings: dict[str, Any], ranges: list[O
     """
     from pyspark.sql import types as T
 
-    from lakecdc.ingest.frames import kafka_schema
+    from lakecdc.lake.frames import kafka_schema
 
     schema = T.StructType([T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()),
                            T.StructField("start", T.LongType()), T.StructField("limit", T.LongType())])

@@ -27,12 +27,12 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
 
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.errors import MissingExtraError, TransientError
-from lakecdc.ingest.config import IngestConfig
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -71,14 +71,14 @@ class KafkaMicroBatch:
     @property
     def df(self) -> DataFrame:
         if self._df is None:
-            from lakecdc.ingest.frames import arrow_to_spark, kafka_schema
+            from lakecdc.lake.frames import arrow_to_spark, kafka_schema
             assert self.spark is not None and self.records is not None
             self._df = arrow_to_spark(self.spark, self.records, kafka_schema())
         return self._df
 
     def arrow(self) -> pa.Table:
         if self.records is None:
-            from lakecdc.ingest.frames import spark_to_arrow
+            from lakecdc.lake.frames import spark_to_arrow
             self.records = spark_to_arrow(self.df.select(*KAFKA_ARROW_SCHEMA.names))
         return self.records
 
@@ -205,7 +205,8 @@ class PythonKafkaReader:
                         self._at_end.discard((message.topic(), message.partition()))
                         messages.append(message)
                     elif error.code() == KafkaError._PARTITION_EOF:
-                        self._at_end.add((message.topic(), message.partition()))
+                        # a partition's end names its partition
+                        self._at_end.add((cast(str, message.topic()), cast(int, message.partition())))
                     elif error.retriable() or not error.fatal():
                         log.warning("Kafka reports %s; retrying", error.str())
                     else:

@@ -22,8 +22,7 @@ from typing import Any
 
 from lakecdc.errors import LakecdcError
 from lakecdc.events.schema import ConnectSchema
-from lakecdc.ingest.connect_types import (DECIMAL, INT_BITS, fields_problem, json_kinds, json_type_name,
-                                          value_problem)
+from lakecdc.ingest.connect_types import DECIMAL, INT_BITS, fields_problem, json_kinds, json_type_name, value_problem
 
 Check = Callable[[Any], None]
 

@@ -20,15 +20,17 @@ executor) can only return the same records.
 from __future__ import annotations
 
 import logging
+import operator
 import re
 import threading
 import time
 from collections.abc import Iterator
 from datetime import datetime, timezone
+from functools import reduce
 from typing import TYPE_CHECKING, Any, Literal
 
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.errors import MissingExtraError
-from lakecdc.ingest.config import IngestConfig
 from lakecdc.ingest.offset_ranges import FetchedRange, OffsetRange, RangePlanner, StartOffset
 from lakecdc.ingest.reader import KafkaMicroBatch, matching_partitions
 
@@ -126,15 +128,13 @@ class SparkRangeReader:
         exact = self._planner.exact_ranges(ranges, fetched)
         if not exact:
             return df, fetched
-        cut = None
-        for (topic, partition), (first, last) in exact.items():
-            cond = ((F.col("topic") == topic) & (F.col("partition") == partition)
-                    & F.col("offset").between(first, last))
-            cut = cond if cut is None else cut | cond
+        cut = reduce(operator.or_, [(F.col("topic") == topic) & (F.col("partition") == partition)
+                                    & F.col("offset").between(first, last)
+                                    for (topic, partition), (first, last) in exact.items()])
         return df.where(cut), fetched
 
     def _empty(self) -> DataFrame:
-        from lakecdc.ingest.frames import kafka_schema
+        from lakecdc.lake.frames import kafka_schema
 
         return self._spark.createDataFrame([], kafka_schema())
 

@@ -41,7 +41,6 @@ transaction's events by their own commit.
 
 from __future__ import annotations
 
-import re
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -49,22 +48,13 @@ from dataclasses import dataclass, field, replace
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakecdc.events.transaction import PG_TX_ID as _PG_TX_ID
+from lakecdc.events.transaction import tx_link
 from lakecdc.ingest.decode import TxMarker
 from lakecdc.ingest.ordering import min_seq
-from lakecdc.ingest.segments import DecodedSegment
+from lakecdc.lake.segments import DecodedSegment
 
-_PG_TX_ID = re.compile(r"^(\d+):(\d+)$")
 _REMEMBERED_COMPLETED = 100_000
-
-
-def tx_link(tx_id: str) -> str:
-    """The part of a transaction id that is equal on BEGIN, END and every event.
-
-    >>> tx_link("1264:99091160"), tx_link("3E11FA47-71CA-11E1-9E33-C80AA9429562:23")
-    ('1264', '3E11FA47-71CA-11E1-9E33-C80AA9429562:23')
-    """
-    match = _PG_TX_ID.match(tx_id)
-    return match.group(1) if match else tx_id
 
 
 def commit_lsn(tx_id: str) -> int | None:

@@ -27,9 +27,10 @@ from pathlib import Path
 import pyarrow as pa
 from deltalake import DeltaTable, QueryBuilder
 
-from lakecdc.audit.tables import LEDGER_SUFFIX, LakeTable
+from lakecdc.audit.tables import LakeTable
 from lakecdc.errors import TerminalError
-from lakecdc.ingest.merge_plan import DATAFUSION
+from lakecdc.lake.layout import LEDGER_SUFFIX
+from lakecdc.lake.merge_plan import DATAFUSION
 from lakecdc.maintenance.ledger import obsolete_removals
 from lakecdc.maintenance.options import MaintenanceOptions
 from lakecdc.maintenance.result import MaintenanceResult

@@ -28,8 +28,9 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-from lakecdc.audit.tables import LEDGER_SUFFIX, LakeTable
-from lakecdc.ingest.merge_plan import SPARK
+from lakecdc.audit.tables import LakeTable
+from lakecdc.lake.layout import LEDGER_SUFFIX
+from lakecdc.lake.merge_plan import SPARK
 from lakecdc.maintenance.ledger import obsolete_removals
 from lakecdc.maintenance.options import MaintenanceOptions
 from lakecdc.maintenance.result import MaintenanceResult

@@ -1,7 +1,7 @@
 """Pruning a delete ledger: the removals that can no longer change what silver holds.
 
 A ledger row (key, ``_seq`` of its delete) stops an event older than the delete, delivered
-later, from bringing the row back (``lakecdc.ingest.merge_plan``). The ledger is append-only and
+later, from bringing the row back (``lakecdc.lake.merge_plan``). The ledger is append-only and
 every silver MERGE reads the rows of its batch's keys, so rows that can no longer refuse
 anything are worth removing:
 
@@ -20,9 +20,9 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Mapping
 
-from lakecdc.ingest.batch import SEQ_LENGTH
-from lakecdc.ingest.merge_plan import Dialect, seq_literal, seq_newer
-from lakecdc.ingest.progress import CommitProgress
+from lakecdc.lake.layout import SEQ_LENGTH
+from lakecdc.lake.merge_plan import Dialect, seq_literal, seq_newer
+from lakecdc.lake.progress import CommitProgress
 from lakecdc.maintenance.options import MaintenanceOptions
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 
-from lakecdc.ingest.batch import TableTarget
+from lakecdc.lake.batch import TableTarget
 from lakecdc.maintenance.options import MaintenanceOptions
 from lakecdc.maintenance.result import MaintenanceResult
 from lakecdc.maintenance.run import Maintainer, maintain_one

@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from lakecdc.config.ingest import IngestConfig, load_ingest_config
 from lakecdc.errors import ConfigError, TransientError
-from lakecdc.ingest.config import IngestConfig, load_ingest_config
 from lakecdc.maintenance.options import MaintenanceOptions
 from lakecdc.maintenance.result import MaintenanceResult
 from lakecdc.writers.conflicts import CommitConflictError, retry_on_conflict
@@ -121,7 +121,7 @@ def run_maintenance(config: str | Path | IngestConfig, options: MaintenanceOptio
     def session() -> SparkSession:
         if spark is not None:
             return spark
-        from lakecdc.ingest.job import ingest_session
+        from lakecdc.spark.session import ingest_session
         return ingest_session(cfg)
 
     return maintain_tables(maintainers(cfg, session), options or MaintenanceOptions(), tables)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from lakecdc.audit.tables import LEDGER_SUFFIX, META_COLUMNS
+from lakecdc.lake.layout import LEDGER_SUFFIX, META_COLUMNS
 
 DEAD_LETTER_TABLE = "lakecdc.dead_letters"
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lakecdc.ingest.progress import PROGRESS_KEY
+from lakecdc.lake.progress import PROGRESS_KEY
 
 #: How many commits back to look for a lakecdc commit (compactions may sit on top of it).
 LOOKBACK = 50

@@ -1,6 +1,6 @@
 """Pipeline expectations: a table's GX suite checked on each micro-batch's change events before silver.
 
-Configured per table (``lakecdc.ingest.config``)::
+Configured per table (``lakecdc.config.ingest``)::
 
     table.mapping:
       shop.public.orders: {expectations: conf/expectations/orders.json, expectations_action: quarantine}
@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
-    from lakecdc.ingest.batch import TableTarget
-    from lakecdc.ingest.config import IngestConfig
+    from lakecdc.config.ingest import IngestConfig
+    from lakecdc.lake.batch import TableTarget
 
 log = logging.getLogger(__name__)
 Action = Literal["warn", "quarantine", "fail"]

@@ -35,7 +35,8 @@ def _json(value: dict[str, Any]) -> str:
     return json.dumps({k: plain(v) for k, v in value.items()}, default=str, sort_keys=True)
 
 
-def quarantine_rows(report: QualityReport, keys: tuple[str, ...], checked_at: datetime | None = None) -> list[dict[str, Any]]:
+def quarantine_rows(report: QualityReport, keys: tuple[str, ...],
+                    checked_at: datetime | None = None) -> list[dict[str, Any]]:
     when = checked_at or datetime.now(timezone.utc)
     rows = []
     for result in report.failures:

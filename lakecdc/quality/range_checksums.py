@@ -165,7 +165,8 @@ class Dialect:
                     f"{self._element(f'{v}.value', type_.item_type, depth)})"
             inner = f"concat('{{', array_join(transform(array_sort(map_entries({c})), {v} -> {entry}), ','), '}}')"
         elif n == "spark":
-            inner = f"concat('[', array_join(transform({c}, {v} -> {self._element(v, type_.value_type, depth)}), ','), ']')"
+            element = self._element(v, type_.value_type, depth)
+            inner = f"concat('[', array_join(transform({c}, {v} -> {element}), ','), ']')"
         elif pa.types.is_map(type_):  # PostgreSQL: hstore
             if not (is_text(type_.key_type) and is_text(type_.item_type)):
                 raise Unsupported("postgres maps are hstore: text keys and values")

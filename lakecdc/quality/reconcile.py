@@ -47,6 +47,7 @@ from lakecdc.quality.canonical import (
     is_text,
     register_datafusion_udfs,
 )
+from lakecdc.quality.engine import DataFusionEngine
 from lakecdc.quality.range_checksums import (
     DIALECTS,
     Bound,
@@ -286,9 +287,9 @@ def source_reconciliation(ctx: CheckContext) -> RuleResult:
     try:  # the snapshot ends whatever fails: a key of the wrong type, a query
         position = ctx.options.get("source_position") or position
         version, note = None, "silver's current version"
-        positioned = ctx.silver_table is not None and any(v.source_position for v in ctx.versions)
-        if position is not None and positioned:
-            match = position_match(ctx.silver_table, position)
+        silver = ctx.silver_table
+        if position is not None and silver is not None and any(v.source_position for v in ctx.versions):
+            match = position_match(silver, position)
             version = match.version.version if match.version else None
             note = f"silver version {version} as of source position {position}" + (
                 "" if match.exact else " (the next commit also holds earlier changes of that position: not replayed)")
@@ -297,7 +298,7 @@ def source_reconciliation(ctx: CheckContext) -> RuleResult:
         schema = ctx.engine.schema("silver_asof") if ctx.silver_table is not None else ctx.silver_schema
         lake_source = f"(SELECT * FROM {view} WHERE _is_deleted IS NOT TRUE)" if "_is_deleted" in schema.names else view
         keys = key_columns(schema, ctx.keys)
-        if ctx.engine.name == "datafusion":  # before the columns are rendered: nested ones call them
+        if isinstance(ctx.engine, DataFusionEngine):  # before the columns are rendered: nested ones call them
             import pyarrow as pa
 
             needs = [f.type for f in schema if is_nested(f.type)] + [pa.float64()]

@@ -1,7 +1,7 @@
 """Rules that replay the bronze change log: no resurrected deletes, silver equals the replay of bronze.
 
 The replay runs in the engine as one grouped aggregate over bronze (``latest``): per key, the newest
-event's operation, position and an md5 of its source columns -- silver's rule (``lakecdc.ingest.merge_plan``):
+event's operation, position and an md5 of its source columns -- silver's rule (``lakecdc.lake.merge_plan``):
 the newest event wins; ``d`` removes the key; ``t`` removes every row older than it. A column an event
 names in ``_unavailable`` (PostgreSQL's unchanged TOAST value, Oracle's LOB placeholder) keeps the
 value of the key's newest event that carried it. Silver is hashed the same way and the two are joined

@@ -157,7 +157,8 @@ def not_null_keys(ctx: CheckContext) -> RuleResult:
 
 @rule("unique_keys")
 def unique_keys(ctx: CheckContext) -> RuleResult:
-    repeated = f"(SELECT {ctx.key_list()}, count(*) AS n FROM {ctx.live()} s GROUP BY {ctx.key_list()} HAVING count(*) > 1)"
+    repeated = (f"(SELECT {ctx.key_list()}, count(*) AS n FROM {ctx.live()} s "
+                f"GROUP BY {ctx.key_list()} HAVING count(*) > 1)")
     failed = ctx.engine.sql(f"SELECT sum(n) AS n FROM {repeated} r").column(0).to_pylist()[0] or 0
     return result("unique_keys", int(failed), lambda: ctx.rows_for(ctx.live(), ctx.sample_keys(repeated)),
                   ctx.count(ctx.live()),

@@ -30,6 +30,7 @@ Spark fixes the classpath when its JVM starts: the first session of a process de
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -42,6 +43,8 @@ from lakecdc.spark.jars import iceberg_jars, sqlite_jdbc_jar
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from lakecdc.config.ingest import IngestConfig
 
 ICEBERG_CATALOG = "lake"
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
@@ -244,3 +247,29 @@ def delta_in_spark(spark: SparkSession) -> bool:
         return True
     except Exception:  # py4j raises Py4JJavaError for ClassNotFoundException; no JVM on Connect
         return False
+
+
+#: ``ingest_session``'s line is the ingest job's (``lakecdc ingest`` prints it under this name)
+_job_log = logging.getLogger("lakecdc.ingest.job")
+
+
+def ingest_session(cfg: IngestConfig, spark_log: Path | None = None) -> SparkSession:
+    """The active Spark session (Databricks, spark-submit), else a local one over the
+    configuration's warehouse and catalog whose JVM writes its own log lines (log4j, the JVM's
+    warnings) to ``spark_log``, by default ``spark.log`` in the job's progress directory: they
+    are Spark's business, not the job's output."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    from lakecdc.spark.output import spark_session_logged
+
+    log_file = spark_log or cfg.progress_dir / "spark.log"
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    _job_log.info("Spark's own log: %s", log_file)
+    # ``spark_catalog`` is Spark's session catalog (Delta's DeltaCatalog when Delta's jars are on the
+    # classpath: Delta through Spark): Iceberg's catalog keeps its own name beside it, not that one.
+    iceberg = ICEBERG_CATALOG if cfg.catalog == "spark_catalog" else cfg.catalog
+    return spark_session_logged(log_file, cfg.warehouse, catalog=cfg.catalog_type,
+                                app_name=f"lakecdc-ingest-{cfg.name}", catalog_name=iceberg)

@@ -28,8 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from lakecdc.errors import ConfigError
-from lakecdc.transforms.changed import ExtractChangedRecordState
 from lakecdc.transforms.base import Factory, Record, Settings, Transform, TransformContext, TransformDataError
+from lakecdc.transforms.changed import ExtractChangedRecordState
 from lakecdc.transforms.errors import TRANSFORMATION, ErrorHandling
 from lakecdc.transforms.fields import InsertField, MaskField, ReplaceField, ValueToKey
 from lakecdc.transforms.header_to_value import HeaderToValue

@@ -25,7 +25,6 @@ from lakecdc.transforms.base import Record, Settings, TransformContext, require_
 from lakecdc.transforms.headers import header_bytes
 from lakecdc.transforms.routers import is_envelope
 
-
 BITS = "io.debezium.data.Bits"
 
 

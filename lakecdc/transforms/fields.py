@@ -13,10 +13,30 @@ from dataclasses import replace
 from typing import Any
 
 from lakecdc.events.logical import DECIMAL, decimal_to_bytes
-from lakecdc.events.schema import (INT32, INT64, OPTIONAL_INT32, OPTIONAL_INT64, OPTIONAL_STRING, STRING,
-                                   ConnectField, ConnectSchema, primitive, struct)
-from lakecdc.transforms.base import (KeyOrValue, Record, SchemaCache, Settings, TransformContext,
-                                     TransformDataError, copy_basics, field_of, require_struct, struct_get)
+from lakecdc.events.schema import (
+    INT32,
+    INT64,
+    OPTIONAL_INT32,
+    OPTIONAL_INT64,
+    OPTIONAL_STRING,
+    STRING,
+    ConnectField,
+    ConnectSchema,
+    primitive,
+    struct,
+)
+from lakecdc.transforms.base import (
+    KeyOrValue,
+    Record,
+    SchemaCache,
+    Settings,
+    TransformContext,
+    TransformDataError,
+    copy_basics,
+    field_of,
+    require_struct,
+    struct_get,
+)
 
 CONNECT_TIMESTAMP = "org.apache.kafka.connect.data.Timestamp"
 CONNECT_DATE = "org.apache.kafka.connect.data.Date"

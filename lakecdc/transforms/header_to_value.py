@@ -25,8 +25,16 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from lakecdc.events.schema import ConnectField, ConnectSchema
-from lakecdc.transforms.base import (Record, Settings, TransformContext, TransformDataError, copy_basics, field_of,
-                                     require_struct, struct_get)
+from lakecdc.transforms.base import (
+    Record,
+    Settings,
+    TransformContext,
+    TransformDataError,
+    copy_basics,
+    field_of,
+    require_struct,
+    struct_get,
+)
 from lakecdc.transforms.headers import header_value
 
 ROOT = "payload"  # ConnectRecordUtil.ROOT_FIELD_NAME: the name the top level is walked as

@@ -26,8 +26,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from lakecdc.events.schema import STRING, ConnectField, ConnectSchema
-from lakecdc.transforms.base import (Record, Settings, TransformContext, TransformDataError, field_of,
-                                     require_struct, struct_get)
+from lakecdc.transforms.base import (
+    Record,
+    Settings,
+    TransformContext,
+    TransformDataError,
+    field_of,
+    require_struct,
+    struct_get,
+)
 from lakecdc.transforms.headers import header_bytes
 from lakecdc.transforms.outbox_json import JsonPayloadExpander, field_namer
 from lakecdc.transforms.routers import is_envelope, java_router
@@ -65,7 +72,8 @@ class EventRouter:
                                               ignore_case=True) == "ignore"
         null_behavior = settings.choice("table.json.payload.null.behavior", ("ignore", "optional_bytes"), "ignore",
                                         ignore_case=True)
-        names = settings.choice("field.name.adjustment.mode", ("none", "avro", "avro_unicode"), "none", ignore_case=True)
+        names = settings.choice("field.name.adjustment.mode", ("none", "avro", "avro_unicode"),
+                                "none", ignore_case=True)
         self.expander = JsonPayloadExpander(null_behavior == "optional_bytes", field_namer(names)) \
             if settings.boolean("table.expand.json.payload", False) else None
         for tracing in ("tracing.span.context.field", "tracing.operation.name", "tracing.with.context.field.only"):
@@ -142,8 +150,8 @@ class EventRouter:
                 assert struct_value is not None
                 struct_value[extra.alias] = struct_get(row_schema, event, extra.field, True)
             else:
-                headers.append((extra.alias, header_bytes(column.schema, struct_get(row_schema, event, extra.field, True),
-                                                          self.header_schemas)))
+                value = struct_get(row_schema, event, extra.field, True)
+                headers.append((extra.alias, header_bytes(column.schema, value, self.header_schemas)))
         if struct_value is not None and value_schema is not None:
             struct_value = {f.name: struct_value.get(f.name) for f in value_schema.fields}
         if self.tombstone_on_empty and (payload is None or (isinstance(payload, str) and not payload.strip())):

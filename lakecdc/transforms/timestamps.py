@@ -15,8 +15,15 @@ from __future__ import annotations
 from typing import Any
 
 from lakecdc.events.schema import ConnectField, ConnectSchema, primitive
-from lakecdc.transforms.base import (KeyOrValue, Record, SchemaCache, Settings, TransformContext,
-                                     TransformDataError, struct_get)
+from lakecdc.transforms.base import (
+    KeyOrValue,
+    Record,
+    SchemaCache,
+    Settings,
+    TransformContext,
+    TransformDataError,
+    struct_get,
+)
 from lakecdc.transforms.fields import CONNECT_DATE, CONNECT_TIME, CONNECT_TIMESTAMP, logical
 from lakecdc.transforms.java_date_format import SimpleDateFormat
 
@@ -119,7 +126,8 @@ class TimestampConverter:
             assert self.format is not None
             return self.format.format(millis)
         if self.target == "unix":
-            factor = {"seconds": None, "milliseconds": 1, "microseconds": 1000, "nanoseconds": 1_000_000}[self.precision]
+            factor = {"seconds": None, "milliseconds": 1, "microseconds": 1000,
+                      "nanoseconds": 1_000_000}[self.precision]
             return _truncate(millis, 1000) if factor is None else millis * factor
         if self.target == "Date":
             return millis // _DAY_MS
@@ -137,5 +145,6 @@ def _kind(schema: ConnectSchema) -> str:
         return "string"
     if schema.type == "int64":
         return "unix"
-    raise TransformDataError(f"Schema {schema.name or schema.type} does not correspond to a known timestamp type format")
+    raise TransformDataError(f"Schema {schema.name or schema.type} does not correspond to a known timestamp type "
+                             "format")
 

@@ -34,9 +34,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from lakecdc.events.schema import STRING, OPTIONAL_STRING, ConnectField, ConnectSchema
-from lakecdc.transforms.base import (Record, SchemaCache, Settings, TransformContext, TransformDataError,
-                                     copy_basics, field_of, require_struct, struct_get, with_topic, with_value)
+from lakecdc.events.schema import OPTIONAL_STRING, STRING, ConnectField, ConnectSchema
+from lakecdc.transforms.base import (
+    Record,
+    SchemaCache,
+    Settings,
+    TransformContext,
+    TransformDataError,
+    copy_basics,
+    field_of,
+    require_struct,
+    struct_get,
+    with_topic,
+    with_value,
+)
 from lakecdc.transforms.drop_fields import DropFields
 from lakecdc.transforms.headers import header_bytes
 from lakecdc.transforms.routers import is_envelope

@@ -14,7 +14,8 @@
 4. Append the events bronze does not hold yet, with the progress, in ONE bronze commit.
 5. (keyed tables) Append this batch's deletes and truncates to the delete ledger, then (``history:
    scd2``) MERGE the SCD2 history with its progress (``lakecdc.writers.history``), then MERGE silver
-   with the progress (and the newest truncate applied) in ONE silver commit. Silver is committed last and is what a restart reads:
+   with the progress (and the newest truncate applied) in ONE silver commit. Silver is committed last
+   and is what a restart reads:
    a crash after step 4 or 5a replays the batch, which bronze's position anti-join and the
    ledger's and silver's ``_seq`` guards make harmless.
 
@@ -36,17 +37,26 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
-    ArrayType, BinaryType, BooleanType, IntegerType, LongType, StringType, StructField, StructType, TimestampType,
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
 )
 
 from lakecdc.errors import MissingExtraError, SchemaEvolutionError, TerminalError
-from lakecdc.ingest.batch import ApplyResult, ChangeBatch, ColumnSpec, TableTarget, col
-from lakecdc.ingest.bronze import BRONZE_RENAMES, OCCURRENCE, ROW_HASH, to_bronze_layout
-from lakecdc.ingest.history_plan import HistoryPlan
-from lakecdc.ingest.merge_plan import MergePlan
-from lakecdc.ingest.progress import CommitPositions, CommitProgress, Offsets
-from lakecdc.ingest.schema_evolution import SchemaChange, plan_schema_change
-from lakecdc.ingest.silver import BatchStats, batch_stats, ledger_rows, silver_source
+from lakecdc.lake import layout
+from lakecdc.lake.batch import ApplyResult, ChangeBatch, ColumnSpec, TableTarget, col
+from lakecdc.lake.bronze import to_bronze_layout
+from lakecdc.lake.frames import table_fields
+from lakecdc.lake.history_plan import HistoryPlan
+from lakecdc.lake.merge_plan import MergePlan
+from lakecdc.lake.progress import CommitPositions, CommitProgress, Offsets
+from lakecdc.lake.schema_evolution import SchemaChange, plan_schema_change
+from lakecdc.lake.silver import BatchStats, batch_stats, ledger_rows, silver_source
 from lakecdc.writers.conflicts import retry_on_conflict
 from lakecdc.writers.history import HISTORY_META, apply_history, history_events
 
@@ -57,28 +67,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SEQ_TYPE = ArrayType(LongType(), containsNull=False)
-#: The metadata columns of ``ChangeBatch.df`` (``lakecdc.ingest.batch.METADATA_COLUMNS``).
-BATCH_META = StructType([
-    StructField("_op", StringType()), StructField("_seq", SEQ_TYPE), StructField("_source_ts_ms", LongType()),
-    StructField("_tx_id", StringType()), StructField("_tx_total_order", LongType()),
-    StructField("_topic", StringType()), StructField("_partition", IntegerType()),
-    StructField("_offset", LongType()), StructField("_ingest_ts", TimestampType()),
-    StructField("_unavailable", ArrayType(StringType())), StructField("_key_json", StringType()),
-    StructField("_old_key_json", StringType()),
-])
-#: Bronze stores them under the same names except ``_partition`` -> ``_kafka_partition``
-#: (Iceberg reserves ``_partition`` for its partition metadata column), then its identity columns
-#: ``_row_hash`` and ``_occurrence`` (``lakecdc.ingest.bronze``).
-BRONZE_META = StructType([*(StructField(BRONZE_RENAMES.get(f.name, f.name), f.dataType) for f in BATCH_META.fields),
-                          StructField(ROW_HASH, LongType()), StructField(OCCURRENCE, LongType())])
-SILVER_META = StructType([
-    StructField("_seq", SEQ_TYPE), StructField("_op", StringType()),
-    StructField("_source_ts_ms", LongType()), StructField("_tx_id", StringType()),
-])
-SOFT_DELETE_META = StructType([StructField("_is_deleted", BooleanType()), StructField("_deleted_at", TimestampType())])
-LEDGER_META = StructType([
-    StructField("_seq", SEQ_TYPE), StructField("_op", StringType()), StructField("_source_ts_ms", LongType()),
-])
+#: The metadata columns of ``ChangeBatch.df`` and what each table stores of them (``lakecdc.lake.layout``):
+#: bronze renames ``_partition`` and adds its identity columns (``lakecdc.lake.bronze``).
+BATCH_META = StructType(table_fields(layout.METADATA_COLUMNS))
+BRONZE_META = StructType([*(StructField(layout.BRONZE_RENAMES.get(f.name, f.name), f.dataType)
+                            for f in BATCH_META.fields), *table_fields(layout.BRONZE_IDENTITY_COLUMNS)])
+SILVER_META = StructType(table_fields(layout.SILVER_META))
+SOFT_DELETE_META = StructType(table_fields(layout.SOFT_DELETE_META))
+LEDGER_META = StructType(table_fields(layout.LEDGER_META))
 #: The dead-letter table (``lakecdc.ingest.dead_letter.DEAD_LETTER_DDL``): one row per undecodable record.
 DEAD_LETTER_SCHEMA = StructType([
     StructField("topic", StringType()), StructField("partition", IntegerType()), StructField("offset", LongType()),
@@ -146,7 +142,7 @@ class LakeWriter(TableWriter):
     def _create_table(self, name: str, schema: StructType, kind: str, sort_by: tuple[str, ...] = ()) -> None:
         """``kind``: "bronze" (partitioned by ingest day), "silver", "ledger" or "dead_letters";
         ``sort_by``: the key columns, by which a format that can keeps the rows of its files sorted
-        (so a MERGE's key ranges skip files and row groups, ``lakecdc.ingest.key_ranges``)."""
+        (so a MERGE's key ranges skip files and row groups, ``lakecdc.lake.key_ranges``)."""
 
     @abstractmethod
     def _evolve(self, name: str, change: SchemaChange) -> None: ...
@@ -154,7 +150,7 @@ class LakeWriter(TableWriter):
     @abstractmethod
     def commit_properties(self, name: str) -> dict[str, str]:
         """Properties of the newest commit of ``name`` that lakecdc made ({} if none): progress,
-        batch id, and the source position the table reflects (``lakecdc.ingest.progress``)."""
+        batch id, and the source position the table reflects (``lakecdc.lake.progress``)."""
 
     def _stored_progress(self, name: str) -> CommitProgress | None:
         return CommitProgress.from_properties(self.commit_properties(name))
@@ -259,7 +255,8 @@ class LakeWriter(TableWriter):
         bronze_rows, bronze_version = 0, None
         if not bronze_covered:  # step 4
             props = (bronze_done or CommitProgress()).advanced(
-                batch.progress, batch_id, stats.max_seq, stats.max_source_ts_ms, None, _positions(batch)).to_properties()
+                batch.progress, batch_id, stats.max_seq, stats.max_source_ts_ms, None,
+                _positions(batch)).to_properties()
             bronze_rows, bronze_version = self._append_bronze(target, self._align(to_bronze_layout(df, row_names),
                                                                                   target.bronze_table),
                                                               stats, props, batch_id)

@@ -1,10 +1,10 @@
 """Delta tables through delta-rs (``deltalake``): used when the Spark session has no Delta jars.
 
-Spark still prepares every batch (``lakecdc.ingest.silver``, the same rows Iceberg gets); the
+Spark still prepares every batch (``lakecdc.lake.silver``, the same rows Iceberg gets); the
 result crosses to Arrow once (``DataFrame._collect_as_arrow()``, which keeps decimals and time
 zones) and delta-rs does the rest:
 
-- bronze: the identity anti-join of ``lakecdc.ingest.bronze`` against the bronze rows of the batch's
+- bronze: the identity anti-join of ``lakecdc.lake.bronze`` against the bronze rows of the batch's
   source time range (parquet statistics prune the scan), then one append;
 - ledger: appended (the newest removal per key is what counts);
 - silver: ``DeltaTable.merge`` with the clauses of the shared ``MergePlan`` rendered in DataFusion
@@ -31,23 +31,46 @@ from deltalake import CommitProperties, DeltaTable, Field, Transaction, write_de
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
-    ArrayType, BinaryType, BooleanType, ByteType, DataType, DateType, DecimalType, DoubleType, FloatType,
-    IntegerType, LongType, MapType, ShortType, StringType, StructField, StructType, TimestampNTZType, TimestampType,
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    ByteType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    MapType,
+    ShortType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
 )
 
 from lakecdc.errors import TerminalError
-from lakecdc.ingest.batch import SEQ_LENGTH, TableTarget, col
-from lakecdc.ingest.bronze import DELTA_PARTITION_COLUMN, STORED_IDENTITY, bronze_columns, spark_new_rows
-from lakecdc.ingest.frames import arrow_to_spark as arrow_to_dataframe
-from lakecdc.ingest.key_ranges import KeyRanges, arrow_in_filter, arrow_ranges_filter, arrow_read
-from lakecdc.ingest.history_plan import ACTION, HistoryPlan, history_clauses, history_join
-from lakecdc.ingest.merge_plan import (
-    DATAFUSION, SOURCE, TARGET, MergeClause, MergePlan, join_condition, merge_clauses,
+from lakecdc.lake.batch import TableTarget, col
+from lakecdc.lake.bronze import STORED_IDENTITY, bronze_columns, spark_new_rows
+from lakecdc.lake.frames import arrow_to_spark as arrow_to_dataframe
+from lakecdc.lake.history_plan import ACTION, HistoryPlan, history_clauses, history_join
+from lakecdc.lake.key_ranges import KeyRanges, arrow_in_filter, arrow_ranges_filter, arrow_read
+from lakecdc.lake.layout import DELTA_PARTITION_COLUMN, SEQ_LENGTH
+from lakecdc.lake.merge_plan import (
+    DATAFUSION,
+    SOURCE,
+    TARGET,
+    MergeClause,
+    MergePlan,
+    join_condition,
+    merge_clauses,
 )
-from lakecdc.ingest.progress import PROGRESS_KEY
-from lakecdc.ingest.schema_evolution import SchemaChange
-from lakecdc.ingest.silver import BatchStats
-from lakecdc.ingest.silver_arrow import arrow_input_columns, arrow_ledger_rows, arrow_silver_source
+from lakecdc.lake.progress import PROGRESS_KEY
+from lakecdc.lake.schema_evolution import SchemaChange
+from lakecdc.lake.silver import BatchStats
+from lakecdc.lake.silver_arrow import arrow_input_columns, arrow_ledger_rows, arrow_silver_source
 from lakecdc.writers.base import BRONZE_META, DEAD_LETTER_POSITION, DEAD_LETTER_SCHEMA, LakeWriter
 
 if TYPE_CHECKING:

@@ -36,14 +36,14 @@ import re
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pyspark.errors import AnalysisException
 from pyspark.sql.types import ArrayType, MapType, StructField, StructType
 
-from lakecdc.ingest.bronze import DELTA_PARTITION_COLUMN
-from lakecdc.ingest.progress import PROGRESS_KEY
-from lakecdc.ingest.schema_evolution import SchemaChange
+from lakecdc.lake.layout import DELTA_PARTITION_COLUMN
+from lakecdc.lake.progress import PROGRESS_KEY
+from lakecdc.lake.schema_evolution import SchemaChange
 from lakecdc.writers.spark_sql import SparkSqlWriter, column_ddl, quote
 
 if TYPE_CHECKING:
@@ -148,9 +148,9 @@ class DeltaSparkWriter(SparkSqlWriter):
         whose table name is resolved in the session's current catalog (it takes no catalog part)."""
         catalog, rest = parts[0], ".".join(quote(part) for part in parts[1:])
         session = self._commit_session()
-        jvm = session._jvm  # type: ignore[attr-defined]
-        jsession = session._jsparkSession  # type: ignore[attr-defined]
-        previous = session.conf.get("spark.sql.defaultCatalog")
+        jvm: Any = session._jvm  # None only on Spark Connect, which has no JVM
+        jsession = session._jsparkSession
+        previous = session.conf.get("spark.sql.defaultCatalog") or "spark_catalog"  # Spark's default
         session.conf.set("spark.sql.defaultCatalog", catalog)
         try:
             tables = jvm.io.delta.tables.DeltaTable
@@ -180,7 +180,8 @@ class DeltaSparkWriter(SparkSqlWriter):
             return False
         self._ensure_namespace(name)
         location = f"{self.spark.catalog.getDatabase(parts[1]).locationUri.rstrip('/')}/{parts[2].lower()}"
-        jvm, jsession = self.spark._jvm, self.spark._jsparkSession  # type: ignore[attr-defined]
+        jvm: Any = self.spark._jvm  # None only on Spark Connect, which has no JVM
+        jsession = self.spark._jsparkSession
         if not jvm.io.delta.tables.DeltaTable.isDeltaTable(jsession, location):
             self._clear_unfinished_create(location)
             return False
@@ -194,9 +195,9 @@ class DeltaSparkWriter(SparkSqlWriter):
         empty ``_commits`` directory, a temporary file), where Delta refuses to create the table
         ever again. Such a leftover holds no data and no commit, and is removed; anything else at
         the location is left for Delta's own error to name."""
-        jvm = self.spark._jvm  # type: ignore[attr-defined]
+        jvm: Any = self.spark._jvm  # None only on Spark Connect, which has no JVM
         path = jvm.org.apache.hadoop.fs.Path(location)
-        fs = path.getFileSystem(self.spark._jsc.hadoopConfiguration())  # type: ignore[attr-defined]
+        fs = path.getFileSystem(self.spark._jsc.hadoopConfiguration())
         if not fs.exists(path):
             return
         files = fs.listFiles(path, True)

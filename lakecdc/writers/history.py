@@ -9,11 +9,11 @@ then skips):
    for a table with a change log) is first built from everything bronze holds, this batch included
    (``lakecdc.writers.history_backfill``), which covers the batch;
 2. read the stored versions of the batch's keys (every version when the batch holds a truncate);
-3. ``lakecdc.ingest.history_chain.HistoryBuilder`` decides which keys continue their stored chain
+3. ``lakecdc.lake.history_chain.HistoryBuilder`` decides which keys continue their stored chain
    and which are folded again from bronze (which already holds this batch: step 4 of the apply),
    with the delete ledger's removals of the batch's keys and its truncates; the late keys' bronze
    events are read, and the builder returns the versions to upsert and delete;
-4. MERGE them with ``lakecdc.ingest.history_plan`` (the format renders it), committing the progress
+4. MERGE them with ``lakecdc.lake.history_plan`` (the format renders it), committing the progress
    in the same commit, as silver does.
 
 The format provides two primitives: ``_read_arrow(name, keys, wanted, truncates)`` (rows of a table
@@ -28,31 +28,25 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import ArrayType, BooleanType, LongType, StringType, StructField, StructType, TimestampType
+from pyspark.sql.types import StructType
 
-from lakecdc.ingest.batch import ChangeBatch, TableTarget, col
-from lakecdc.ingest.frames import spark_to_arrow
-from lakecdc.ingest.history_chain import HistoryBuilder, Tracking
-from lakecdc.ingest.history_plan import ACTION, HISTORY_META_COLUMNS, HistoryPlan
-from lakecdc.ingest.progress import CommitPositions, CommitProgress
+from lakecdc.lake import layout
+from lakecdc.lake.batch import ChangeBatch, TableTarget, col
+from lakecdc.lake.frames import spark_to_arrow, table_fields
+from lakecdc.lake.history_chain import HistoryBuilder, Tracking
+from lakecdc.lake.history_plan import ACTION, HistoryPlan
+from lakecdc.lake.progress import CommitPositions, CommitProgress
 from lakecdc.writers.history_backfill import backfill_history, bronze_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from lakecdc.ingest.silver import BatchStats
+    from lakecdc.lake.silver import BatchStats
     from lakecdc.writers.base import LakeWriter
 
 log = logging.getLogger(__name__)
 
-_SEQ = ArrayType(LongType(), containsNull=False)
-HISTORY_META = StructType([
-    StructField("_valid_from_seq", _SEQ), StructField("_valid_to_seq", _SEQ),
-    StructField("_valid_from_ts", TimestampType()), StructField("_valid_to_ts", TimestampType()),
-    StructField("_last_seq", _SEQ), StructField("_op", StringType()), StructField("_tx_id", StringType()),
-    StructField("_is_current", BooleanType()),
-])
-assert tuple(HISTORY_META.fieldNames()) == HISTORY_META_COLUMNS
+HISTORY_META = StructType(table_fields(layout.HISTORY_META))
 #: what the fold reads of each batch event besides the row columns
 EVENT_COLUMNS = ("_op", "_seq", "_source_ts_ms", "_tx_id", "_partition", "_offset", "_unavailable", "_key_json",
                  "_old_key_json")
@@ -90,7 +84,8 @@ def apply_history(writer: LakeWriter, target: TableTarget, events: pa.Table, sta
     schema = writer._table_schema(name)
     assert schema is not None, f"history table {name} is created before it is written"
     keys = target.key_columns
-    value_columns = tuple(f.name for f in schema.fields if f.name not in keys and f.name not in HISTORY_META_COLUMNS)
+    value_columns = tuple(f.name for f in schema.fields if f.name not in keys
+                          and f.name not in layout.HISTORY_META_COLUMNS)
     done = writer._stored_progress(name)
     if done is None and writer._stored_progress(target.silver_table) is not None:
         # history turned on for a table with a change log: built from bronze first (``history_backfill``)

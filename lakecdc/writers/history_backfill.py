@@ -10,7 +10,7 @@ separate command to forget or to run twice. (A new table's history starts with i
 as silver does.)
 
 1. bronze is read whole (this batch's events included: step 4 of ``LakeWriter.apply`` appended them
-   before the history step) and folded by ``lakecdc.ingest.history_chain.HistoryBuilder`` with no
+   before the history step) and folded by ``lakecdc.lake.history_chain.HistoryBuilder`` with no
    stored chain: every key in one pass in silver's order, key changes reading their old keys' chains,
    truncates closing what was open;
 2. one history MERGE inserts the versions and records bronze's progress in the same commit.
@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from lakecdc.ingest.batch import TableTarget
-from lakecdc.ingest.bronze import BRONZE_RENAMES
-from lakecdc.ingest.history_chain import HistoryBuilder, Tracking
-from lakecdc.ingest.history_plan import HistoryPlan
-from lakecdc.ingest.progress import CommitProgress
+from lakecdc.lake.batch import TableTarget
+from lakecdc.lake.history_chain import HistoryBuilder, Tracking
+from lakecdc.lake.history_plan import HistoryPlan
+from lakecdc.lake.layout import BRONZE_RENAMES
+from lakecdc.lake.progress import CommitProgress
 
 if TYPE_CHECKING:
     from lakecdc.writers.base import LakeWriter

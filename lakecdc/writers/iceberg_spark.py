@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.types import StructType
 
-from lakecdc.ingest.progress import PROGRESS_KEY
-from lakecdc.ingest.schema_evolution import SchemaChange
+from lakecdc.lake.progress import PROGRESS_KEY
+from lakecdc.lake.schema_evolution import SchemaChange
 from lakecdc.writers.spark_sql import SparkSqlWriter, column_ddl, quote
 
 if TYPE_CHECKING:
@@ -89,8 +89,8 @@ class IcebergSparkWriter(SparkSqlWriter):
         if sort_by:
             # Smaller row groups: within a key-sorted file each covers a narrow key range, which
             # Iceberg's reader skips when a MERGE's key ranges miss it (128 MB groups would hold
-            # a whole 1M-row table). Locally: each write sorts its own rows (no range shuffle), so the files a MERGE adds
-            # cover narrow key ranges and its key ranges prune files and row groups.
+            # a whole 1M-row table). Locally: each write sorts its own rows (no range shuffle), so the files a
+            # MERGE adds cover narrow key ranges and its key ranges prune files and row groups.
             self.spark.sql(f"ALTER TABLE {full} SET TBLPROPERTIES ('{ROW_GROUP_BYTES}'='{SORTED_ROW_GROUP_BYTES}')")
             self.spark.sql(f"ALTER TABLE {full} WRITE LOCALLY ORDERED BY {', '.join(quote(k) for k in sort_by)}")
         log.info("created Iceberg %s table %s", kind, full)
@@ -106,9 +106,9 @@ class IcebergSparkWriter(SparkSqlWriter):
             self.spark.sql(f"ALTER TABLE {full} ALTER COLUMN {quote(column)} DROP NOT NULL")
 
     def _iceberg_table(self, name: str) -> Any:  # a py4j proxy of org.apache.iceberg.Table
-        jvm = self.spark._jvm  # type: ignore[attr-defined]
+        jvm: Any = self.spark._jvm  # None only on Spark Connect, which has no JVM
         table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
-            self.spark._jsparkSession, self.resolve(name))  # type: ignore[attr-defined]
+            self.spark._jsparkSession, self.resolve(name))
         table.refresh()
         return table
 
@@ -137,7 +137,7 @@ class IcebergSparkWriter(SparkSqlWriter):
 
     @contextmanager
     def _committing(self, props: dict[str, str], table: str, batch_id: int | None) -> Iterator[None]:
-        jvm = self.spark._jvm  # type: ignore[attr-defined]
+        jvm: Any = self.spark._jvm  # None only on Spark Connect, which has no JVM
         loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
         holder = jvm.java.lang.Class.forName("org.apache.iceberg.spark.CommitMetadata", True, loader)
         field = holder.getDeclaredField("COMMIT_PROPERTIES")

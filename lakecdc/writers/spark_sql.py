@@ -1,6 +1,6 @@
 """What the Spark SQL writers (Iceberg, Delta in Spark) share: names, bronze anti-join, MERGE.
 
-Both formats run the same statements, rendered from ``lakecdc.ingest.merge_plan``; they differ in
+Both formats run the same statements, rendered from ``lakecdc.lake.merge_plan``; they differ in
 DDL, in how commit properties reach the table commit (``_committing``), and in how a table's
 commit history is read back (``commit_properties``).
 """
@@ -16,13 +16,13 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
 from lakecdc.errors import TerminalError
-from lakecdc.ingest.batch import TableTarget, col
-from lakecdc.ingest.bronze import bronze_columns, spark_new_rows
-from lakecdc.ingest.frames import arrow_to_spark, spark_to_arrow
-from lakecdc.ingest.history_plan import ACTION, HistoryPlan, render_history_spark_sql
-from lakecdc.ingest.key_ranges import ranges_predicate
-from lakecdc.ingest.merge_plan import SPARK, MergePlan, render_spark_sql
-from lakecdc.ingest.silver import BatchStats
+from lakecdc.lake.batch import TableTarget, col
+from lakecdc.lake.bronze import bronze_columns, spark_new_rows
+from lakecdc.lake.frames import arrow_to_spark, spark_to_arrow
+from lakecdc.lake.history_plan import ACTION, HistoryPlan, render_history_spark_sql
+from lakecdc.lake.key_ranges import ranges_predicate
+from lakecdc.lake.merge_plan import SPARK, MergePlan, render_spark_sql
+from lakecdc.lake.silver import BatchStats
 from lakecdc.writers.base import DEAD_LETTER_POSITION, LakeWriter
 
 if TYPE_CHECKING:

@@ -22,7 +22,6 @@ JSON types compared strictly (``1`` is not ``1.0``, ``true`` is not ``1``).
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -89,7 +88,8 @@ class Difference:
     actual: Any = None
 
     def __str__(self) -> str:
-        where = f"record {self.expected_index}" if self.expected_index is not None else f"actual record {self.actual_index}"
+        where = (f"record {self.expected_index}" if self.expected_index is not None
+                 else f"actual record {self.actual_index}")
         if self.kind == "value" and self.actual_index != self.expected_index:
             where += f" (actual {self.actual_index})"
         if self.kind == "missing":

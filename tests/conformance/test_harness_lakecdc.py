@@ -9,11 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from shared_paths import SHARED_ROOT
-
 import pytest
-
 from harness import capture_with_lakecdc, drop_slot
+from shared_paths import SHARED_ROOT
 
 from lakecdc.config.sources import load_properties
 from lakecdc.devstack.postgres import Postgres

@@ -229,7 +229,8 @@ def test_lakecdc_equals_debezium_mariadb_connector(captures: dict[str, list[dict
     debezium, lakecdc = captures["debezium"], captures["lakecdc"]
     assert without_uncaptured_schema_changes(debezium)[1] == UNCAPTURED_DDL
     assert without_uncaptured_schema_changes(lakecdc)[1] == UNCAPTURED_DDL
-    rules = MaskRules.for_connector("mysql", source_masks=SOURCE_MASKS, extra_paths=frozenset(KNOWN_VERSION_DIFFERENCES))
+    rules = MaskRules.for_connector("mysql", source_masks=SOURCE_MASKS,
+                                    extra_paths=frozenset(KNOWN_VERSION_DIFFERENCES))
     differences = compare(debezium, lakecdc, rules)
     assert not differences, "\n".join(str(d) for d in differences[:60])
     assert_conformant(debezium, lakecdc, rules)

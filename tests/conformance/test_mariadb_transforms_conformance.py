@@ -20,9 +20,18 @@ from typing import Any
 import pytest
 from compare import compare
 from harness import MaskRules, assert_conformant, run_debezium
-from test_mariadb_debezium import (KNOWN_VERSION_DIFFERENCES, MINIMUM_RECORDS, SETUP, SOURCE_MASKS, WORKLOAD,
-                                   capture_with_lakecdc, fresh_database, mariadb_jars, properties,
-                                   without_uncaptured_schema_changes)
+from test_mariadb_debezium import (
+    KNOWN_VERSION_DIFFERENCES,
+    MINIMUM_RECORDS,
+    SETUP,
+    SOURCE_MASKS,
+    WORKLOAD,
+    capture_with_lakecdc,
+    fresh_database,
+    mariadb_jars,
+    properties,
+    without_uncaptured_schema_changes,
+)
 
 pytestmark = [pytest.mark.conformance, pytest.mark.integration]
 __all__ = ["mariadb_jars"]  # the module's fixture, used here
@@ -85,7 +94,8 @@ def test_transform_chain_on_mariadb_equals_debezium(mariadb: Any, mariadb_jars: 
     assert any(v.get("changed") == ["amount"] and "note" not in v and v["header_op"] == "u" for v in rows)
     assert any(v["__deleted"] == "true" for v in rows) and any(r["value"] is None for r in orders)
     assert {"maria.numbers", "maria.texts"} <= {r["topic"] for r in expected}
-    rules = MaskRules.for_connector("mysql", source_masks=SOURCE_MASKS, extra_paths=frozenset(KNOWN_VERSION_DIFFERENCES))
+    rules = MaskRules.for_connector("mysql", source_masks=SOURCE_MASKS,
+                                    extra_paths=frozenset(KNOWN_VERSION_DIFFERENCES))
     differences = compare(expected, actual, rules)
     assert not differences, "\n".join(str(d) for d in differences[:60])
     assert_conformant(expected, actual, rules)

@@ -18,12 +18,11 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-
-from shared_paths import SHARED_ROOT
 from typing import Any
 
 import pytest
 from harness import MaskRules, assert_conformant, drop_slot, load_capture, run_debezium, run_sql, split_sql
+from shared_paths import SHARED_ROOT
 
 from lakecdc.capture.runner import run_capture
 from lakecdc.config.base import load_properties
@@ -267,7 +266,8 @@ def test_wider_workload_equals_live_debezium(server: str, refresh_mode: str, req
         "topic.prefix": "wide",
         "plugin.name": "pgoutput", "slot.name": "wide_slot", "publication.name": "wide_pub",
         "publication.autocreate.mode": "filtered", "snapshot.mode": "initial",
-        "table.include.list": "public.wide_full,public.wide_keys,public.wide_toast,public.wide_toast_full,public.wide_zempty",
+        "table.include.list": ("public.wide_full,public.wide_keys,public.wide_toast,public.wide_toast_full,"
+                               "public.wide_zempty"),
         "provide.transaction.metadata": "true", "skipped.operations": "none",
         "message.prefix.include.list": "audit", "schema.refresh.mode": refresh_mode,
     }

@@ -16,8 +16,14 @@ from typing import Any
 import pytest
 from compare import compare
 from harness import MaskRules, assert_conformant, drop_slot
-from test_pg_conformance import (WIDER_SETUP, WIDER_WORKLOAD, capture_with_lakecdc, debezium_with_retry, fresh_database,
-                                 mask_message_ids)
+from test_pg_conformance import (
+    WIDER_SETUP,
+    WIDER_WORKLOAD,
+    capture_with_lakecdc,
+    debezium_with_retry,
+    fresh_database,
+    mask_message_ids,
+)
 
 from lakecdc.devstack.maven import DEBEZIUM_NEXT, cached_jars
 
@@ -27,7 +33,8 @@ BASE = {
     "name": "next-connector", "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
     "topic.prefix": "wide", "plugin.name": "pgoutput", "slot.name": "next_slot", "publication.name": "next_pub",
     "publication.autocreate.mode": "filtered", "snapshot.mode": "initial",
-    "table.include.list": "public.wide_full,public.wide_keys,public.wide_toast,public.wide_toast_full,public.wide_zempty",
+    "table.include.list": ("public.wide_full,public.wide_keys,public.wide_toast,public.wide_toast_full,"
+                           "public.wide_zempty"),
     "provide.transaction.metadata": "true", "skipped.operations": "none", "message.prefix.include.list": "audit",
 }
 

@@ -51,7 +51,7 @@ DELETE FROM items WHERE id = 9;
 UPDATE items SET color = 'green' WHERE id = 2;
 INSERT INTO items VALUES (13, 'late', 'red');
 INSERT INTO debezium_signal VALUES ('go-on', 'resume-snapshot', NULL);
-"""
+"""  # noqa: E501 (SQL statements, one a line)
 
 BLOCKING_WORKLOAD = """
 INSERT INTO debezium_signal VALUES ('b-1', 'execute-snapshot', '{"data-collections": ["public.items"], "type": "blocking"}');
@@ -60,7 +60,7 @@ UPDATE items SET label = 'after' WHERE id = 3;
 INSERT INTO debezium_signal VALUES ('b-red', 'execute-snapshot', '{"data-collections": ["public.items"], "type": "blocking", "additional-conditions": [{"data-collection": "public.items", "filter": "SELECT * FROM public.items WHERE color = ''red'' ORDER BY id"}]}');
 SELECT pg_sleep(10);
 UPDATE items SET label = 'later' WHERE id = 4;
-"""
+"""  # noqa: E501 (SQL statements, one a line)
 
 WATERMARK = re.compile(r"^[0-9a-f-]{36}-(open|close)$")
 

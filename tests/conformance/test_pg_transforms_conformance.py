@@ -200,7 +200,8 @@ def postgres(request: pytest.FixtureRequest) -> Any:
     return request.getfixturevalue(request.param)
 
 
-RULES = MaskRules.for_connector("postgres", extra_paths=frozenset({"value.payload.__lsn", "value.payload.__source_ts_ms"}))
+RULES = MaskRules.for_connector("postgres",
+                                extra_paths=frozenset({"value.payload.__lsn", "value.payload.__source_ts_ms"}))
 
 
 def properties_file(path: Path, properties: dict[str, str]) -> Path:
@@ -272,7 +273,8 @@ def test_outbox_envelope_and_unwrap_routing_equal_debezium(postgres: Any, tmp_pa
     assert_conformant(expected, actual, RULES)
 
 
-def test_unwrap_rewrite_timestamps_key_transforms_and_header_predicate_equal_debezium(postgres: Any, tmp_path: Path) -> None:
+def test_unwrap_rewrite_timestamps_key_transforms_and_header_predicate_equal_debezium(
+        postgres: Any, tmp_path: Path) -> None:
     expected, actual = run_both(postgres, tmp_path, VARIANTS, minimum=9)
     moved = [r for r in expected if r["topic"] == "dbz.moved.items"]
     assert len(moved) == 1 and moved[0]["value"]["payload"]["id"] == 10  # the create after the key change
@@ -309,7 +311,7 @@ INSERT INTO outbox VALUES ('11111111-2222-3333-4444-555555555555', 'order', 'o-1
     "tags": [], "words": ["a", "b"], "lines": [{"sku": "a", "n": 1}, {"sku": "b", "n": 2}]}');
 INSERT INTO outbox VALUES ('66666666-7777-8888-9999-000000000000', 'customer', 'c-7', 'renamed', NULL, 1, '"just text"');
 INSERT INTO outbox VALUES ('77777777-8888-9999-0000-111111111111', 'customer', 'c-8', 'erased', 2, 1, NULL);
-"""
+"""  # noqa: E501 (SQL statements, one a line)
 
 NESTED = {
     "transforms": "changed,outbox,unwrap,toValue,toSource",
@@ -372,7 +374,8 @@ def test_nested_header_to_value_changed_state_drop_fields_expanded_outbox_and_pa
     # what the chain does, seen in Debezium's own output
     items = [r["value"]["payload"] for r in expected if r["topic"] == "dbz.public.items" and r["value"]
              and r["value"]["payload"]]
-    assert {"id": 2, "name": "bb", "__deleted": "false", "meta": {"op": "u", "table": "items"}, "changed": ["name"]} in items
+    assert {"id": 2, "name": "bb", "__deleted": "false", "meta": {"op": "u", "table": "items"},
+            "changed": ["name"]} in items
     assert any(v.get("meta") == {"op": "r", "table": "items"} and "note" in v for v in items)
     # the tombstones carry what was added in place to their delete's shared headers
     tombstones = [[h["key"] for h in r["headers"] if "context" not in h["key"]] for r in expected if r["value"] is None]

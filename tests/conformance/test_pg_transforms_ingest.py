@@ -21,7 +21,7 @@ from test_pg_conformance import fresh_database
 from test_pg_transforms_conformance import properties_file
 
 from lakecdc.capture.runner import run_capture
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.job import run_ingest
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from pg_types_golden import DATA_DIR, MODE_SETS, VOLATILE_COLUMNS, generate, missing_server_features
 
 pytestmark = [pytest.mark.conformance, pytest.mark.slow]
@@ -45,5 +44,6 @@ def test_debezium_output_equals_committed_golden(modes: str, pg15: Any, tmp_path
             problems.append(f"{key} schema differs")
         for column, value in record["after"].items():
             if fresh[key]["after"].get(column) != value:
-                problems.append(f"{key} {column}: committed {str(value)[:80]} != fresh {str(fresh[key]['after'].get(column))[:80]}")
+                problems.append(f"{key} {column}: committed {str(value)[:80]} != fresh "
+                                f"{str(fresh[key]['after'].get(column))[:80]}")
     assert not problems, "\n".join(problems[:50])

@@ -28,11 +28,11 @@ from typing import Any
 import psycopg
 from e2e_lake import Differences, Lake, SourceColumn, SourceTable, arrow_type_of, compare_bronze, compare_silver
 from psycopg import sql
+from workloads.changelog import ChangeLog
 
 from lakecdc.capture.runner import run_capture
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.job import IngestSummary, run_ingest
-from workloads.changelog import ChangeLog
 
 
 def unique_name(label: str) -> str:

@@ -12,9 +12,9 @@ snapshot rows (silver took none of its updates before).
 The ingest job runs as its own process in small micro-batches (transactions split across batches)
 and is killed with SIGKILL: right after one table's silver commit (before the next table's), at a
 random bronze commit, and once it has caught up. While the last run goes on, every consistency point
-it publishes is read: the tables at it must be a state the source had (one recorded commit, exactly). At the end, every recorded source commit is read back as of
-its position across all tables (``lakecdc.audit.consistency.read_consistent``) and must equal what
-the source held right after that commit.
+it publishes is read: the tables at it must be a state the source had (one recorded commit, exactly).
+At the end, every recorded source commit is read back as of its position across all tables
+(``lakecdc.audit.consistency.read_consistent``) and must equal what the source held right after that commit.
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ from typing import Any
 
 import pytest
 from e2e_pipeline import CaptureRun, PgPipeline, _session_for, unique_name
+from workloads.invariants import Commit, Workload, invariant_errors, rows_of
 
 from lakecdc.audit.consistency import latest_point, read_consistent
 from lakecdc.audit.notation import parse_position
 from lakecdc.audit.tables import LakeTable, to_pandas
-from workloads.invariants import Commit, Workload, invariant_errors, rows_of
 
 # each test starts, kills and restarts the job three times and reads every recorded commit back: on a
 # loaded 2-core machine the MariaDB one took more than pytest's default 900 s
@@ -359,7 +359,8 @@ def test_mariadb_transfers_and_orders_read_consistently_through_kills(mariadb, b
             assert lakes.read(gtids[commit.position]) == commit.model.tables(), f"as of GTID {gtids[commit.position]}"
         # A binlog position inside a transaction (its first change's): the state before it, none of it.
         frames = [to_pandas(table.arrow()) for table in lakes.bronze.values()]  # one read each: rows unordered
-        changes = [(tx, tuple(int(v) for v in seq)) for frame in frames for tx, seq in zip(frame["_tx_id"], frame["_seq"])]
+        changes = [(tx, tuple(int(v) for v in seq))
+                   for frame in frames for tx, seq in zip(frame["_tx_id"], frame["_seq"])]
         inside = 0
         for before, commit in zip(workload.commits, workload.commits[1:]):
             seqs = sorted(seq for tx, seq in changes if tx == gtids[commit.position])

@@ -15,7 +15,6 @@ import pytest
 from e2e_lake import check
 from e2e_mysql import MariaDbPipeline
 from e2e_pipeline import unique_name
-
 from workloads import mariadb_scenario
 from workloads.changelog import MySqlChangeLog
 

@@ -25,7 +25,6 @@ from pathlib import Path
 import pytest
 from e2e_lake import check
 from e2e_pipeline import PgPipeline, unique_name
-
 from workloads import pg_scenario
 from workloads.changelog import ChangeLog
 from workloads.pg_random import RandomWorkload

@@ -18,11 +18,11 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from e2e_lake import check
 from e2e_pipeline import PgPipeline, unique_name
-
-from lakecdc.devstack.broker import kafka_client_defaults
 from workloads import pg_scenario
 from workloads.changelog import ChangeLog
 from workloads.pg_random import RandomWorkload
+
+from lakecdc.devstack.broker import kafka_client_defaults
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -19,7 +19,6 @@ import pyarrow.compute as pc
 import pytest
 from e2e_lake import check
 from e2e_pipeline import PgPipeline, unique_name
-
 from workloads.changelog import ChangeLog
 from workloads.pg_scenario import big_text
 

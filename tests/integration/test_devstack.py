@@ -250,7 +250,8 @@ def test_servers_of_a_killed_owner_are_reaped() -> None:
         _assert_gone(pid, port, Path(root))
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="only root hands the server to a system user that may not reach the binaries")
+@pytest.mark.skipif(os.geteuid() != 0,
+                    reason="only root hands the server to a system user that may not reach the binaries")
 def test_postgres_binaries_in_a_private_directory_are_mirrored(tmp_path: Path) -> None:
     from lakecdc.devstack.postgres import postgres_bin_dir
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from lakecdc.errors import SparkSetupError
 from lakecdc.devstack.maven import MANIFEST, _artifact_stem, _pom, cached_jars, jar_sets
 from lakecdc.devstack.spark import spark_connectors
+from lakecdc.errors import SparkSetupError
 
 
 @pytest.fixture

@@ -6,7 +6,8 @@ Kafka source), so the suite's own JVM runs without them. This test starts a chil
 ``LAKECDC_SPARK_CONNECTORS=auto`` over ``CONNECTOR_TESTS`` and requires every one of them to pass
 there (none skipped). Run them directly the same way:
 
-    LAKECDC_SPARK_CONNECTORS=auto LAKECDC_TEST_CONNECTORS_CHILD=1 pytest tests/integration/ingest/test_writers_delta_spark.py
+    LAKECDC_SPARK_CONNECTORS=auto LAKECDC_TEST_CONNECTORS_CHILD=1 \\
+        pytest tests/integration/ingest/test_writers_delta_spark.py
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ def test_connector_tests_pass_in_a_spark_with_delta_and_the_kafka_source(tmp_pat
     assert report.exists(), output
     cases = ET.parse(report).getroot().iter("testcase")
     outcomes = {f"{case.get('classname')}::{case.get('name')}":
-                next((child_tag.tag for child_tag in case if child_tag.tag in ("failure", "error", "skipped")), "passed")
+                next((child_tag.tag for child_tag in case
+                      if child_tag.tag in ("failure", "error", "skipped")), "passed")
                 for case in cases}
     print("\n".join(f"{name}: {outcome}" for name, outcome in outcomes.items()))
     assert outcomes, output

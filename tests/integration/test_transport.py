@@ -6,11 +6,10 @@ import json
 import time
 import uuid
 from pathlib import Path
-
-from shared_paths import SHARED_ROOT
 from typing import Any
 
 import pytest
+from shared_paths import SHARED_ROOT
 
 from lakecdc.devstack.broker import Broker, kafka_client_defaults
 from lakecdc.errors import SinkDeliveryError, SinkTransientError
@@ -82,7 +81,8 @@ def test_debezium_workload_published_in_order_and_acknowledged(broker: Broker) -
         sink.flush()
     topics = sorted({r.topic for r in records})
     received = [as_line(m) for m in consume(broker.bootstrap_servers, topics, len(records))]
-    expected = [{**{k: v for k, v in r.items() if k != "seq"}, "topic": prefix + r["topic"]} for r in read_jsonl(GOLDEN)]
+    expected = [{**{k: v for k, v in r.items() if k != "seq"}, "topic": prefix + r["topic"]}
+                for r in read_jsonl(GOLDEN)]
     assert len(received) == len(expected)
     for topic in topics:  # Kafka orders within a partition: compare each topic's sequence
         assert [r for r in received if r["topic"] == topic] == [r for r in expected if r["topic"] == topic]

@@ -104,8 +104,8 @@ def test_run_sh_knows_exactly_two_commands() -> None:
 
 
 def test_each_spark_line_fetches_its_own_scala_builds() -> None:
-    from lakecdc.errors import SparkSetupError
     from lakecdc.devstack.maven import jar_sets, spark_line
+    from lakecdc.errors import SparkSetupError
 
     old = jar_sets("3.5.9")
     assert old["delta"].coordinates == ("io.delta:delta-spark_2.12:3.3.2",)
@@ -126,7 +126,8 @@ def _fake_checkout(tmp_path: Path, main_code: int, spark4_code: int) -> Path:
     """run.sh beside a no-op bootstrap and two pythons that log their arguments and exit with a code."""
     (tmp_path / "scripts").mkdir(parents=True)
     shutil.copy2(ROOT / "run.sh", tmp_path / "run.sh")
-    (tmp_path / "scripts" / "bootstrap.sh").write_text('#!/bin/sh\necho "bootstrap $*" >> "$(dirname "$0")/../calls.log"\n')
+    (tmp_path / "scripts" / "bootstrap.sh").write_text(
+        '#!/bin/sh\necho "bootstrap $*" >> "$(dirname "$0")/../calls.log"\n')
     (tmp_path / "scripts" / "bootstrap.sh").chmod(0o755)
     for venv, code in ((".venv", main_code), (".venv-spark4", spark4_code)):
         python = tmp_path / venv / "bin" / "python"

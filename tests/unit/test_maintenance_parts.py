@@ -35,7 +35,7 @@ def test_options_reject_impossible_retention() -> None:
 
 
 def test_ledger_pruning_condition() -> None:
-    from lakecdc.ingest.merge_plan import DATAFUSION, SPARK
+    from lakecdc.lake.merge_plan import DATAFUSION, SPARK
     from lakecdc.maintenance.ledger import obsolete_removals
 
     # nothing to prune without a truncate or a retention, nor for a table lakecdc did not commit

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lakecdc.capture.exporter import CaptureMetrics, capture_metrics, offset_position, table_label
 from lakecdc.errors import ConfigError
 from lakecdc.events.envelope import ChangeRecord
-from lakecdc.metrics.capture_exporter import CaptureMetrics, capture_metrics, offset_position, table_label
 from lakecdc.metrics.prometheus import parse_port
 
 
@@ -97,7 +97,7 @@ def test_the_grafana_dashboard_queries_exactly_the_exported_metrics() -> None:
     import re
     from pathlib import Path
 
-    from lakecdc.metrics.ingest_exporter import IngestExporter
+    from lakecdc.ingest.exporter import IngestExporter
     from lakecdc.metrics.prometheus import MetricsEndpoint
 
     capture = capture_metrics(_connector("0"))
@@ -122,7 +122,7 @@ def test_arrow_histogram_equals_the_client_histogram(values: list[int | None], p
     import pyarrow as pa
     from prometheus_client import CollectorRegistry, Histogram
 
-    from lakecdc.metrics.ingest_exporter import ArrowHistogram
+    from lakecdc.ingest.exporter import ArrowHistogram
     from lakecdc.metrics.prometheus import LAG_BUCKETS
 
     ours, theirs = CollectorRegistry(), CollectorRegistry()
@@ -146,7 +146,7 @@ def test_arrow_histogram_equals_the_client_histogram(values: list[int | None], p
 
 
 def test_cached_estimates_read_once_refresh_on_a_new_table_and_never_fail_capture() -> None:
-    from lakecdc.metrics.snapshot_estimates import CachedEstimates
+    from lakecdc.capture.snapshot_estimates import CachedEstimates
 
     fetched: list[int] = []
     tables = {("public", "a"): 10, ("public", "never_analysed"): -1}
@@ -168,7 +168,7 @@ def test_serve_ingest_metrics_port_from_the_file_or_the_option_and_a_busy_port_n
     import socket
 
     from lakecdc.devstack.ports import free_port
-    from lakecdc.metrics.ingest_exporter import active_ingest_exporter, serve_ingest_metrics
+    from lakecdc.ingest.exporter import active_ingest_exporter, serve_ingest_metrics
 
     path = tmp_path / "ingest.yaml"
     base = "name: shop-ingest\nkafka.bootstrap.servers: 127.0.0.1:9\ntopic.prefix: shop\n"

@@ -18,7 +18,7 @@ from typing import Any
 
 from lakecdc.capture.mysql.table_schema import TableSchema
 from lakecdc.events.envelope import HEADER_NEW_KEY, HEADER_OLD_KEY, ChangeRecord, envelope_payload
-from lakecdc.events.positions import MySqlPosition
+from lakecdc.events.positions import Position
 from lakecdc.events.serde import RecordEncoder
 
 
@@ -43,7 +43,7 @@ class RecordFactory:
             RecordEncoder(schema.key_schema, schemas_enable=header_schemas) if schema.key_schema is not None else None
         )
 
-    def _record(self, key: Any, value: dict[str, Any], position: MySqlPosition,
+    def _record(self, key: Any, value: dict[str, Any], position: Position,
                 headers: list[tuple[str, bytes]] | None = None) -> ChangeRecord:
         s = self.schema
         return ChangeRecord(s.topic, s.key_schema, key, s.envelope_schema, value,
@@ -52,37 +52,37 @@ class RecordFactory:
     # ``values`` below is always a full row in table column order (a snapshot tuple, or the
     # binlog row image's values by position)
 
-    def read(self, values: Any, source: dict[str, Any], position: MySqlPosition, ts_ns: int) -> ChangeRecord:
+    def read(self, values: Any, source: dict[str, Any], position: Position, ts_ns: int) -> ChangeRecord:
         s = self.schema
         return self._record(s.key(values), envelope_payload("r", None, s.row(values), source, ts_ns), position)
 
-    def insert(self, values: Any, source: dict[str, Any], position: MySqlPosition, ts_ns: int,
+    def insert(self, values: Any, source: dict[str, Any], position: Position, ts_ns: int,
                tx: dict[str, Any] | None) -> list[ChangeRecord]:
         out: list[ChangeRecord] = []
         self.insert_into(out, values, source, position, ts_ns, tx)
         return out
 
-    def delete(self, values: Any, source: dict[str, Any], position: MySqlPosition, ts_ns: int,
+    def delete(self, values: Any, source: dict[str, Any], position: Position, ts_ns: int,
                tx: dict[str, Any] | None) -> list[ChangeRecord]:
         out: list[ChangeRecord] = []
         self.delete_into(out, values, source, position, ts_ns, tx)
         return out
 
     def update(self, before: Any, after: Any, source: dict[str, Any],
-               position: MySqlPosition, ts_ns: int, tx_for: Any) -> list[ChangeRecord]:
+               position: Position, ts_ns: int, tx_for: Any) -> list[ChangeRecord]:
         out: list[ChangeRecord] = []
         self.update_into(out, before, after, source, position, ts_ns, tx_for)
         return out
 
     # The ``*_into`` forms append to the caller's batch: the streaming hot path, no list per row.
 
-    def insert_into(self, out: list[ChangeRecord], values: Any, source: dict[str, Any], position: MySqlPosition,
+    def insert_into(self, out: list[ChangeRecord], values: Any, source: dict[str, Any], position: Position,
                     ts_ns: int, tx: dict[str, Any] | None) -> None:
         s = self.schema
         out.append(ChangeRecord(s.topic, s.key_schema, s.key(values), s.envelope_schema,
                                 envelope_payload("c", None, s.row(values), source, ts_ns, tx), self.headers, position))
 
-    def delete_into(self, out: list[ChangeRecord], values: Any, source: dict[str, Any], position: MySqlPosition,
+    def delete_into(self, out: list[ChangeRecord], values: Any, source: dict[str, Any], position: Position,
                     ts_ns: int, tx: dict[str, Any] | None) -> None:
         s = self.schema
         key = s.key(values)
@@ -93,7 +93,7 @@ class RecordFactory:
             out.append(_tombstone(record))
 
     def update_into(self, out: list[ChangeRecord], before: Any, after: Any, source: dict[str, Any],
-                    position: MySqlPosition, ts_ns: int, tx_for: Any) -> None:
+                    position: Position, ts_ns: int, tx_for: Any) -> None:
         """``tx_for()`` returns the next transaction block (called once per data event); None when
         transaction metadata is off."""
         s = self.schema
@@ -119,7 +119,7 @@ class RecordFactory:
                                                           None if tx_for is None else tx_for()),
                                 position, [(HEADER_OLD_KEY, old_bytes)]))
 
-    def truncate(self, source: dict[str, Any], position: MySqlPosition, ts_ns: int,
+    def truncate(self, source: dict[str, Any], position: Position, ts_ns: int,
                  tx: dict[str, Any] | None) -> ChangeRecord:
         s = self.schema
         return ChangeRecord(s.topic, None, None, s.envelope_schema,
@@ -134,7 +134,7 @@ def _tombstone(delete: ChangeRecord) -> ChangeRecord:
 
 def schema_change_record(topic: str, key_schema: Any, value_schema: Any, source: dict[str, Any],
                          database: str, ddl: str, table_changes: list[dict[str, Any]],
-                         position: MySqlPosition, headers: list[tuple[str, bytes]] | None = None) -> ChangeRecord:
+                         position: Position, headers: list[tuple[str, bytes]] | None = None) -> ChangeRecord:
     value = {
         "source": source,
         "ts_ms": time.time_ns() // 1_000_000,

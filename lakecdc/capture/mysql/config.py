@@ -61,7 +61,7 @@ class MySqlConnectorConfig(SignalingConnectorConfig):
     include_query: bool = Field(False, alias="include.query")
     include_schema_comments: bool = Field(False, alias="include.schema.comments")
     bigint_unsigned_handling_mode: Literal["long", "precise"] = Field("long", alias="bigint.unsigned.handling.mode")
-    time_precision_mode: Literal["adaptive_time_microseconds", "adaptive", "connect"] = Field(  # type: ignore[assignment]
+    time_precision_mode: Literal["adaptive_time_microseconds", "adaptive", "connect"] = Field(
         "adaptive_time_microseconds", alias="time.precision.mode"
     )
     gtid_source_includes: str | None = Field(None, alias="gtid.source.includes")

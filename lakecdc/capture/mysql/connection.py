@@ -207,5 +207,5 @@ def quote(identifier: str) -> str:
 
 
 def is_connection_lost(exc: BaseException) -> bool:
-    args = getattr(exc, "args", ())
+    args: tuple[Any, ...] = getattr(exc, "args", ())
     return bool(args) and isinstance(args[0], int) and args[0] in CONNECTION_LOST_CODES

@@ -48,7 +48,8 @@ class MySqlConnector:
         return MySqlSnapshotSource(self.config, schema, with_data=with_data, show_progress=self.show_progress)
 
     def streaming_source(self) -> MySqlStreamingSource:
-        def schema_snapshot(schema: DatabaseSchema, emit: Any, position: dict[str, Any] | None = None) -> dict[str, Any]:
+        def schema_snapshot(schema: DatabaseSchema, emit: Any,
+                            position: dict[str, Any] | None = None) -> dict[str, Any]:
             return schema_only_snapshot(self.config, schema, emit, position, self.show_progress)
 
         return MySqlStreamingSource(self.config, self.modes, self.namer, self.history, self.emitted,

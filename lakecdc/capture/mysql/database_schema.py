@@ -12,7 +12,7 @@ from typing import Any
 
 from lakecdc.capture.mysql.change_records import RecordFactory, schema_change_record
 from lakecdc.capture.mysql.ddl.model import TableDef, TableId
-from lakecdc.capture.mysql.ddl.parser import DdlParseError, DdlParser, ParsedStatement, AlterOfUnknownTableError
+from lakecdc.capture.mysql.ddl.parser import AlterOfUnknownTableError, DdlParseError, DdlParser, ParsedStatement
 from lakecdc.capture.mysql.ddl.tables import Tables
 from lakecdc.capture.mysql.schema_history import SchemaHistory
 from lakecdc.capture.mysql.table_changes import (
@@ -99,7 +99,8 @@ class DatabaseSchema:
         try:
             statements = self.parser.parse(sql, default_database)
         except DdlParseError as exc:
-            if isinstance(exc, AlterOfUnknownTableError) and not self.is_captured(exc.table_id.database, exc.table_id.table):
+            if (isinstance(exc, AlterOfUnknownTableError)
+                    and not self.is_captured(exc.table_id.database, exc.table_id.table)):
                 # Debezium ignores an ALTER of a table it holds no structure of (one not captured whose
                 # structure was not recorded: schema.history.internal.store.only.captured.tables.ddl)
                 log.info("ignored at %s: ALTER TABLE of %s, which is not captured and whose structure is not known",
@@ -115,7 +116,8 @@ class DatabaseSchema:
                 return []
             raise located from None
         for statement in statements:
-            if statement.kind in ("IGNORED", "USE") and not statement.text.upper().startswith("SET CHARACTER_SET_SERVER"):
+            if (statement.kind in ("IGNORED", "USE")
+                    and not statement.text.upper().startswith("SET CHARACTER_SET_SERVER")):
                 continue
             if statement.kind == "TRUNCATE":
                 continue  # no structure change; a data event, not history

@@ -8,9 +8,9 @@ in MySQL's dialect). The watermark rows are inserted into ``signal.data.collecti
 ``read.only=true``, ``read_only.py`` bounds the windows with GTID sets instead and writes nothing).
 
 Read events carry the close watermark's (read-only: the closing transaction's) binlog coordinates
-(``file``, ``pos``, ``row``, ``gtid``) in ``source``, with the snapshotted table's ``db``/``table``, ``snapshot: "incremental"`` and the
-time of emission. Keys are stored in the offset as JSON values: a binary (``BINARY``/``VARBINARY``/
-``BLOB``) key column is not supported across a restart.
+(``file``, ``pos``, ``row``, ``gtid``) in ``source``, with the snapshotted table's ``db``/``table``,
+``snapshot: "incremental"`` and the time of emission. Keys are stored in the offset as JSON values: a
+binary (``BINARY``/``VARBINARY``/``BLOB``) key column is not supported across a restart.
 """
 
 from __future__ import annotations

@@ -27,10 +27,10 @@ from typing import Any
 
 from lakecdc.capture.mysql.ddl.parser import DdlParseError, DdlParser
 from lakecdc.capture.mysql.ddl.tables import Tables
-from lakecdc.transport import history_store
-from lakecdc.transport.history_store import HistoryRecord, HistoryStore, MemoryHistoryStore, open_store
 from lakecdc.capture.mysql.errors import MySqlSetupError
 from lakecdc.events.positions import binlog_file_index
+from lakecdc.transport import history_store
+from lakecdc.transport.history_store import HistoryRecord, HistoryStore, MemoryHistoryStore, open_store
 
 log = logging.getLogger(__name__)
 

@@ -136,7 +136,8 @@ class MySqlSnapshotSource:
     def _structure_databases(self, names: list[str]) -> list[str]:
         """The databases whose tables' structure the snapshot reads into the schema history:
         Debezium's ``capturedSchemaTables`` -- every table of every database but the system ones
-        (``mysql``, ``sys``, ``performance_schema``, ``information_schema``; all with ``table.ignore.builtin=false``) unless
+        (``mysql``, ``sys``, ``performance_schema``, ``information_schema``; all with
+        ``table.ignore.builtin=false``) unless
         ``schema.history.internal.store.only.captured.tables.ddl`` (only the captured tables) or
         ``...captured.databases.ddl`` (only the captured databases) narrow it."""
         config = self.config
@@ -254,7 +255,8 @@ class MySqlSnapshotSource:
                 databases.add(table.id.database)
                 database, quoted = table.id.database, myconn.quote(table.id.database)
                 statement_record(database, None, f"DROP DATABASE IF EXISTS {quoted}", [])
-                statement_record(database, None, self._database_statements.get(database, f"CREATE DATABASE {quoted}"), [])
+                statement_record(database, None,
+                                 self._database_statements.get(database, f"CREATE DATABASE {quoted}"), [])
                 statement_record(database, None, f"USE {quoted}", [])
             ddl = self._create_statements.get((table.id.database, table.id.table), "")
             statement = ParsedStatement("CREATE_TABLE", ddl, table.id.database,
@@ -303,6 +305,7 @@ class MySqlSnapshotSource:
                                  snapshot=marker)
 
                 middle = source("true")
+                assert factory is not None  # every captured table has one
                 read = factory.read
                 parallel_rows = None
                 if workers is not None and from_signal is None and f"{db}.{table}" not in \

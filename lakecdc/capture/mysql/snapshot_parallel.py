@@ -94,7 +94,7 @@ def _started() -> None:
 
 
 def _read_range(db: str, table: str, key: str, lo: Any, hi: Any, source: dict[str, Any],
-                position: MySqlPosition) -> tuple[Any, list[tuple[bytes | None, bytes | None]], Any]:
+                position: MySqlPosition) -> tuple[Any, list[tuple[bytes | None, bytes]], Any]:
     """(first row's values, the rows between as encoded pairs, last row's values) of one key range."""
     import pymysql.cursors
 
@@ -110,7 +110,7 @@ def _read_range(db: str, table: str, key: str, lo: Any, hi: Any, source: dict[st
              + f" ORDER BY {column}")
     first: Any = None
     held: Any = None
-    pairs: list[tuple[bytes | None, bytes | None]] = []
+    pairs: list[tuple[bytes | None, bytes]] = []
     cur = _conn.cursor(pymysql.cursors.SSCursor)
     try:
         cur.execute(query, [b for b in (lo, hi) if b is not None])
@@ -123,7 +123,9 @@ def _read_range(db: str, table: str, key: str, lo: Any, hi: Any, source: dict[st
                     continue
                 if held is not None:
                     record = read(held, source, position, ts_ns)
-                    pairs.append((payload_bytes(record, "key"), payload_bytes(record, "value")))
+                    value = payload_bytes(record, "value")
+                    assert value is not None  # a read record's value is never null (None: a null payload)
+                    pairs.append((payload_bytes(record, "key"), value))
                 held = values
             block = cur.fetchmany(FETCH)
     finally:
@@ -214,9 +216,8 @@ def emit_table(emit: Callable[[list[ChangeRecord]], None], factory: Any, rows: I
             batch.append(held_record(False))
             held = None
         if type(item) is EncodedRows:
-            # a read record's value is never null (payload_bytes gives None only for a null payload)
             batch.extend(ChangeRecord(topic, key_schema, None if key is None else EncodedPayload(key), envelope,
-                                      EncodedPayload(value), headers, position)  # type: ignore[arg-type]
+                                      EncodedPayload(value), headers, position)
                          for key, value in item.pairs)
             count += len(item.pairs)
         else:

@@ -28,17 +28,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lakecdc.capture.heartbeat import Heartbeat
+from lakecdc.capture.incremental import IncrementalSnapshot
 from lakecdc.capture.mysql import connection as myconn
 from lakecdc.capture.mysql.binlog_reader import BinlogReader, ReaderFailure
 from lakecdc.capture.mysql.blocking import blocking_snapshot
 from lakecdc.capture.mysql.database_schema import DatabaseSchema
-from lakecdc.capture.mysql.failure_modes import is_source_error, on_undecodable_event, on_unknown_table
 from lakecdc.capture.mysql.errors import (
     BinlogPurgedError,
     MySqlConnectionLostError,
     MySqlSetupError,
     UnknownTableError,
 )
+from lakecdc.capture.mysql.failure_modes import is_source_error, on_undecodable_event, on_unknown_table
 from lakecdc.capture.mysql.incremental import MySqlIncrementalSnapshot
 from lakecdc.capture.mysql.offset import ResumePoint, boundary_offset, in_transaction_offset, resume_point
 from lakecdc.capture.mysql.read_only import ReadOnlyIncrementalSnapshot, check_prerequisites
@@ -379,8 +380,8 @@ class MySqlStreamingSource:
                     continue
                 tables = ",".join(c.table.id.table for c in statement.changes) or None
                 source = self.source.build(db=statement.database or db or "", table=tables, ts_ms=ts_ms,
-                                           server_id=ev.packet.server_id, file=self.file, pos=start, row=self._source_row,
-                                           gtid=gtid)  # thread null: Debezium takes none from DDL
+                                           server_id=ev.packet.server_id, file=self.file, pos=start,
+                                           row=self._source_row, gtid=gtid)  # thread null: Debezium takes none from DDL
                 out.extend(self.schema.schema_change_records(statement, source, position))
             self.emitted.through = (self.file_index, start, 0)
         # a DDL statement commits implicitly: it is a transaction of its own (which Debezium's MariaDB
@@ -515,7 +516,8 @@ class MySqlStreamingSource:
         tx.events_done += 1
         self._last_data = time.monotonic()
 
-    def _tx_block(self, data_collection: str, ts_sec: int, position: MySqlPosition, out: list[Any]) -> dict[str, Any] | None:
+    def _tx_block(self, data_collection: str, ts_sec: int, position: MySqlPosition,
+                  out: list[Any]) -> dict[str, Any] | None:
         tracker = self.tracker
         if tracker is None:
             return None
@@ -532,7 +534,8 @@ class MySqlStreamingSource:
             self.tracker.end(None, 0)
         elif self.tracker is not None and self.tracker.in_transaction:
             position = MySqlPosition(file=self.file, pos=end, server_id=self.server_id, gtid=tx.gtid, ts_sec=ts_sec)
-            out.append(transaction_record(self.namer.transaction_topic, self.tracker.end(None, ts_sec * 1000), position))
+            out.append(transaction_record(self.namer.transaction_topic,
+                                          self.tracker.end(None, ts_sec * 1000), position))
         self._committed = boundary_offset(self.file, end, self.server_id, str(self.gtids) or None, ts_sec)
         self.tx = _Tx()
         if self._gtid_windows is not None and tx.gtid:
@@ -549,6 +552,7 @@ class MySqlStreamingSource:
     # -- offsets -------------------------------------------------------------------------------
     def committable_offset(self) -> dict[str, Any] | None:
         tx = self.tx
+        offset: dict[str, Any] | None
         if tx.open and tx.emitted:
             offset = in_transaction_offset(self.file, tx.start, tx.last_event_pos, tx.rows_done, tx.events_done,
                                            self.server_id, str(self.gtids) or None, None)
@@ -656,7 +660,7 @@ def _width_mismatch(factory: Any, values: dict[str, Any], ncols: int) -> None:
     )
 
 
-def _supersede(incremental: MySqlIncrementalSnapshot, table: TopicTableId, schema: Any, rows: list[Any],
+def _supersede(incremental: IncrementalSnapshot, table: TopicTableId, schema: Any, rows: list[Any],
                is_update: bool) -> None:
     """Changes streamed inside an open window win over the chunk's buffered rows with their keys
     (both keys of an update: a key change removes the old row and writes the new one)."""

@@ -53,7 +53,8 @@ from lakecdc.capture.mysql.ddl.model import ColumnDef, DefaultKind
 from lakecdc.capture.mysql.errors import MySqlTypeError
 from lakecdc.events import logical
 from lakecdc.events.logical import EXACT, binary_converter
-from lakecdc.events.schema import ConnectSchema, primitive, struct as struct_schema
+from lakecdc.events.schema import ConnectSchema, primitive
+from lakecdc.events.schema import struct as struct_schema
 
 Converter = Callable[[Any], Any]
 
@@ -132,7 +133,8 @@ def _base_schema(col: ColumnDef, modes: TypeModes) -> ConnectSchema:
         return primitive("int64" if col.unsigned else "int32")
     if t == "BIGINT":
         if col.unsigned and modes.bigint_unsigned_handling == "precise":
-            return primitive("bytes", name=logical.DECIMAL, version=1, parameters={"scale": "0", "connect.decimal.precision": "20"})
+            return primitive("bytes", name=logical.DECIMAL, version=1,
+                             parameters={"scale": "0", "connect.decimal.precision": "20"})
         return primitive("int64")
     if t in ("REAL", "FLOAT"):
         return primitive("float32")

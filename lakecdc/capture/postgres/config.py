@@ -22,9 +22,9 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
+from lakecdc.config.connector import CommonConnectorConfig
 from lakecdc.config.filters import compile_regex_list
 from lakecdc.config.secret import Secret
-from lakecdc.config.connector import CommonConnectorConfig
 from lakecdc.config.signaling import SignalingConnectorConfig
 
 POSTGRES_CLASSES = ("io.debezium.connector.postgresql.PostgresConnector", "postgres", "postgresql")

@@ -10,12 +10,12 @@ import logging
 import re
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import psycopg
 from psycopg import sql
 
 from lakecdc.capture.postgres.config import PostgresConnectorConfig
-from lakecdc.events.topics import TableId
 from lakecdc.capture.postgres.errors import (
     PostgresCaptureError,
     PostgresUnavailable,
@@ -23,6 +23,7 @@ from lakecdc.capture.postgres.errors import (
     PublicationMissingError,
     scrub,
 )
+from lakecdc.events.topics import TableId
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +59,7 @@ def connect(config: PostgresConnectorConfig) -> psycopg.Connection:
             raise PostgresCaptureError(f"connecting to {config.describe_target()}: {text}") from None
         raise PostgresUnavailable(f"connecting to {config.describe_target()}: {text}") from None
     for statement in config.initial_statements:
-        conn.execute(statement)  # type: ignore[call-overload]  # the user's own SQL, as Debezium runs it
+        conn.execute(statement)  # the user's own SQL, as Debezium runs it
     return conn
 
 
@@ -67,6 +68,14 @@ def _lsn(text: str | None) -> int | None:
         return None
     high, _, low = text.partition("/")
     return (int(high, 16) << 32) | int(low, 16)
+
+
+def one_row(cursor: psycopg.Cursor[Any]) -> tuple[Any, ...]:
+    """The one row of a query that always returns one (a server function, the current role)."""
+    row = cursor.fetchone()
+    if row is None:
+        raise PostgresCaptureError("the server returned no row for a query that always returns one")
+    return tuple(row)
 
 
 def server_version(conn: psycopg.Connection) -> int:
@@ -127,10 +136,10 @@ def check_privileges(
     conn: psycopg.Connection, config: PostgresConnectorConfig, tables: list[TableId], creates_publication: bool
 ) -> None:
     """Raise ``PrivilegeError`` listing every missing privilege with the GRANT that fixes it."""
-    user = conn.execute("SELECT current_user").fetchone()[0]
-    super_, repl = conn.execute(
+    user = one_row(conn.execute("SELECT current_user"))[0]
+    super_, repl = one_row(conn.execute(
         "SELECT rolsuper, rolreplication FROM pg_roles WHERE rolname = current_user"
-    ).fetchone()
+    ))
     fixes: list[str] = []
     if not (super_ or repl):
         in_rds = conn.execute(
@@ -140,28 +149,28 @@ def check_privileges(
             fixes.append(f'ALTER ROLE "{user}" WITH REPLICATION;  -- logical replication slots')
     if not super_:
         db = config.database_dbname or "postgres"
-        can_connect = conn.execute("SELECT has_database_privilege(current_database(), 'CONNECT')").fetchone()[0]
+        can_connect = one_row(conn.execute("SELECT has_database_privilege(current_database(), 'CONNECT')"))[0]
         if not can_connect:
             fixes.append(f'GRANT CONNECT ON DATABASE "{db}" TO "{user}";')
         for table in tables:
-            usage = conn.execute("SELECT has_schema_privilege(%s, 'USAGE')", (table.schema,)).fetchone()[0]
+            usage = one_row(conn.execute("SELECT has_schema_privilege(%s, 'USAGE')", (table.schema,)))[0]
             if not usage:
                 fixes.append(f'GRANT USAGE ON SCHEMA "{table.schema}" TO "{user}";')
-            ok = conn.execute(
+            ok = one_row(conn.execute(
                 "SELECT has_table_privilege(%s::regclass, 'SELECT')", (regclass_text(table),)
-            ).fetchone()[0]
+            ))[0]
             if not ok:
                 fixes.append(f'GRANT SELECT ON "{table.schema}"."{table.table}" TO "{user}";')
         if creates_publication:
-            can_create = conn.execute("SELECT has_database_privilege(current_database(), 'CREATE')").fetchone()[0]
+            can_create = one_row(conn.execute("SELECT has_database_privilege(current_database(), 'CREATE')"))[0]
             if not can_create:
                 fixes.append(f'GRANT CREATE ON DATABASE "{db}" TO "{user}";  -- to create the publication')
             if config.publication_autocreate_mode == "filtered":
                 for table in publishable(config, tables):
-                    owner = conn.execute(
+                    owner = one_row(conn.execute(
                         "SELECT pg_has_role(current_user, c.relowner, 'USAGE') FROM pg_class c "
                         "WHERE c.oid = %s::regclass", (regclass_text(table),)
-                    ).fetchone()[0]
+                    ))[0]
                     if not owner:
                         fixes.append(
                             f'-- publication "{config.publication_name}" FOR TABLE needs ownership of '

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import psycopg
@@ -47,6 +48,7 @@ class PostgresIncrementalSnapshot(IncrementalSnapshot):
         return key_columns_for(self._config, table, primary_key_columns(self._conn, table))
 
     def query_max_key(self) -> list[Any] | None:
+        assert self._table is not None
         columns = self._chunk_columns
         order = sql.SQL(", ").join(sql.SQL("{} DESC").format(sql.Identifier(c)) for c in columns)
         query = sql.SQL("SELECT {} FROM {}{} ORDER BY {} LIMIT 1").format(
@@ -79,10 +81,10 @@ class PostgresIncrementalSnapshot(IncrementalSnapshot):
         return ChangeRecord(schema.topic, schema.key_schema, key, schema.envelope, value, self._headers, position)
 
     def write_watermark(self, watermark_id: str, kind: str, data: str) -> None:
-        self._conn.execute(sql.SQL("INSERT INTO {} VALUES (%s, %s, %s)").format(pgconn.quoted(self._signal_table)),
+        self._conn.execute(sql.SQL("INSERT INTO {} VALUES (%s, %s, %s)").format(pgconn.quoted(self.signal_table())),
                            (watermark_id, kind, data))
 
-    def _where(self, bounds: list[sql.Composable]) -> sql.Composable:
+    def _where(self, bounds: Sequence[sql.Composable]) -> sql.Composable:
         condition = self.condition()
         parts = list(bounds) + ([sql.SQL("({})").format(sql.SQL(condition))] if condition else [])
         return sql.SQL(" WHERE ").join([sql.SQL(""), sql.SQL(" AND ").join(parts)]) if parts else sql.SQL("")

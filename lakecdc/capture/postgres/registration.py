@@ -57,7 +57,7 @@ def postgres_status(config: PostgresConnectorConfig, status: CaptureStatus) -> N
     conn = pgconn.connect(config)
     try:
         slot = pgconn.slot_state(conn, config.slot_name)
-        current = parse_lsn(conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0])
+        current = parse_lsn(pgconn.one_row(conn.execute("SELECT pg_current_wal_lsn()::text"))[0])
     finally:
         conn.close()
     info: dict[str, Any] = {"name": config.slot_name, "exists": slot.exists, "active": slot.active,

@@ -24,12 +24,12 @@ from typing import Final
 import psycopg
 from psycopg import pq
 
+from lakecdc.capture.postgres.decoder import PG_EPOCH_OFFSET_US
 from lakecdc.capture.postgres.errors import (
     PublicationMissingError,
     ReplicationConnectionLost,
     raise_for_replication_error,
 )
-from lakecdc.capture.postgres.decoder import PG_EPOCH_OFFSET_US
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,6 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from lakecdc.capture.snapshot_last import HoldLast
 from lakecdc.capture.blocking import BlockingSnapshotError
 from lakecdc.capture.postgres import connection as pgconn
 from lakecdc.capture.postgres.config import PostgresConnectorConfig
@@ -41,6 +40,7 @@ from lakecdc.capture.postgres.snapshot_parallel import EncodedRows, block_ranges
 from lakecdc.capture.postgres.source_info import PostgresSourceBuilder, source_builder
 from lakecdc.capture.postgres.table_schema import TableSchema, TableSchemas
 from lakecdc.capture.postgres.types import TypeModes
+from lakecdc.capture.snapshot_last import HoldLast
 from lakecdc.capture.spi import Emit, SnapshotResult
 from lakecdc.events.envelope import ChangeRecord
 from lakecdc.events.positions import PostgresPosition
@@ -98,7 +98,7 @@ class PostgresSnapshotSource:
             # releasing it now shows the slot inactive until streaming really starts.
             repl.close()
             repl = None
-            tx_id = sql_conn.execute("SELECT txid_current()").fetchone()[0]
+            tx_id = pgconn.one_row(sql_conn.execute("SELECT txid_current()"))[0]
             ts_us = time.time_ns() // 1000
             log.info("snapshot step 2: reading %d tables as of LSN %s", len(tables), created.consistent_point)
             schemas = TableSchemas(sql_conn, config, self.modes, self.namer)

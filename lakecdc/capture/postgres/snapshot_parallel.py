@@ -55,7 +55,7 @@ MIN_SERVER_VERSION = 140000
 class EncodedRows:
     """Rows between a range's first and last, as encoded (key payload, value payload)."""
 
-    pairs: list[tuple[bytes | None, bytes | None]]
+    pairs: list[tuple[bytes | None, bytes]]
 
 
 def parallel_allowed(config: PostgresConnectorConfig) -> bool:
@@ -121,7 +121,7 @@ def _start_worker(state: _WorkerState) -> None:
         _start_error = exc
 
 
-def _read_range(lo: int, hi: int | None) -> tuple[list[Any] | None, list[tuple[bytes | None, bytes | None]],
+def _read_range(lo: int, hi: int | None) -> tuple[list[Any] | None, list[tuple[bytes | None, bytes]],
                                                    list[Any] | None]:
     """(first row's values, the rows between as encoded pairs, last row's values) of one range."""
     if _start_error is not None:
@@ -139,7 +139,7 @@ def _read_range(lo: int, hi: int | None) -> tuple[list[Any] | None, list[tuple[b
     payload_bytes, source = _serializer.payload_bytes, state.source
     first: list[Any] | None = None
     held: list[Any] | None = None
-    pairs: list[tuple[bytes | None, bytes | None]] = []
+    pairs: list[tuple[bytes | None, bytes]] = []
     with _conn.cursor() as cur, cur.copy(query) as copy:
         for values in copy.rows():
             if first is None:
@@ -150,7 +150,9 @@ def _read_range(lo: int, hi: int | None) -> tuple[list[Any] | None, list[tuple[b
                 record = ChangeRecord(topic, key_schema, key_of(held), envelope, {
                     "before": None, "after": row_of(held), "source": source, "transaction": None, "op": "r",
                     "ts_ms": now // 1_000_000, "ts_us": now // 1000, "ts_ns": now})
-                pairs.append((payload_bytes(record, "key"), payload_bytes(record, "value")))
+                value = payload_bytes(record, "value")
+                assert value is not None  # a read always has a value
+                pairs.append((payload_bytes(record, "key"), value))
             held = values
     return first, pairs, held
 

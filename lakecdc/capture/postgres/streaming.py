@@ -30,37 +30,37 @@ from typing import Any
 
 import psycopg
 
-from lakecdc.transport.offsets import Offset
+from lakecdc.capture.heartbeat import Heartbeat
 from lakecdc.capture.postgres import connection as pgconn
+from lakecdc.capture.postgres.blocking import blocking_snapshot
 from lakecdc.capture.postgres.config import PostgresConnectorConfig
 from lakecdc.capture.postgres.decoder import (
+    UNCHANGED,
     BeginMessage,
-    decode_tuple,
     CommitMessage,
     LogicalMessage,
     RelationMessage,
-    UNCHANGED,
     TruncateMessage,
     decode_message,
+    decode_tuple,
 )
 from lakecdc.capture.postgres.errors import LsnFlushTimeoutError, PostgresUnavailable, SlotMissingError, scrub
+from lakecdc.capture.postgres.incremental import PostgresIncrementalSnapshot
+from lakecdc.capture.postgres.messages import MessageRecords, message_data_collection
 from lakecdc.capture.postgres.offset import flush_lsn, resume_point
 from lakecdc.capture.postgres.replication import Keepalive, ReplicationConnection, XLogData, format_lsn
 from lakecdc.capture.postgres.source_info import source_builder
 from lakecdc.capture.postgres.table_schema import TableSchemas
 from lakecdc.capture.postgres.types import TypeModes
-from lakecdc.capture.heartbeat import Heartbeat
+from lakecdc.capture.signaling import Signaling
+from lakecdc.capture.signals import Signal
 from lakecdc.events.envelope import HEADER_NEW_KEY, HEADER_OLD_KEY, ChangeRecord
-from lakecdc.events.serde import RecordEncoder
 from lakecdc.events.envelope import envelope_payload as _payload
 from lakecdc.events.positions import PostgresPosition
+from lakecdc.events.serde import RecordEncoder
 from lakecdc.events.topics import TopicNamer
 from lakecdc.events.transaction import TransactionTracker, transaction_record
-from lakecdc.capture.postgres.messages import MessageRecords, message_data_collection
-from lakecdc.capture.postgres.incremental import PostgresIncrementalSnapshot
-from lakecdc.capture.signaling import Signaling
-from lakecdc.capture.postgres.blocking import blocking_snapshot
-from lakecdc.capture.signals import Signal
+from lakecdc.transport.offsets import Offset
 
 log = logging.getLogger(__name__)
 

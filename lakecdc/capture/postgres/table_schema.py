@@ -27,11 +27,11 @@ from lakecdc.capture.postgres.types import (
     load_type_catalog,
     value_converter,
 )
+from lakecdc.errors import ConfigError
 from lakecdc.events.envelope import envelope_schema
 from lakecdc.events.schema import ConnectSchema, struct
 from lakecdc.events.source import source_schema
 from lakecdc.events.topics import TableId, TopicNamer
-from lakecdc.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +67,7 @@ class TableSchema:
         value_fields: list[tuple[str, ConnectSchema]] = []
         schemas_by_name: dict[str, tuple[int, ConnectSchema, Converter]] = {}
         col_filter = config.column_filter
+        schema_name = str(table_id.schema)  # a PostgreSQL table always has one
         for index, col in enumerate(columns):
             schema = column_schema(col, modes)
             if schema is None:
@@ -74,7 +75,7 @@ class TableSchema:
             # snapshot rows: the values Debezium reads over JDBC (differ for a few types)
             convert = value_converter(col, modes, snapshot=snapshot)
             schemas_by_name[col.name] = (index, schema, convert)
-            if col_filter.is_trivial or col_filter.matches(table_id.schema, table_id.table, col.name):
+            if col_filter.is_trivial or col_filter.matches(schema_name, table_id.table, col.name):
                 fields.append((col.name, index, convert))
                 value_fields.append((col.name, schema))
         missing = [k for k in key_columns if k not in schemas_by_name]

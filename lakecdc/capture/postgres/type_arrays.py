@@ -50,7 +50,7 @@ def array_spec(element_name: str, element: TypeSpec, modes: TypeModes, delimiter
     null_fails = element.null_element_fails
 
     def convert_list(values: list[Any]) -> list[Any]:
-        out = []
+        out: list[Any] = []
         for value in values:
             if value is None:
                 if null_fails:
@@ -107,7 +107,7 @@ def unknown_array_spec(modes: TypeModes, element_name: str, delimiter: str = ","
     reprint = java_coordinates if element_name in GEOMETRIC_TYPES else None
 
     def convert(text: str) -> list[Any] | None:
-        out = []
+        out: list[Any] = []
         for value in tv.parse_array(text, delimiter):
             if value is None:
                 return None

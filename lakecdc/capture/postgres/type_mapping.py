@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from lakecdc.capture.postgres import type_temporal as tt
 from lakecdc.capture.postgres import type_values as tv
 from lakecdc.capture.postgres.type_values import unscaled_bytes
-from lakecdc.events.javanum import java_double_str
 from lakecdc.events import logical
+from lakecdc.events.javanum import java_double_str
 from lakecdc.events.logical import binary_converter
 from lakecdc.events.schema import ConnectField, ConnectSchema
 from lakecdc.events.serde import jackson_dumps
@@ -342,7 +342,8 @@ def _postgis_spec(name: str) -> TypeSpec:
                         "geography": (logical.GEOGRAPHY, "Geography")}[name]
     schema = ConnectSchema(
         "struct", optional=True, name=schema_name, version=1, doc=doc,
-        fields=(ConnectField("wkb", ConnectSchema("bytes")), ConnectField("srid", ConnectSchema("int32", optional=True))),
+        fields=(ConnectField("wkb", ConnectSchema("bytes")),
+                ConnectField("srid", ConnectSchema("int32", optional=True))),
     )
     return _same(tv.postgis_struct, None, schema)
 

@@ -28,13 +28,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lakecdc.capture.postgres.decoder import UNCHANGED as UNCHANGED_TOAST
-from lakecdc.capture.postgres.type_defaults import default_value
 from lakecdc.capture.postgres.type_arrays import (
     UNSUPPORTED_ARRAY_ELEMENTS,
     array_spec,
     bit_array_spec,
     unknown_array_spec,
 )
+from lakecdc.capture.postgres.type_defaults import default_value
 from lakecdc.capture.postgres.type_mapping import TypeSpec, scalar_spec, unknown_spec
 from lakecdc.capture.postgres.type_propagation import source_type_parameters
 from lakecdc.errors import ConfigError

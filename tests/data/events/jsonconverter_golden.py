@@ -23,7 +23,6 @@ The unit tests rebuild each payload with ``json_to_connect`` and compare our byt
 from __future__ import annotations
 
 import atexit
-import base64
 import json
 import os
 import random
@@ -287,7 +286,8 @@ def struct_unpack_double(bits: int) -> float:
 OUTPUT = Path(__file__).resolve().parent / "jsonconverter-golden.json"
 
 TOPIC_TABLES = {  # connector -> (catalog, schema, table) ids as the connector builds them
-    "postgresql": [("inventory_db", "inventory", "orders"), ("db", "public", "order items"), ("db", "my-schema", "t$1")],
+    "postgresql": [("inventory_db", "inventory", "orders"), ("db", "public", "order items"),
+                   ("db", "my-schema", "t$1")],
     "mysql": [("inventory", None, "orders"), ("in ventory", None, "order-items")],
     "sqlserver": [("testDB", "dbo", "customers"), ("test DB", "dbo", "cust/omers")],
     "oracle": [("ORCLPDB1", "DEBEZIUM", "CUSTOMERS"), ("ORCLPDB1", "INVENTORY", "ORDER#ITEMS")],

@@ -32,7 +32,9 @@ SCHEMA = (
 
 
 def customer_row(rng: random.Random, i: int) -> dict[str, Any]:
-    maybe = (lambda v: None if rng.random() < 0.1 else v)
+    def maybe(v: Any) -> Any:
+        return None if rng.random() < 0.1 else v
+
     return {
         "id": i, "name": f"Customer {i} é✓", "balance": Decimal(rng.randint(-10**9, 10**9)) / 100,
         "ratio": maybe(rng.uniform(-1e6, 1e6)), "big": maybe(rng.randint(-2**63, 2**63 - 1)),

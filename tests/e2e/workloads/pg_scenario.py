@@ -60,7 +60,9 @@ def create_schema(conn: Any) -> None:
 def customer_row(rng: random.Random, i: int) -> dict[str, Any]:
     """A customers row with every column typed and mostly non-null (some nulls on purpose)."""
     base = datetime(2024, 1, 1, tzinfo=timezone.utc)
-    maybe = (lambda v: None if rng.random() < 0.1 else v)
+    def maybe(v: Any) -> Any:
+        return None if rng.random() < 0.1 else v
+
     return {
         "id": i, "name": f"Customer {i} é✓", "email": maybe(f"c{i}@example.com"),
         "balance": Decimal(rng.randint(-10**9, 10**9)) / 100,

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark.sql import SparkSession
+from writer_harness import LONG, STR, Ev, Stream
 
 from lakecdc.audit import LakeTable
 from lakecdc.writers.base import TableWriter, create_writer
-from writer_harness import LONG, STR, Ev, Stream
 
 FORMATS = ["iceberg", "delta-rs"]
 BATCHES = [

@@ -6,13 +6,20 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from lake_fixture import FORMATS, Lake, build_lake
 from pyspark.sql import SparkSession
 
 from lakecdc.audit import (
-    AuditError, LakeTable, diff_versions, key_columns, read_as_of, row_history, table_versions, version_for_position,
+    AuditError,
+    LakeTable,
+    diff_versions,
+    key_columns,
+    read_as_of,
+    row_history,
+    table_versions,
+    version_for_position,
 )
 from lakecdc.audit.plots import plot_lag, plot_versions
-from lake_fixture import FORMATS, Lake, build_lake
 
 pytestmark = pytest.mark.integration
 
@@ -110,8 +117,9 @@ def test_plots_are_written_as_png(lake: Lake, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_truncate_shows_in_history_and_versions_map_around_it(fmt: str, spark: SparkSession, tmp_path: Path) -> None:
-    from lakecdc.quality import check_table
     from writer_harness import Ev
+
+    from lakecdc.quality import check_table
 
     lake = build_lake(fmt, spark, tmp_path, batches=[
         [Ev("c", 10, {"id": 1, "name": "a"}), Ev("c", 11, {"id": 2, "name": "b"})],

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from lakecdc.transport.history_store import HistoryRecord, KafkaHistoryStore, SchemaHistoryError
-from lakecdc.transport.offsets import KafkaOffsetStore, OffsetStoreError, java_partition
 from lakecdc.config import CommonConnectorConfig
 from lakecdc.devstack.broker import Broker
+from lakecdc.transport.history_store import HistoryRecord, KafkaHistoryStore, SchemaHistoryError
+from lakecdc.transport.offsets import KafkaOffsetStore, OffsetStoreError, java_partition
 
 pytestmark = pytest.mark.integration
 

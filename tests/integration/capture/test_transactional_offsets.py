@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from lakecdc.capture.coordinator import CaptureCoordinator, CoordinatorSettings
-from lakecdc.transport.offsets import KafkaOffsetStore, offset_key
 from lakecdc.devstack.broker import Broker
 from lakecdc.transport.kafka import KafkaSink
+from lakecdc.transport.offsets import KafkaOffsetStore, offset_key
 
 pytestmark = pytest.mark.integration
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
-
-from shared_paths import SHARED_ROOT
 from typing import Any
 
 import orjson
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from shared_paths import SHARED_ROOT
 
 from lakecdc.devstack.broker import kafka_client_defaults
 

@@ -8,8 +8,8 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from lakecdc.ingest.frames import arrow_to_spark, metadata_fields
-from lakecdc.ingest.silver import arrow_batch_stats, batch_stats
+from lakecdc.lake.frames import arrow_to_spark, metadata_fields
+from lakecdc.lake.silver import arrow_batch_stats, batch_stats
 
 pytestmark = [pytest.mark.integration]
 

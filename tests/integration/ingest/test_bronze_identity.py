@@ -1,7 +1,7 @@
 """Bronze keeps every source change exactly once: keyless tables' identical rows, replays, re-sends.
 
 A keyless table's snapshot rows share their position, op and (null) key; identical ones are distinct
-events (``lakecdc.ingest.bronze``: numbered by ``_occurrence``). Replays (same Kafka offsets) and
+events (``lakecdc.lake.bronze``: numbered by ``_occurrence``). Replays (same Kafka offsets) and
 re-sent streaming events (new offsets, same position and row) add nothing. Both formats: Iceberg
 through Spark, Delta through delta-rs.
 """
@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
-
-from lakecdc.ingest.bronze import IDENTITY
-from lakecdc.writers.base import BRONZE_META, LakeWriter, create_writer, row_schema
 from writer_harness import LONG, STR, Ev, Stream, TableReader
+
+from lakecdc.lake.bronze import IDENTITY
+from lakecdc.writers.base import BRONZE_META, LakeWriter, create_writer, row_schema
 
 pytestmark = pytest.mark.integration
 
@@ -207,7 +207,8 @@ def test_a_resent_postgres_event_ranked_without_its_end_marker_adds_nothing(writ
     (Found by tests/e2e/test_pg_to_lake.py's redelivery phase.)"""
     s = Stream(spark, "iceberg" if writer.format == "iceberg" else "delta", COLUMNS)
     ts = 1_700_000_000_000
-    first = [Ev("c", (120, 101), {"id": 1, "name": "a"}, ts_ms=ts), Ev("u", (120, 110), {"id": 1, "name": "b"}, ts_ms=ts)]
+    first = [Ev("c", (120, 101), {"id": 1, "name": "a"}, ts_ms=ts),
+             Ev("u", (120, 110), {"id": 1, "name": "b"}, ts_ms=ts)]
     assert writer.apply(s.batch(first), 1).bronze_rows == 2
     again = [Ev("c", (90, 101), {"id": 1, "name": "a"}, ts_ms=ts), Ev("u", (90, 110), {"id": 1, "name": "b"}, ts_ms=ts)]
     assert writer.apply(s.batch(again), 2).bronze_rows == 0

@@ -39,7 +39,8 @@ def test_a_restart_with_nothing_left_to_apply_publishes_what_the_tables_hold(spa
 
     restarted = processor(spark, warehouse, progress, load_state(progress))  # the kill: a new job, same state
     resume = {t: restarted.start_offset(t, 0) for t in set(records.column("topic").to_pylist())}
-    unread = [i for i, (t, o) in enumerate(zip(records.column("topic").to_pylist(), records.column("offset").to_pylist()))
+    positions = zip(records.column("topic").to_pylist(), records.column("offset").to_pylist())
+    unread = [i for i, (t, o) in enumerate(positions)
               if resume[t] is None or o > resume[t]]
     assert unread == []  # a reader resuming there gets nothing: only an end-of-data batch can move the point
     assert restarted.waits_for_end_of_data

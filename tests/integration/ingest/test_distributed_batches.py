@@ -20,13 +20,13 @@ import orjson
 import pyarrow as pa
 import pytest
 from ingest_broker import encode, golden_records
-from ingest_tables import MALFORMED, assert_final_state, delta_exists, delta_rows
+from ingest_tables import MALFORMED, delta_rows
 
-from lakecdc.ingest.config import IngestConfig
-from lakecdc.ingest.frames import arrow_to_spark, kafka_schema
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.job_state import JobState
 from lakecdc.ingest.processor import BatchProcessor, BatchReport
 from lakecdc.ingest.reader import KAFKA_ARROW_SCHEMA, KafkaMicroBatch
+from lakecdc.lake.frames import arrow_to_spark, kafka_schema
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

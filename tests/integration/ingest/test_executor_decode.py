@@ -18,12 +18,12 @@ import pytest
 from ingest_broker import publish, unique_prefix
 from ingest_tables import publish_golden_with_a_malformed_record
 
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.decode import Decoder
 from lakecdc.ingest.executor_decode import SchemaRegistry, decode_on_executors, drop_committed
 from lakecdc.ingest.reader import PythonKafkaReader
-from lakecdc.ingest.segments import union_segments
 from lakecdc.ingest.spark_reader import SparkRangeReader
+from lakecdc.lake.segments import union_segments
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark4]
 

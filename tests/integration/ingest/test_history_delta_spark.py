@@ -12,7 +12,7 @@ import pytest
 import test_history_writers as hw
 from pyspark.sql import SparkSession
 
-from lakecdc.ingest.history_chain import normalize_version
+from lakecdc.lake.history_chain import normalize_version
 from lakecdc.writers.base import create_writer, delta_in_session
 
 pytestmark = pytest.mark.integration

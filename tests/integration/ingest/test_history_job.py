@@ -13,7 +13,7 @@ from ingest_tables import delta_rows, publish_golden_with_a_malformed_record
 from lakecdc.audit.replay import events_between, replay
 from lakecdc.audit.scd2 import history_as_of, history_of
 from lakecdc.audit.tables import LakeTable
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.job import run_ingest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "unit" / "ingest"))

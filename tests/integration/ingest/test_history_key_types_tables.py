@@ -21,7 +21,7 @@ from pyspark.sql.types import DataType
 from test_key_moves_key_types import KEY_TYPES, _norm
 from writer_harness import STR, Ev, Stream, TableReader
 
-from lakecdc.ingest.history_chain import normalize_version
+from lakecdc.lake.history_chain import normalize_version
 from lakecdc.writers.base import LakeWriter, create_writer
 
 pytestmark = pytest.mark.integration

@@ -23,12 +23,17 @@ from lakecdc.audit.as_of import read_as_of_with_version
 from lakecdc.audit.replay import events_between, replay
 from lakecdc.audit.scd2 import history_as_of, history_of, key_versions
 from lakecdc.audit.tables import LakeTable, to_pandas
-from lakecdc.ingest.history_chain import normalize_version
+from lakecdc.lake.history_chain import normalize_version
 from lakecdc.writers.base import TableWriter, create_writer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "unit" / "ingest"))
 from history_model import (  # noqa: E402
-    check_chain, deliveries, event, model_history, model_silver, source_histories,
+    check_chain,
+    deliveries,
+    event,
+    model_history,
+    model_silver,
+    source_histories,
 )
 
 pytestmark = pytest.mark.integration
@@ -36,7 +41,8 @@ Row = dict[str, Any]
 
 
 @pytest.fixture(params=["iceberg", "delta-rs"])
-def writer(request: pytest.FixtureRequest, spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> TableWriter:
+def writer(request: pytest.FixtureRequest, spark: SparkSession,
+           tmp_path_factory: pytest.TempPathFactory) -> TableWriter:
     if request.param == "iceberg":
         return create_writer("iceberg", spark)
     return create_writer("delta-rs", spark, warehouse=str(tmp_path_factory.mktemp("delta")))

@@ -17,15 +17,15 @@ from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
+from writer_harness import LONG, STR, Ev, Stream, TableReader
 
-from lakecdc.ingest.batch import ColumnSpec
+from lakecdc.lake.batch import ColumnSpec
 from lakecdc.maintenance.delta import DeltaMaintainer
 from lakecdc.maintenance.iceberg import IcebergMaintainer
 from lakecdc.maintenance.options import MaintenanceOptions
 from lakecdc.maintenance.run import maintain_tables
 from lakecdc.writers.base import LakeWriter, create_writer
 from lakecdc.writers.delta_spark import DeltaSparkWriter
-from writer_harness import LONG, STR, Ev, Stream, TableReader
 
 pytestmark = pytest.mark.integration
 

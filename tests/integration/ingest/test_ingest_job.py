@@ -12,10 +12,17 @@ from pathlib import Path
 
 import pytest
 from ingest_broker import create_topics, encode, golden_records, publish, publish_records, unique_prefix
-from ingest_tables import (assert_final_source_state, assert_final_state, delta_exists, delta_rows,
-                           publish_golden_with_a_malformed_record, snapshot_count, table_rows)
+from ingest_tables import (
+    assert_final_source_state,
+    assert_final_state,
+    delta_exists,
+    delta_rows,
+    publish_golden_with_a_malformed_record,
+    snapshot_count,
+    table_rows,
+)
 
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.job import run_ingest
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

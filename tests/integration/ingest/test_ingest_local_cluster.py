@@ -15,7 +15,7 @@ import pytest
 from ingest_broker import unique_prefix
 from ingest_tables import assert_final_state, delta_exists, delta_rows, publish_golden_with_a_malformed_record
 
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.job import run_ingest
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -21,7 +21,7 @@ from ingest_broker import unique_prefix
 from ingest_tables import assert_final_state, delta_exists, delta_rows, table_rows
 from test_ingest_split_transactions import BATCH_1, BATCH_2, BATCH_3, NOW, PREFIX, all_records
 
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.job_state import JobState
 from lakecdc.ingest.processor import BatchProcessor, BatchReport
 from lakecdc.ingest.reader import KafkaMicroBatch

@@ -15,7 +15,7 @@ import pytest
 from ingest_broker import create_topics, golden_records, publish_records, unique_prefix
 from ingest_tables import assert_final_source_state, table_rows
 
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.job import reader_kind, run_ingest
 from lakecdc.ingest.reader import PythonKafkaReader
 from lakecdc.ingest.spark_reader import SparkRangeReader
@@ -29,7 +29,8 @@ def job_config(bootstrap: str, spark, prefix: str, tmp_path: Path, **extra: str)
     return IngestConfig.from_properties({
         "name": prefix, "kafka.bootstrap.servers": bootstrap, "topic.prefix": prefix,
         "warehouse": spark.conf.get("spark.sql.catalog.lake.warehouse"),
-        "table.name.format.bronze": f"{prefix}_bronze.{{table}}", "table.name.format.silver": f"{prefix}_silver.{{table}}",
+        "table.name.format.bronze": f"{prefix}_bronze.{{table}}",
+        "table.name.format.silver": f"{prefix}_silver.{{table}}",
         "progress.path": str(tmp_path / "progress"), "batch.max.wait.ms": "300", **extra})
 
 

@@ -10,11 +10,11 @@ from decimal import Decimal
 import pytest
 from ingest_broker import create_topics, golden_records, publish, publish_records, unique_prefix
 
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.decode import Decoder
-from lakecdc.ingest.frames import kafka_schema
 from lakecdc.ingest.reader import PythonKafkaReader
-from lakecdc.ingest.segments import union_segments
+from lakecdc.lake.frames import kafka_schema
+from lakecdc.lake.segments import union_segments
 
 pytestmark = pytest.mark.integration
 

@@ -14,8 +14,8 @@ import pytest
 from ingest_broker import create_topics, golden_records, publish_records, unique_prefix
 from ingest_tables import assert_final_source_state
 
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.errors import ConfigError
-from lakecdc.ingest.config import IngestConfig
 from lakecdc.ingest.job import run_ingest
 from lakecdc.ingest.kafka_source import spark_kafka_available
 
@@ -26,7 +26,8 @@ def config(bootstrap: str, spark, prefix: str, tmp_path: Path, reader: str) -> I
     return IngestConfig.from_properties({
         "name": prefix, "kafka.bootstrap.servers": bootstrap, "topic.prefix": prefix,
         "warehouse": spark.conf.get("spark.sql.catalog.lake.warehouse"), "reader": reader,
-        "table.name.format.bronze": f"{prefix}_bronze.{{table}}", "table.name.format.silver": f"{prefix}_silver.{{table}}",
+        "table.name.format.bronze": f"{prefix}_bronze.{{table}}",
+        "table.name.format.silver": f"{prefix}_silver.{{table}}",
         "progress.path": str(tmp_path / "progress")})
 
 

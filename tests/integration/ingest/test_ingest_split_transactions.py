@@ -7,8 +7,8 @@ later single-table transactions 1268 (insert Eve, id 5) and 1269 (update Dave, i
 complete. 1264 is held, and so are 1268/1269: transactions are released in commit order, so
 customers never shows Eve without 1264's changes (a state the source never had, issue 19). When
 1264 completes, everything is released and written exactly once (FINDINGS #1: released events past
-a held one were once skipped as "already committed" and lost). Real Spark, the real delta-rs writer, a temp warehouse; no broker (the
-records go straight to the processor, so batch boundaries are exact).
+a held one were once skipped as "already committed" and lost). Real Spark, the real delta-rs writer, a
+temp warehouse; no broker (the records go straight to the processor, so batch boundaries are exact).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pytest
 from ingest_broker import encode, golden_records
 from ingest_tables import assert_final_state, delta_exists, delta_rows
 
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.job_state import JobState, load_state
 from lakecdc.ingest.processor import BatchProcessor
 from lakecdc.ingest.reader import KAFKA_ARROW_SCHEMA, KafkaMicroBatch

@@ -1,7 +1,7 @@
 """Primary-key changes with placeholders for every key type, on real tables, for every writer.
 
 The create of a key change takes its placeholder columns from the old key's stored silver row or
-bronze events (``lakecdc.ingest.key_moves``). Those lookups compare the batch's key values (Spark's
+bronze events (``lakecdc.lake.key_moves``). Those lookups compare the batch's key values (Spark's
 Arrow types: ``string``, ``binary``, ``decimal128``...) with what the table reads back (delta-rs:
 ``string_view``, ``binary_view``...), so each key type Arrow can read back is tried here: text,
 UUID text, bytes, decimals, dates, timestamps (with and without zone), integers of every width,
@@ -20,12 +20,21 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql.types import (
-    BinaryType, ByteType, DataType, DateType, DecimalType, IntegerType, LongType, ShortType, StringType,
-    TimestampNTZType, TimestampType,
+    BinaryType,
+    ByteType,
+    DataType,
+    DateType,
+    DecimalType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    TimestampNTZType,
+    TimestampType,
 )
+from writer_harness import STR, Ev, Stream, TableReader
 
 from lakecdc.writers.base import LakeWriter, create_writer
-from writer_harness import STR, Ev, Stream, TableReader
 
 pytestmark = pytest.mark.integration
 
@@ -37,7 +46,8 @@ KEY_TYPES: dict[str, tuple[DataType, Any, Any]] = {
     "binary": (BinaryType(), b"\x00\x01", b"\xff\xfe"),
     "decimal": (DecimalType(20, 4), Decimal("1.5000"), Decimal("-2.2500")),
     "date": (DateType(), dt.date(2024, 2, 29), dt.date(1999, 12, 31)),
-    "timestamp": (TimestampType(), dt.datetime(2024, 1, 1, 12, 0, tzinfo=UTC), dt.datetime(2025, 6, 1, 0, 0, 1, tzinfo=UTC)),
+    "timestamp": (TimestampType(), dt.datetime(2024, 1, 1, 12, 0, tzinfo=UTC),
+                  dt.datetime(2025, 6, 1, 0, 0, 1, tzinfo=UTC)),
     "timestamp_ntz": (TimestampNTZType(), dt.datetime(2024, 1, 1, 12, 0), dt.datetime(2025, 6, 1, 0, 0, 1)),
     "byte": (ByteType(), 1, -2),
     "short": (ShortType(), 300, -301),

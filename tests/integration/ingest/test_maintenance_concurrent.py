@@ -25,8 +25,9 @@ from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
+from writer_harness import LONG, STR, Ev, Stream, TableReader
 
-from lakecdc.ingest.batch import ChangeBatch
+from lakecdc.lake.batch import ChangeBatch
 from lakecdc.maintenance.delta import DeltaMaintainer
 from lakecdc.maintenance.iceberg import IcebergMaintainer
 from lakecdc.maintenance.options import MaintenanceOptions
@@ -34,7 +35,6 @@ from lakecdc.maintenance.run import Maintainer, MaintenanceConflictError, mainta
 from lakecdc.writers import conflicts
 from lakecdc.writers.base import TableWriter, create_writer
 from lakecdc.writers.conflicts import CommitConflictError, is_commit_conflict, retry_on_conflict
-from writer_harness import LONG, STR, Ev, Stream, TableReader
 
 pytestmark = pytest.mark.integration
 

@@ -12,11 +12,11 @@ from datetime import timedelta
 
 import pytest
 from pyspark.sql import SparkSession
+from writer_harness import LONG, STR, Ev, Stream, TableReader
 
 from lakecdc.maintenance.options import MaintenanceOptions
 from lakecdc.maintenance.run import Maintainer, maintain_tables
 from lakecdc.writers.base import TableWriter
-from writer_harness import LONG, STR, Ev, Stream, TableReader
 
 pytestmark = pytest.mark.integration
 
@@ -34,7 +34,8 @@ def test_ledger_loses_only_removals_that_no_longer_matter(setup: tuple[TableWrit
     reader = TableReader(writer)
     writer.apply(s.batch([Ev("c", 10 + i, {"id": i, "name": f"a{i}"}) for i in range(1, 5)]), 1)
     writer.apply(s.batch([Ev("d", 15, {"id": 1}), Ev("d", 16, {"id": 2})]), 2)
-    writer.apply(s.batch([Ev("t", 20), Ev("c", 25, {"id": 3, "name": "after"}), Ev("c", 26, {"id": 4, "name": "x"})]), 3)
+    writer.apply(s.batch([Ev("t", 20), Ev("c", 25, {"id": 3, "name": "after"}),
+                          Ev("c", 26, {"id": 4, "name": "x"})]), 3)
     writer.apply(s.batch([Ev("d", 30, {"id": 3})]), 4)
     assert _removals(reader, s) == [(1, 15), (2, 16), (3, 30)]
     silver = reader.by_key(s.target.silver_table)

@@ -10,12 +10,12 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from writer_harness import LONG, STR, Ev, Stream, TableReader
 
 from lakecdc.errors import ConfigError
 from lakecdc.maintenance.options import MaintenanceOptions
 from lakecdc.maintenance.run import Maintainer, maintain_tables
 from lakecdc.writers.base import TableWriter
-from writer_harness import LONG, STR, Ev, Stream, TableReader
 
 pytestmark = pytest.mark.integration
 

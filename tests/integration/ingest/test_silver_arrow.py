@@ -10,10 +10,10 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from lakecdc.ingest.batch import SEQ_LENGTH
-from lakecdc.ingest.frames import arrow_to_spark, metadata_fields
-from lakecdc.ingest.silver import arrow_batch_stats, ledger_rows, silver_source
-from lakecdc.ingest.silver_arrow import arrow_input_columns, arrow_ledger_rows, arrow_silver_source
+from lakecdc.lake.frames import arrow_to_spark, metadata_fields
+from lakecdc.lake.layout import SEQ_LENGTH
+from lakecdc.lake.silver import arrow_batch_stats, ledger_rows, silver_source
+from lakecdc.lake.silver_arrow import arrow_input_columns, arrow_ledger_rows, arrow_silver_source
 
 pytestmark = [pytest.mark.integration]
 

@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 from typer.testing import CliRunner
+from writer_harness import LONG, STR, Ev, Stream, TableReader
 
 from lakecdc.maintenance.options import MaintenanceOptions
 from lakecdc.maintenance.periodic import PeriodicMaintenance
 from lakecdc.maintenance.run import Maintainer, maintain_tables
 from lakecdc.writers.base import TableWriter, create_writer
-from writer_harness import LONG, STR, Ev, Stream, TableReader
 
 pytestmark = pytest.mark.integration
 

@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql.types import DecimalType, DoubleType, FloatType, IntegerType
+from writer_harness import LONG, STR, Ev, Stream, TableReader
 
 from lakecdc.errors import SchemaEvolutionError
-from lakecdc.ingest.batch import ColumnSpec
-from lakecdc.ingest.frames import spark_to_arrow
-from lakecdc.ingest.silver import arrow_batch_stats
+from lakecdc.lake.batch import ColumnSpec
+from lakecdc.lake.frames import spark_to_arrow
+from lakecdc.lake.silver import arrow_batch_stats
 from lakecdc.writers.base import TableWriter, create_writer
-from writer_harness import LONG, STR, Ev, Stream, TableReader
 
 pytestmark = pytest.mark.integration
 

@@ -16,9 +16,9 @@ from ingest_tables import assert_final_state
 from pyspark.sql import SparkSession
 from writer_harness import LONG, STR, Ev, Stream
 
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.job import run_ingest
-from lakecdc.ingest.progress import PROGRESS_KEY
+from lakecdc.lake.progress import PROGRESS_KEY
 from lakecdc.writers.base import create_writer, delta_in_session
 from lakecdc.writers.delta_spark import DeltaSparkWriter
 
@@ -138,7 +138,8 @@ def test_tables_applied_in_parallel_each_record_their_own_progress(connector_spa
         for table in (s.target.bronze_table, s.target.silver_table):
             recorded = history_progress(spark, table)
             assert len(recorded) == rounds, f"{table}: {recorded}"
-            assert all(set(progress) == {s.topic} for progress in recorded), f"{table} records another topic: {recorded}"
+            assert all(set(progress) == {s.topic} for progress in recorded), \
+                f"{table} records another topic: {recorded}"
         assert silver(spark, s) == {n: f"{s.topic}-{n}" for n in range(rounds)}
 
 

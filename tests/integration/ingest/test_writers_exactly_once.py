@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
+from writer_harness import LONG, STR, Ev, Stream, TableReader
 
 from lakecdc.writers.base import LakeWriter, create_writer
-from writer_harness import LONG, STR, Ev, Stream, TableReader
 
 pytestmark = pytest.mark.integration
 

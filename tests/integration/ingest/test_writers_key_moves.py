@@ -2,7 +2,7 @@
 
 Debezium emits a key change as delete(old key) + create(new key) at ONE source position, so both
 events here share a ``_seq`` (the topic orders them by offset). The create's placeholder columns
-must take the old key's row just before the change (``lakecdc.ingest.key_moves``): from the batch,
+must take the old key's row just before the change (``lakecdc.lake.key_moves``): from the batch,
 the stored silver row (also soft-deleted, when its delete is the change's own), or bronze when
 the delete was applied by an earlier micro-batch (no transaction metadata) and silver forgot it.
 """
@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
+from writer_harness import LONG, STR, Ev, Stream, TableReader
 
 from lakecdc.writers.base import LakeWriter, create_writer
-from writer_harness import LONG, STR, Ev, Stream, TableReader
 
 pytestmark = pytest.mark.integration
 

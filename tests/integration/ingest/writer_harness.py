@@ -14,7 +14,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql.types import ArrayType, DataType, LongType, StringType, StructField, StructType
 
-from lakecdc.ingest.batch import ChangeBatch, ColumnSpec, TableTarget
+from lakecdc.lake.batch import ChangeBatch, ColumnSpec, TableTarget
 from lakecdc.writers.base import BATCH_META, TableWriter
 
 INGEST_TS = datetime(2026, 11, 22, 9, 0, tzinfo=timezone.utc)

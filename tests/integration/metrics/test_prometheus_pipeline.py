@@ -21,11 +21,11 @@ from typing import Any
 
 import psycopg
 import pytest
-from psycopg import sql
 from metrics_scrape import Samples, scrape, value, wait_for
+from psycopg import sql
 
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.devstack.ports import free_port
-from lakecdc.ingest.config import IngestConfig
 from lakecdc.ingest.job import run_ingest
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -110,8 +110,8 @@ def write_delta(root: Path, rows: int = ROWS) -> None:
     write_deltalake(str(root / "bronze" / "big"), _events(bronze_extra), mode="append")
     changed = {"id": 3000, "payload": "changed", "_op": "c", "_seq": [3010, 3010, 0, 0],
                "_source_ts_ms": 1_700_000_003_000, "_tx_id": "3000"}
-    write_deltalake(str(root / "silver" / "big"), pa.Table.from_pylist([*silver_extra, changed],
-                                                                       schema=_chunk(0, 1, False).schema), mode="append")
+    rows = pa.Table.from_pylist([*silver_extra, changed], schema=_chunk(0, 1, False).schema)
+    write_deltalake(str(root / "silver" / "big"), rows, mode="append")
 
 
 def check(silver, bronze) -> dict:  # type: ignore[no-untyped-def]

@@ -41,15 +41,15 @@ for sub in ("sqlserver", "oracle"):
     if str(CAPTURE / sub) not in sys.path:
         sys.path.insert(0, str(CAPTURE / sub))
 
-import oracledb
-from oracle_replay import ReplayConnection as OracleReplay
-from oracle_replay import ReplayCursor as OracleCursor
-from oracle_replay import describe
-from sqlserver_replay import Recording, ResultSet
-from sqlserver_replay import ReplayConnection as SqlServerReplay
+import oracledb  # noqa: E402 (after the sys.path set-up above)
+from oracle_replay import ReplayConnection as OracleReplay  # noqa: E402 (after the sys.path set-up above)
+from oracle_replay import ReplayCursor as OracleCursor  # noqa: E402 (after the sys.path set-up above)
+from oracle_replay import describe  # noqa: E402 (after the sys.path set-up above)
+from sqlserver_replay import Recording, ResultSet  # noqa: E402 (after the sys.path set-up above)
+from sqlserver_replay import ReplayConnection as SqlServerReplay  # noqa: E402 (after the sys.path set-up above)
 
-from lakecdc.quality import range_checksums as rc
-from lakecdc.quality.canonical import NULL_TEXT, is_text
+from lakecdc.quality import range_checksums as rc  # noqa: E402 (after the sys.path set-up above)
+from lakecdc.quality.canonical import NULL_TEXT, is_text  # noqa: E402 (after the sys.path set-up above)
 
 HEADER = re.compile(r"/\* lakecdc reconcile (\{.*?\}) \*/ ", re.DOTALL)
 

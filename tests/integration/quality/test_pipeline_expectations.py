@@ -42,7 +42,8 @@ def run(broker, spark, tmp_path: Path, action: str):  # type: ignore[no-untyped-
     (tmp_path / "ingest.yaml").write_text("\n".join(f"{k}: {json.dumps(v)}" for k, v in {
         "name": prefix, "kafka.bootstrap.servers": broker.bootstrap_servers, "topic.prefix": prefix,
         "warehouse": spark.conf.get("spark.sql.catalog.lake.warehouse"),
-        "table.name.format.bronze": f"{prefix}_bronze.{{table}}", "table.name.format.silver": f"{prefix}_silver.{{table}}",
+        "table.name.format.bronze": f"{prefix}_bronze.{{table}}",
+        "table.name.format.silver": f"{prefix}_silver.{{table}}",
         "progress.path": str(tmp_path / "progress"), **mapping}.items()))
     return prefix, summary, events
 

@@ -119,13 +119,16 @@ def test_a_fragment_whose_documented_result_differs_makes_the_test_fail(tmp_path
     original = Dialect.text
 
     def bare(self: Dialect, c: str, type_: pa.DataType, depth: int = 0) -> str:
-        return f"TO_CHAR({c})" if self.name == "oracle" and pa.types.is_decimal(type_) else original(self, c, type_, depth)
+        if self.name == "oracle" and pa.types.is_decimal(type_):
+            return f"TO_CHAR({c})"
+        return original(self, c, type_, depth)
 
     monkeypatch.setattr(Dialect, "text", bare)
     assert ("oracle", "TO_CHAR({c})") in FRAGMENTS  # a known fragment: the evaluator answers, with Oracle's text
     result, _ = reconcile(table, "oracle", "id", data)
     # 1.50 is "1.5", 3.00 is "3", 0.25 is ".25" in Oracle's bare TO_CHAR
-    misprinted = [r for r in data if f"{r['amount']:.2f}".endswith("0") or f"{r['amount']:.2f}".lstrip("-").startswith("0.")]
+    misprinted = [r for r in data if f"{r['amount']:.2f}".endswith("0")
+                  or f"{r['amount']:.2f}".lstrip("-").startswith("0.")]
     assert misprinted and not result.passed
     assert result.failed_rows == len(misprinted), result.reason
 

@@ -10,7 +10,7 @@ import pymysql
 import pytest
 
 from lakecdc.capture.runner import run_capture
-from lakecdc.metrics.capture_status import capture_status
+from lakecdc.capture.status import capture_status
 
 pytestmark = [pytest.mark.integration]
 
@@ -33,7 +33,8 @@ def _server_position(mariadb: Any) -> tuple[str, int]:
     return str(row[0]), int(row[1])
 
 
-def test_binlog_lag_counts_from_the_stored_position_and_grows_by_exactly_what_is_written(mariadb: Any, tmp_path: Path) -> None:
+def test_binlog_lag_counts_from_the_stored_position_and_grows_by_exactly_what_is_written(
+        mariadb: Any, tmp_path: Path) -> None:
     database = f"st{uuid.uuid4().hex[:6]}"
     mariadb.admin_sql(f"CREATE DATABASE `{database}`;\n")
     _execute(mariadb, database, "CREATE TABLE items (id int PRIMARY KEY, name varchar(50))",

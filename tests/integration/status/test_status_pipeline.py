@@ -18,15 +18,15 @@ from psycopg import sql
 from typer.testing import CliRunner
 
 from lakecdc.capture.postgres.offset import flush_lsn
-from lakecdc.capture.runner import run_capture
-from lakecdc.cli.main import app
-from lakecdc.events.positions import position_from_source
-from lakecdc.ingest.transactions import commit_lsn, tx_link
-from lakecdc.ingest.config import IngestConfig
-from lakecdc.ingest.job import run_ingest
 from lakecdc.capture.postgres.replication import format_lsn, parse_lsn
-from lakecdc.metrics.capture_status import capture_status
-from lakecdc.metrics.ingest_status import ingest_status
+from lakecdc.capture.runner import run_capture
+from lakecdc.capture.status import capture_status
+from lakecdc.cli.main import app
+from lakecdc.config.ingest import IngestConfig
+from lakecdc.events.positions import position_from_source
+from lakecdc.ingest.job import run_ingest
+from lakecdc.ingest.status import ingest_status
+from lakecdc.ingest.transactions import commit_lsn, tx_link
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from lakecdc.audit import AuditError, TableVersion, parse_position
-from lakecdc.audit.notation import MAX
 from lakecdc.audit.diff import diff_frames, same_value
+from lakecdc.audit.notation import MAX
 from lakecdc.audit.plots import plot_lag, plot_versions
 from lakecdc.audit.tables import LakeTable, row_columns
 from lakecdc.cli.audit import parse_key

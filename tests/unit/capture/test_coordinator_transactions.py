@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from lakecdc.capture.coordinator import SNAPSHOT_IN_PROGRESS, CaptureCoordinator, CoordinatorSettings
-from lakecdc.transport.offsets import FileOffsetStore, OffsetRecord, offset_key
 from lakecdc.capture.postgres.offset import snapshot_completed
 from lakecdc.capture.spi import SnapshotResult
 from lakecdc.errors import SinkTransientError
+from lakecdc.transport.offsets import FileOffsetStore, OffsetRecord, offset_key
 
 KEY = offset_key("inv", {"server": "dbz"})
 

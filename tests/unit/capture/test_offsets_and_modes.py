@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from lakecdc.transport.offsets import FileOffsetStore, OffsetStoreError, offset_key, open_offsets
 from lakecdc.capture.postgres.config import PostgresConnectorConfig
 from lakecdc.capture.snapshot_modes import plan_start
 from lakecdc.errors import ConfigError
+from lakecdc.transport.offsets import FileOffsetStore, OffsetStoreError, offset_key, open_offsets
 
 PG = {"topic.prefix": "p", "database.hostname": "localhost"}
 

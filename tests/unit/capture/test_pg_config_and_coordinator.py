@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from lakecdc.capture.coordinator import CaptureCoordinator, CoordinatorSettings
-from lakecdc.transport.offsets import FileOffsetStore, offset_key
 from lakecdc.capture.postgres.offset import flush_lsn, resume_point, snapshot_completed, snapshot_offset
 from lakecdc.capture.postgres.registration import load_postgres_config
 from lakecdc.capture.spi import SnapshotResult
+from lakecdc.transport.offsets import FileOffsetStore, offset_key
 
 CONF = Path(__file__).resolve().parents[3] / "conf"
 

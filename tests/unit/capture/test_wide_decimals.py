@@ -25,7 +25,8 @@ def test_sqlserver_decimal_38_10() -> None:
     from lakecdc.capture.sqlserver.types import _decimal
 
     assert unscaled_from_bytes(_decimal(10, "precise")(WIDE_38)) == 12345678901234567890123456789012345678
-    assert _decimal(10, "string")(Decimal("1234567890123456789012345678.9")) == "1234567890123456789012345678.9000000000"
+    assert (_decimal(10, "string")(Decimal("1234567890123456789012345678.9"))
+            == "1234567890123456789012345678.9000000000")
 
 
 def test_oracle_number_38_10_and_unscaled_number() -> None:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-
-from shared_paths import SHARED_ROOT
 from typing import ClassVar
 
 import pytest
 from pydantic import Field
+from shared_paths import SHARED_ROOT
 
 from lakecdc.config import CommonConnectorConfig, load_properties
 from lakecdc.errors import ConfigError
@@ -84,26 +83,36 @@ def test_snapshot_mode_is_validated_by_the_subclass_set() -> None:
 
 
 def test_subclass_property_typo_suggests_subclass_name() -> None:
-    with pytest.raises(ConfigError, match="unknown property 'publication.autocreate' — did you mean 'publication.autocreate.mode'"):
+    with pytest.raises(ConfigError,
+                       match="unknown property 'publication.autocreate' — did you mean 'publication.autocreate.mode'"):
         PgLike.from_properties(base(**{"publication.autocreate": "filtered"}))
 
 
 @pytest.mark.parametrize(
     ("props", "message"),
     [
-        (base(**{"table.include.list": "a", "table.exclude.list": "b"}), "'table.include.list' and 'table.exclude.list' cannot both"),
-        (base(**{"schema.include.list": "a", "schema.exclude.list": "b"}), "'schema.include.list' and 'schema.exclude.list'"),
-        (base(**{"column.include.list": "a", "column.exclude.list": "b"}), "'column.include.list' and 'column.exclude.list'"),
-        (base(**{"table.include.list": "public.(x"}), "'table.include.list': 'public.\\(x' is not a valid regular expression"),
-        (base(**{"skipped.operations": "c,z"}), "'skipped.operations': allowed values are a comma list of c, u, d, t, or none"),
+        (base(**{"table.include.list": "a", "table.exclude.list": "b"}),
+         "'table.include.list' and 'table.exclude.list' cannot both"),
+        (base(**{"schema.include.list": "a", "schema.exclude.list": "b"}),
+         "'schema.include.list' and 'schema.exclude.list'"),
+        (base(**{"column.include.list": "a", "column.exclude.list": "b"}),
+         "'column.include.list' and 'column.exclude.list'"),
+        (base(**{"table.include.list": "public.(x"}),
+         "'table.include.list': 'public.\\(x' is not a valid regular expression"),
+        (base(**{"skipped.operations": "c,z"}),
+         "'skipped.operations': allowed values are a comma list of c, u, d, t, or none"),
         ({"topic.prefix": "my topic"}, "'topic.prefix': only letters, digits"),
-        (base(**{"max.batch.size": "8192"}), "'max.queue.size' \\(8192\\) must be larger than 'max.batch.size' \\(8192\\)"),
-        (base(**{"offset.storage": "org.apache.kafka.connect.storage.FileOffsetBackingStore"}), "needs property 'offset.storage.file.filename'"),
+        (base(**{"max.batch.size": "8192"}),
+         "'max.queue.size' \\(8192\\) must be larger than 'max.batch.size' \\(8192\\)"),
+        (base(**{"offset.storage": "org.apache.kafka.connect.storage.FileOffsetBackingStore"}),
+         "needs property 'offset.storage.file.filename'"),
         (base(**{"offset.storage": "kafka"}), "needs property 'offset.storage.topic'"),
         (base(**{"offset.storage": "redis"}), "invalid value 'redis' for property 'offset.storage'"),
         (base(**{"value.converter": "io.confluent.connect.avro.AvroConverter"}), "'value.converter' is 'io.confluent"),
-        (base(**{"message.key.columns": "public.t"}), "'message.key.columns': 'public.t' is not '<table regex>:<column>"),
-        (base(**{"snapshot.select.statement.overrides": "public.t"}), "'snapshot.select.statement.overrides.public.t' is missing"),
+        (base(**{"message.key.columns": "public.t"}),
+         "'message.key.columns': 'public.t' is not '<table regex>:<column>"),
+        (base(**{"snapshot.select.statement.overrides": "public.t"}),
+         "'snapshot.select.statement.overrides.public.t' is missing"),
         (base(**{"column.mask.with.x.chars": "a.b.c"}), "'column.mask.with.x.chars' must end with '.<number>.chars'"),
         (base(**{"database.port": "70000"}), "invalid value '70000' for property 'database.port'"),
         (base(**{"binary.handling.mode": "base32"}), "allowed values are bytes, base64, base64-url-safe, hex"),
@@ -115,7 +124,8 @@ def test_invalid_configurations_name_the_property(props: dict[str, str], message
 
 
 def test_skipped_operations_none_and_lists() -> None:
-    assert CommonConnectorConfig.from_properties(base(**{"skipped.operations": "none"})).skipped_operation_codes == frozenset()
+    none = CommonConnectorConfig.from_properties(base(**{"skipped.operations": "none"}))
+    assert none.skipped_operation_codes == frozenset()
     cfg = CommonConnectorConfig.from_properties(base(**{"skipped.operations": "U, d"}))
     assert cfg.skipped_operation_codes == frozenset({"u", "d"})
 
@@ -169,7 +179,8 @@ def test_converter_schemas_enable_precedence() -> None:
 
 def test_offset_and_history_store_kinds() -> None:
     cfg = CommonConnectorConfig.from_properties(
-        base(**{"offset.storage.topic": "offsets", "schema.history.internal": "io.debezium.storage.file.history.FileSchemaHistory"})
+        base(**{"offset.storage.topic": "offsets",
+                "schema.history.internal": "io.debezium.storage.file.history.FileSchemaHistory"})
     )
     assert cfg.offset_storage_kind == "kafka"
     assert cfg.schema_history_kind == "file"  # PostgreSQL-like connectors ignore history: no filename needed
@@ -206,14 +217,16 @@ def test_yaml_file_gives_the_same_config_as_properties_file(tmp_path: Path) -> N
     props_file = tmp_path / "c.properties"
     props_file.write_text("topic.prefix=shop\ndatabase.hostname=db1\ndatabase.port=5433\ntable.include.list=public.a,public.b\n")
     yaml_file = tmp_path / "c.yaml"
-    yaml_file.write_text("topic.prefix: shop\ndatabase:\n  hostname: db1\n  port: 5433\ntable.include.list: [public.a, public.b]\n")
+    yaml_file.write_text("topic.prefix: shop\ndatabase:\n  hostname: db1\n  port: 5433\ntable.include.list: "
+                         "[public.a, public.b]\n")
     assert PgLike.from_file(props_file, environ={}) == PgLike.from_file(yaml_file, environ={})
 
 
 def test_env_override_through_from_file(tmp_path: Path) -> None:
     path = tmp_path / "c.properties"
     path.write_text("topic.prefix=shop\n")
-    cfg = PgLike.from_file(path, environ={"LAKECDC_CONFIG_SLOT_NAME": "from_env", "LAKECDC_CONFIG_SNAPSHOT_MODE": "never"})
+    cfg = PgLike.from_file(path,
+                           environ={"LAKECDC_CONFIG_SLOT_NAME": "from_env", "LAKECDC_CONFIG_SNAPSHOT_MODE": "never"})
     assert cfg.slot_name == "from_env"
     assert cfg.snapshot_mode == "never"
 

@@ -94,7 +94,8 @@ def test_resolved_secret_is_redacted_in_text() -> None:
 
 def test_redact_masks_dsn_passwords_even_when_unregistered() -> None:
     text = "dsn host=db password='a b' user=x; url postgresql://u:pw123@h:5432/d; password=plain end"
-    assert redact(text) == f"dsn host=db password={MASK} user=x; url postgresql://u:{MASK}@h:5432/d; password={MASK} end"
+    assert redact(text) == (f"dsn host=db password={MASK} user=x; url postgresql://u:{MASK}@h:5432/d; "
+                            f"password={MASK} end")
 
 
 def test_short_values_are_not_registered() -> None:

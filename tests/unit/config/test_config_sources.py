@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from shared_paths import SHARED_ROOT
-
 import pytest
+from shared_paths import SHARED_ROOT
 
 from lakecdc.config.sources import (
     apply_env_overrides,

@@ -7,6 +7,7 @@ import datetime as dt
 import decimal
 
 import pytest
+from events_workload import workload_records
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,7 +23,6 @@ from lakecdc.events.logical import (
     zoned_timestamp_text,
 )
 from lakecdc.events.schema import ConnectSchema
-from events_workload import workload_records
 
 UTC = dt.timezone.utc
 

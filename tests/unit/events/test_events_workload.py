@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+from events_workload import line_ids, workload_lines, workload_records
 
 from lakecdc.events.envelope import TRANSACTION_BLOCK, envelope_payload, envelope_schema
 from lakecdc.events.positions import PostgresPosition, position_from_source
@@ -19,7 +20,6 @@ from lakecdc.events.transaction import (
     TransactionTracker,
 )
 from lakecdc.events.values import connect_to_json, json_to_connect
-from events_workload import line_ids, workload_lines, workload_records
 
 LINES = workload_lines()
 

@@ -1,7 +1,7 @@
 """A pure-Python model of SCD2 history and random source histories to check the implementation against.
 
 ``model_history(events)`` folds a whole table's events at once, in silver's order, straight from the
-rules in ``docs/CONTRACTS.md`` (it shares no code with ``lakecdc.ingest.history_chain``, which
+rules in ``docs/CONTRACTS.md`` (it shares no code with ``lakecdc.lake.history_chain``, which
 folds key by key and batch by batch). ``source_histories`` draws event sequences a source could
 produce (inserts, updates, deletes, truncates, primary-key changes, unchanged-TOAST placeholders,
 changes in an untracked column only); ``deliveries`` cuts them into shuffled batches with replays.

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-
-from shared_paths import SHARED_ROOT
 from typing import Any
 
 import orjson
 import pyarrow as pa
+from shared_paths import SHARED_ROOT
 
 from lakecdc.ingest.reader import KAFKA_ARROW_SCHEMA
 

@@ -18,7 +18,7 @@ from lakecdc.audit.notation import format_position, parse_position
 from lakecdc.events.position_text import lsn_to_text, sqlserver_lsn_to_text
 from lakecdc.events.positions import MySqlPosition, OraclePosition, PostgresPosition, SqlServerPosition
 from lakecdc.ingest.ordering import rank_by_commit
-from lakecdc.ingest.segments import METADATA_ARROW
+from lakecdc.lake.segments import METADATA_ARROW
 
 
 def test_sqlserver_a_change_made_before_the_snapshot_and_committed_after_ranks_after_it() -> None:
@@ -33,7 +33,8 @@ def test_oracle_a_change_made_before_the_snapshot_and_committed_after_ranks_afte
     snapshot = OraclePosition(scn=289_600, snapshot=True)
     crossing = OraclePosition(scn=289_590, commit_scn=289_620, rs_id=" 0x0000a5.00012345.0124 ", ssn=2)
     assert crossing.seq() > snapshot.seq()
-    assert crossing.seq() <= parse_position("oracle", "289620") and not crossing.seq() <= parse_position("oracle", "289619")
+    assert crossing.seq() <= parse_position("oracle", "289620")
+    assert not crossing.seq() <= parse_position("oracle", "289619")
     assert format_position("oracle", crossing.seq()) == "289620"
 
 
@@ -74,4 +75,5 @@ def test_postgres_ranked_by_commit_sorts_in_commit_order_and_within_positions(si
     order = [commits[t.split(":")[0]] for t in tx_ids]
     assert [s[0] for s in out] == order and order == sorted(order)
     for s, commit in zip(out, order):
-        assert s <= parse_position("postgres", lsn_to_text(commit)) and format_position("postgres", s) == lsn_to_text(commit)
+        assert s <= parse_position("postgres", lsn_to_text(commit))
+        assert format_position("postgres", s) == lsn_to_text(commit)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from lakecdc.ingest.consistency_point import ConsistencyPoint, just_below
+from lakecdc.ingest.consistency_point import ConsistencyPoint
 from lakecdc.ingest.job_state import JobState
-from lakecdc.ingest.segments import METADATA_ARROW
+from lakecdc.lake.progress import just_below
+from lakecdc.lake.segments import METADATA_ARROW
 
 
 def rows(*events: tuple[str, tuple[int, ...]]) -> pa.Table:

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 import pytest
 from ingest_records import encode, golden_records, kafka_table
 
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.dead_letter import DeadLetterSink
 from lakecdc.ingest.decode import Decoder
 

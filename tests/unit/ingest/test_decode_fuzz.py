@@ -36,7 +36,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ingest_records import golden_records, kafka_table
 
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.decode import DecodedBatch, Decoder
 from lakecdc.ingest.reader import KAFKA_ARROW_SCHEMA
 

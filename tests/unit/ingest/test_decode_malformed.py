@@ -17,7 +17,7 @@ import orjson
 import pytest
 from ingest_records import encode, golden_records, kafka_table
 
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.ingest.decode import DecodedBatch, Decoder
 
 NOW = datetime(2026, 11, 22, 9, 0, tzinfo=timezone.utc)

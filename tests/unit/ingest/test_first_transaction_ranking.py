@@ -10,13 +10,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 from ingest_records import encode, golden_records, kafka_table
 
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.events.positions import PostgresPosition
-from lakecdc.ingest.config import IngestConfig
 from lakecdc.ingest.decode import Decoder
 from lakecdc.ingest.job_state import JobState
-from lakecdc.ingest.ordering import (FIRST_TRANSACTION_PHASE, event_seq, order_rows, rank_after_snapshot,
-                                     snapshot_lsn, snapshot_lsn_below)
-from lakecdc.ingest.segments import union_segments
+from lakecdc.ingest.ordering import (
+    FIRST_TRANSACTION_PHASE,
+    event_seq,
+    order_rows,
+    rank_after_snapshot,
+    snapshot_lsn,
+    snapshot_lsn_below,
+)
+from lakecdc.lake.segments import union_segments
 
 NOW = datetime(2026, 11, 26, 9, 0, tzinfo=timezone.utc)
 CONFIG = IngestConfig.from_properties({"kafka.bootstrap.servers": "127.0.0.1:1", "topic.prefix": "dbz"})

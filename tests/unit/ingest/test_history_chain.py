@@ -10,14 +10,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from history_model import (
+    COLUMNS,
+    KEYS,
+    check_chain,
+    deliveries,
+    event,
+    model_history,
+    model_silver,
+    source_histories,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lakecdc.ingest.history_chain import HistoryBuilder, Tracking, from_ms, normalize_version
-from lakecdc.ingest.history_plan import ACTION, DELETE
-from history_model import (
-    COLUMNS, KEYS, check_chain, deliveries, event, model_history, model_silver, source_histories,
-)
+from lakecdc.lake.history_chain import HistoryBuilder, Tracking, from_ms, normalize_version
+from lakecdc.lake.history_plan import ACTION, DELETE
 
 Row = dict[str, Any]
 
@@ -56,7 +63,8 @@ def apply_batch(table: dict[tuple[Any, ...], Row], batch: list[Row], bronze: lis
     first = builder.oldest_truncate
     if first is not None:
         for at, version in table.items():
-            if at not in touched and version["_valid_to_seq"] is None and tuple(version["_last_seq"]) < tuple(first["_seq"]):
+            if (at not in touched and version["_valid_to_seq"] is None
+                    and tuple(version["_last_seq"]) < tuple(first["_seq"])):
                 version.update(_valid_to_seq=list(first["_seq"]), _valid_to_ts=from_ms(first["_source_ts_ms"]),
                                _is_current=False)
     return len(changed)

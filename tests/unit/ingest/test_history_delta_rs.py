@@ -14,15 +14,15 @@ from typing import Any
 
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
+from history_model import check_chain, deliveries, event, model_history, source_histories
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from history_model import check_chain, deliveries, event, model_history, source_histories
-from lakecdc.ingest.batch import ChangeBatch, TableTarget
-from lakecdc.ingest.history_chain import normalize_version
-from lakecdc.ingest.progress import CommitPositions
-from lakecdc.ingest.silver import BatchStats
+from lakecdc.lake.batch import ChangeBatch, TableTarget
+from lakecdc.lake.history_chain import normalize_version
+from lakecdc.lake.progress import CommitPositions
+from lakecdc.lake.silver import BatchStats
 from lakecdc.writers.delta_rs import DeltaRsWriter
 from lakecdc.writers.history import HISTORY_META, apply_history
 
@@ -56,8 +56,8 @@ class Lake:
         bronze = fresh.rename_columns([("_kafka_partition" if c == "_partition" else c) for c in fresh.column_names])
         write_deltalake(self.writer.table_uri("bronze.t"), bronze, mode="append")
         removals = fresh.filter(pa.compute.is_in(fresh["_op"], pa.array(["d", "t"])))
-        write_deltalake(self.writer.table_uri("silver.t__deletes"), removals.select(["id", "_seq", "_op", "_source_ts_ms"]),
-                        mode="append")
+        write_deltalake(self.writer.table_uri("silver.t__deletes"),
+                        removals.select(["id", "_seq", "_op", "_source_ts_ms"]), mode="append")
         truncates = sorted(tuple(e["_seq"]) for e in batch if e["_op"] == "t")
         stats = BatchStats(events=len(batch), max_seq=max(tuple(e["_seq"]) for e in batch), min_source_ts_ms=None,
                            max_source_ts_ms=max(e["_source_ts_ms"] for e in batch), has_placeholders=False,
@@ -118,7 +118,8 @@ def test_truncate_closes_versions_outside_the_batch_through_delta_rs(tmp_path: P
     lake = Lake(tmp_path)
     lake.deliver([event("c", 1, 0, 1, "a", "x"), event("c", 2, 1, 2, "b", "x")])
     lake.deliver([event("t", 5, 2, None)])
-    assert [(v["id"], v["_valid_to_seq"][0], v["_is_current"]) for v in lake.history()] == [(1, 5, False), (2, 5, False)]
+    assert [(v["id"], v["_valid_to_seq"][0], v["_is_current"])
+            for v in lake.history()] == [(1, 5, False), (2, 5, False)]
     assert lake.history()[0]["_valid_to_ts"] == 1_700_000_000_005
 
 

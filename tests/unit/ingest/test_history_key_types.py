@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_history_chain import run
 
-from lakecdc.ingest.history_chain import normalize_version
+from lakecdc.lake.history_chain import normalize_version
 
 Row = dict[str, Any]
 UTC = dt.timezone.utc

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.errors import ConfigError
-from lakecdc.ingest.config import IngestConfig
-from lakecdc.ingest.history_plan import (
-    HISTORY_META_COLUMNS, HistoryPlan, history_clauses, history_join, render_history_spark_sql,
-)
-from lakecdc.ingest.merge_plan import DATAFUSION, SPARK
-from lakecdc.ingest.naming import TableNamer
+from lakecdc.lake.history_plan import HistoryPlan, history_clauses, history_join, render_history_spark_sql
+from lakecdc.lake.layout import HISTORY_META_COLUMNS
+from lakecdc.lake.merge_plan import DATAFUSION, SPARK
+from lakecdc.lake.naming import TableNamer
 
 COLUMNS = ("id", "we`ird", *HISTORY_META_COLUMNS)
 

@@ -14,11 +14,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakecdc.ingest.merge_plan import DATAFUSION, SPARK, Dialect, MergePlan, join_condition, merge_clauses, render_spark_sql
+from lakecdc.lake.merge_plan import (
+    DATAFUSION,
+    SPARK,
+    Dialect,
+    MergePlan,
+    join_condition,
+    merge_clauses,
+    render_spark_sql,
+)
 from lakecdc.writers.delta_spark import create_table_sql, evolve_sql
 from lakecdc.writers.spark_sql import column_ddl, quote
 
-HOSTILE = ["id`k", 'we"ird', "sp ace", "do.t", "select", "ünïcödé", "a`) ; DROP TABLE x; --", 'b" OR 1=1 --', "``", '""']
+HOSTILE = ["id`k", 'we"ird', "sp ace", "do.t", "select", "ünïcödé", "a`) ; DROP TABLE x; --",
+           'b" OR 1=1 --', "``", '""']
 
 
 def strip_quoted(text: str, dialect: Dialect) -> str:
@@ -53,7 +62,8 @@ def test_merge_clauses_leave_no_raw_identifier(dialect: Dialect, mode: str) -> N
             for piece in ("`", '"', "sp ace", "do.t", "ünï", "DROP", "OR 1=1"):
                 assert piece not in rest, (name, text)
     # the placeholder checks name each column in a string literal, escaped for the dialect
-    update = next(c for c in merge_clauses(plan, dialect) if c.kind == "matched_update" and "CASE" in str(c.assignments))
+    update = next(c for c in merge_clauses(plan, dialect) if c.kind == "matched_update"
+                  and "CASE" in str(c.assignments))
     assert dialect.string_literal("a`) ; DROP TABLE x; --") in str(update.assignments)
 
 
@@ -68,8 +78,8 @@ def test_spark_merge_statement_quotes_assignment_targets_and_table() -> None:
 def test_ddl_quotes_columns() -> None:
     from pyspark.sql.types import LongType, StructField, StructType
 
-    from lakecdc.ingest.batch import ColumnSpec
-    from lakecdc.ingest.schema_evolution import SchemaChange
+    from lakecdc.lake.batch import ColumnSpec
+    from lakecdc.lake.schema_evolution import SchemaChange
 
     schema = StructType([StructField(n, LongType()) for n in HOSTILE])
     assert strip_quoted(column_ddl(schema), SPARK).count("ID") == len(HOSTILE)

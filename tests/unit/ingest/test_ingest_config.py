@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from lakecdc.config.ingest import IngestConfig, load_ingest_config
 from lakecdc.errors import ConfigError
-from lakecdc.ingest.config import IngestConfig, load_ingest_config
 from lakecdc.ingest.job import Trigger
 from lakecdc.ingest.job_state import JobState, load_state, save_state
 from lakecdc.ingest.kafka_source import offsets_json
-from lakecdc.ingest.naming import TableNamer
-from lakecdc.ingest.segments import SourceTable
+from lakecdc.lake.naming import TableNamer
+from lakecdc.lake.segments import SourceTable
 
 BASE = {"kafka.bootstrap.servers": "127.0.0.1:9092", "topic.prefix": "shop"}
 
@@ -47,7 +47,8 @@ def test_unknown_property_names_the_closest() -> None:
 
 def test_subscribe_pattern_covers_data_control_and_heartbeat_topics_only() -> None:
     pattern = re.compile(IngestConfig.from_properties(BASE).subscribe_pattern)
-    assert all(pattern.match(t) for t in ("shop", "shop.transaction", "shop.public.orders", "__debezium-heartbeat.shop"))
+    assert all(pattern.match(t)
+               for t in ("shop", "shop.transaction", "shop.public.orders", "__debezium-heartbeat.shop"))
     assert not any(pattern.match(t) for t in ("shopx.public.a", "other.public.a", "__debezium-heartbeat.other"))
 
 

@@ -13,6 +13,7 @@ from pyspark.sql import types as T
 
 from lakecdc.events.schema import ConnectSchema
 from lakecdc.ingest.connect_types import TypeOptions, ValueConversionError, column_type, convert_column
+
 pytestmark = pytest.mark.spark4  # also runs on the Spark 4 line (run.sh test)
 
 OPTIONS = TypeOptions()
@@ -139,7 +140,8 @@ def test_arrays_maps_structs_nest() -> None:
               "fields": [{"type": "double", "field": "x"}, {"type": "double", "field": "y"},
                          {"type": "bytes", "optional": True, "field": "wkb"}]}
     assert convert(struct, [{"x": 1.0, "y": 2.0, "wkb": "AQ=="}, None]) == [{"x": 1.0, "y": 2.0, "wkb": b"\x01"}, None]
-    nested = {"type": "array", "items": {"type": "bytes", "optional": True, "name": "org.apache.kafka.connect.data.Decimal",
+    nested = {"type": "array", "items": {"type": "bytes", "optional": True,
+                                         "name": "org.apache.kafka.connect.data.Decimal",
                                          "parameters": {"scale": "1"}}}
     assert convert(nested, [[unscaled(15)], None]) == [[Decimal("1.5")], None]
     assert isinstance(column_type(schema(**nested), OPTIONS).arrow, pa.ListType)

@@ -15,10 +15,11 @@ import pyarrow as pa
 import pytest
 from ingest_records import encode, golden_records, golden_table, kafka_table
 
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.events.positions import position_from_source
-from lakecdc.ingest.config import IngestConfig
 from lakecdc.ingest.decode import Decoder, split_envelope
-from lakecdc.ingest.segments import union_segments
+from lakecdc.lake.segments import union_segments
+
 pytestmark = pytest.mark.spark4  # also runs on the Spark 4 line (run.sh test)
 
 NOW = datetime(2026, 11, 22, 9, 0, tzinfo=timezone.utc)

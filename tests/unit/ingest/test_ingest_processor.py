@@ -9,10 +9,10 @@ from pathlib import Path
 import orjson
 from ingest_records import kafka_table
 
-from lakecdc.ingest.config import IngestConfig
+from lakecdc.config.ingest import IngestConfig
+from lakecdc.ingest.job_state import JobState
 from lakecdc.ingest.metrics import describe
 from lakecdc.ingest.processor import BatchProcessor, BatchReport
-from lakecdc.ingest.job_state import JobState
 from lakecdc.ingest.reader import KafkaMicroBatch
 
 NOW = datetime(2026, 11, 22, 9, 0, tzinfo=timezone.utc)

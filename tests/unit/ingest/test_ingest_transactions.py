@@ -7,12 +7,12 @@ from datetime import datetime, timezone
 import pyarrow as pa
 from ingest_records import encode, golden_records, kafka_table
 
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.events.positions import position_from_source
-from lakecdc.ingest.config import IngestConfig
 from lakecdc.ingest.decode import Decoder
 from lakecdc.ingest.ordering import max_seq, min_seq, order_rows, rank_by_commit
-from lakecdc.ingest.segments import union_segments
 from lakecdc.ingest.transactions import TransactionBuffer, commit_lsn, tx_link
+from lakecdc.lake.segments import union_segments
 
 NOW = datetime(2026, 11, 22, 9, 0, tzinfo=timezone.utc)
 CONFIG = IngestConfig.from_properties({"kafka.bootstrap.servers": "127.0.0.1:1", "topic.prefix": "dbz"})
@@ -20,7 +20,8 @@ CONFIG = IngestConfig.from_properties({"kafka.bootstrap.servers": "127.0.0.1:1",
 
 def decode(records: list[dict]) -> tuple[Decoder, object]:
     decoder = Decoder(CONFIG)
-    return decoder, decoder.decode(kafka_table((r["topic"], encode(r["key"]), encode(r["value"])) for r in records), NOW)
+    return decoder, decoder.decode(kafka_table((r["topic"], encode(r["key"]), encode(r["value"]))
+                                               for r in records), NOW)
 
 
 def tx_ids(segments) -> set[str]:
@@ -67,8 +68,11 @@ def test_a_transaction_split_across_batches_is_released_whole() -> None:
 
 
 def _without_customers_of_1264(records: list[dict]) -> list[dict]:
-    return [r for r in records if not (r["topic"] == "dbz.public.customers" and r["value"] and
-                                       (r["value"]["payload"].get("transaction") or {}).get("id", "").startswith("1264:"))]
+    return [r for r in records if not (r["topic"] == "dbz.public.customers" and r["value"] and _in_1264(r))]
+
+
+def _in_1264(record: dict) -> bool:
+    return (record["value"]["payload"].get("transaction") or {}).get("id", "").startswith("1264:")
 
 
 #: the transactions committed after 1264 that have data events
@@ -117,8 +121,7 @@ def test_a_restart_completes_a_transaction_from_what_the_tables_hold() -> None:
 def test_a_complete_transaction_waits_for_an_earlier_incomplete_one() -> None:
     records = golden_records()
     # 1264's nopk_events event is missing (not read yet): 1264 stays held, and so does every later one.
-    missing = [r for r in records if not (r["topic"] == "dbz.public.nopk_events" and r["value"] and
-                                          (r["value"]["payload"].get("transaction") or {}).get("id", "").startswith("1264:"))]
+    missing = [r for r in records if not (r["topic"] == "dbz.public.nopk_events" and r["value"] and _in_1264(r))]
     buffer = TransactionBuffer()
     _, batch = decode(missing)
     buffer.add_markers(batch.tx_markers)
@@ -165,7 +168,8 @@ def test_events_without_transaction_metadata_pass_in_position_order() -> None:
 def test_order_rows_uses_total_order_then_offset_for_equal_positions() -> None:
     seq = pa.array([[5, 1, 1, 0]] * 3 + [[4, 9, 1, 0]], pa.list_(pa.int64()))
     table = pa.table({"_seq": seq, "_tx_total_order": pa.array([2, 1, None, 7], pa.int64()),
-                      "_partition": pa.array([0, 0, 0, 0], pa.int32()), "_offset": pa.array([10, 11, 12, 13], pa.int64())})
+                      "_partition": pa.array([0, 0, 0, 0], pa.int32()),
+                      "_offset": pa.array([10, 11, 12, 13], pa.int64())})
     assert order_rows(table).column("_offset").to_pylist() == [13, 12, 11, 10]
 
 
@@ -178,7 +182,8 @@ def test_a_transaction_open_across_the_snapshot_ranks_after_the_snapshot_rows() 
         "value"]["payload"]["source"]["lsn"]
     for r in records:  # 1260 wrote its row before the snapshot was taken, and committed after it
         payload = r["value"]["payload"] if r["value"] else {}
-        if r["topic"] == "dbz.public.customers" and str((payload.get("transaction") or {}).get("id")).startswith("1260:"):
+        tx_id = str((payload.get("transaction") or {}).get("id"))
+        if r["topic"] == "dbz.public.customers" and tx_id.startswith("1260:"):
             payload["source"]["lsn"] = snapshot_lsn - 64
             payload["source"]["sequence"] = f'[null,"{snapshot_lsn - 64}"]'
     buffer = TransactionBuffer()

@@ -19,7 +19,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from lakecdc.ingest.key_ranges import arrow_in_filter, arrow_ranges_filter, arrow_read, arrow_values_as
+from lakecdc.lake.key_ranges import arrow_in_filter, arrow_ranges_filter, arrow_read, arrow_values_as
 
 UTC = "UTC"
 TEXT = [pa.string(), pa.large_string(), pa.string_view()]
@@ -30,13 +30,16 @@ FAMILIES: dict[str, tuple[list[pa.DataType], list[pa.DataType], list[Any]]] = {
     "bytes": (BYTES, BYTES, [b"\x00\x01", b"\xff", b"abc"]),
     "decimal": ([pa.decimal128(20, 4), pa.decimal256(20, 4)], [pa.decimal128(20, 4)],
                 [Decimal("1.5000"), Decimal("-2.2500"), Decimal("7.0000")]),
-    "date": ([pa.date32(), pa.date64()], [pa.date32()], [dt.date(2024, 2, 29), dt.date(1999, 12, 31), dt.date(1970, 1, 1)]),
+    "date": ([pa.date32(), pa.date64()], [pa.date32()],
+             [dt.date(2024, 2, 29), dt.date(1999, 12, 31), dt.date(1970, 1, 1)]),
     "timestamp": ([pa.timestamp(u, UTC) for u in ("ms", "us", "ns")], [pa.timestamp("us", UTC)],
-                  [dt.datetime(2024, 1, 1, 12, tzinfo=dt.timezone.utc), dt.datetime(2025, 6, 1, 0, 0, 1, tzinfo=dt.timezone.utc),
+                  [dt.datetime(2024, 1, 1, 12, tzinfo=dt.timezone.utc),
+                   dt.datetime(2025, 6, 1, 0, 0, 1, tzinfo=dt.timezone.utc),
                    dt.datetime(1969, 7, 20, 20, 17, tzinfo=dt.timezone.utc)]),
     "timestamp_ntz": ([pa.timestamp(u) for u in ("ms", "us", "ns")], [pa.timestamp("us")],
                       [dt.datetime(2024, 1, 1, 12), dt.datetime(2025, 6, 1, 0, 0, 1), dt.datetime(1969, 7, 20)]),
-    "int": ([pa.int8(), pa.int16(), pa.int32(), pa.int64()], [pa.int8(), pa.int16(), pa.int32(), pa.int64()], [1, -2, 100]),
+    "int": ([pa.int8(), pa.int16(), pa.int32(), pa.int64()],
+            [pa.int8(), pa.int16(), pa.int32(), pa.int64()], [1, -2, 100]),
 }
 CASES = [pytest.param(family, stored, given, id=f"{family}:{stored}<-{given}")
          for family, (stored_types, batch_types, _) in FAMILIES.items()
@@ -119,7 +122,7 @@ def test_a_file_storing_a_view_type_under_a_plain_dataset_schema_is_read_and_fil
     import pyarrow.dataset as ds
     import pyarrow.parquet as pq
 
-    from lakecdc.ingest.key_ranges import arrow_in_filter, arrow_read
+    from lakecdc.lake.key_ranges import arrow_in_filter, arrow_read
 
     pq.write_table(pa.table({"k": pa.array(["a", "b"], pa.string_view()), "v": [1, 2]}), tmp_path / "f1.parquet")
     pq.write_table(pa.table({"k": pa.array(["c"], pa.string()), "v": [3]}), tmp_path / "f0.parquet")

@@ -10,10 +10,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lakecdc.ingest.merge_plan import DATAFUSION, SPARK
-from lakecdc.ingest.key_ranges import (
-    MAX_RANGES, arrow_key_ranges, arrow_ranges_filter, integer_ranges, literal, ranges_predicate,
+from lakecdc.lake.key_ranges import (
+    MAX_RANGES,
+    arrow_key_ranges,
+    arrow_ranges_filter,
+    integer_ranges,
+    literal,
+    ranges_predicate,
 )
+from lakecdc.lake.merge_plan import DATAFUSION, SPARK
 
 
 def _inside(value: object, ranges: tuple[tuple[object, object], ...]) -> bool:

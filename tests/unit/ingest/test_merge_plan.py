@@ -12,8 +12,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lakecdc.ingest.merge_plan import (
-    DATAFUSION, SPARK, MergePlan, join_condition, merge_clauses, render_spark_sql, seq_components, seq_literal,
+from lakecdc.lake.merge_plan import (
+    DATAFUSION,
+    SPARK,
+    MergePlan,
+    join_condition,
+    merge_clauses,
+    render_spark_sql,
+    seq_components,
+    seq_literal,
     seq_newer,
 )
 

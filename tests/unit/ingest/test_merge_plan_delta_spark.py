@@ -5,12 +5,20 @@ from __future__ import annotations
 import json
 
 import pytest
-from pyspark.sql.types import (ArrayType, DecimalType, IntegerType, LongType, MapType, StringType, StructField,
-                               StructType)
+from pyspark.sql.types import (
+    ArrayType,
+    DecimalType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+)
 
-from lakecdc.ingest.batch import ColumnSpec
-from lakecdc.ingest.merge_plan import MergePlan, render_spark_sql
-from lakecdc.ingest.schema_evolution import SchemaChange
+from lakecdc.lake.batch import ColumnSpec
+from lakecdc.lake.merge_plan import MergePlan, render_spark_sql
+from lakecdc.lake.schema_evolution import SchemaChange
 from lakecdc.writers.delta_spark import (
     create_table_sql,
     evolve_sql,
@@ -34,7 +42,8 @@ def test_bronze_create_has_generated_date_partition() -> None:
 
 def test_evolution_statements() -> None:
     change = SchemaChange(add=(ColumnSpec("email", StringType()),),
-                          widen=(("qty", IntegerType(), LongType()), ("amount", DecimalType(10, 2), DecimalType(12, 2))))
+                          widen=(("qty", IntegerType(), LongType()),
+                                 ("amount", DecimalType(10, 2), DecimalType(12, 2))))
     assert evolve_sql("m.s.t", change) == [
         "ALTER TABLE m.s.t ADD COLUMNS (`email` string)",
         "ALTER TABLE m.s.t SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')",

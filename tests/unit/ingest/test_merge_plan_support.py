@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import pytest
 from pyspark.sql.types import (
-    ArrayType, ByteType, DecimalType, DoubleType, FloatType, IntegerType, LongType, StringType, StructField,
+    ArrayType,
+    ByteType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
     StructType,
 )
 
 from lakecdc.errors import SchemaEvolutionError, TerminalError
-from lakecdc.ingest.batch import ColumnSpec
-from lakecdc.ingest.progress import CommitProgress
-from lakecdc.ingest.schema_evolution import plan_schema_change, widens_to
+from lakecdc.lake.batch import ColumnSpec
+from lakecdc.lake.progress import CommitProgress
+from lakecdc.lake.schema_evolution import plan_schema_change, widens_to
 
 
 def test_progress_properties_round_trip() -> None:

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.errors import ConfigError
-from lakecdc.ingest.config import IngestConfig
-from lakecdc.ingest.naming import TableNamer
+from lakecdc.lake.naming import TableNamer
 
 BASE = {"kafka.bootstrap.servers": "127.0.0.1:9092", "topic.prefix": "shop"}
 

@@ -235,7 +235,8 @@ def test_replay_rules_agree_with_the_reference_replay(events: list[tuple[str, in
     empty = pd.DataFrame({"id": pd.Series([], dtype="int64"), "name": pd.Series([], dtype="object"),
                           "_seq": pd.Series([], dtype="object"), "_op": pd.Series([], dtype="object"),
                           "_source_ts_ms": pd.Series([], dtype="int64"), "_tx_id": pd.Series([], dtype="object")})
-    silver = [{c: r[c] for c in ("id", "name", "_seq", "_op")} for r in replay(empty, frame, ("id",)).to_dict("records")]
+    silver = [{c: r[c] for c in ("id", "name", "_seq", "_op")}
+              for r in replay(empty, frame, ("id",)).to_dict("records")]
     for name in ("silver_matches_bronze_replay", "no_resurrected_deletes"):
         result = RULES[name](context(silver, bronze))
         assert result.passed, (name, result.reason, silver)

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from lakecdc.cli.main import app
 from lakecdc.capture.mysql.registration import binlog_bytes_behind
 from lakecdc.capture.postgres.replication import format_lsn, parse_lsn
-from lakecdc.metrics.capture_status import is_capture_config
-from lakecdc.metrics.ingest_status import is_ingest_config
+from lakecdc.capture.status import is_capture_config
+from lakecdc.cli.main import app
+from lakecdc.ingest.status import is_ingest_config
 
 
 @pytest.mark.parametrize("lsn, text", [(0, "0/0"), (24023128, "0/16E9058"), ((5 << 32) | 0xABC, "5/ABC")])
@@ -46,7 +46,7 @@ def test_cli_names_a_file_that_is_neither_config(tmp_path: Path) -> None:
 def test_unreachable_source_is_reported_without_the_password(tmp_path: Path) -> None:
     import socket
 
-    from lakecdc.metrics.capture_status import capture_status
+    from lakecdc.capture.status import capture_status
 
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 
-from lakecdc.ingest.progress import CommitProgress
+from lakecdc.lake.progress import CommitProgress
 from lakecdc.metrics.table_commits import iceberg_commit, read_commit, table_path
 
 

@@ -27,7 +27,8 @@ def source(lsn: int = 100, snapshot: str = "false", table: str = "items") -> dic
             "xmin": None, "origin": None, "origin_lsn": None}
 
 
-def row(id_: int, name: str | None = "a", qty: int | None = 1, seen: int | None = 1_700_000_000_000_000) -> dict[str, Any]:
+def row(id_: int, name: str | None = "a", qty: int | None = 1,
+        seen: int | None = 1_700_000_000_000_000) -> dict[str, Any]:
     return {"id": id_, "name": name, "qty": qty, "seen": seen}
 
 

@@ -54,7 +54,8 @@ def test_a_dropped_record_skips_the_rest_of_the_chain() -> None:
 
 
 @pytest.mark.parametrize(("props", "message"), [
-    ({"transforms": "x", "transforms.x.type": "com.acme.Custom"}, r"transform 'x': class 'com.acme.Custom' is not supported"),
+    ({"transforms": "x", "transforms.x.type": "com.acme.Custom"},
+     r"transform 'x': class 'com.acme.Custom' is not supported"),
     ({"transforms": "x"}, r"transforms\.x\.type' is required"),
     ({"transforms": "x,x", "transforms.x.type": ROUTER}, "twice"),
     ({"transforms": "x", "transforms.x.type": ROUTER, "transforms.x.regex": "a", "transforms.x.replacement": "b",

@@ -8,10 +8,10 @@ from types import SimpleNamespace
 from typing import Any
 
 from lakecdc.capture.coordinator import CaptureCoordinator, CoordinatorSettings
-from lakecdc.transport.offsets import FileOffsetStore, offset_key
 from lakecdc.capture.postgres.offset import snapshot_completed
 from lakecdc.capture.spi import SnapshotResult
 from lakecdc.transforms import build_chain
+from lakecdc.transport.offsets import FileOffsetStore, offset_key
 
 from .records import change, delete_pair, row
 

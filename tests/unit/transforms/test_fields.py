@@ -98,7 +98,8 @@ def masked(value_schema, value, **props: str):  # noqa: ANN001, ANN201
 def test_mask_field_empty_values_per_type() -> None:
     schema = struct([("i", INT32), ("s", primitive("string", True)), ("b", primitive("boolean")),
                      ("d", primitive("double")), ("n", primitive("string", True)),
-                     ("dec", decimal_schema(0, 6)), ("day", primitive("int32", name="org.apache.kafka.connect.data.Date"))])
+                     ("dec", decimal_schema(0, 6)),
+                     ("day", primitive("int32", name="org.apache.kafka.connect.data.Date"))])
     value = {"i": 5, "s": "x", "b": True, "d": 1.5, "n": None, "dec": b"\x7f", "day": 19000}
     assert masked(schema, value, fields="i,s,b,d,n,dec,day") == {
         "i": 0, "s": "", "b": False, "d": 0.0, "n": None, "dec": b"\x00", "day": 0}

@@ -80,7 +80,8 @@ def test_debeziums_corner_cases_are_kept() -> None:
     record = with_headers(change("c", None, row(1)), ("h", STRING, "v"))
     # a missing struct two levels down is created empty: the header is lost
     out = one(h2v("source.meta.x", "h"), record)
-    assert out.value["source"]["meta"] == {} and out.value_schema.field("source").schema.field("meta").schema.fields == ()
+    assert out.value["source"]["meta"] == {}
+    assert out.value_schema.field("source").schema.field("meta").schema.fields == ()
     # a missing struct at the top with a longer path gets the second name
     out = one(h2v("a.b.c", "h"), record)
     assert out.value["a"] == {"b": "v"}

@@ -8,8 +8,8 @@ from datetime import datetime, timezone
 
 import pyarrow as pa
 
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.events.envelope import ChangeRecord
-from lakecdc.ingest.config import IngestConfig
 from lakecdc.ingest.decode import Decoder
 from lakecdc.ingest.reader import KAFKA_ARROW_SCHEMA
 from lakecdc.transforms import build_chain

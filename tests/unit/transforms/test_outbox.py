@@ -34,7 +34,8 @@ def event(op: str = "c", payload: str | None = '{"a":1}', kind: str = "order") -
 
 
 def router(**props: str):  # noqa: ANN201
-    return build_chain({"transforms": "o", "transforms.o.type": ROUTER, **{f"transforms.o.{k}": v for k, v in props.items()}})
+    return build_chain({"transforms": "o", "transforms.o.type": ROUTER,
+                        **{f"transforms.o.{k}": v for k, v in props.items()}})
 
 
 def test_defaults_route_by_aggregatetype_key_by_aggregateid_value_is_the_payload() -> None:
@@ -59,7 +60,8 @@ def test_envelope_placement_builds_a_named_struct_and_headers_get_aliases() -> N
                       "route.topic.replacement": "ev.${routedByValue}"}).apply([event()])
     assert out.topic == "ev.order"
     assert out.value == {"payload": '{"a":1}', "eventType": "created"}
-    assert out.value_schema.name == "dbz.public.outbox.order.Value" and out.value_schema.field_names == ("payload", "eventType")
+    assert out.value_schema.name == "dbz.public.outbox.order.Value"
+    assert out.value_schema.field_names == ("payload", "eventType")
     assert [k for k, _ in out.headers] == ["ctx", "id", "agg"]
 
 

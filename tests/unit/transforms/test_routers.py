@@ -69,7 +69,8 @@ def test_java_replacement_reads_the_longest_existing_group_number() -> None:
 def logical_chain(**extra: str):  # noqa: ANN201
     return build_chain({"transforms": "l", "transforms.l.type": LOGICAL,
                         "transforms.l.topic.regex": r"dbz\.public\.(items|things)",
-                        "transforms.l.topic.replacement": "dbz.all", **{f"transforms.l.{k}": v for k, v in extra.items()}})
+                        "transforms.l.topic.replacement": "dbz.all",
+                        **{f"transforms.l.{k}": v for k, v in extra.items()}})
 
 
 def test_by_logical_table_router_renames_schemas_and_adds_the_key_field() -> None:

@@ -60,7 +60,8 @@ def test_every_java_pattern_letter_formats(day: tuple[int, int, int], expected: 
 def test_week_of_year_counts_sundays_since_january_first(day: dt.date) -> None:
     """Week 1 holds January 1st and each Sunday starts the next week; the days of the last week that
     holds next January 1st are week 1 of the next week year."""
-    sundays = sum(1 for i in range(1, day.timetuple().tm_yday) if (dt.date(day.year, 1, 1) + dt.timedelta(days=i)).weekday() == 6)
+    sundays = sum(1 for i in range(1, day.timetuple().tm_yday)
+                  if (dt.date(day.year, 1, 1) + dt.timedelta(days=i)).weekday() == 6)
     next_jan1 = dt.date(day.year + 1, 1, 1)
     last_week = (next_jan1 - day).days <= (5 - day.weekday()) % 7 + 1 and next_jan1.weekday() != 6
     expected = f"{day.year + 1}-01" if last_week else f"{day.year}-{sundays + 1:02d}"

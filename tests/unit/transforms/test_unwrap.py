@@ -44,7 +44,8 @@ def test_default_delete_handling_keeps_a_null_value_with_the_row_schema_and_drop
 ])
 def test_delete_modes(mode: str, expected: list[tuple[str, str | None]]) -> None:
     out = unwrap(**{"delete.tombstone.handling.mode": mode}).apply(delete_pair(5))
-    assert [("tombstone" if r.value_schema is None else "row", (r.value or {}).get("__deleted")) for r in out] == expected
+    assert [("tombstone" if r.value_schema is None else "row", (r.value or {}).get("__deleted"))
+            for r in out] == expected
     for record in out:
         if record.value is not None:
             assert record.value_schema is not None and not record.value_schema.optional  # InsertField's copy

@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from shared_paths import SHARED_ROOT
-
 import pytest
+from shared_paths import SHARED_ROOT
 
 from lakecdc.errors import SinkDeliveryError
 from lakecdc.events.envelope import ChangeRecord
@@ -53,7 +52,8 @@ def test_line_shape_and_key_order(tmp_path: Path) -> None:
 def test_tombstone_and_keyless_records(tmp_path: Path) -> None:
     out = tmp_path / "o.jsonl"
     with JsonlSink(out) as sink:
-        sink.send([record(1).tombstone(), ChangeRecord("shop.public.nokey", None, None, VALUE, {"id": 3, "name": None})])
+        sink.send([record(1).tombstone(),
+                   ChangeRecord("shop.public.nokey", None, None, VALUE, {"id": 3, "name": None})])
     tomb, keyless = read_jsonl(out)
     assert tomb["value"] is None and tomb["key"]["payload"] == {"id": 1}
     assert keyless["key"] is None and keyless["value"]["payload"] == {"id": 3, "name": None}
@@ -106,7 +106,8 @@ def test_flush_makes_data_visible_to_another_reader(tmp_path: Path) -> None:
 
 def test_payload_not_fitting_schema_names_topic(tmp_path: Path) -> None:
     bad = ChangeRecord("shop.public.t", KEY, {"wrong": 1}, VALUE, None)  # lacks the key field
-    with JsonlSink(tmp_path / "o.jsonl") as sink, pytest.raises(SinkDeliveryError, match="key of a record for topic 'shop.public.t'"):
+    with JsonlSink(tmp_path / "o.jsonl") as sink, pytest.raises(SinkDeliveryError,
+                                                                match="key of a record for topic 'shop.public.t'"):
         sink.send([bad])
 
 
@@ -223,9 +224,11 @@ def test_payloads_encoded_ahead_are_written_as_the_record_would_be(tmp_path: Pat
     without schemas, in the JSON-lines file and as Kafka key/value bytes."""
     from lakecdc.transport.sink import EncodedPayload
 
-    original = [record(1, "a\u00e9"), record(2, None), ChangeRecord("shop.public.nokey", None, None, VALUE, {"id": 3, "name": "z"})]
+    original = [record(1, "a\u00e9"), record(2, None),
+                ChangeRecord("shop.public.nokey", None, None, VALUE, {"id": 3, "name": "z"})]
     ahead = RecordSerializer()
-    encoded = [ChangeRecord(r.topic, r.key_schema, None if (k := ahead.payload_bytes(r, "key")) is None else EncodedPayload(k),
+    encoded = [ChangeRecord(r.topic, r.key_schema,
+                            None if (k := ahead.payload_bytes(r, "key")) is None else EncodedPayload(k),
                             r.value_schema, EncodedPayload(ahead.payload_bytes(r, "value")))  # type: ignore[arg-type]
                for r in original]
     sink_serializer = RecordSerializer(schemas, schemas)

@@ -68,7 +68,7 @@ def table_constraint(cur: Cursor) -> tuple[str, str, tuple[str, ...]]:
     """Read a key or constraint definition; returns (PRIMARY|UNIQUE|OTHER, index name, columns)."""
     name = ""
     if cur.accept_word("CONSTRAINT"):
-        if not cur.peek().upper in ("PRIMARY", "UNIQUE", "FOREIGN", "CHECK"):
+        if cur.peek().upper not in ("PRIMARY", "UNIQUE", "FOREIGN", "CHECK"):
             name = cur.identifier()
     if cur.accept_word("PRIMARY"):
         cur.expect_word("KEY")

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from lakecdc.capture.mysql.ddl.alter_table import alter_table
 from lakecdc.capture.mysql.ddl.create_table import create_table_body, index_column_names
-from lakecdc.capture.mysql.ddl.cursor import Cursor, DdlParseError, AlterOfUnknownTableError
+from lakecdc.capture.mysql.ddl.cursor import AlterOfUnknownTableError, Cursor, DdlParseError
 from lakecdc.capture.mysql.ddl.lexer import Kind, LexError, Token, tokenize
 from lakecdc.capture.mysql.ddl.model import TableDef, TableId
 from lakecdc.capture.mysql.ddl.options import database_options

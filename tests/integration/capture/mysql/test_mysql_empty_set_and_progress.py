@@ -7,9 +7,9 @@ import io
 
 import pymysql
 import pytest
+from mysql_capture_support import CaptureThread, data_events, fresh_database, records, sql, write_properties
 
 from lakecdc.capture.mysql.snapshot import _Progress
-from mysql_capture_support import CaptureThread, data_events, fresh_database, records, sql, write_properties
 
 pytestmark = pytest.mark.integration
 

@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import pytest
+from mysql_capture_support import (
+    CaptureThread,
+    capture,
+    data_events,
+    fresh_database,
+    ops,
+    records,
+    sql,
+    write_properties,
+)
 
 from lakecdc.capture.mysql.errors import MySqlSetupError
-from mysql_capture_support import CaptureThread, capture, data_events, fresh_database, ops, records, sql, write_properties
 
 pytestmark = pytest.mark.integration
 
@@ -37,7 +46,8 @@ def test_never_reads_the_binlog_from_its_oldest_file(mariadb, tmp_path):
     # no snapshot: the structures come from the DDL in the binlog, so the first insert has no w
     assert [(e["op"], e["after"]) for e in events] == [("c", {"id": 1, "v": "a"}), ("c", {"id": 2, "v": "b", "w": 3})]
     # (the binlog also holds other tests' DDL: emitted too, as Debezium does, in their databases)
-    changes = [r["value"]["payload"] for r in recs if r["topic"] == "dbz" and r["value"]["payload"]["source"]["db"] == db]
+    changes = [r["value"]["payload"] for r in recs if r["topic"] == "dbz"
+               and r["value"]["payload"]["source"]["db"] == db]
     # database statements (DROP/CREATE DATABASE by the test setup) have no table changes
     assert [c["ddl"].split()[0] for c in changes if not c["tableChanges"]] == ["DROP", "CREATE"]
     assert [c["tableChanges"][0]["type"] for c in changes if c["tableChanges"]] == ["CREATE", "ALTER"]

@@ -16,8 +16,19 @@ from typing import Any
 
 import pymysql
 import pytest
-from mysql_capture_support import (CaptureThread, capture, capture_subprocess, data_events, dump_threads,
-                                   fresh_database, query, records, sql, wait_for_new_dump_thread, write_properties)
+from mysql_capture_support import (
+    CaptureThread,
+    capture,
+    capture_subprocess,
+    data_events,
+    dump_threads,
+    fresh_database,
+    query,
+    records,
+    sql,
+    wait_for_new_dump_thread,
+    write_properties,
+)
 
 from lakecdc.capture.mysql.config import MySqlConnectorConfig
 from lakecdc.capture.mysql.errors import UnknownTableError

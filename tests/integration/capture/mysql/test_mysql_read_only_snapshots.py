@@ -14,11 +14,16 @@ from typing import Any
 
 import pymysql
 import pytest
-from test_mysql_signals import props, resume_after_kill, setup_db, stored_offset, table_state, wait_for
-
-from incremental_checks import (assert_untouched_rows_have_one_read, data_payloads, kill_9_mid_snapshot, reads, replay,
-                                start_churn)
+from incremental_checks import (
+    assert_untouched_rows_have_one_read,
+    data_payloads,
+    kill_9_mid_snapshot,
+    reads,
+    replay,
+    start_churn,
+)
 from mysql_capture_support import CaptureThread, capture_subprocess, query, records, sql
+from test_mysql_signals import props, resume_after_kill, setup_db, stored_offset, table_state, wait_for
 
 pytestmark = pytest.mark.integration
 

@@ -13,7 +13,6 @@ from typing import Any
 
 import pymysql
 import pytest
-
 from incremental_checks import (
     assert_untouched_rows_have_one_read,
     check_signals_and_windows,
@@ -24,11 +23,20 @@ from incremental_checks import (
     replay,
     start_churn,
 )
-from mysql_capture_support import CaptureThread, capture_subprocess, fresh_database, query, records, sql, write_properties
+from mysql_capture_support import (
+    CaptureThread,
+    capture_subprocess,
+    fresh_database,
+    query,
+    records,
+    sql,
+    write_properties,
+)
 
 pytestmark = pytest.mark.integration
 
-SIGNAL_TABLE = "CREATE TABLE debezium_signal (id VARCHAR(64) PRIMARY KEY, type VARCHAR(32) NOT NULL, data VARCHAR(2048))"
+SIGNAL_TABLE = ("CREATE TABLE debezium_signal (id VARCHAR(64) PRIMARY KEY, type VARCHAR(32) NOT NULL, "
+                "data VARCHAR(2048))")
 ITEMS = "CREATE TABLE items (id INT PRIMARY KEY, label VARCHAR(200), color VARCHAR(20))"
 
 

@@ -7,8 +7,6 @@ import logging
 import time
 
 import pytest
-
-from lakecdc.capture.mysql.errors import BinlogPurgedError
 from mysql_capture_support import (
     CaptureThread,
     capture,
@@ -20,6 +18,8 @@ from mysql_capture_support import (
     sql,
     write_properties,
 )
+
+from lakecdc.capture.mysql.errors import BinlogPurgedError
 
 pytestmark = pytest.mark.integration
 

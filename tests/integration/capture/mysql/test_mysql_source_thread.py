@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import pymysql
 import pytest
-
 from mysql_capture_support import CaptureThread, data_events, fresh_database, ops, records, write_properties
 
 pytestmark = pytest.mark.integration

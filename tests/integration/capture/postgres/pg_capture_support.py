@@ -13,12 +13,11 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-
-from shared_paths import SHARED_ROOT
 from typing import Any
 
 import psycopg
 from psycopg import sql
+from shared_paths import SHARED_ROOT
 
 from lakecdc.capture.coordinator import CaptureStats
 from lakecdc.capture.runner import run_capture

@@ -13,7 +13,14 @@ from typing import Any
 
 import psycopg
 import pytest
-from pg_capture_support import CaptureThread, fresh_database, load_records, slot_is_streaming, wait_for, write_properties
+from pg_capture_support import (
+    CaptureThread,
+    fresh_database,
+    load_records,
+    slot_is_streaming,
+    wait_for,
+    write_properties,
+)
 
 from lakecdc.capture.postgres.errors import PrivilegeError, PublicationMissingError, SlotMissingError
 from lakecdc.capture.runner import run_capture
@@ -162,7 +169,8 @@ def test_unchanged_toast_value_is_the_placeholder(pg: Any, db: str, tmp_path: Pa
 
 def test_message_key_columns_and_tables_without_key(pg: Any, db: str, tmp_path: Path) -> None:
     sql(db, "CREATE TABLE nokey (a int, b text)")
-    records = capture(pg, tmp_path, db, ("INSERT INTO items VALUES (3, 'three', 3, NULL)", "INSERT INTO nokey VALUES (1, 'x')"),
+    records = capture(pg, tmp_path, db,
+                      ("INSERT INTO items VALUES (3, 'three', 3, NULL)", "INSERT INTO nokey VALUES (1, 'x')"),
                       snapshot__mode="never", table__include__list="public.items,public.nokey",
                       message__key__columns="public.items:name")
     by_topic = {r["topic"]: r for r in records}
@@ -261,7 +269,8 @@ def test_publication_all_tables_and_slot_drop_on_stop(pg: Any, db: str, tmp_path
     capture(pg, tmp_path, db, ("INSERT INTO items VALUES (3, 'three', 3, NULL)",),
             publication__autocreate__mode="all_tables", slot__drop__on__stop="true")
     with psycopg.connect(db, autocommit=True) as conn:
-        all_tables = conn.execute("SELECT puballtables FROM pg_publication WHERE pubname = %s", (f"{DB}_pub",)).fetchone()
+        all_tables = conn.execute("SELECT puballtables FROM pg_publication WHERE pubname = %s",
+                                  (f"{DB}_pub",)).fetchone()
         slot = conn.execute("SELECT 1 FROM pg_replication_slots WHERE slot_name = %s", (f"{DB}_slot",)).fetchone()
     assert all_tables == (True,)
     assert slot is None

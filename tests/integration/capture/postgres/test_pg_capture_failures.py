@@ -17,7 +17,14 @@ from typing import Any
 
 import psycopg
 import pytest
-from pg_capture_support import CaptureThread, fresh_database, load_records, slot_is_streaming, wait_for, write_properties
+from pg_capture_support import (
+    CaptureThread,
+    fresh_database,
+    load_records,
+    slot_is_streaming,
+    wait_for,
+    write_properties,
+)
 from test_pg_capture_behaviour import sql
 
 from lakecdc.capture.postgres.errors import PublicationMissingError, WalRemovedError

@@ -59,7 +59,7 @@ def test_capture_to_kafka_with_kafka_offsets(pg: Any, broker: Any, tmp_path: Pat
         **({"producer.transactional.id": f"kafkacap-{time.time_ns()}"} if transactional else {}),
     })
     text = config.read_text().replace("FileOffsetBackingStore", "KafkaOffsetBackingStore")
-    text = "\n".join(l for l in text.splitlines() if not l.startswith("offset.storage.file.filename"))
+    text = "\n".join(line for line in text.splitlines() if not line.startswith("offset.storage.file.filename"))
     config.write_text(text + f"\noffset.storage.topic={offsets_topic}\n")
 
     def run(workload: str, name: str) -> None:

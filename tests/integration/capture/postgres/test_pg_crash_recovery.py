@@ -43,8 +43,10 @@ def workload(dsn: str, stop: threading.Event, seed: int) -> None:
             n += 1
             with conn.transaction():
                 for _ in range(rng.randint(1, 20)):
-                    conn.execute("INSERT INTO crash_t (v, note) VALUES (%s, %s)", (rng.randint(0, 10**6), "x" * rng.randint(0, 50)))
-                conn.execute("UPDATE crash_t SET v = v + 1 WHERE id IN (SELECT id FROM crash_t ORDER BY random() LIMIT 3)")
+                    conn.execute("INSERT INTO crash_t (v, note) VALUES (%s, %s)",
+                                 (rng.randint(0, 10**6), "x" * rng.randint(0, 50)))
+                conn.execute("UPDATE crash_t SET v = v + 1 WHERE id IN (SELECT id FROM crash_t ORDER "
+                             "BY random() LIMIT 3)")
                 conn.execute("DELETE FROM crash_t WHERE id IN (SELECT id FROM crash_t ORDER BY random() LIMIT 2)")
             if n == 40:  # one large transaction, streamed across several capture batches
                 conn.execute("INSERT INTO crash_t (v, note) SELECT g, 'bulk' FROM generate_series(1, 60000) g")

@@ -12,14 +12,29 @@ from typing import Any
 
 import psycopg
 import pytest
-from incremental_checks import (assert_untouched_rows_have_one_read, check_signals_and_windows, kill_9_mid_snapshot,
-                                load_runs, reads, replay, start_churn)
-from pg_capture_support import CaptureThread, fresh_database, load_records, slot_is_streaming, wait_for, write_properties
+from incremental_checks import (
+    assert_untouched_rows_have_one_read,
+    check_signals_and_windows,
+    kill_9_mid_snapshot,
+    load_runs,
+    reads,
+    replay,
+    start_churn,
+)
+from pg_capture_support import (
+    CaptureThread,
+    fresh_database,
+    load_records,
+    slot_is_streaming,
+    wait_for,
+    write_properties,
+)
 
 pytestmark = pytest.mark.integration
 
 DB = "signals"
-SIGNAL_TABLE = "CREATE TABLE debezium_signal (id varchar(64) PRIMARY KEY, type varchar(32) NOT NULL, data varchar(2048))"
+SIGNAL_TABLE = ("CREATE TABLE debezium_signal (id varchar(64) PRIMARY KEY, type varchar(32) NOT NULL, "
+                "data varchar(2048))")
 
 
 def execute(dsn: str, *statements: str) -> None:

@@ -83,7 +83,8 @@ def test_transforms_keep_the_serial_read(pg: Any, db: str, tmp_path: Path, monke
     monkeypatch.setattr(snapshot_parallel, "MIN_ROWS", 500)
     config = write_properties(tmp_path / "t.properties", pg, DB, slot__name="t_slot", snapshot__mode="initial_only",
                               table__include__list="public.a", snapshot__max__threads="2",
-                              transforms="unwrap", transforms__unwrap__type="io.debezium.transforms.ExtractNewRecordState")
+                              transforms="unwrap",
+                              transforms__unwrap__type="io.debezium.transforms.ExtractNewRecordState")
     out = tmp_path / "t.jsonl"
     with caplog.at_level(logging.INFO, logger="lakecdc.capture.postgres.snapshot_parallel"):
         run_capture(config, f"jsonl:{out}", stop_when_idle=0.5, show_progress=False)

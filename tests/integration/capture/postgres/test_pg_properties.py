@@ -14,11 +14,17 @@ from typing import Any
 
 import psycopg
 import pytest
-from pg_capture_support import CaptureThread, fresh_database, load_records, slot_is_streaming, wait_for, write_properties
+from pg_capture_support import (
+    CaptureThread,
+    fresh_database,
+    load_records,
+    slot_is_streaming,
+    wait_for,
+    write_properties,
+)
 
 from lakecdc.capture.postgres.config import PostgresConnectorConfig
 from lakecdc.capture.postgres.errors import LsnFlushTimeoutError
-from lakecdc.capture.postgres.replication import ReplicationConnection
 from lakecdc.capture.postgres.streaming import PostgresStreamingSource
 from lakecdc.errors import ConfigError
 

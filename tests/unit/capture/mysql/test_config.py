@@ -38,7 +38,8 @@ def test_defaults_follow_debezium_mysql():
 
 
 def test_mariadb_connector_class_and_unknown_class():
-    config = MySqlConnectorConfig.from_properties({**BASE, "connector.class": "io.debezium.connector.mariadb.MariaDbConnector"})
+    config = MySqlConnectorConfig.from_properties({**BASE,
+                                                   "connector.class": "io.debezium.connector.mariadb.MariaDbConnector"})
     assert config.connector_type == "mariadb"
     with pytest.raises(ConfigError, match="connector.class"):
         _ = MySqlConnectorConfig.from_properties({**BASE, "connector.class": "com.example.Other"}).connector_type

@@ -63,7 +63,8 @@ def info(mariadb: bool = False, gtid: bool = True, version: str = "8.4.3") -> my
 
 
 def test_mysql_84_answers_show_binary_log_status_with_its_gtid_set():
-    conn = RecordedConnection({"SHOW BINARY LOG STATUS": [("binlog.000007", 157, "", "", f"{UUID}:1-5,\n{UUID[:-1]}3:1")]})
+    conn = RecordedConnection({"SHOW BINARY LOG STATUS": [("binlog.000007", 157, "", "",
+                                                           f"{UUID}:1-5,\n{UUID[:-1]}3:1")]})
     status = myconn.binlog_status(conn, info())
     assert status == myconn.BinlogStatus("binlog.000007", 157, f"{UUID}:1-5,{UUID[:-1]}3:1")
     assert conn.cur.executed == ["SHOW BINARY LOG STATUS"]

@@ -161,14 +161,17 @@ def test_primary_key_change_headers(factory):
     after = {**ROW_1004, "id": 2004}
     # the documentation's example shows the headers as written with header.converter.schemas.enable=false
     schemaless = RecordFactory(factory.schema, tombstones_on_delete=True, header_schemas=False)
-    delete, tombstone, create = schemaless.update(list(before.values()), list(after.values()), source_like(load("update_value")["payload"]["source"]),
+    update_source = source_like(load("update_value")["payload"]["source"])
+    delete, tombstone, create = schemaless.update(list(before.values()), list(after.values()), update_source,
                                                   MySqlPosition(file="mysql-bin.000003", pos=484), 0, lambda: None)
-    assert (delete.value["op"], delete.key, delete.headers) == ("d", {"id": 1004}, [("__debezium.newkey", b'{"id":2004}')])
+    assert (delete.value["op"], delete.key, delete.headers) == (
+        "d", {"id": 1004}, [("__debezium.newkey", b'{"id":2004}')])
     assert tombstone.value is None and tombstone.key == {"id": 1004}
     assert tombstone.headers == delete.headers  # Debezium's tombstone keeps the delete's headers
-    assert (create.value["op"], create.key, create.headers) == ("c", {"id": 2004}, [("__debezium.oldkey", b'{"id":1004}')])
+    assert (create.value["op"], create.key, create.headers) == (
+        "c", {"id": 2004}, [("__debezium.oldkey", b'{"id":1004}')])
     # by default the header converter writes the key's schema too, as real Debezium does
-    delete = factory.update(list(before.values()), list(after.values()), source_like(load("update_value")["payload"]["source"]),
+    delete = factory.update(list(before.values()), list(after.values()), update_source,
                             MySqlPosition(file="mysql-bin.000003", pos=484), 0, lambda: None)[0]
     header = json.loads(delete.headers[0][1])
     assert header["payload"] == {"id": 2004} and header["schema"]["name"] == "mysql-server-1.inventory.customers.Key"
@@ -190,7 +193,8 @@ def test_schema_change_event_matches_seed(tables):
     source = source_like(seed["source"])
     server = seed["source"]["name"]  # "dbserver1" in this example
     record = schema_change_record(
-        TopicNamer(server, "mysql").schema_change_topic, schema_change_key_schema("mysql"), schema_change_value_schema("mysql"), source,
+        TopicNamer(server, "mysql").schema_change_topic, schema_change_key_schema("mysql"),
+        schema_change_value_schema("mysql"), source,
         statement.database, statement.text, [table_change_json(c) for c in statement.changes],
         MySqlPosition(file="mysql-bin.000003", pos=219),
     )

@@ -51,7 +51,8 @@ def test_message_key_columns_override_and_bad_column():
     schema = build_table_schema(table(), TopicNamer("dbz", "mysql"), TypeModes(), key_override=override)
     assert schema.key(ROW) == {"code": "A-1"}
     with pytest.raises(UnknownTableError, match="key column 'nope' of table 'shop.orders'"):
-        build_table_schema(table(), TopicNamer("dbz", "mysql"), TypeModes(), key_override=KeyColumns.parse("shop.orders:nope"))
+        build_table_schema(table(), TopicNamer("dbz", "mysql"), TypeModes(),
+                           key_override=KeyColumns.parse("shop.orders:nope"))
 
 
 def test_table_without_key_has_a_null_key_and_mariadb_names_its_source():

@@ -105,7 +105,8 @@ TYPE_TABLE = [
     ("JSON", '{"a": 1}',
      {"type": "string", "optional": True, "name": "io.debezium.data.Json", "version": 1}, '{"a": 1}'),
     ("ENUM('S','M','L')", "M",
-     {"type": "string", "optional": True, "name": "io.debezium.data.Enum", "version": 1, "parameters": {"allowed": "S,M,L"}},
+     {"type": "string", "optional": True, "name": "io.debezium.data.Enum", "version": 1,
+      "parameters": {"allowed": "S,M,L"}},
      "M"),
     ("SET('a','b','c')", {"c", "a"},
      {"type": "string", "optional": True, "name": "io.debezium.data.EnumSet", "version": 1,
@@ -153,7 +154,8 @@ TYPE_TABLE = [
 ]
 GEOMETRY_SCHEMA = {
     "type": "struct",
-    "fields": [{"type": "bytes", "optional": False, "field": "wkb"}, {"type": "int32", "optional": True, "field": "srid"}],
+    "fields": [{"type": "bytes", "optional": False, "field": "wkb"},
+               {"type": "int32", "optional": True, "field": "srid"}],
     "optional": True, "name": "io.debezium.data.geometry.Geometry", "version": 1, "doc": "Geometry",
 }
 for spatial in ("GEOMETRY", "LINESTRING", "POLYGON", "MULTIPOINT", "MULTILINESTRING", "MULTIPOLYGON",
@@ -161,7 +163,8 @@ for spatial in ("GEOMETRY", "LINESTRING", "POLYGON", "MULTIPOINT", "MULTILINESTR
     TYPE_TABLE.append((spatial, SRID_POINT, GEOMETRY_SCHEMA, {"wkb": WKB_POINT, "srid": 4326}))
 
 
-@pytest.mark.parametrize("ddl_type, raw, schema, value", TYPE_TABLE, ids=[f"{r[0]}-{i}" for i, r in enumerate(TYPE_TABLE)])
+@pytest.mark.parametrize("ddl_type, raw, schema, value", TYPE_TABLE,
+                         ids=[f"{r[0]}-{i}" for i, r in enumerate(TYPE_TABLE)])
 def test_type_table(ddl_type, raw, schema, value):
     assert _schema(ddl_type) == schema
     assert _value(ddl_type, raw) == value

@@ -26,7 +26,6 @@ import re
 from typing import Any
 
 import oracledb
-
 from oracle_recorded import Table
 from oracle_replay import ReplayMismatchError, describe
 

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import oracledb
+from oracle_replay import Handler, ReplayConnection, ReplayMismatchError, describe
 
 from lakecdc.capture.oracle import connection as c
 from lakecdc.capture.oracle.logminer import query as q
 from lakecdc.capture.oracle.logminer import session as s
 from lakecdc.capture.oracle.streaming import SQL_DB_OFFSET
-from oracle_replay import Handler, ReplayConnection, ReplayMismatchError, describe
 
 N, V, D, R = oracledb.DB_TYPE_NUMBER, oracledb.DB_TYPE_VARCHAR, oracledb.DB_TYPE_DATE, oracledb.DB_TYPE_RAW
 

@@ -95,7 +95,8 @@ def _debezium() -> Any:
             .with_("database.user", "u").with_("database.password", "p").build())
     parser = J("io.debezium.connector.oracle.logminer.parser.LogMinerDmlParser")(
         J("io.debezium.connector.oracle.OracleConnectorConfig")(conf))
-    editor = J("io.debezium.relational.Table").editor().tableId(J("io.debezium.relational.TableId")("ORCLCDB", "APP", "T"))
+    table_id = J("io.debezium.relational.TableId")("ORCLCDB", "APP", "T")
+    editor = J("io.debezium.relational.Table").editor().tableId(table_id)
     for i, name in enumerate(COLUMNS):
         editor.addColumn(J("io.debezium.relational.Column").editor().name(name).position(i + 1).create())
     return parser, editor.create()

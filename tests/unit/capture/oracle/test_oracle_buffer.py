@@ -17,13 +17,15 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("oracledb", reason="the replay connection has python-oracledb's shape: pip install 'lakecdc[oracle]'")
+pytest.importorskip("oracledb",
+                    reason="the replay connection has python-oracledb's shape: pip install 'lakecdc[oracle]'")
+
+from oracle_recorded import RecordedOracle, customers, delete_sql, insert_sql, redo
 
 from lakecdc.capture.oracle import connection as oraconn
 from lakecdc.capture.oracle.config import OracleConnectorConfig
 from lakecdc.capture.oracle.connector import OracleConnector
 from lakecdc.capture.oracle.streaming import OracleStreamingSource
-from oracle_recorded import RecordedOracle, customers, delete_sql, insert_sql, redo
 
 BASE = {"topic.prefix": "server1", "database.hostname": "db", "database.dbname": "ORCLCDB",
         "database.pdb.name": "ORCLPDB1", "database.user": "c##dbzuser", "database.password": "secret-pw",

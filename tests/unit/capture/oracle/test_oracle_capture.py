@@ -13,18 +13,20 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("oracledb", reason="the replay connection has python-oracledb's shape: pip install 'lakecdc[oracle]'")
+pytest.importorskip("oracledb",
+                    reason="the replay connection has python-oracledb's shape: pip install 'lakecdc[oracle]'")
+
+from oracle_recorded import RecordedOracle, Table, customers, delete_sql, insert_sql, redo, update_sql
+from oracle_replay import ReplayMismatchError
+from shared_paths import SHARED_ROOT
 
 from lakecdc.capture.coordinator import CaptureCoordinator, CoordinatorSettings
-from lakecdc.transport.offsets import FileOffsetStore
 from lakecdc.capture.oracle import connection as oraconn
 from lakecdc.capture.oracle.config import OracleConnectorConfig
 from lakecdc.capture.oracle.connector import OracleConnector
 from lakecdc.capture.oracle.errors import OraclePrerequisiteError
 from lakecdc.events.serde import RecordEncoder
-from oracle_recorded import RecordedOracle, Table, customers, delete_sql, insert_sql, redo, update_sql
-from oracle_replay import ReplayMismatchError
-from shared_paths import SHARED_ROOT
+from lakecdc.transport.offsets import FileOffsetStore
 
 SEED_XID_6_28_807 = bytes.fromhex("06001c0027030000")  # XIDUSN 6, XIDSLT 28, XIDSQN 807 (little-endian)
 SEED_XID_6_9_809 = bytes.fromhex("0600090029030000")
@@ -229,7 +231,8 @@ def test_transaction_metadata(install: Any) -> None:
     assert records[0].value["status"] == "BEGIN" and records[0].value["id"] == "0a00000001000000"
     assert records[2].value["transaction"] == {"id": "0a00000001000000", "total_order": 2, "data_collection_order": 2}
     assert records[3].value["event_count"] == 2
-    assert records[3].value["data_collections"] == [{"data_collection": "ORCLPDB1.DEBEZIUM.CUSTOMERS", "event_count": 2}]
+    assert records[3].value["data_collections"] == [
+        {"data_collection": "ORCLPDB1.DEBEZIUM.CUSTOMERS", "event_count": 2}]
 
 
 def test_primary_key_change_is_delete_tombstone_create(install: Any) -> None:
@@ -507,7 +510,8 @@ def test_transaction_retention_abandons_old_open_transactions(install: Any) -> N
     assert [r.key["ID"] for r in stream_once(db, 100, **windows)] == [2, 1]
     db = install(RecordedOracle([customers()], scns=[200], redo_rows=rows))
     # after the first window tx a has been open for 2 h > 1 h: dropped, its later commit emits nothing
-    assert [r.key["ID"] for r in stream_once(db, 100, **windows, **{"log.mining.transaction.retention.ms": "3600000"})] == [2]
+    assert [r.key["ID"]
+            for r in stream_once(db, 100, **windows, **{"log.mining.transaction.retention.ms": "3600000"})] == [2]
 
 
 def test_archive_log_only_mode_mines_up_to_the_newest_archived_log(install: Any) -> None:
@@ -539,7 +543,7 @@ def test_snapshot_progress_bar_draws_table_and_row_counts(install: Any) -> None:
 
     from lakecdc.capture.oracle.snapshot import OracleSnapshotSource
 
-    db = install(snapshot_db())
+    install(snapshot_db())
     buffer = io.StringIO()
     connector = OracleConnector(config(), show_progress=True)
     source = OracleSnapshotSource(connector.config, connector.modes, connector.namer, show_progress=True,

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("oracledb", reason="the replay connection has python-oracledb's shape: pip install 'lakecdc[oracle]'")
+pytest.importorskip("oracledb",
+                    reason="the replay connection has python-oracledb's shape: pip install 'lakecdc[oracle]'")
 
 from lakecdc.capture.oracle.config import OracleConnectorConfig
 from lakecdc.config.base import load_properties
@@ -72,9 +73,10 @@ def test_cli_capture_on_replay_connection(tmp_path: Path) -> None:
 
 
 def test_status_reports_the_stored_scn_and_the_lag(tmp_path: Path) -> None:
-    from lakecdc.capture.oracle import connection as oraconn
-    from lakecdc.metrics.capture_status import capture_status
     from oracle_recorded import RecordedOracle, customers
+
+    from lakecdc.capture.oracle import connection as oraconn
+    from lakecdc.capture.status import capture_status
 
     conf = tmp_path / "oracle.properties"
     offsets = tmp_path / "offsets.json"

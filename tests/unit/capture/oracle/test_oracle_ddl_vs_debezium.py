@@ -12,11 +12,11 @@ import os
 from typing import Any
 
 import pytest
+from oracle_debezium_types import unavailable_reason
 
 from lakecdc.capture.oracle.ddl.model import OracleTables, TableChange
 from lakecdc.capture.oracle.ddl.parser import OracleDdlParser
 from lakecdc.capture.oracle.table_changes import create_table_ddl, table_change_json
-from oracle_debezium_types import unavailable_reason
 
 _REASON = unavailable_reason()
 if _REASON:
@@ -49,7 +49,8 @@ CASES: dict[str, list[str]] = {
         "ALTER TABLE T3 DROP PRIMARY KEY",
         "ALTER TABLE T3 ADD PRIMARY KEY (A)"],
     "rename table, SET UNUSED": [
-        "CREATE TABLE R1 (A NUMBER(2), B NUMBER(3))", "ALTER TABLE R1 RENAME TO R2", "ALTER TABLE R2 SET UNUSED COLUMN B"],
+        "CREATE TABLE R1 (A NUMBER(2), B NUMBER(3))", "ALTER TABLE R1 RENAME TO R2",
+        "ALTER TABLE R2 SET UNUSED COLUMN B"],
     "identity, DEFAULT NULL, DEFAULT ON NULL, unique": [
         "CREATE TABLE G1 (ID NUMBER GENERATED ALWAYS AS IDENTITY, A VARCHAR2(3) DEFAULT NULL, "
         "B NUMBER(3) DEFAULT ON NULL 4 NOT NULL, CONSTRAINT G1_U UNIQUE (A))"],

@@ -18,11 +18,13 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("oracledb", reason="the replay connection has python-oracledb's shape: pip install 'lakecdc[oracle]'")
+pytest.importorskip("oracledb",
+                    reason="the replay connection has python-oracledb's shape: pip install 'lakecdc[oracle]'")
 
-from lakecdc.capture.oracle import connection as oraconn
 from oracle_recorded import Table
 from test_oracle_signals import SIGNAL, SignalOracle, polls, reads, source
+
+from lakecdc.capture.oracle import connection as oraconn
 
 EVENTS = Table("DEBEZIUM", "EVENTS", [("DAY", "DATE", 7, None, None, False),
                                       ("NOTE", "VARCHAR2", 50, None, None, True)], ["DAY"],
@@ -31,7 +33,8 @@ READINGS = Table("DEBEZIUM", "READINGS", [("TAKEN", "TIMESTAMP(9)", 11, None, 9,
                                           ("VAL", "NUMBER", 22, 10, 0, True)], ["TAKEN"],
                  [(f"2024-03-01 10:00:{s}", i) for i, s in enumerate(
                      ("00.000000000", "00.500000000", "00.500000001", "01.123456789", "01.123457000"))])
-SHIFTS = Table("DEBEZIUM", "SHIFTS", [("SITE", "NUMBER", 22, 5, 0, False), ("STARTS", "TIMESTAMP(6)", 11, None, 6, False),
+SHIFTS = Table("DEBEZIUM", "SHIFTS", [("SITE", "NUMBER", 22, 5, 0, False),
+                                      ("STARTS", "TIMESTAMP(6)", 11, None, 6, False),
                                       ("CREW", "VARCHAR2", 20, None, None, True)], ["SITE", "STARTS"],
                [(site, f"2024-05-0{d} 06:00:00.{us}000", f"c{site}{d}") for site in (1, 2) for d, us in
                 ((1, "000001"), (1, "250000"), (2, "000000"))][:5])

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("oracledb", reason="the replay connection has python-oracledb's shape: pip install 'lakecdc[oracle]'")
+pytest.importorskip("oracledb",
+                    reason="the replay connection has python-oracledb's shape: pip install 'lakecdc[oracle]'")
 
 from oracle_recorded import RecordedOracle, customers
 from test_oracle_capture import BASE, _tx_rows, install, run, snapshot_db, stream_once  # noqa: F401 (fixture)
@@ -84,7 +85,8 @@ def test_query_filter_literal_quotes_are_doubled() -> None:
 # -- snapshot.locking.mode -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("mode", ["shared", None])
-def test_shared_locking_holds_row_share_locks_for_the_schema_read(install: Any, tmp_path: Any, mode: str | None) -> None:
+def test_shared_locking_holds_row_share_locks_for_the_schema_read(install: Any, tmp_path: Any,
+                                                                  mode: str | None) -> None:
     """``shared`` (Debezium's default): the captured tables are locked IN ROW SHARE MODE before the
     snapshot SCN is read and released (rollback, connection closed) before any row is read."""
     db = install(snapshot_db())
@@ -141,7 +143,8 @@ def test_archive_log_hours_asks_only_for_recent_archive_logs(install: Any) -> No
     db = install(_two_archive_logs(RecordedOracle([customers()], scns=[200], redo_rows=rows)))
     assert [r.key["ID"] for r in stream_once(db, 135, **{"archive.log.hours": "5"})] == [1]
     assert db.files_log == ["/arch/1_7.arc", "/redo/redo01.log"]
-    recent = [b for c in db.connections for sql, b in c.executed if "FIRST_TIME >= SYSDATE - :archive_hours / 24" in sql]
+    recent = [b for c in db.connections for sql, b in c.executed
+              if "FIRST_TIME >= SYSDATE - :archive_hours / 24" in sql]
     assert recent and all(b["archive_hours"] == 5 for b in recent)
 
 
@@ -267,7 +270,8 @@ def test_a_refused_lock_names_the_table_and_the_fix(install: Any, tmp_path: Any)
     from lakecdc.capture.oracle import connection as oraconn
 
     oraconn.set_connection_factory(without_lock_privilege)
-    with pytest.raises(OraclePrerequisiteError, match=r'(?s)LOCK TABLE "DEBEZIUM"\."CUSTOMERS".*ORA-01031.*'
-                                                      r'GRANT LOCK ANY TABLE TO c##dbzuser.*snapshot.locking.mode=none'):
+    with pytest.raises(OraclePrerequisiteError,
+                       match=r'(?s)LOCK TABLE "DEBEZIUM"\."CUSTOMERS".*ORA-01031.*'
+                             r'GRANT LOCK ANY TABLE TO c##dbzuser.*snapshot.locking.mode=none'):
         run(db, tmp_path, **{"snapshot.mode": "initial_only"})
     assert db.snapshot_statements == []  # no row was read

@@ -12,13 +12,15 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("oracledb", reason="the replay connection has python-oracledb's shape: pip install 'lakecdc[oracle]'")
+pytest.importorskip("oracledb",
+                    reason="the replay connection has python-oracledb's shape: pip install 'lakecdc[oracle]'")
+
+from oracle_recorded import RecordedOracle, Table, customers, insert_sql, redo
+from test_oracle_capture import config, install, run  # noqa: F401 - install is the fixture
 
 from lakecdc.capture.oracle.connector import OracleConnector
 from lakecdc.capture.oracle.errors import OracleDdlParseError
 from lakecdc.capture.oracle.streaming import OracleStreamingSource
-from oracle_recorded import RecordedOracle, Table, customers, insert_sql, redo
-from test_oracle_capture import config, install, run  # noqa: F401 - install is the fixture
 
 A, B, C, D = (bytes.fromhex(f"0{i}00000001000000") for i in "abcd")
 DDL_XID = bytes.fromhex("0e00000001000000")
@@ -226,4 +228,5 @@ def test_create_table_as_select_takes_the_dictionary_structure(install: Any, tmp
     assert out[0].value["ddl"] == "CREATE TABLE CUST_COPY AS SELECT ID, EMAIL FROM CUSTOMERS"
     assert out[1].value["after"] == {"ID": 7, "EMAIL": "x"}
     [record] = [json.loads(line) for line in history.read_text().splitlines()]
-    assert record["ddl"] == 'CREATE TABLE "DEBEZIUM"."CUST_COPY" ("ID" NUMBER(9,0) NOT NULL, "EMAIL" VARCHAR2(255 CHAR))'
+    assert record["ddl"] == ('CREATE TABLE "DEBEZIUM"."CUST_COPY" '
+                             '("ID" NUMBER(9,0) NOT NULL, "EMAIL" VARCHAR2(255 CHAR))')

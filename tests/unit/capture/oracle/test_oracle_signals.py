@@ -17,17 +17,17 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("oracledb", reason="the replay connection has python-oracledb's shape: pip install 'lakecdc[oracle]'")
+pytest.importorskip("oracledb",
+                    reason="the replay connection has python-oracledb's shape: pip install 'lakecdc[oracle]'")
 
-from lakecdc.capture.oracle import connection as oraconn
-from lakecdc.capture.oracle.streaming import OracleStreamingSource
 import oracle_chunks
+import oracledb
 from oracle_recorded import CUSTOMERS_COLUMNS, RecordedOracle, Table, customers, insert_sql, redo, update_sql
 from oracle_replay import ReplayConnection, describe
 from test_oracle_capture import BASE, config
 
-import oracledb
-
+from lakecdc.capture.oracle import connection as oraconn
+from lakecdc.capture.oracle.streaming import OracleStreamingSource
 
 SIGNAL = Table("DEBEZIUM", "DEBEZIUM_SIGNAL", [("ID", "VARCHAR2", 42, None, None, False),
                                                  ("TYPE", "VARCHAR2", 32, None, None, False),
@@ -265,7 +265,8 @@ def test_chunk_statements_in_oracle_syntax_with_an_additional_condition(db: Sign
         (f'SELECT {cols} FROM "DEBEZIUM"."CUSTOMERS" WHERE (NOT (("ID" > :1))) AND (EMAIL LIKE \'u%\') '
          'ORDER BY "ID" FETCH FIRST 2 ROWS ONLY', {1: decimal.Decimal(1005)}),
         (f'SELECT {cols} FROM "DEBEZIUM"."CUSTOMERS" WHERE (("ID" > :1)) AND (NOT (("ID" > :2))) AND '
-         '(EMAIL LIKE \'u%\') ORDER BY "ID" FETCH FIRST 2 ROWS ONLY', {1: decimal.Decimal(1002), 2: decimal.Decimal(1005)}),
+         '(EMAIL LIKE \'u%\') ORDER BY "ID" FETCH FIRST 2 ROWS ONLY',
+         {1: decimal.Decimal(1002), 2: decimal.Decimal(1005)}),
     ]
 
 

@@ -8,13 +8,13 @@ import json
 from typing import Any
 
 import pytest
+from oracle_debezium_types import DebeziumOracleTypes, unavailable_reason
 
 from lakecdc.capture.oracle.connection import ColumnInfo
 from lakecdc.capture.oracle.logminer.dml_parser import parse_dml
 from lakecdc.capture.oracle.types import TypeModes, column_schema, value_converter
 from lakecdc.events.schema import struct
 from lakecdc.events.serde import RecordEncoder
-from oracle_debezium_types import DebeziumOracleTypes, unavailable_reason
 
 _REASON = unavailable_reason()
 if _REASON:

@@ -30,6 +30,7 @@ from lakecdc.capture.postgres.types import (
 from lakecdc.events.serde import jackson_dumps
 from lakecdc.events.values import connect_to_json
 
+
 def _load_generator() -> Any:
     """The golden generator module (a script in tests/conformance, not a package)."""
     import importlib.util
@@ -171,8 +172,8 @@ def _check_table(modes_name: str, table: str, typed_db: Any) -> list[str]:
         for name in emitted:
             ours = json.loads(jackson_dumps(phase_schemas[record["phase"]][name].to_json(name)))  # type: ignore[union-attr]
             if ours != golden_fields[name]:
-                schema_problems.add(f"{record['phase']} {table}.{name} schema: golden {json.dumps(golden_fields[name])} "
-                                    f"!= ours {json.dumps(ours)}")
+                schema_problems.add(f"{record['phase']} {table}.{name} schema: golden "
+                                    f"{json.dumps(golden_fields[name])} != ours {json.dumps(ours)}")
         text_row = (updated if record["op"] == "u" else texts)[table][record["id"]]
         for name in emitted:
             if (table, name) in MASKED:
@@ -327,7 +328,8 @@ def test_relation_messages_and_streamed_tuples_match_debezium(modes_name: str, p
             if isinstance(expected, list):
                 expected = [None if isinstance(v, str) and v.startswith(JAVA_IDENTITY) else v for v in expected]
             if ours != expected:
-                problems.append(f"{table}.{name} id={row['id']}: golden {str(expected)[:100]} != ours {str(ours)[:100]}")
+                problems.append(f"{table}.{name} id={row['id']}: golden {str(expected)[:100]} "
+                                f"!= ours {str(ours)[:100]}")
     assert not problems, "\n".join(problems[:60])
 
 

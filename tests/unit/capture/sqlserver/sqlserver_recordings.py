@@ -13,8 +13,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from lakecdc.capture.sqlserver import connection as sq
 from sqlserver_replay import Recording, ReplayConnection, ResultSet
+
+from lakecdc.capture.sqlserver import connection as sq
 from lakecdc.capture.sqlserver.snapshot import Q_ROW_ESTIMATE
 from lakecdc.events.position_text import sqlserver_lsn_from_text
 
@@ -91,7 +92,8 @@ class RecordedServer:
         self.rec.add(sq.Q_HELP_CDC, None, *[ResultSet.of(HELP_COLUMNS, rows) for rows in answers])
         return self
 
-    def columns(self, schema: str, table: str, columns: list[tuple[Any, ...]], primary_key: list[str]) -> RecordedServer:
+    def columns(self, schema: str, table: str, columns: list[tuple[Any, ...]],
+                primary_key: list[str]) -> RecordedServer:
         self.rec.add(sq.Q_COLUMNS, (schema, table), columns_result(columns))
         self.rec.add(sq.Q_PRIMARY_KEY, (schema, table), ResultSet.of(["COLUMN_NAME"], [(k,) for k in primary_key]))
         return self
@@ -116,7 +118,8 @@ class RecordedServer:
         chain = [start, *ends]
         for i, frm in enumerate(chain):
             to = chain[min(i + 1, len(chain) - 1)]
-            self.rec.add(sq.Q_NTH_TX_LSN_FROM_LAST, (max_transactions, lsn_b(frm)), ResultSet([("", 2)], [(lsn_b(to),)]))
+            self.rec.add(sq.Q_NTH_TX_LSN_FROM_LAST, (max_transactions, lsn_b(frm)),
+                         ResultSet([("", 2)], [(lsn_b(to),)]))
         return self
 
     def lsn_time(self, commit: str, ms: int) -> RecordedServer:

@@ -4,13 +4,13 @@ the replay connection refuses statements it has no recording for."""
 from __future__ import annotations
 
 import pytest
+from sqlserver_recordings import CUSTOMERS, RecordedServer, base_properties
+from sqlserver_replay import Recording, ReplayConnection, UnrecordedStatementError
 
 from lakecdc.capture.sqlserver import connection as sq
 from lakecdc.capture.sqlserver.config import SqlServerConnectorConfig
 from lakecdc.capture.sqlserver.connector import SqlServerConnector
 from lakecdc.capture.sqlserver.errors import CdcNotEnabledError
-from sqlserver_replay import Recording, ReplayConnection, UnrecordedStatementError
-from sqlserver_recordings import CUSTOMERS, RecordedServer, base_properties
 
 
 def load(server: RecordedServer, **props: str) -> SqlServerConnector:
@@ -22,7 +22,8 @@ def load(server: RecordedServer, **props: str) -> SqlServerConnector:
 
 def test_database_without_cdc_names_sp_cdc_enable_db() -> None:
     server = RecordedServer().cdc_database(False)
-    with pytest.raises(CdcNotEnabledError, match=r"CDC is not enabled on database 'testDB'.*EXEC sys\.sp_cdc_enable_db"):
+    with pytest.raises(CdcNotEnabledError,
+                       match=r"CDC is not enabled on database 'testDB'.*EXEC sys\.sp_cdc_enable_db"):
         load(server)
 
 

@@ -9,10 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lakecdc.capture.sqlserver.connection import FACTORY_ENV
-from sqlserver_replay import REPLAY_ENV
 from sqlserver_recordings import base_properties
+from sqlserver_replay import REPLAY_ENV
 from test_sqlserver_seed_golden import seed_server
+
+from lakecdc.capture.sqlserver.connection import FACTORY_ENV
 
 REPO = Path(__file__).resolve().parents[4]
 HERE = Path(__file__).resolve().parent  # sqlserver_replay.py, the connection factory
@@ -41,7 +42,8 @@ def test_capture_command_runs_a_sqlserver_connector_file(tmp_path: Path) -> None
     assert {r["topic"] for r in lines} == {"server1.testDB.dbo.customers"}
     create = payloads[2]
     assert create["source"]["commit_lsn"] == "00000027:00000758:0005" and create["source"]["event_serial_no"] == 1
-    assert lines[2]["key"] == {"schema": {"type": "struct", "fields": [{"type": "int32", "optional": False, "field": "id"}],
+    assert lines[2]["key"] == {"schema": {"type": "struct",
+                                          "fields": [{"type": "int32", "optional": False, "field": "id"}],
                                           "optional": False, "name": "server1.testDB.dbo.customers.Key"},
                                "payload": {"id": 1005}}
     assert "Password!" not in result.stdout + result.stderr

@@ -89,7 +89,8 @@ def test_the_seeds_1_4_example_loads() -> None:
         "connector.class": "io.debezium.connector.sqlserver.SqlServerConnector", "database.hostname": "192.168.99.100",
         "database.port": "1433", "database.user": "sa", "database.password": "Password!", "database.dbname": "testDB",
         "database.server.name": "fullfillment", "table.include.list": "dbo.customers",
-        "database.history.kafka.bootstrap.servers": "kafka:9092", "database.history.kafka.topic": "dbhistory.fullfillment"})
+        "database.history.kafka.bootstrap.servers": "kafka:9092",
+        "database.history.kafka.topic": "dbhistory.fullfillment"})
     assert (c.topic_prefix, c.database) == ("fullfillment", "testDB")
 
 

@@ -12,17 +12,25 @@ import calendar
 import datetime as dt
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-
 from sqlserver_recordings import RecordedServer
 from test_sqlserver_seed_golden import after, run
-from test_sqlserver_signals import (PROPS, SIGNAL_COLUMNS, chunk_ids, execute_signal, lsn_at, pass_rows,  # noqa: F401
-                                    server_result, watermarks, window)
+from test_sqlserver_signals import (  # noqa: F401
+    PROPS,
+    SIGNAL_COLUMNS,
+    chunk_ids,
+    execute_signal,
+    lsn_at,
+    pass_rows,
+    server_result,
+    watermarks,
+    window,
+)
 from test_sqlserver_streaming import START, data, streaming_only
 
-pymssql = pytest.importorskip("pymssql", reason="pymssql's parameter quoting is the subject: pip install 'lakecdc[sqlserver]'")
+pymssql = pytest.importorskip("pymssql",
+                              reason="pymssql's parameter quoting is the subject: pip install 'lakecdc[sqlserver]'")
 
 TOPIC = "server1.testDB.dbo.readings"
 COLUMNS = [("taken", "datetime2", None, None, None, 6, "NO"), ("val", "int", None, 10, 0, None, "YES")]

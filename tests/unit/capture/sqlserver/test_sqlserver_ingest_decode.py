@@ -8,18 +8,18 @@ import json
 from pathlib import Path
 
 import pyarrow as pa
-
-from lakecdc.capture.coordinator import CaptureCoordinator, CoordinatorSettings
-from lakecdc.transport.offsets import FileOffsetStore
-from lakecdc.capture.sqlserver.config import SqlServerConnectorConfig
-from lakecdc.capture.sqlserver.connector import SqlServerConnector
-from lakecdc.ingest.config import IngestConfig
-from lakecdc.ingest.decode import Decoder
-from lakecdc.ingest.reader import KAFKA_ARROW_SCHEMA
-from lakecdc.ingest.segments import union_segments
-from lakecdc.transport.jsonl import JsonlSink
 from sqlserver_recordings import base_properties
 from test_sqlserver_seed_golden import seed_server
+
+from lakecdc.capture.coordinator import CaptureCoordinator, CoordinatorSettings
+from lakecdc.capture.sqlserver.config import SqlServerConnectorConfig
+from lakecdc.capture.sqlserver.connector import SqlServerConnector
+from lakecdc.config.ingest import IngestConfig
+from lakecdc.ingest.decode import Decoder
+from lakecdc.ingest.reader import KAFKA_ARROW_SCHEMA
+from lakecdc.lake.segments import union_segments
+from lakecdc.transport.jsonl import JsonlSink
+from lakecdc.transport.offsets import FileOffsetStore
 
 
 def kafka_table(lines: list[dict]) -> pa.Table:

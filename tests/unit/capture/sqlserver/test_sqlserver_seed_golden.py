@@ -4,18 +4,16 @@ answers; every event is compared field by field with the seed's JSON examples.""
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
-import pytest
+from sqlserver_recordings import CUSTOMERS, RecordedServer, base_properties, lsn
 
 from lakecdc.capture.coordinator import CaptureCoordinator, CoordinatorSettings
-from lakecdc.transport.offsets import FileOffsetStore, offset_key
 from lakecdc.capture.sqlserver.config import SqlServerConnectorConfig
 from lakecdc.capture.sqlserver.connector import SqlServerConnector
 from lakecdc.events.position_text import sqlserver_lsn_to_text
-from sqlserver_recordings import CUSTOMERS, RecordedServer, base_properties, lsn
+from lakecdc.transport.offsets import FileOffsetStore, offset_key
 
 SNAPSHOT_LSN = "00000025:00000d98:00a2"  # the seed's schema change example commit_lsn
 COLS = [c[0] for c in CUSTOMERS]
@@ -23,7 +21,8 @@ JOHN = (1005, "John", "Doe", "john.doe@example.org")
 JOHN2 = (1005, "John", "Doe", "noreply@example.org")
 
 # the seed's three value payloads (S4, normalized in the inventory section 2.9)
-SEED_CREATE = {"before": None, "after": {"id": 1005, "first_name": "John", "last_name": "Doe", "email": "john.doe@example.org"},
+SEED_CREATE = {"before": None,
+               "after": {"id": 1005, "first_name": "John", "last_name": "Doe", "email": "john.doe@example.org"},
                "source": {"version": "1.4.2.Final", "connector": "sqlserver", "name": "server1", "ts_ms": 1559729468470,
                           "snapshot": False, "db": "testDB", "schema": "dbo", "table": "customers",
                           "change_lsn": "00000027:00000758:0003", "commit_lsn": "00000027:00000758:0005",
@@ -202,8 +201,9 @@ def test_tombstones_off_and_skipped_operations(tmp_path: Path) -> None:
 
 # the seed's schema change message for dbo.customers (S4, section 2.9), Debezium 3 adds the
 # comment / defaultValueExpression / enumValues entries
-SEED_SCHEMA_CHANGE = {"source": {"version": "1.4.2.Final", "connector": "sqlserver", "name": "server1", "ts_ms": 1588252618953,
-                                 "snapshot": "true", "db": "testDB", "schema": "dbo", "table": "customers", "change_lsn": None,
+SEED_SCHEMA_CHANGE = {"source": {"version": "1.4.2.Final", "connector": "sqlserver", "name": "server1",
+                                 "ts_ms": 1588252618953, "snapshot": "true", "db": "testDB", "schema": "dbo",
+                                 "table": "customers", "change_lsn": None,
                                  "commit_lsn": "00000025:00000d98:00a2", "event_serial_no": None},
                       "databaseName": "testDB", "schemaName": "dbo", "ddl": None,
                       "tableChanges": [{"type": "CREATE", "id": "\"testDB\".\"dbo\".\"customers\"", "table": {
@@ -233,7 +233,8 @@ def test_snapshot_schema_change_event_matches_the_seed(tmp_path: Path) -> None:
     value, seed = record.value, SEED_SCHEMA_CHANGE
     for name in ("databaseName", "schemaName", "ddl"):
         assert value[name] == seed[name]
-    for name in ("connector", "name", "snapshot", "db", "schema", "table", "change_lsn", "commit_lsn", "event_serial_no"):
+    for name in ("connector", "name", "snapshot", "db", "schema", "table", "change_lsn", "commit_lsn",
+                 "event_serial_no"):
         assert value["source"][name] == seed["source"][name], name
     (change,) = value["tableChanges"]
     (want,) = seed["tableChanges"]

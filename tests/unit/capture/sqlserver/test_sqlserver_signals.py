@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-import lakecdc.capture.incremental as incremental_module
 from sqlserver_recordings import CUSTOMERS, RecordedServer
 from test_sqlserver_seed_golden import after, run
 from test_sqlserver_streaming import START, data, streaming_only
+
+import lakecdc.capture.incremental as incremental_module
 
 COLS = [c[0] for c in CUSTOMERS]
 SIGNAL = "testDB.dbo.debezium_signal"
@@ -34,7 +34,8 @@ SELECT = "SELECT TOP 2 [id], [first_name], [last_name], [email] FROM [testDB].[d
 MAX_KEY = "SELECT TOP 1 [id] FROM [testDB].[dbo].[customers] ORDER BY [id] DESC"
 FIRST_CHUNK = f"{SELECT} WHERE (NOT (([id] > %s))) ORDER BY [id]"
 NEXT_CHUNK = f"{SELECT} WHERE (([id] > %s)) AND (NOT (([id] > %s))) ORDER BY [id]"
-ROWS = {1001: (1001, "Sally", "Thomas", "sally.thomas@acme.com"), 1002: (1002, "George", "Bailey", "gbailey@foobar.com"),
+ROWS = {1001: (1001, "Sally", "Thomas", "sally.thomas@acme.com"),
+        1002: (1002, "George", "Bailey", "gbailey@foobar.com"),
         1003: (1003, "Edward", "Walker", "ed@walker.com")}
 PROPS = {"signal.data.collection": SIGNAL, "incremental.snapshot.chunk.size": "2"}
 
@@ -72,7 +73,8 @@ def pass_rows(server: RecordedServer, frm: str, to: str, signal_rows: list[tuple
     """One pass's change rows, each ``(n, operation, values...)`` at commit lsn_at(n)."""
     for instance, columns, rows in (("dbo_debezium_signal", ["id", "type", "data"], signal_rows),
                                     ("dbo_customers", COLS, list(customer_rows))):
-        server.changes(instance, after(frm), to, columns, [(lsn_at(n), seq_at(n), op, *values) for n, op, *values in rows])
+        server.changes(instance, after(frm), to, columns,
+                       [(lsn_at(n), seq_at(n), op, *values) for n, op, *values in rows])
         for n, *_ in rows:
             server.lsn_time(lsn_at(n), 1_700_000_000_000 + n)
 
@@ -326,7 +328,8 @@ def test_kafka_channel_starts_an_incremental_snapshot(tmp_path: Path, chunk_ids:
     props = {**PROPS, "signal.enabled.channels": "kafka", "signal.kafka.topic": topic,
              "signal.kafka.bootstrap.servers": broker.bootstrap_servers, "signal.kafka.groupId": f"g-{tmp_path.name}"}
     # the idle stop waits long enough for the consumer's first fetch on a loaded machine
-    sink, _, _ = run(server, tmp_path, idle_s=15.0, replay_stop=False, **{k.replace(".", "__"): v for k, v in props.items()})
+    sink, _, _ = run(server, tmp_path, idle_s=15.0, replay_stop=False,
+                     **{k.replace(".", "__"): v for k, v in props.items()})
     assert sorted(r.key["id"] for r in data(sink.records) if r.value["op"] == "r") == [1001, 1002, 1003]
     assert server.rec.served(MAX_KEY) == 1  # one snapshot: the other connector's message was skipped
     assert "has key 'other-connector', not this connector's topic.prefix 'server1': skipped" in caplog.text
@@ -375,7 +378,8 @@ def test_invalid_condition_skips_the_table_and_streaming_goes_on(tmp_path: Path,
     streaming_only(server, tmp_path)
     sink, _, _ = run(server, tmp_path, **{k.replace(".", "__"): v for k, v in PROPS.items()})
     assert [(r.op, r.key["id"]) for r in data(sink.records)] == [("c", 1004)]
-    assert "incremental snapshot of table 'testDB.dbo.customers' failed and is skipped: Invalid column name" in caplog.text
+    assert ("incremental snapshot of table 'testDB.dbo.customers' failed and is skipped: Invalid column name"
+            in caplog.text)
     (offset,) = json.loads((tmp_path / "offsets.json").read_text()).values()
     assert "incremental_snapshot_collections" not in offset and offset["commit_lsn"] == lsn_at(14)
 
@@ -405,9 +409,11 @@ def test_two_column_key_chunks_with_written_out_bounds(tmp_path: Path, chunk_ids
                    server_result(["order_id", "line", "qty"], [(1, "a", 5), (1, "b", 6)]))
     server.rec.add(f"{select} WHERE ({bound}) AND (NOT ({bound})) ORDER BY [order_id], [line]", (1, 1, "b", 2, 2, "b"),
                    server_result(["order_id", "line", "qty"], [(2, "a", 7), (2, "b", 8)]))
-    for instance, columns in (("dbo_lines", ["order_id", "line", "qty"]), ("dbo_debezium_signal", ["id", "type", "data"])):
+    for instance, columns in (("dbo_lines", ["order_id", "line", "qty"]),
+                              ("dbo_debezium_signal", ["id", "type", "data"])):
         rows = [execute_signal(1, [r"testDB\.dbo\.lines"])] if instance == "dbo_debezium_signal" else []
-        server.changes(instance, after(START), lsn_at(1), columns, [(lsn_at(n), seq_at(n), op, *v) for n, op, *v in rows])
+        server.changes(instance, after(START), lsn_at(1), columns,
+                       [(lsn_at(n), seq_at(n), op, *v) for n, op, *v in rows])
         rows = watermarks(10, "c1") if instance == "dbo_debezium_signal" else []
         server.changes(instance, after(lsn_at(1)), lsn_at(14), columns,
                        [(lsn_at(n), seq_at(n), op, *v) for n, op, *v in rows])
@@ -417,7 +423,8 @@ def test_two_column_key_chunks_with_written_out_bounds(tmp_path: Path, chunk_ids
     sink, _, _ = run(server, tmp_path, table__include__list="dbo.lines",
                      **{k.replace(".", "__"): v for k, v in PROPS.items()})
     reads = [r for r in sink.records if r.topic == "server1.testDB.dbo.lines"]
-    assert [(r.value["op"], r.key) for r in reads] == [("r", {"order_id": 1, "line": "a"}), ("r", {"order_id": 1, "line": "b"})]
+    assert [(r.value["op"], r.key)
+            for r in reads] == [("r", {"order_id": 1, "line": "a"}), ("r", {"order_id": 1, "line": "b"})]
     (offset,) = json.loads((tmp_path / "offsets.json").read_text()).values()
     assert json.loads(offset["incremental_snapshot_primary_key"]) == [1, "b"]
     assert json.loads(offset["incremental_snapshot_maximum_key"]) == [2, "b"]

@@ -7,14 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from lakecdc.transport.offsets import offset_key
-from lakecdc.capture.sqlserver.errors import SqlServerSetupError
-from lakecdc.capture.sqlserver.snapshot import Q_ROW_ESTIMATE, SqlServerSnapshotSource
-from lakecdc.capture.sqlserver.config import SqlServerConnectorConfig
-from lakecdc.capture.sqlserver.connector import SqlServerConnector
 from sqlserver_recordings import CUSTOMERS, RecordedServer, base_properties
 from test_sqlserver_seed_golden import SNAPSHOT_LSN, run
+
+from lakecdc.capture.sqlserver.config import SqlServerConnectorConfig
+from lakecdc.capture.sqlserver.connector import SqlServerConnector
+from lakecdc.capture.sqlserver.errors import SqlServerSetupError
+from lakecdc.capture.sqlserver.snapshot import Q_ROW_ESTIMATE, SqlServerSnapshotSource
+from lakecdc.transport.offsets import offset_key
 
 COLS = [c[0] for c in CUSTOMERS]
 ROWS = [(1001, "Sally", "Thomas", "sally.thomas@acme.com"), (1002, "George", "Bailey", "gbailey@foobar.com"),

@@ -8,12 +8,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from sqlserver_recordings import CUSTOMERS, RecordedServer, base_properties, columns_result, lsn_b
+from sqlserver_replay import ResultSet
+from test_sqlserver_seed_golden import after, run
+
 from lakecdc.capture.sqlserver.config import SqlServerConnectorConfig
 from lakecdc.capture.sqlserver.connector import SqlServerConnector
-from sqlserver_replay import ResultSet
 from lakecdc.events.envelope import HEADER_NEW_KEY, HEADER_OLD_KEY
-from sqlserver_recordings import CUSTOMERS, RecordedServer, base_properties, columns_result, lsn_b
-from test_sqlserver_seed_golden import after, run
 
 COLS = [c[0] for c in CUSTOMERS]
 START = "00000025:00000d98:00a2"
@@ -73,8 +74,9 @@ def test_transaction_metadata_matches_the_seed_example(tmp_path: Path) -> None:
     tx = "00000025:00000d08:0025"
     columns = [("pk", "int", None, 10, 0, None, "NO"), ("aa", "int", None, 10, 0, None, "YES")]
     server = RecordedServer().cdc_database().user_tables(("dbo", "tablea", True), ("dbo", "tableb", True))
-    server.instances([RecordedServer.instance_row("dbo", "tablea", "dbo_tablea", "00000024:00000001:0001", ["pk", "aa"], ["pk"]),
-                      RecordedServer.instance_row("dbo", "tableb", "dbo_tableb", "00000024:00000001:0001", ["pk", "aa"], ["pk"])])
+    server.instances([
+        RecordedServer.instance_row("dbo", "tablea", "dbo_tablea", "00000024:00000001:0001", ["pk", "aa"], ["pk"]),
+        RecordedServer.instance_row("dbo", "tableb", "dbo_tableb", "00000024:00000001:0001", ["pk", "aa"], ["pk"])])
     server.columns("dbo", "tablea", columns, ["pk"]).columns("dbo", "tableb", columns, ["pk"])
     start = "00000025:00000c00:0001"
     server.passes(start, tx).lsn_time(tx, 1580390884335)
@@ -114,7 +116,8 @@ def test_new_capture_instance_switches_structure_at_its_start_lsn(tmp_path: Path
         ("00000025:00000e00:0005", "00000025:00000e00:0002", 2, 1006, "Ann", "Lee", "ann@example.org"),
         ("00000025:00000f00:0008", "00000025:00000f00:0003", 2, 1007, "Bob", "Ray", "bob@example.org")])
     server.changes("dbo_customers_v2", switch, to, [*COLS, "phone_number"], [
-        ("00000025:00000f00:0008", "00000025:00000f00:0003", 2, 1007, "Bob", "Ray", "bob@example.org", "+1-555-123456")])
+        ("00000025:00000f00:0008", "00000025:00000f00:0003", 2, 1007, "Bob", "Ray", "bob@example.org",
+         "+1-555-123456")])
     server.lsn_time("00000025:00000e00:0005", 1559729468000).lsn_time("00000025:00000f00:0008", 1559729469000)
     streaming_only(server, tmp_path)
     sink, _, _ = run(server, tmp_path)
@@ -169,7 +172,8 @@ def test_lost_connection_reconnects_and_resumes(tmp_path: Path) -> None:
     server.rec.add(sq.Q_NTH_TX_LSN_FROM_LAST, (500, lsn_b(START)),
                    ResultSet([("", 2)], [], error="DB-Lib error message 20047: connection dead"))
     server.passes(START, commit)
-    server.changes("dbo_customers", after(START), commit, COLS, [(commit, "00000027:00000900:0002", 2, 1, "A", "A", "a@x")])
+    server.changes("dbo_customers", after(START), commit, COLS,
+                   [(commit, "00000027:00000900:0002", 2, 1, "A", "A", "a@x")])
     streaming_only(server, tmp_path)
     sink, _, _ = run(server, tmp_path)
     assert [r.value["after"]["id"] for r in data(sink.records)] == [1]
@@ -212,7 +216,8 @@ def test_new_capture_instance_with_the_same_columns_emits_no_alter(tmp_path: Pat
     switch, to = "00000025:00000ef8:0048", "00000025:00000f00:0010"
     old_row = RecordedServer.instance_row("dbo", "customers", "dbo_customers", "00000024:00000100:0001", COLS)
     new_row = RecordedServer.instance_row("dbo", "customers", "dbo_customers_v2", switch, COLS)
-    server = RecordedServer().cdc_database().user_tables(("dbo", "customers", True)).instances([old_row], [old_row, new_row])
+    server = (RecordedServer().cdc_database().user_tables(("dbo", "customers", True))
+              .instances([old_row], [old_row, new_row]))
     server.columns("dbo", "customers", CUSTOMERS, ["id"]).passes(START, to)
     server.changes("dbo_customers", after(START), to, COLS, [])
     server.changes("dbo_customers_v2", switch, to, COLS, [
@@ -247,7 +252,8 @@ def _bad_value_server() -> RecordedServer:
     commit = "00000027:00000900:0009"
     columns = [("pk", "int", None, 10, 0, None, "NO"), ("at", "date", None, None, None, None, "YES")]
     server = RecordedServer().cdc_database().user_tables(("dbo", "events", True))
-    server.instances([RecordedServer.instance_row("dbo", "events", "dbo_events", "00000024:00000001:0001", ["pk", "at"], ["pk"])])
+    server.instances([RecordedServer.instance_row("dbo", "events", "dbo_events",
+                                                  "00000024:00000001:0001", ["pk", "at"], ["pk"])])
     server.columns("dbo", "events", columns, ["pk"]).passes(START, commit).lsn_time(commit, 1559729468470)
     server.changes("dbo_events", after(START), commit, ["pk", "at"], [
         (commit, "00000027:00000900:0002", 2, 1, "2019-13-45"),

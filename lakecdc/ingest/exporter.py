@@ -36,7 +36,7 @@ from lakecdc.metrics.prometheus import DURATION_BUCKETS, LAG_BUCKETS, MetricsEnd
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from lakecdc.ingest.config import IngestConfig
+    from lakecdc.config.ingest import IngestConfig
     from lakecdc.ingest.processor import BatchReport
 
 _serving: list[IngestExporter] = []
@@ -52,7 +52,7 @@ def serve_ingest_metrics(config: str | Path | IngestConfig,
                          port: int | None = None) -> Iterator[IngestExporter | None]:
     """Serve ingest metrics on ``port`` (else the configuration's ``metrics.port``) while the block runs;
     yields None, serving nothing, when neither is set."""
-    from lakecdc.ingest.config import load_ingest_config
+    from lakecdc.config.ingest import load_ingest_config
 
     cfg = load_ingest_config(config)
     chosen = parse_port(port if port is not None else cfg.metrics_port)

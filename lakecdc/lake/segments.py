@@ -10,14 +10,16 @@ be done (text that is not a number) stops that table with a ``SchemaEvolutionErr
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
 
 from lakecdc.errors import SchemaEvolutionError
-from lakecdc.ingest.batch import METADATA_COLUMNS, ColumnSpec
+from lakecdc.lake.batch import ColumnSpec
+from lakecdc.lake.layout import METADATA_COLUMNS
 
-#: Arrow types of the metadata columns (``lakecdc.ingest.batch.METADATA_COLUMNS``).
+#: Arrow types of the metadata columns (``lakecdc.lake.layout.METADATA_COLUMNS``).
 METADATA_ARROW: dict[str, pa.DataType] = {
     "_op": pa.string(),
     "_seq": pa.list_(pa.int64()),
@@ -47,6 +49,7 @@ class SourceTable:
     @property
     def data_collection(self) -> str:
         """The name Debezium's transaction END uses for this table (``public.customers``)."""
+        parts: tuple[str | None, ...]
         if self.connector == "postgresql":
             parts = (self.schema, self.table)
         elif self.connector in ("mysql", "mariadb"):
@@ -77,7 +80,7 @@ class DecodedSegment:
         return self.rows.schema
 
 
-def union_columns(segments: list[DecodedSegment]) -> tuple[list[ColumnSpec], dict[str, pa.DataType]]:
+def union_columns(segments: Sequence[DecodedSegment]) -> tuple[list[ColumnSpec], dict[str, pa.DataType]]:
     """The columns of the joined table and their Arrow types (see the module docstring for the rules)."""
     if not segments:
         raise ValueError("union_segments needs at least one segment")

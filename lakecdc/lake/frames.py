@@ -10,11 +10,11 @@ to (``decimal128(p,s)``, ``timestamp[us, tz=UTC]`` for ``timestamp``, ``timestam
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from lakecdc.ingest.batch import METADATA_COLUMNS
+from lakecdc.lake.layout import METADATA_COLUMNS, Columns
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -25,12 +25,23 @@ ROWS_PER_PARTITION = 50_000
 
 
 def metadata_fields() -> list[StructField]:
-    """Spark fields of the metadata columns (``lakecdc.ingest.batch.METADATA_COLUMNS``), nullable."""
+    """Spark fields of the metadata columns (``lakecdc.lake.layout.METADATA_COLUMNS``), nullable."""
     from pyspark.sql import types as T
 
     kinds = {"string": T.StringType(), "array<bigint>": T.ArrayType(T.LongType(), True), "bigint": T.LongType(),
              "int": T.IntegerType(), "timestamp": T.TimestampType(), "array<string>": T.ArrayType(T.StringType(), True)}
     return [T.StructField(name, kinds[kind], True) for name, kind in METADATA_COLUMNS]
+
+
+def table_fields(columns: Columns) -> list[StructField]:
+    """Spark fields of layout columns as the tables store them: nullable; ``_seq``-like arrays hold
+    no null element (``array<bigint>`` is only ever a position)."""
+    from pyspark.sql import types as T
+
+    kinds = {"string": T.StringType(), "array<bigint>": T.ArrayType(T.LongType(), containsNull=False),
+             "bigint": T.LongType(), "int": T.IntegerType(), "timestamp": T.TimestampType(),
+             "array<string>": T.ArrayType(T.StringType()), "boolean": T.BooleanType()}
+    return [T.StructField(name, kinds[kind]) for name, kind in columns]
 
 
 def kafka_schema() -> StructType:
@@ -53,19 +64,19 @@ def arrow_to_spark(spark: SparkSession, table: pa.Table, schema: StructType) -> 
 
     if table.num_rows == 0:
         return spark.createDataFrame([], schema)
-    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+    jvm: Any = spark.sparkContext._jvm  # None only on Spark Connect, which has no JVM
     batches = table.combine_chunks().to_batches(max_chunksize=ROWS_PER_PARTITION)
-    jiter = spark.sparkContext._serialize_to_jvm(  # type: ignore[attr-defined]
+    jiter = spark.sparkContext._serialize_to_jvm(
         batches, ArrowStreamSerializer(),
         lambda path: jvm.PythonSQLUtils.readArrowStreamFromFile(path),
         lambda: jvm.ArrowIteratorServer())
-    jdf = jvm.PythonSQLUtils.toDataFrame(jiter, schema.json(), spark._jsparkSession)  # type: ignore[attr-defined]
+    jdf = jvm.PythonSQLUtils.toDataFrame(jiter, schema.json(), spark._jsparkSession)
     return DataFrame(jdf, spark)
 
 
 def spark_to_arrow(df: DataFrame) -> pa.Table:
     """All rows of ``df`` as one Arrow table (collected to the driver)."""
-    batches = df._collect_as_arrow()  # type: ignore[attr-defined]
+    batches = df._collect_as_arrow()
     if not batches:
         from pyspark.sql.pandas.types import to_arrow_schema
 

@@ -38,9 +38,10 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
-from lakecdc.ingest.batch import col
-from lakecdc.ingest.bronze import BRONZE_RENAMES, KEYED_IDENTITY
-from lakecdc.ingest.frames import arrow_to_spark, spark_to_arrow
+from lakecdc.lake.batch import col
+from lakecdc.lake.bronze import KEYED_IDENTITY
+from lakecdc.lake.frames import arrow_to_spark, spark_to_arrow
+from lakecdc.lake.layout import BRONZE_RENAMES
 
 #: Internal op of a stored silver row taken in as the old key's earliest state (never leaves here).
 STORED_OP = "s"
@@ -168,7 +169,8 @@ def _shaped(rows: DataFrame, found: DataFrame, given: dict[str, Column]) -> Data
     return found.select(*shaped, F.lit(True).alias("__stored"))
 
 
-def _history_events(rows: DataFrame, old_keys: list[str], key_history: KeyHistory) -> tuple[DataFrame | None, list[Link]]:
+def _history_events(rows: DataFrame, old_keys: list[str],
+                    key_history: KeyHistory) -> tuple[DataFrame | None, list[Link]]:
     """The bronze events of ``old_keys`` (and of the keys their own key changes came from) that
     the batch does not hold, shaped as stored events; with the key changes among them."""
     spark = rows.sparkSession
@@ -216,7 +218,8 @@ def _fill_round(events: DataFrame, values: list[str]) -> DataFrame:
     states = epochs.select(F.col("_key_json").alias("__pk"), F.col("_seq").alias("__pseq"),
                            F.col("_offset").alias("__poff"), (F.col("_op") == "d").alias("__pdel"), *carried)
     moves = events.filter(is_moved_placeholder()).withColumn("__move", F.struct("_partition", "_offset", "__stored"))
-    earlier = (F.col("__pseq") < F.col("_seq")) | ((F.col("__pseq") == F.col("_seq")) & (F.col("__poff") < F.col("_offset")))
+    earlier = ((F.col("__pseq") < F.col("_seq"))
+               | ((F.col("__pseq") == F.col("_seq")) & (F.col("__poff") < F.col("_offset"))))
     own_delete = F.col("__pdel") & (F.col("__pseq") == F.col("_seq"))
     joined = moves.join(states, (F.col("__pk") == F.col("_old_key_json")) & earlier & ~own_delete, "left")
     newest = Window.partitionBy("__move").orderBy(F.col("__pseq").desc_nulls_last(), F.col("__poff").desc_nulls_last())

@@ -69,7 +69,7 @@ class TableOverride(PropertiesModel):
         return _names(self.key_columns)
 
     @property
-    def tracked_columns(self) -> tuple[str, tuple[str, ...], tuple[str, ...]] | None:
+    def tracked_columns(self) -> tuple[Literal["scd2"], tuple[str, ...], tuple[str, ...]] | None:
         """(``history``, ``track_history_columns``, ``track_history_except_columns``) or None
         without history; column lists given without ``history: scd2`` are an error (they would
         silently do nothing)."""
@@ -124,7 +124,7 @@ class IngestConfig(PropertiesModel):
     #: no longer used (every reader resumes from the tables' offsets); accepted with a warning
     checkpoint_path: str | None = Field(None, alias="spark.checkpoint.location")
     group_id: str | None = Field(None, alias="kafka.group.id")
-    #: Prometheus metrics on this HTTP port while ``lakecdc ingest`` runs (lakecdc/metrics/ingest_exporter.py)
+    #: Prometheus metrics on this HTTP port while ``lakecdc ingest`` runs (lakecdc/ingest/exporter.py)
     metrics_port: int | None = Field(None, alias="metrics.port", ge=0, le=65535)
 
     @field_validator("topic_pattern")

@@ -29,8 +29,8 @@ unfiltered, as plain types, and filters in memory: slower, never wrong.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import uuid
+from collections.abc import Callable
 from typing import Union
 
 import numpy as np

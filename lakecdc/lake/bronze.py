@@ -60,30 +60,30 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from lakecdc.ingest.batch import METADATA_COLUMNS, col
+from lakecdc.lake.batch import col
+from lakecdc.lake.layout import (
+    BRONZE_IDENTITY_COLUMNS,
+    BRONZE_RENAMES,
+    METADATA_COLUMNS,
+    OCCURRENCE,
+    ROW_HASH,
+)
 
-ROW_HASH = "_row_hash"
-OCCURRENCE = "_occurrence"
 #: What identifies a bronze row (see the module docstring).
 IDENTITY = ("_seq", "_op", "_key_json", ROW_HASH, OCCURRENCE)
 #: What identifies an event of a keyed table (a key and a position): key changes match batch rows by it.
 KEYED_IDENTITY = ("_seq", "_op", "_key_json")
 #: The Kafka record a bronze row came from: what a replay repeats.
 KAFKA_POSITION = ("_topic", "_kafka_partition", "_offset")
-#: Bronze's identity columns beyond the batch's metadata, with their Spark SQL types.
-IDENTITY_COLUMNS: tuple[tuple[str, str], ...] = ((ROW_HASH, "bigint"), (OCCURRENCE, "bigint"))
 #: The bronze columns ``spark_new_rows`` reads from stored rows.
 STORED_IDENTITY = ("_seq", "_op", "_key_json", "_source_ts_ms", ROW_HASH, OCCURRENCE, *KAFKA_POSITION)
-DELTA_PARTITION_COLUMN = "_ingest_date"
-#: Iceberg reserves ``_partition`` (its partition metadata column): bronze names it differently.
-BRONZE_RENAMES = {"_partition": "_kafka_partition"}
 #: JSON options of the row hash: the same text whatever the session's time zone.
 _HASH_JSON = {"timeZone": "UTC", "ignoreNullFields": "true"}
 
 
 def bronze_columns(row_columns: list[str]) -> list[str]:
     return [*row_columns, *(BRONZE_RENAMES.get(name, name) for name, _ in METADATA_COLUMNS),
-            *(name for name, _ in IDENTITY_COLUMNS)]
+            *(name for name, _ in BRONZE_IDENTITY_COLUMNS)]
 
 
 def to_bronze_layout(batch: DataFrame, row_columns: list[str]) -> DataFrame:

@@ -22,10 +22,11 @@ import re
 from dataclasses import replace
 from typing import Literal
 
+from lakecdc.config.ingest import IngestConfig
 from lakecdc.errors import ConfigError
-from lakecdc.ingest.batch import TableTarget
-from lakecdc.ingest.config import IngestConfig
-from lakecdc.ingest.segments import SourceTable
+from lakecdc.lake.batch import TableTarget
+from lakecdc.lake.layout import HISTORY_SUFFIX, LEDGER_SUFFIX
+from lakecdc.lake.segments import SourceTable
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_]")
 _CONNECTORS = {"postgresql": "postgres", "mysql": "mysql", "mariadb": "mysql", "sqlserver": "sqlserver",
@@ -67,10 +68,10 @@ class TableNamer:
         except (KeyError, IndexError) as exc:
             raise ConfigError(f"table name template uses an unknown placeholder {exc}; allowed: "
                               f"{', '.join('{' + f + '}' for f in fields)}", "table.name.format.silver") from None
-        names: dict[Role, str] = {"bronze": bronze, "silver": silver, "ledger": f"{silver}__deletes"}
+        names: dict[Role, str] = {"bronze": bronze, "silver": silver, "ledger": silver + LEDGER_SUFFIX}
         history = override.tracked_columns if override else None
         if history:
-            names["history"] = f"{silver}__history"
+            names["history"] = silver + HISTORY_SUFFIX
         self._claim(topic, names)
         keys = (override.key_column_list if override else ()) or key_columns
         connector = _CONNECTORS.get(source.connector, source.connector) if source else ""
@@ -120,7 +121,8 @@ def collision_error(name: str, first: tuple[str, Role], second: tuple[str, Role]
     setting = "silver" if role_b in ("ledger", "history") else role_b
     if topic_a == topic_b:
         return ConfigError(f"topic {topic_b!r} would write its {role_a} and {role_b} tables to one table {name!r}: "
-                           f"set table.mapping.{topic_b}.{setting} to another name", f"table.mapping.{topic_b}.{setting}")
+                           f"set table.mapping.{topic_b}.{setting} to another name",
+                           f"table.mapping.{topic_b}.{setting}")
     return ConfigError(
         f"topics {topic_a!r} and {topic_b!r} both map to table {name!r} ({role_a} of the first, {role_b} of the "
         f"second; table names ignore case and turn characters outside [A-Za-z0-9_] into '_'): their changes "

@@ -6,7 +6,7 @@ its key and ``_valid_from_seq``; it is open (``_valid_to_seq`` null, ``_is_curre
 key's next tracked change, its delete or a truncate closes it at that event's ``_seq``.
 
 Which rows change is decided before the MERGE, for every engine by the same Python code
-(``lakecdc.ingest.history_chain``): its source rows carry ``__action`` = ``upsert`` (a version
+(``lakecdc.lake.history_chain``): its source rows carry ``__action`` = ``upsert`` (a version
 to insert or to overwrite) or ``delete`` (a stored version that no longer exists: a late event
 split it, and the re-folded chain starts its pieces elsewhere). The MERGE applies them by
 (key, ``_valid_from_seq``), so applying the same rows twice changes nothing.
@@ -21,23 +21,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lakecdc.ingest.merge_plan import (
-    SOURCE, SPARK, TARGET, Dialect, MergeClause, render_spark_merge, seq_components, seq_literal, seq_newer,
+from lakecdc.lake.layout import (
+    HISTORY_META_COLUMNS,
+    IS_CURRENT,
+    LAST_SEQ,
+    VALID_FROM_SEQ,
+    VALID_TO_SEQ,
+    VALID_TO_TS,
+)
+from lakecdc.lake.merge_plan import (
+    SOURCE,
+    SPARK,
+    TARGET,
+    Dialect,
+    MergeClause,
+    render_spark_merge,
+    seq_components,
+    seq_literal,
+    seq_newer,
 )
 
-#: What a history row holds besides the source row's columns.
-VALID_FROM_SEQ = "_valid_from_seq"
-VALID_TO_SEQ = "_valid_to_seq"
-VALID_FROM_TS = "_valid_from_ts"
-VALID_TO_TS = "_valid_to_ts"
-LAST_SEQ = "_last_seq"  # the newest event folded into the version (changes in untracked columns move it)
-IS_CURRENT = "_is_current"
-HISTORY_META_COLUMNS: tuple[str, ...] = (VALID_FROM_SEQ, VALID_TO_SEQ, VALID_FROM_TS, VALID_TO_TS, LAST_SEQ,
-                                         "_op", "_tx_id", IS_CURRENT)
 ACTION = "__action"
 UPSERT = "upsert"
 DELETE = "delete"
-HISTORY_SUFFIX = "__history"
 
 
 @dataclass(frozen=True)

@@ -7,13 +7,14 @@ expression strings in the dialect's syntax. ``render_spark_sql`` joins them into
 statement (Iceberg, Delta in Spark); the delta-rs writer feeds the same clauses to
 ``TableMerger`` (``when_matched_delete(predicate)``, ``when_matched_update(updates, predicate)``...).
 
-The source rows of the MERGE are prepared by ``lakecdc.ingest.silver``: one row per key (the
+The source rows of the MERGE are prepared by ``lakecdc.lake.silver``: one row per key (the
 latest event in the batch), with ``_removed_seq`` = the ``_seq`` at which the key was last deleted
 or the table truncated (from the delete ledger), or null. Semantics rendered here:
 
 1. A source row applies to a stored row only if its ``_seq`` is newer (lexicographic over the 4
    numbers, spelled out explicitly: never compared as strings).
-2. A delete removes the row (hard) or marks it ``_is_deleted`` (soft; Iceberg reserves ``_deleted``), keeping its ``_seq``.
+2. A delete removes the row (hard) or marks it ``_is_deleted`` (soft; Iceberg reserves ``_deleted``),
+   keeping its ``_seq``.
 3. An insert of an unknown key happens only if the key was not removed at a newer ``_seq``, so a
    late event cannot resurrect a deleted or truncated row.
 4. Columns named in ``_unavailable`` keep the stored value (null on insert). The create of a
@@ -21,7 +22,7 @@ or the table truncated (from the delete ledger), or null. Semantics rendered her
 5. A truncate in the batch removes (or soft-deletes) every stored row older than it.
 
 The ON condition also bounds the target's first key column to the batch's key ranges
-(``lakecdc.ingest.key_ranges``), which the engines push into the target scan to skip files and
+(``lakecdc.lake.key_ranges``), which the engines push into the target scan to skip files and
 row groups; it changes no match, as every source key lies inside them. A batch with a truncate
 gets no bound: its NOT MATCHED BY SOURCE clause must see every stored row.
 """
@@ -31,17 +32,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from lakecdc.ingest.batch import SEQ_LENGTH, DeleteMode
-from lakecdc.ingest.key_ranges import KeyRanges, ranges_predicate
+from lakecdc.lake.batch import DeleteMode
+from lakecdc.lake.key_ranges import KeyRanges, ranges_predicate
+from lakecdc.lake.layout import SEQ_LENGTH, SILVER_META_COLUMNS
 
 ClauseKind = Literal["matched_delete", "matched_update", "not_matched_insert",
                      "not_matched_by_source_delete", "not_matched_by_source_update"]
 
 SOURCE = "s"
 TARGET = "t"
-#: Silver bookkeeping columns written by the MERGE besides the source table's columns.
-SILVER_META_COLUMNS: tuple[str, ...] = ("_seq", "_op", "_source_ts_ms", "_tx_id")
-SOFT_DELETE_COLUMNS: tuple[str, ...] = ("_is_deleted", "_deleted_at")
 
 
 @dataclass(frozen=True)
@@ -178,15 +177,16 @@ def merge_clauses(plan: MergePlan, dialect: Dialect) -> list[MergeClause]:
     is_delete = f"{dialect.ident(SOURCE, '_op')} = 'd'"
     not_delete = f"{dialect.ident(SOURCE, '_op')} <> 'd'"
     removed = dialect.ident(SOURCE, "_removed_seq")
-    not_removed_later = (f"({removed} IS NULL OR "
-                         f"{seq_newer(dialect, seq_components(dialect, SOURCE), seq_components(dialect, SOURCE, '_removed_seq'))})")
+    newer_than_removal = seq_newer(dialect, seq_components(dialect, SOURCE),
+                                   seq_components(dialect, SOURCE, "_removed_seq"))
+    not_removed_later = f"({removed} IS NULL OR {newer_than_removal})"
     soft = plan.delete_mode == "soft"
 
     clauses: list[MergeClause] = []
     if soft:
         deleted_at = dialect.timestamp_from_ms(dialect.ident(SOURCE, "_source_ts_ms"))
-        clauses.append(MergeClause("matched_update", f"{is_delete} AND {newer}",
-                                   tuple(_meta_assignments(dialect) + [("_is_deleted", "true"), ("_deleted_at", deleted_at)])))
+        assignments = [*_meta_assignments(dialect), ("_is_deleted", "true"), ("_deleted_at", deleted_at)]
+        clauses.append(MergeClause("matched_update", f"{is_delete} AND {newer}", tuple(assignments)))
     else:
         clauses.append(MergeClause("matched_delete", f"{is_delete} AND {newer}"))
 

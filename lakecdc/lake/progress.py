@@ -47,6 +47,7 @@ CONNECTOR_KEY = "lakecdc.connector"
 
 Offsets = dict[tuple[str, int], int]
 Seq = tuple[int, ...]
+_LARGEST = (1 << 63) - 1
 
 
 @dataclass(frozen=True)
@@ -152,3 +153,13 @@ def _offsets_from_json(text: str) -> Offsets:
     nested = json.loads(text)
     return {(topic, int(partition)): int(offset)
             for topic, partitions in nested.items() for partition, offset in partitions.items()}
+
+
+def just_below(seq: Seq) -> Seq:
+    """The greatest ``_seq`` below ``seq`` (components are never negative)."""
+    parts = list(seq)
+    for i in range(len(parts) - 1, -1, -1):
+        if parts[i] > 0:
+            parts[i] -= 1
+            return tuple(parts[:i + 1]) + (_LARGEST,) * (len(parts) - i - 1)
+    return tuple(parts)

@@ -8,22 +8,8 @@ Row layout of ``ChangeBatch.df`` (one row per change event, tombstones already d
 
 - the source table's columns, typed as ``columns`` says: the after image for ``r``/``c``/``u``,
   the before image for ``d`` (at least the key columns), all null for ``t`` (truncate);
-- metadata, exactly these names and types::
-
-    _op               string          "r" | "c" | "u" | "d" | "t"
-    _seq              array<bigint>   4 numbers from ``Position.seq()``, compared lexicographically
-    _source_ts_ms     bigint          source.ts_ms (commit time at the source)
-    _tx_id            string          transaction id or null ("571:24023128")
-    _tx_total_order   bigint          transaction.total_order or null
-    _topic            string          Kafka topic
-    _partition        int             Kafka partition
-    _offset           bigint          Kafka offset
-    _ingest_ts        timestamp       when the reader took the record
-    _unavailable      array<string>   columns holding a placeholder (unchanged TOAST, LOB,
-                                      minimal row image): their stored value must be kept
-    _key_json         string          the raw Kafka key as JSON ('{"id":1}'), null for truncates
-    _old_key_json     string          the create of a primary-key change: the old key, from header
-                                      ``__debezium.oldkey``, in ``_key_json``'s form; else null
+- metadata: the columns of ``lakecdc.lake.layout.METADATA_COLUMNS``, in that order (names, types
+  and meaning listed there).
 
 Example row (PostgreSQL update of ``inventory.customers`` with an unchanged TOAST column)::
 
@@ -39,36 +25,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from lakecdc.lake.layout import HISTORY_SUFFIX, LEDGER_SUFFIX
+
 if TYPE_CHECKING:  # Spark is only needed where a batch is actually built or written
     from pyspark.sql import Column, DataFrame
     from pyspark.sql.types import DataType
 
-    from lakecdc.ingest.progress import CommitPositions
-    from lakecdc.ingest.silver import BatchStats
+    from lakecdc.lake.progress import CommitPositions
+    from lakecdc.lake.silver import BatchStats
 
 TableFormat = Literal["iceberg", "delta"]
 DeleteMode = Literal["hard", "soft"]
-
-#: Metadata columns every ``ChangeBatch.df`` carries, in this order, with their Spark SQL types.
-METADATA_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("_op", "string"),
-    ("_seq", "array<bigint>"),
-    ("_source_ts_ms", "bigint"),
-    ("_tx_id", "string"),
-    ("_tx_total_order", "bigint"),
-    ("_topic", "string"),
-    ("_partition", "int"),
-    ("_offset", "bigint"),
-    ("_ingest_ts", "timestamp"),
-    ("_unavailable", "array<string>"),
-    ("_key_json", "string"),
-    ("_old_key_json", "string"),
-)
-METADATA_NAMES: frozenset[str] = frozenset(name for name, _ in METADATA_COLUMNS)
-
-#: Length of ``_seq``: every connector's position maps to 4 numbers (unused trailing ones are 0).
-SEQ_LENGTH = 4
-
 
 def col(name: str) -> Column:
     """The DataFrame column called ``name``, whatever it holds: a bare ``F.col("a.b")`` reads the
@@ -118,12 +85,12 @@ class TableTarget:
     @property
     def ledger_table(self) -> str:
         """The delete ledger beside silver: keys (and truncates) with the ``_seq`` they were removed at."""
-        return f"{self.silver_table}__deletes"
+        return self.silver_table + LEDGER_SUFFIX
 
     @property
     def history_table(self) -> str:
         """The SCD2 history beside silver (``history: scd2``): one row per version of a key."""
-        return f"{self.silver_table}__history"
+        return self.silver_table + HISTORY_SUFFIX
 
 
 @dataclass(frozen=True)
@@ -155,7 +122,7 @@ class ChangeBatch:
     reaches ``event_offsets`` (empty: ``progress`` is used).
 
     ``stats`` (optional) are ``df``'s figures when the builder has them already
-    (``lakecdc.ingest.silver.arrow_batch_stats`` of the rows ``df`` was made from); without them
+    (``lakecdc.lake.silver.arrow_batch_stats`` of the rows ``df`` was made from); without them
     the writer computes them with a Spark job.
     """
 
@@ -165,7 +132,7 @@ class ChangeBatch:
     progress: dict[tuple[str, int], int] = field(default_factory=dict)
     event_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
     stats: BatchStats | None = None
-    #: the source positions the table commits record (``lakecdc.ingest.progress.CommitPositions``)
+    #: the source positions the table commits record (``lakecdc.lake.progress.CommitPositions``)
     positions: CommitPositions | None = None
     #: events bronze keeps but silver must not apply (``_topic``, ``_partition``, ``_offset``): the
     #: ones pipeline expectations quarantined (``lakecdc.quality.pipeline``)

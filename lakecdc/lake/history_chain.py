@@ -11,7 +11,7 @@ ranks events (``_seq`` lexicographically, then the Kafka offset):
 - a column named in ``_unavailable`` (unchanged TOAST, LOB, minimal row image) carries the previous
   version's value; the create of a primary-key change (``_old_key_json``) carries the old key's
   version just before the change (when that key's events are in the same fold), as silver's
-  ``lakecdc.ingest.key_moves`` does. The old key is found by its ``_key_json`` text among the
+  ``lakecdc.lake.key_moves`` does. The old key is found by its ``_key_json`` text among the
   events at hand, else bronze's events of that text are read: exact for every key type. A create
   read before its old key's earlier events (in a partition not read yet) keeps the placeholders'
   nulls, as silver keeps what it holds then.
@@ -30,14 +30,13 @@ Pure Python over plain rows (``pyarrow`` ``to_pylist`` form): the same code for 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from lakecdc.ingest.history_plan import (
-    ACTION, DELETE, IS_CURRENT, LAST_SEQ, UPSERT, VALID_FROM_SEQ, VALID_FROM_TS, VALID_TO_SEQ, VALID_TO_TS,
-)
+from lakecdc.lake.history_plan import ACTION, DELETE, UPSERT
+from lakecdc.lake.layout import IS_CURRENT, LAST_SEQ, VALID_FROM_SEQ, VALID_FROM_TS, VALID_TO_SEQ, VALID_TO_TS
 
 Seq = tuple[int, ...]
 Key = tuple[Any, ...]
@@ -151,7 +150,7 @@ class HistoryBuilder:
 
     def __init__(self, keys: tuple[str, ...], columns: tuple[str, ...], tracking: Tracking,
                  events: list[Row], stored: list[Row], all_stored: list[Row] | None = None,
-                 removals: list[Row] = ()) -> None:
+                 removals: Sequence[Row] = ()) -> None:
         self.keys, self.columns, self.tracking = keys, columns, tracking
         self.truncates = sorted((e for e in events if e["_op"] == "t"), key=order)
         self.events: dict[Key, list[Row]] = defaultdict(list)
@@ -230,7 +229,7 @@ class HistoryBuilder:
         self.wanted = set()
         return more
 
-    def rows(self, bronze: list[Row] = ()) -> list[Row]:
+    def rows(self, bronze: Sequence[Row] = ()) -> list[Row]:
         """Versions to upsert and delete (``ACTION``), stored form. ``bronze``: the bronze events of
         ``late_keys()`` (renamed to the batch's column names); truncates come from ``removals``."""
         by_key: dict[Key, list[Row]] = defaultdict(list)

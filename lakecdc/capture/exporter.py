@@ -27,9 +27,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from lakecdc.capture.snapshot_estimates import Estimator, estimator_for
 from lakecdc.events.position_text import sqlserver_lsn_from_text
 from lakecdc.metrics.prometheus import DURATION_BUCKETS, PORT_PROPERTY, MetricsEndpoint, parse_port
-from lakecdc.metrics.snapshot_estimates import Estimator, estimator_for
 
 #: offset fields naming the position, in the order looked for (one per connector)
 POSITION_FIELDS = ("lsn", "pos", "scn", "commit_lsn")

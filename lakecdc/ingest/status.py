@@ -34,10 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from lakecdc.audit.notation import format_position
-from lakecdc.ingest.config import IngestConfig, load_ingest_config
+from lakecdc.config.ingest import IngestConfig, load_ingest_config
 from lakecdc.ingest.job_state import load_state
-from lakecdc.ingest.naming import TableNamer
-from lakecdc.ingest.progress import CommitProgress
+from lakecdc.lake.naming import TableNamer
+from lakecdc.lake.progress import CommitProgress
 from lakecdc.metrics.table_commits import TableCommit, read_commit
 
 

@@ -1,6 +1,6 @@
 """Silver preparation in Arrow, for writers whose engine takes Arrow (delta-rs).
 
-``silver_source`` and ``ledger_rows`` (``lakecdc.ingest.silver``) build the MERGE source and the
+``silver_source`` and ``ledger_rows`` (``lakecdc.lake.silver``) build the MERGE source and the
 delete-ledger rows as Spark plans; a delta-rs MERGE then collects that plan into Arrow, which
 costs a Spark job per batch on top of the collect (half the MERGE step of a 10k-change batch).
 Converting the batch's rows once and preparing them here gives the same rows without that job.
@@ -16,9 +16,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecdc.ingest.batch import SEQ_LENGTH
-from lakecdc.ingest.merge_plan import SILVER_META_COLUMNS
-from lakecdc.ingest.silver import BatchStats
+from lakecdc.lake.layout import SEQ_LENGTH, SILVER_META_COLUMNS
+from lakecdc.lake.silver import BatchStats
 
 
 def arrow_input_columns(keys: tuple[str, ...], columns: list[str]) -> list[str]:

@@ -6,7 +6,7 @@ Runs before any engine-specific code, so Iceberg and Delta get the same rows:
    (the truncate removed what they describe);
 2. placeholders (``_unavailable``) are filled from the newest earlier event of the same key in this
    batch that carried the real value; what is still unavailable keeps the stored value in the MERGE;
-   the create of a primary-key change first takes them from the OLD key (``lakecdc.ingest.key_moves``);
+   the create of a primary-key change first takes them from the OLD key (``lakecdc.lake.key_moves``);
 3. the newest event per key by ``_seq`` wins (Spark's MERGE would otherwise fail with
    MERGE_CARDINALITY_VIOLATION on two source rows for one key).
 
@@ -25,10 +25,10 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegralType, StringType
 
-from lakecdc.ingest.batch import SEQ_LENGTH, col
-from lakecdc.ingest.key_moves import KeyHistory, StoredRows, fill_moved_placeholders, is_moved_placeholder
-from lakecdc.ingest.key_ranges import KeyRanges, arrow_key_ranges
-from lakecdc.ingest.merge_plan import SILVER_META_COLUMNS
+from lakecdc.lake.batch import col
+from lakecdc.lake.key_moves import KeyHistory, StoredRows, fill_moved_placeholders, is_moved_placeholder
+from lakecdc.lake.key_ranges import KeyRanges, arrow_key_ranges
+from lakecdc.lake.layout import SEQ_LENGTH, SILVER_META_COLUMNS
 
 
 @dataclass(frozen=True)
