@@ -2,7 +2,7 @@
 # The rules that hold the code's layers, with the settings of pyproject.toml ([tool.ruff], [tool.mypy],
 # [tool.importlinter]): ruff (pycodestyle, pyflakes, import order), mypy on lakecdc/, and the import
 # contracts. Every tool runs, then the step fails if any failed. ./run.sh test runs this before pytest
-# when LAKECDC_LINT=1.
+# (LAKECDC_LINT=0 skips it).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 venv="${VENV:-.venv}"

@@ -122,13 +122,17 @@ def test_each_spark_line_fetches_its_own_scala_builds() -> None:
         spark_line("4.1.0")
 
 
-def _fake_checkout(tmp_path: Path, main_code: int, spark4_code: int) -> Path:
-    """run.sh beside a no-op bootstrap and two pythons that log their arguments and exit with a code."""
+def _fake_checkout(tmp_path: Path, main_code: int, spark4_code: int, lint_code: int = 0) -> Path:
+    """run.sh beside a no-op bootstrap, a lint step and two pythons that log their arguments and exit
+    with a code."""
     (tmp_path / "scripts").mkdir(parents=True)
     shutil.copy2(ROOT / "run.sh", tmp_path / "run.sh")
     (tmp_path / "scripts" / "bootstrap.sh").write_text(
         '#!/bin/sh\necho "bootstrap $*" >> "$(dirname "$0")/../calls.log"\n')
-    (tmp_path / "scripts" / "bootstrap.sh").chmod(0o755)
+    (tmp_path / "scripts" / "lint.sh").write_text(
+        f'#!/bin/sh\necho "lint" >> "$(dirname "$0")/../calls.log"\nexit {lint_code}\n')
+    for script in ("bootstrap.sh", "lint.sh"):
+        (tmp_path / "scripts" / script).chmod(0o755)
     for venv, code in ((".venv", main_code), (".venv-spark4", spark4_code)):
         python = tmp_path / venv / "bin" / "python"
         python.parent.mkdir(parents=True)
@@ -149,10 +153,14 @@ def test_run_sh_test_runs_the_spark4_subset_beside_the_suite_and_fails_when_it_f
     code, calls = _run_tests(_fake_checkout(tmp_path / "green", 0, 0))
     assert code == 0
     # the main run and the Spark 4.0 runs go side by side: their order in the log is not fixed
-    assert calls[0] == "bootstrap default spark4" and sorted(calls[1:]) == [
-        ".venv connectors= -m pytest --durations=15",
+    # the lint step first; the whole suite in two xdist workers
+    assert calls[:2] == ["bootstrap default spark4", "lint"] and sorted(calls[2:]) == [
+        ".venv connectors= -m pytest --durations=15 -n 2 --dist loadfile",
         ".venv-spark4 connectors= -m pytest --durations=5 -m spark4",
         ".venv-spark4 connectors=auto -m pytest --durations=5 -m spark4_connectors"]
+    # a lint finding fails the command, after the tests ran
+    code, calls = _run_tests(_fake_checkout(tmp_path / "lint", 0, 0, lint_code=1))
+    assert code == 1 and any(c.startswith(".venv connectors=") for c in calls)
     spark4 = [c for c in calls if c.startswith(".venv-spark4")]
     assert spark4[0].endswith("-m spark4")  # the Delta/Kafka JVM subset after the plain one
     assert _run_tests(_fake_checkout(tmp_path / "red4", 0, 1))[0] == 1
