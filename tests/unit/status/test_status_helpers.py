@@ -39,8 +39,8 @@ def test_cli_names_a_file_that_is_neither_config(tmp_path: Path) -> None:
     odd.write_text("hello: world\n")
     result = CliRunner().invoke(app, ["status", "--config", str(odd)])
     assert result.exit_code == 2
-    output = " ".join(result.output.split())  # wrapped where the (temporary) path's length puts it
-    assert "odd.yaml" in output and "neither a capture configuration" in output
+    output = "".join(result.output.split())  # wrapped where the (temporary) path's length puts it, mid-word too
+    assert "odd.yaml" in output and "neitheracaptureconfiguration" in output
 
 
 def test_unreachable_source_is_reported_without_the_password(tmp_path: Path) -> None:
