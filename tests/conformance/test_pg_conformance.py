@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 from harness import MaskRules, assert_conformant, drop_slot, load_capture, run_debezium, run_sql, split_sql
+from pg_slots import drop_database_slots
 from shared_paths import SHARED_ROOT
 
 from lakecdc.capture.runner import run_capture
@@ -42,10 +43,8 @@ def fresh_database(pg: Any, name: str) -> str:
     import psycopg
     from psycopg import sql
 
+    drop_database_slots(pg.dsn_for("postgres"), name)
     with psycopg.connect(pg.dsn_for("postgres"), autocommit=True) as conn:
-        for (slot,) in conn.execute("SELECT slot_name FROM pg_replication_slots WHERE database = %s",
-                                    (name,)).fetchall():
-            conn.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
     return pg.create_database(name)
 

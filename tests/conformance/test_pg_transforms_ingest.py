@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from harness import run_sql
+from pg_slots import drop_slot
 from test_pg_conformance import fresh_database
 from test_pg_transforms_conformance import properties_file
 
@@ -69,8 +70,7 @@ def test_routed_topic_into_the_lake_and_unwrapped_topic_refused(pg: Any, broker:
         run_sql(dsn, CHANGES)
         run_capture(config, f"kafka:{broker.bootstrap_servers}", stop_when_idle=2, show_progress=False)  # stream
     finally:
-        run_sql(pg.dsn_for("postgres"), f"SELECT pg_drop_replication_slot('{prefix}_slot') "
-                                          f"FROM pg_replication_slots WHERE slot_name = '{prefix}_slot'")
+        drop_slot(pg.dsn_for("postgres"), f"{prefix}_slot")
     warehouse = spark.conf.get("spark.sql.catalog.lake.warehouse")
     cfg = IngestConfig.from_properties({
         "name": prefix, "kafka.bootstrap.servers": broker.bootstrap_servers, "topic.prefix": prefix,

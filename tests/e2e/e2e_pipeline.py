@@ -27,6 +27,7 @@ from typing import Any
 
 import psycopg
 from e2e_lake import Differences, Lake, SourceColumn, SourceTable, arrow_type_of, compare_bronze, compare_silver
+from pg_slots import drop_slot
 from psycopg import sql
 from workloads.changelog import ChangeLog
 
@@ -47,15 +48,8 @@ def fresh_database(pg: Any, name: str) -> str:
 
 def drop_database(pg: Any, name: str, slot: str) -> None:
     """The slot first (it would pin WAL for the rest of the session), then the database."""
+    drop_slot(pg.dsn_for("postgres"), slot, grace_s=0)
     with psycopg.connect(pg.dsn_for("postgres"), autocommit=True) as conn:
-        conn.execute("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
-                     "WHERE slot_name = %s AND active_pid IS NOT NULL", (slot,))
-        for _ in range(50):
-            if conn.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-                            "WHERE slot_name = %s AND NOT active", (slot,)).rowcount or not conn.execute(
-                    "SELECT 1 FROM pg_replication_slots WHERE slot_name = %s", (slot,)).fetchone():
-                break
-            time.sleep(0.1)
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 

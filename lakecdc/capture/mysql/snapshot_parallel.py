@@ -38,6 +38,7 @@ from typing import Any
 
 from lakecdc.capture.mysql import connection as myconn
 from lakecdc.capture.postgres.snapshot_parallel import EncodedRows, parallel_allowed
+from lakecdc.capture.worker_process import default_signals
 from lakecdc.events.envelope import ChangeRecord
 from lakecdc.events.positions import MySqlPosition
 from lakecdc.events.source import snapshot_marker
@@ -70,6 +71,7 @@ def _start_worker(config: Any, factories: dict[tuple[str, str], Any], barrier: A
 
     from lakecdc.transport.sink import RecordSerializer
 
+    default_signals()
     _factories = factories
     _serializer = RecordSerializer()  # payloads only: the sink adds the schema part with its own settings
     # An initializer that raises breaks the whole pool with a generic error: the error is kept and

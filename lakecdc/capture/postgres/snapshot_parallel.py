@@ -38,6 +38,7 @@ from psycopg import sql
 from lakecdc.capture.postgres import connection as pgconn
 from lakecdc.capture.postgres.config import PostgresConnectorConfig
 from lakecdc.capture.postgres.table_schema import TableSchema
+from lakecdc.capture.worker_process import default_signals
 from lakecdc.events.envelope import ChangeRecord
 from lakecdc.events.topics import TableId
 
@@ -107,6 +108,7 @@ def _start_worker(state: _WorkerState) -> None:
 
     from lakecdc.transport.sink import RecordSerializer
 
+    default_signals()
     global _start_error
     _state = state
     _serializer = RecordSerializer()  # payloads only: the sink adds the schema part with its own settings

@@ -22,6 +22,7 @@ from typing import Any
 import psycopg
 import pytest
 from metrics_scrape import Samples, scrape, value, wait_for
+from pg_slots import drop_slot
 from psycopg import sql
 
 from lakecdc.config.ingest import IngestConfig
@@ -65,9 +66,8 @@ def stack(pg: Any, broker: Any, tmp_path_factory: pytest.TempPathFactory) -> Any
                 sql.Identifier(table)), (SEED_ROWS,))
             conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(table)))  # reltuples: the snapshot estimate
         yield {"name": name, "conn": conn, "capture": capture_file, "tmp": tmp_path, "broker": broker}
+    drop_slot(pg.dsn_for("postgres"), f"{name}_slot")
     with psycopg.connect(pg.dsn_for("postgres"), autocommit=True) as admin:
-        admin.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s",
-                      (f"{name}_slot",))
         admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from pg_slots import drop_slot
 from psycopg import sql
 from typer.testing import CliRunner
 
@@ -112,9 +113,8 @@ def pipeline(pg: Any, broker: Any, spark: Any, tmp_path_factory: pytest.TempPath
         assert not summary.failed_tables and summary.held_events == 0
         yield {"name": name, "dsn": dsn, "conn": conn, "capture": capture_file, "ingest": ingest_file,
                "broker": broker, "summary": summary, "password": props.get("database.password")}
+    drop_slot(pg.dsn_for("postgres"), f"{name}_slot")
     with psycopg.connect(pg.dsn_for("postgres"), autocommit=True) as admin:
-        admin.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s",
-                      (f"{name}_slot",))
         admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
 
 

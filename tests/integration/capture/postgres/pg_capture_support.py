@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from pg_slots import drop_database_slots
 from psycopg import sql
 from shared_paths import SHARED_ROOT
 
@@ -29,16 +30,8 @@ GOLDEN_DIR = SHARED_ROOT / "conformance/postgres"
 
 def fresh_database(pg: Any, name: str) -> str:
     """Drop (with its replication slots) and recreate database ``name``; returns its DSN."""
+    drop_database_slots(pg.dsn_for("postgres"), name)
     with psycopg.connect(pg.dsn_for("postgres"), autocommit=True) as conn:
-        for (slot,) in conn.execute(
-            "SELECT slot_name FROM pg_replication_slots WHERE database = %s", (name,)
-        ).fetchall():
-            conn.execute(
-                "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
-                "WHERE slot_name = %s AND active_pid IS NOT NULL", (slot,)
-            )
-            time.sleep(0.1)
-            conn.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
     return pg.create_database(name)
 
