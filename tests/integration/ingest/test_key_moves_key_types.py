@@ -92,14 +92,17 @@ def _norm(value: Any) -> Any:
 
 
 @pytest.mark.parametrize("separate_batches", [False, True], ids=["silver", "bronze"])
-@pytest.mark.parametrize("key_type", list(KEY_TYPES))
-def test_key_change_with_placeholder_for_every_key_type(writer: LakeWriter, spark: SparkSession, key_type: str,
-                                                        separate_batches: bool) -> None:
-    _run(writer, spark, {"k": KEY_TYPES[key_type]}, separate_batches)
+def test_key_change_with_placeholder_for_a_key_of_every_type(writer: LakeWriter, spark: SparkSession,
+                                                             separate_batches: bool) -> None:
+    """One composite key of every type: each column is compared on its own in the silver and
+    bronze lookups, so a type whose read-back differs fails the change (one table instead of one
+    per type: the matrix took 20 minutes of the suite)."""
+    _run(writer, spark, {f"k_{name}": spec for name, spec in KEY_TYPES.items()}, separate_batches)
 
 
 @pytest.mark.parametrize("separate_batches", [False, True], ids=["silver", "bronze"])
-@pytest.mark.parametrize("combo", [("uuid", "int"), ("binary", "date", "decimal", "timestamp")])
-def test_key_change_with_placeholder_for_composite_keys(writer: LakeWriter, spark: SparkSession,
-                                                        combo: tuple[str, ...], separate_batches: bool) -> None:
-    _run(writer, spark, {f"k{i}": KEY_TYPES[t] for i, t in enumerate(combo)}, separate_batches)
+@pytest.mark.parametrize("key_type", ["string", "binary", "timestamp"])
+def test_key_change_with_placeholder_for_a_single_column_key(writer: LakeWriter, spark: SparkSession, key_type: str,
+                                                             separate_batches: bool) -> None:
+    """A one-column key (the common case) of the types whose read-back differs most (views, zones)."""
+    _run(writer, spark, {"k": KEY_TYPES[key_type]}, separate_batches)
