@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from scripted_source import ScriptedConnector, ScriptedStream
+
 from lakecdc.capture.coordinator import SNAPSHOT_IN_PROGRESS, CaptureCoordinator, CoordinatorSettings
 from lakecdc.capture.postgres.offset import snapshot_completed
 from lakecdc.capture.spi import SnapshotResult
@@ -82,32 +84,10 @@ class TopicStore(FileOffsetStore):
         super().save(key, offset)
 
 
-class Stream:
-    def __init__(self, batches: list[list[str]]) -> None:
-        self.batches = batches
-        self.lsn = 100
-        self.started_from: list[Any] = []
 
-    def start(self, offset: Any) -> None:
-        self.started_from.append(offset)
-        self.lsn = offset["lsn"] if offset and "lsn" in offset else 100
 
-    def poll(self, out: list[Any], max_records: int, timeout: float) -> None:
-        if self.batches:
-            out.extend(self.batches.pop(0))
-            self.lsn += 10
-
-    def committable_offset(self) -> dict[str, Any]:
-        return {"lsn": self.lsn}
-
-    def acknowledge(self, offset: dict[str, Any]) -> None:
-        pass
-
-    def idle_seconds(self) -> float:
-        return 0.0 if self.batches else 10.0
-
-    def close(self) -> None:
-        pass
+def connector(snapshot: Snapshot, stream: ScriptedStream) -> ScriptedConnector:
+    return ScriptedConnector("inv", stream, snapshot)
 
 
 class Snapshot:
@@ -123,35 +103,12 @@ class Snapshot:
         return SnapshotResult({"lsn": 90, "snapshot": True, "last_snapshot_record": True}, 2 * self.batches, 1)
 
 
-class Connector:
-    name = "inv"
-    partition = {"server": "dbz"}
-
-    def __init__(self, snapshot: Snapshot, stream: Stream) -> None:
-        self.snapshot, self.stream = snapshot, stream
-        self.snapshots_started = 0
-
-    def snapshot_source(self, stored: Any) -> Snapshot:
-        self.snapshots_started += 1
-        return self.snapshot
-
-    def streaming_source(self) -> Stream:
-        return self.stream
-
-    def offset_has_completed_snapshot(self, stored: dict[str, Any]) -> bool:
-        return snapshot_completed(stored)
-
-    def can_resume_streaming(self, stored: dict[str, Any]) -> bool:
-        return True
-
-    def close(self) -> None:
-        pass
 
 
 def test_offset_is_written_into_the_transaction_of_its_events(tmp_path: Path) -> None:
     sink, store = TransactionalRecordingSink(), TopicStore(tmp_path / "o.json")
-    stream = Stream([["a", "b"], ["c"]])
-    CaptureCoordinator(Connector(Snapshot(1), stream), sink, store,
+    stream = ScriptedStream([["a", "b"], ["c"]])
+    CaptureCoordinator(connector(Snapshot(1), stream), sink, store,
                        CoordinatorSettings(commit_interval_s=0.0, stop_when_idle_s=5.0)).run()
     assert store.saved_directly == 0  # never a second, separate write
     for transaction in sink.committed:
@@ -164,8 +121,8 @@ def test_offset_is_written_into_the_transaction_of_its_events(tmp_path: Path) ->
 
 def test_failed_commit_keeps_neither_events_nor_offset_and_resumes_from_the_last_commit(tmp_path: Path) -> None:
     sink, store = TransactionalRecordingSink(), TopicStore(tmp_path / "o.json")
-    stream = Stream([["a", "b"], ["c"], ["d"]])
-    coordinator = CaptureCoordinator(Connector(Snapshot(1), stream), sink, store,
+    stream = ScriptedStream([["a", "b"], ["c"], ["d"]])
+    coordinator = CaptureCoordinator(connector(Snapshot(1), stream), sink, store,
                                      CoordinatorSettings(commit_interval_s=0.0, stop_when_idle_s=5.0,
                                                          retry_backoff_s=0.0))
     original_flush = sink.flush
@@ -191,7 +148,7 @@ def test_failed_commit_keeps_neither_events_nor_offset_and_resumes_from_the_last
 def test_long_snapshot_commits_periodically_with_the_in_progress_offset(tmp_path: Path) -> None:
     # records bound: a commit every 4 records (2 batches), whatever the clock says
     sink, store = TransactionalRecordingSink(), TopicStore(tmp_path / "o.json")
-    CaptureCoordinator(Connector(Snapshot(7), Stream([])), sink, store,
+    CaptureCoordinator(connector(Snapshot(7), ScriptedStream([])), sink, store,
                        CoordinatorSettings(max_unflushed_records=4, stop_when_idle_s=0.0)).run()
     snapshot_transactions = sink.committed[:4]
     assert [len([i for i in tx if i[0] != "offset"]) for tx in snapshot_transactions] == [4, 4, 4, 2]
@@ -205,21 +162,21 @@ def test_long_snapshot_commits_periodically_with_the_in_progress_offset(tmp_path
 def test_snapshot_commits_within_the_transaction_timeout(tmp_path: Path) -> None:
     # time bound: a quarter of transaction.timeout.ms (1 ms here); batches come 10 ms apart
     sink = TransactionalRecordingSink(transaction_timeout_s=0.004)
-    CaptureCoordinator(Connector(Snapshot(3, pause_s=0.01), Stream([])), sink, TopicStore(tmp_path / "o.json"),
+    CaptureCoordinator(connector(Snapshot(3, pause_s=0.01), ScriptedStream([])), sink, TopicStore(tmp_path / "o.json"),
                        CoordinatorSettings(stop_when_idle_s=0.0)).run()
     assert [len([i for i in tx if i[0] != "offset"]) for tx in sink.committed[:3]] == [2, 2, 2]
 
 
 def test_crash_mid_snapshot_restarts_the_snapshot(tmp_path: Path) -> None:
     sink, store = TransactionalRecordingSink(), TopicStore(tmp_path / "o.json")
-    crashing = Connector(Snapshot(6, fail_after=4), Stream([]))
+    crashing = connector(Snapshot(6, fail_after=4), ScriptedStream([]))
     try:
         CaptureCoordinator(crashing, sink, store, CoordinatorSettings(max_unflushed_records=4,
                                                                       stop_when_idle_s=0.0)).run()
     except RuntimeError:
         pass
     assert TopicStore(tmp_path / "o.json").load(KEY) == SNAPSHOT_IN_PROGRESS
-    again = Connector(Snapshot(2), Stream([]))
+    again = connector(Snapshot(2), ScriptedStream([]))
     CaptureCoordinator(again, TransactionalRecordingSink(), TopicStore(tmp_path / "o.json"),
                        CoordinatorSettings(stop_when_idle_s=0.0)).run()
     assert again.snapshots_started == 1  # the unfinished snapshot is taken again, not resumed
@@ -229,8 +186,8 @@ def test_crash_mid_snapshot_restarts_the_snapshot(tmp_path: Path) -> None:
 def test_streaming_only_start_ignores_the_in_progress_marker(tmp_path: Path) -> None:
     store = TopicStore(tmp_path / "o.json")
     store.save(KEY, dict(SNAPSHOT_IN_PROGRESS))
-    stream = Stream([["x"]])
-    CaptureCoordinator(Connector(Snapshot(1), stream), TransactionalRecordingSink(), store,
+    stream = ScriptedStream([["x"]])
+    CaptureCoordinator(connector(Snapshot(1), stream), TransactionalRecordingSink(), store,
                        CoordinatorSettings(snapshot_mode="never", stop_when_idle_s=5.0)).run()
     assert stream.started_from == [None]
 
@@ -241,7 +198,7 @@ def test_file_offsets_or_other_brokers_keep_the_separate_store_step(tmp_path: Pa
 
     for store in (OtherCluster(tmp_path / "a.json"), FileOffsetStore(tmp_path / "b.json")):
         sink = TransactionalRecordingSink()
-        CaptureCoordinator(Connector(Snapshot(1), Stream([])), sink, store,
+        CaptureCoordinator(connector(Snapshot(1), ScriptedStream([])), sink, store,
                            CoordinatorSettings(stop_when_idle_s=0.0)).run()
         assert not any(call.startswith("offset:") for call in sink.calls)
         assert store.load(KEY)["lsn"] == 90

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scripted_source import ScriptedConnector, ScriptedStream
 
 from lakecdc.capture.coordinator import CaptureCoordinator, CoordinatorSettings
-from lakecdc.capture.postgres.offset import snapshot_completed
 from lakecdc.errors import RecordConversionError
 from lakecdc.events.envelope import ChangeRecord
 from lakecdc.events.logical import decimal_schema
@@ -41,47 +41,8 @@ def record(id_: int, priced: bool) -> ChangeRecord:
     return ChangeRecord("dbz.prices", KEY, {"id": id_}, VALUE, {"id": id_, "price": b"\x01" if priced else None})
 
 
-class Stream:
-    def __init__(self, batches: list[list[ChangeRecord]]) -> None:
-        self.batches, self.lsn = list(batches), 100
-
-    def start(self, offset: Any) -> None:
-        pass
-
-    def poll(self, out: list[Any], max_records: int, timeout: float) -> None:
-        if self.batches:
-            out.extend(self.batches.pop(0))
-            self.lsn += 10
-
-    def committable_offset(self) -> dict[str, Any]:
-        return {"lsn": self.lsn, "lsn_commit": self.lsn}
-
-    def acknowledge(self, offset: dict[str, Any]) -> None:
-        pass
-
-    def idle_seconds(self) -> float:
-        return 0.0 if self.batches else 10.0
-
-    def close(self) -> None:
-        pass
 
 
-class Connector:
-    name = "conv"
-    partition = {"server": "dbz"}
-
-    def __init__(self, properties: dict[str, str], batches: list[list[ChangeRecord]]) -> None:
-        self.config = SimpleNamespace(transform_chain=build_chain(properties))
-        self.batches = batches
-
-    def streaming_source(self) -> Stream:
-        return Stream(self.batches)
-
-    def offset_has_completed_snapshot(self, stored: dict[str, Any]) -> bool:
-        return snapshot_completed(stored)
-
-    def can_resume_streaming(self, stored: dict[str, Any]) -> bool:
-        return True
 
 
 class ConvertingListSink:
@@ -100,7 +61,9 @@ class ConvertingListSink:
 
 def capture(sink: Any, directory: Path, properties: dict[str, str], batches: list[list[ChangeRecord]]) -> Any:
     store = FileOffsetStore(directory / "offsets.json")
-    coordinator = CaptureCoordinator(Connector(properties, batches), sink, store,
+    coordinator = CaptureCoordinator(ScriptedConnector("conv", ScriptedStream(batches),
+                                                       config=SimpleNamespace(transform_chain=build_chain(properties))),
+                                     sink, store,
                                      CoordinatorSettings(snapshot_mode="no_data", commit_interval_s=0.0,
                                                          stop_when_idle_s=5.0))
     coordinator.run()

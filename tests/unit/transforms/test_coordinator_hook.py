@@ -7,8 +7,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from scripted_source import ScriptedConnector, ScriptedStream
+
 from lakecdc.capture.coordinator import CaptureCoordinator, CoordinatorSettings
-from lakecdc.capture.postgres.offset import snapshot_completed
 from lakecdc.capture.spi import SnapshotResult
 from lakecdc.transforms import build_chain
 from lakecdc.transport.offsets import FileOffsetStore, offset_key
@@ -30,30 +31,6 @@ class ListSink:
         pass
 
 
-class Stream:
-    def __init__(self) -> None:
-        self.batches = [[change("c", None, row(2))], delete_pair(2)]
-        self.lsn = 100
-
-    def start(self, offset: Any) -> None:
-        pass
-
-    def poll(self, out: list[Any], max_records: int, timeout: float) -> None:
-        if self.batches:
-            out.extend(self.batches.pop(0))
-            self.lsn += 10
-
-    def committable_offset(self) -> dict[str, Any]:
-        return {"lsn": self.lsn, "lsn_commit": self.lsn}
-
-    def acknowledge(self, offset: dict[str, Any]) -> None:
-        pass
-
-    def idle_seconds(self) -> float:
-        return 0.0 if self.batches else 10.0
-
-    def close(self) -> None:
-        pass
 
 
 class Snapshot:
@@ -62,27 +39,9 @@ class Snapshot:
         return SnapshotResult({"lsn": 90, "snapshot": True, "last_snapshot_record": True}, 1, 1)
 
 
-class Connector:
-    name = "hook"
-    partition = {"server": "dbz"}
-
-    def __init__(self, config: Any) -> None:
-        self.config = config
-
-    def snapshot_source(self, stored: Any) -> Snapshot:
-        return Snapshot()
-
-    def streaming_source(self) -> Stream:
-        return Stream()
-
-    def offset_has_completed_snapshot(self, stored: dict[str, Any]) -> bool:
-        return snapshot_completed(stored)
-
-    def can_resume_streaming(self, stored: dict[str, Any]) -> bool:
-        return True
-
-    def close(self) -> None:
-        pass
+def connector(chain: Any) -> ScriptedConnector:
+    stream = ScriptedStream([[change("c", None, row(2))], delete_pair(2)])
+    return ScriptedConnector("hook", stream, Snapshot(), SimpleNamespace(transform_chain=chain))
 
 
 def test_chain_runs_on_snapshot_and_streaming_records(tmp_path: Path) -> None:
@@ -92,16 +51,17 @@ def test_chain_runs_on_snapshot_and_streaming_records(tmp_path: Path) -> None:
                          "transforms.u.delete.tombstone.handling.mode": "drop"})
     sink = ListSink()
     store = FileOffsetStore(tmp_path / "o.json")
-    stats = CaptureCoordinator(Connector(SimpleNamespace(transform_chain=chain)), sink, store,
+    stats = CaptureCoordinator(connector(chain), sink, store,
                                CoordinatorSettings(commit_interval_s=0.0, stop_when_idle_s=5.0)).run()
     assert [(r.topic, r.value["id"]) for r in sink.records] == [("lake.public.items", 1), ("lake.public.items", 2)]
     assert stats.streamed_records == 3  # counted as the source produced them; the delete pair was dropped
-    assert store.load(offset_key("hook", {"server": "dbz"}))["lsn"] == 120
+    # streaming resumed at the snapshot's LSN (90) and read two batches
+    assert store.load(offset_key("hook", {"server": "dbz"}))["lsn"] == 110
 
 
 def test_no_chain_sends_the_records_unchanged(tmp_path: Path) -> None:
     sink = ListSink()
-    CaptureCoordinator(Connector(SimpleNamespace(transform_chain=build_chain({}))), sink,
+    CaptureCoordinator(connector(build_chain({})), sink,
                        FileOffsetStore(tmp_path / "o.json"),
                        CoordinatorSettings(commit_interval_s=0.0, stop_when_idle_s=5.0)).run()
     assert [r.op for r in sink.records] == ["r", "c", "d", None]
