@@ -64,7 +64,7 @@ from lakecdc.ingest.parallel import TableApplyPool
 from lakecdc.ingest.reader import KafkaMicroBatch
 from lakecdc.ingest.transactions import TransactionBuffer, Where
 from lakecdc.lake.batch import ChangeBatch, TableTarget
-from lakecdc.lake.frames import arrow_to_spark, metadata_fields, spark_to_arrow
+from lakecdc.lake.frames import arrow_to_spark, metadata_fields
 from lakecdc.lake.naming import TableNamer
 from lakecdc.lake.progress import CommitPositions
 from lakecdc.lake.segments import DecodedSegment, union_columns, union_segments
@@ -402,7 +402,7 @@ class BatchProcessor:
         except SchemaEvolutionError as exc:
             return _TableOutcome(target, failure=str(exc))
         progress = _covered_offsets(target.topic, table.events_through, read_through, held_min)
-        verdict = check_batch(self.config, target, self._rows_of(target, table), table.df)  # pipeline expectations
+        verdict = check_batch(self.config, target, table.rows, table.df)  # pipeline expectations
         if verdict.failure is not None:
             return _TableOutcome(target, failure=verdict.failure)
         held = self.spark.createDataFrame(verdict.held, "_topic string, _partition int, _offset long") \
@@ -435,16 +435,6 @@ class BatchProcessor:
                                                 "offset": rows.column("_offset")})),
                           min_seq(rows), max_seq(rows), None, pc.max(rows.column("_source_ts_ms")).as_py(), latency,
                           rows=rows, stats=arrow_batch_stats(rows, target.key_columns))
-
-    def _rows_of(self, target: TableTarget, table: TableFrame) -> pa.Table:
-        """The Arrow rows pipeline expectations record failing events from: at hand for a batch decoded
-        here; collected for a table with expectations whose batch is on the executors (only then)."""
-        if table.rows is not None:
-            return table.rows
-        override = self.config.table_overrides().get(target.topic)
-        if override is None or not override.expectations:
-            return pa.table({})
-        return spark_to_arrow(table.df)
 
     def _fail(self, target: TableTarget, reason: str, report: BatchReport) -> None:
         self._failed[target.topic] = reason

@@ -75,9 +75,10 @@ def _load_suite(path: str, mtime_ns: int) -> Any:
     return suites[0]
 
 
-def check_batch(config: IngestConfig, target: TableTarget, rows: pa.Table, df: DataFrame) -> BatchVerdict:
+def check_batch(config: IngestConfig, target: TableTarget, rows: pa.Table | None, df: DataFrame) -> BatchVerdict:
     """The hook the processor calls before a table's writer: ``BatchVerdict()`` when the table has no
-    pipeline expectations or every event passes."""
+    pipeline expectations or every event passes. ``rows``: the batch's Arrow rows when the driver
+    decoded it, None when it lives on the executors (only the failing events are then collected)."""
     override = config.table_overrides().get(target.topic)
     if override is None or not override.expectations or not target.has_key:
         return BatchVerdict()
@@ -90,7 +91,7 @@ def check_batch(config: IngestConfig, target: TableTarget, rows: pa.Table, df: D
     if action == "fail":
         return BatchVerdict(failure=f"pipeline expectations failed for {table} (action fail): {summary}",
                             failed_events=sum(len(e) for e in failing.values()))
-    record(config, target, rows, failing, action, df.sparkSession)
+    record(config, target, rows, failing, action, df)
     held = [dict(zip(EVENT_ID, key)) for key in {_event(e) for events in failing.values() for e in events}]
     log.warning("table %s: pipeline expectations failed (%s): %s", table, action, summary)
     return BatchVerdict(held=held if action == "quarantine" else [], failed_events=len(held))
@@ -128,20 +129,32 @@ def _event(event: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(event[c] for c in EVENT_ID)
 
 
-def record(config: IngestConfig, target: TableTarget, rows: pa.Table, failing: dict[str, list[dict[str, Any]]],
-           action: Action, spark: SparkSession) -> int:
-    """The failing events, in full from the batch's Arrow rows, into ``<silver>_quarantine``."""
+def record(config: IngestConfig, target: TableTarget, rows: pa.Table | None,
+           failing: dict[str, list[dict[str, Any]]], action: Action, df: DataFrame) -> int:
+    """The failing events, in full, into ``<silver>_quarantine``: taken from the batch's Arrow rows, or
+    (a batch on the executors, ``rows`` None) from ``df``, collecting only them."""
     ids = {_event(e): rule for rule, events in failing.items() for e in events}
-    wanted = [i for i, key in enumerate(zip(*(rows.column(c).to_pylist() for c in EVENT_ID))) if key in ids]
-    events = rows.take(wanted).to_pylist()
+    if rows is None:
+        events = _failing_rows(df, list(ids))
+    else:
+        wanted = [i for i, key in enumerate(zip(*(rows.column(c).to_pylist() for c in EVENT_ID))) if key in ids]
+        events = rows.take(wanted).to_pylist()
     now = datetime.now(timezone.utc)
     keys = target.key_columns
     out = [{"table_name": target.silver_table, "rule": ids[_event(e)],
             "reason": f"pipeline expectation failed ({action}) at position {e.get('_seq')}",
             "row_key": json.dumps({k: e.get(k) for k in keys}, default=str, sort_keys=True),
             "row_json": json.dumps(e, default=str, sort_keys=True), "checked_at": now} for e in events]
-    append_quarantine(_lake_table(config, target, spark), out)
+    append_quarantine(_lake_table(config, target, df.sparkSession), out)
     return len(out)
+
+
+def _failing_rows(df: DataFrame, ids: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
+    """The rows of ``df`` with these ``EVENT_ID`` values (a semi join: the batch stays on the executors)."""
+    from lakecdc.lake.frames import spark_to_arrow
+
+    wanted = df.sparkSession.createDataFrame(ids, "_topic string, _partition int, _offset long")
+    return spark_to_arrow(df.join(wanted, list(EVENT_ID), "left_semi")).to_pylist()
 
 
 def _lake_table(config: IngestConfig, target: TableTarget, spark: SparkSession) -> LakeTable:

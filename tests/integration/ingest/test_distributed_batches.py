@@ -70,13 +70,16 @@ def records() -> tuple[pa.Table, list[list[int]]]:
     return table, batches
 
 
-def processor(spark, warehouse: Path, progress: Path) -> BatchProcessor:
+def processor(spark, warehouse: Path, progress: Path, expectations: Path | None = None) -> BatchProcessor:
     from lakecdc.writers.base import create_writer
 
+    rules = {} if expectations is None else {  # on customers, quarantining what fails
+        f"table.mapping.{PREFIX}.public.customers.expectations": str(expectations),
+        f"table.mapping.{PREFIX}.public.customers.expectations_action": "quarantine"}
     cfg = IngestConfig.from_properties({
         "name": PREFIX, "kafka.bootstrap.servers": "127.0.0.1:1", "topic.prefix": PREFIX,
         "warehouse": str(warehouse), "table.format": "delta", "table.name.format.bronze": f"{PREFIX}_bronze.{{table}}",
-        "table.name.format.silver": f"{PREFIX}_silver.{{table}}", "progress.path": str(progress)})
+        "table.name.format.silver": f"{PREFIX}_silver.{{table}}", "progress.path": str(progress), **rules})
     state = JobState()
     if (progress / "state.json").exists():
         from lakecdc.ingest.job_state import load_state
@@ -106,21 +109,23 @@ def tables(warehouse: Path) -> dict[str, list[str]]:
     for log in sorted(warehouse.rglob("_delta_log")):
         name = ".".join(log.parent.relative_to(warehouse).parts)
         rows = delta_rows(warehouse, name)
-        kept = ({k: v for k, v in r.items() if k not in ("_ingest_ts", "_ingest_date", "published_at")} for r in rows)
+        kept = ({k: v for k, v in r.items() if k not in ("_ingest_ts", "_ingest_date", "published_at", "checked_at")}
+                for r in rows)
         out[name] = sorted(json.dumps(r, default=str, sort_keys=True) for r in kept)
     return out
 
 
-def run(spark, tmp_path: Path, distributed: bool, restart_after: int | None = None) -> tuple[list[tuple], Path]:
+def run(spark, tmp_path: Path, distributed: bool, restart_after: int | None = None,
+        expectations: Path | None = None) -> tuple[list[tuple], Path]:
     table, batches = records()
     warehouse, progress = tmp_path / ("executors" if distributed else "driver"), tmp_path / f"state-{distributed}"
-    job = processor(spark, warehouse, progress)
+    job = processor(spark, warehouse, progress, expectations)
     reports = []
     for i, rows in enumerate(batches):
         if i == restart_after:  # a kill: the held events and the job state are gone
             job.close()
             (progress / "state.json").unlink()
-            job = processor(spark, warehouse, progress)
+            job = processor(spark, warehouse, progress, expectations)
             rows = list(range(len(table)))  # read again from the start: the tables say what is a replay
         reports.append(outcome(job.process(batch(spark, table.take(rows), i == len(batches) - 1, distributed))))
     job.close()
@@ -147,3 +152,31 @@ def test_a_restart_that_lost_its_held_events_and_state_writes_the_same_tables(sp
     have, executors = run(spark, tmp_path, distributed=True, restart_after=2)
     assert have == want and want[2][2] > 9  # the restart read records the tables held: replays
     assert tables(executors) == tables(driver)
+
+
+def test_pipeline_expectations_on_executor_batches_quarantine_what_one_process_does(
+        spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table with pipeline expectations whose batch is on the executors: the failing events (and
+    only they) are collected for the quarantine table, which ends equal to the one-process run's."""
+    from lakecdc.quality import pipeline
+
+    collected: list[int] = []
+    failing_rows = pipeline._failing_rows
+
+    def counted(df, ids):  # type: ignore[no-untyped-def]
+        rows = failing_rows(df, ids)
+        collected.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(pipeline, "_failing_rows", counted)
+    suite = tmp_path / "customers.json"
+    suite.write_text(json.dumps({"name": "customers_pipeline", "expectations": [
+        {"type": "expect_column_values_to_not_match_regex", "kwargs": {"column": "name", "regex": "^Frank$"}}]}))
+    want, driver = run(spark, tmp_path, distributed=False, expectations=suite)
+    have, executors = run(spark, tmp_path, distributed=True, expectations=suite)
+    assert have == want
+    assert tables(executors) == tables(driver)
+    held = delta_rows(executors, f"{PREFIX}_silver.customers_quarantine")
+    assert held and {json.loads(r["row_json"])["name"] for r in held} == {"Frank"}
+    assert {json.loads(r["row_key"])["id"] for r in held} <= {6, 7}  # Frank's create and the key move's
+    assert sum(collected) == len(held)  # the driver took the failing events, not the batch
