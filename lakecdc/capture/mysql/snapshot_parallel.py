@@ -39,7 +39,7 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from lakecdc.capture.mysql import connection as myconn
-from lakecdc.capture.postgres.snapshot_parallel import EncodedRows, encode_range, parallel_allowed
+from lakecdc.capture.postgres.snapshot_parallel import EncodedRows, encode_range, parallel_allowed, portable_errors
 from lakecdc.capture.worker_process import default_signals
 from lakecdc.events.envelope import ChangeRecord
 from lakecdc.events.positions import MySqlPosition
@@ -97,6 +97,7 @@ def _started() -> None:
     """A task that makes the pool start its workers (it forks them all at the first task)."""
 
 
+@portable_errors
 def _read_range(db: str, table: str, key: str, lo: Any, hi: Any, source: dict[str, Any],
                 position: MySqlPosition) -> list[Any]:
     """One key range as ``encode_range`` answers it."""

@@ -29,13 +29,15 @@ sink reads record values: no ``transforms`` and no metrics exporter (``metrics.p
 
 from __future__ import annotations
 
+import functools
 import logging
 import multiprocessing
+import pickle
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from psycopg import sql
 
@@ -47,6 +49,9 @@ from lakecdc.events.envelope import ChangeRecord
 from lakecdc.events.topics import TableId
 
 log = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 #: smaller tables are read serially: starting workers costs more than it saves
 MIN_ROWS = 50_000
@@ -90,6 +95,28 @@ def encode_range(rows: Iterable[Any], encode: Callable[[Any], tuple[bytes | None
     if held is not None:
         items.append(held)
     return items
+
+
+def portable_errors(read: Callable[P, T]) -> Callable[P, T]:
+    """A worker's task whose errors reach the capture process: an exception the parent cannot
+    rebuild from its pickle (one whose constructor takes more than its message, such as
+    ``RecordConversionError``) kills ``multiprocessing.Pool``'s result thread, and the snapshot then
+    waits forever (``ProcessPoolExecutor`` breaks, saying only that a process ended). Such an error
+    is raised as a ``RuntimeError`` with its type and text instead (the traceback sent with it
+    shows the original)."""
+
+    @functools.wraps(read)
+    def task(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return read(*args, **kwargs)
+        except Exception as exc:
+            try:
+                pickle.loads(pickle.dumps(exc))
+            except Exception:  # noqa: BLE001 - whatever stops the round trip
+                raise RuntimeError(f"{type(exc).__name__}: {exc}") from exc
+            raise
+
+    return task
 
 
 def parallel_allowed(config: PostgresConnectorConfig) -> bool:
@@ -156,6 +183,7 @@ def _start_worker(state: _WorkerState) -> None:
         _start_error = exc
 
 
+@portable_errors
 def _read_range(lo: int, hi: int | None) -> list[Any]:
     """One block range as :func:`encode_range` answers it."""
     if _start_error is not None:
