@@ -20,7 +20,9 @@ snapshot fails, and the restart snapshots again, as after any crash mid-snapshot
 
 Each range's first and last row come back unconverted and go through the serial path (they may be
 a table's first or last row, which carry the snapshot markers); the rows between are always
-``true``. At most ``threads + 1`` ranges are in flight, so memory stays bounded. Pre-encoded payloads
+``true``. A row between that a worker fails to convert or encode comes back unconverted as well
+(``encode_range``), so the converter's failure meets ``errors.tolerance`` in the capture process as
+in the serial read. At most ``threads + 1`` ranges are in flight, so memory stays bounded. Pre-encoded payloads
 need a sink that encodes with ``RecordSerializer``: as for PostgreSQL, the parallel read is used only
 when no transform and no metrics exporter reads record values (``parallel_allowed``).
 """
@@ -37,7 +39,7 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from lakecdc.capture.mysql import connection as myconn
-from lakecdc.capture.postgres.snapshot_parallel import EncodedRows, parallel_allowed
+from lakecdc.capture.postgres.snapshot_parallel import EncodedRows, encode_range, parallel_allowed, portable_errors
 from lakecdc.capture.worker_process import default_signals
 from lakecdc.events.envelope import ChangeRecord
 from lakecdc.events.positions import MySqlPosition
@@ -95,9 +97,10 @@ def _started() -> None:
     """A task that makes the pool start its workers (it forks them all at the first task)."""
 
 
+@portable_errors
 def _read_range(db: str, table: str, key: str, lo: Any, hi: Any, source: dict[str, Any],
-                position: MySqlPosition) -> tuple[Any, list[tuple[bytes | None, bytes]], Any]:
-    """(first row's values, the rows between as encoded pairs, last row's values) of one key range."""
+                position: MySqlPosition) -> list[Any]:
+    """One key range as ``encode_range`` answers it."""
     import pymysql.cursors
 
     if _start_error is not None:
@@ -110,29 +113,25 @@ def _read_range(db: str, table: str, key: str, lo: Any, hi: Any, source: dict[st
     where = " AND ".join(b for b in bounds if b)
     query = (f"SELECT * FROM {myconn.quote(db)}.{myconn.quote(table)}" + (f" WHERE {where}" if where else "")
              + f" ORDER BY {column}")
-    first: Any = None
-    held: Any = None
-    pairs: list[tuple[bytes | None, bytes]] = []
+
+    def encode(values: Any) -> tuple[bytes | None, bytes]:
+        record = read(values, source, position, time.time_ns())
+        value = payload_bytes(record, "value")
+        assert value is not None  # a read record's value is never null (None: a null payload)
+        return payload_bytes(record, "key"), value
+
+    def rows(cur: Any) -> Iterator[Any]:
+        block = cur.fetchmany(FETCH)
+        while block:
+            yield from block
+            block = cur.fetchmany(FETCH)
+
     cur = _conn.cursor(pymysql.cursors.SSCursor)
     try:
         cur.execute(query, [b for b in (lo, hi) if b is not None])
-        block = cur.fetchmany(FETCH)
-        while block:
-            ts_ns = time.time_ns()
-            for values in block:
-                if first is None:
-                    first = values
-                    continue
-                if held is not None:
-                    record = read(held, source, position, ts_ns)
-                    value = payload_bytes(record, "value")
-                    assert value is not None  # a read record's value is never null (None: a null payload)
-                    pairs.append((payload_bytes(record, "key"), value))
-                held = values
-            block = cur.fetchmany(FETCH)
+        return encode_range(rows(cur), encode)
     finally:
         cur.close()
-    return first, pairs, held
 
 
 class SnapshotWorkers:
@@ -159,8 +158,9 @@ class SnapshotWorkers:
     def table_rows(self, conn: Any, db: str, table: str, factory: Any, source: dict[str, Any],
                    position: MySqlPosition) -> Iterator[Any] | None:
         """The table's rows in key order: each range's first and last row as values, the rows
-        between as :class:`EncodedRows`; None when the table is read serially. ``conn`` holds the
-        snapshot's transaction; ``source`` is the source block of a row marked ``true``."""
+        between as :class:`EncodedRows` runs (as values where a worker could not encode one); None
+        when the table is read serially. ``conn`` holds the snapshot's transaction; ``source`` is
+        the source block of a row marked ``true``."""
         ranges = key_ranges(conn, db, table, factory.schema.table)
         if ranges is None:
             return None
@@ -177,16 +177,11 @@ class SnapshotWorkers:
         pending = deque(pool.submit(_read_range, db, table, key, lo, hi, source, position)
                         for _, (lo, hi) in zip(range(self.threads + 1), todo))
         while pending:
-            first, pairs, last = pending.popleft().result()  # BrokenProcessPool when a worker died
+            items = pending.popleft().result()  # BrokenProcessPool when a worker died
             following = next(todo, None)
             if following is not None:
                 pending.append(pool.submit(_read_range, db, table, key, *following, source, position))
-            if first is not None:
-                yield first
-            if pairs:
-                yield EncodedRows(pairs)
-            if last is not None:
-                yield last
+            yield from items
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)

@@ -15,8 +15,12 @@ block order, so records leave in the order of the serial sequential scan (block 
 The first and last row of each range come back unconverted and go through the serial path: which
 row is the table's (and the snapshot's) first and last is known only in order, and those rows carry
 the snapshot markers (``first``, ``first_in_data_collection``, ``last_in_data_collection``,
-``last``); every row between them is ``true``. At most ``threads + 1`` ranges of about
-:data:`RANGE_ROWS` rows are in flight, so memory stays bounded however large the table.
+``last``); every row between them is ``true``. So does a row the worker fails to convert or encode
+(:func:`encode_range`): the capture process converts it and hands it to the sink as the serial read
+does, so Kafka Connect's error handling of the converter stage (``errors.tolerance``,
+``errors.log.*``: the coordinator's ``_send``) applies to it exactly as to the serial read's row. At
+most ``threads + 1`` ranges of about :data:`RANGE_ROWS` rows are in flight, so memory stays bounded
+however large the table.
 
 Pre-encoded payloads (``EncodedPayload``) pass through the sinks' ``RecordSerializer``; the
 parallel read is therefore used only where nothing between the snapshot and the
@@ -25,13 +29,15 @@ sink reads record values: no ``transforms`` and no metrics exporter (``metrics.p
 
 from __future__ import annotations
 
+import functools
 import logging
 import multiprocessing
+import pickle
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from psycopg import sql
 
@@ -44,6 +50,9 @@ from lakecdc.events.topics import TableId
 
 log = logging.getLogger(__name__)
 
+P = ParamSpec("P")
+T = TypeVar("T")
+
 #: smaller tables are read serially: starting workers costs more than it saves
 MIN_ROWS = 50_000
 #: rows per block range (by the table's rows per block): a range's encoded records are held in memory
@@ -54,9 +63,60 @@ MIN_SERVER_VERSION = 140000
 
 @dataclass(slots=True)
 class EncodedRows:
-    """Rows between a range's first and last, as encoded (key payload, value payload)."""
+    """A run of rows between a range's first and last, as encoded (key payload, value payload)."""
 
     pairs: list[tuple[bytes | None, bytes]]
+
+
+def encode_range(rows: Iterable[Any], encode: Callable[[Any], tuple[bytes | None, bytes]]) -> list[Any]:
+    """A worker's answer for one range, in row order: its first row's values, then the rows between
+    as :class:`EncodedRows` runs (``encode`` gives a row's key and value payloads), then its last
+    row's values. A row between that ``encode`` fails on comes back as values in its place: the
+    capture process converts it and sends it as the serial read would, so the converter's failure
+    meets the same ``errors.tolerance`` handling, and anything else the same error, as serially."""
+    items: list[Any] = []
+    pairs: list[tuple[bytes | None, bytes]] = []
+    held: Any = None
+    for values in rows:
+        if not items:
+            items.append(values)
+            continue
+        if held is not None:
+            try:
+                pairs.append(encode(held))
+            except Exception:  # noqa: BLE001 - the capture process meets it again, under the error handler
+                if pairs:
+                    items.append(EncodedRows(pairs))
+                    pairs = []
+                items.append(held)
+        held = values
+    if pairs:
+        items.append(EncodedRows(pairs))
+    if held is not None:
+        items.append(held)
+    return items
+
+
+def portable_errors(read: Callable[P, T]) -> Callable[P, T]:
+    """A worker's task whose errors reach the capture process: an exception the parent cannot
+    rebuild from its pickle (one whose constructor takes more than its message, such as
+    ``RecordConversionError``) kills ``multiprocessing.Pool``'s result thread, and the snapshot then
+    waits forever (``ProcessPoolExecutor`` breaks, saying only that a process ended). Such an error
+    is raised as a ``RuntimeError`` with its type and text instead (the traceback sent with it
+    shows the original)."""
+
+    @functools.wraps(read)
+    def task(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return read(*args, **kwargs)
+        except Exception as exc:
+            try:
+                pickle.loads(pickle.dumps(exc))
+            except Exception:  # noqa: BLE001 - whatever stops the round trip
+                raise RuntimeError(f"{type(exc).__name__}: {exc}") from exc
+            raise
+
+    return task
 
 
 def parallel_allowed(config: PostgresConnectorConfig) -> bool:
@@ -123,9 +183,9 @@ def _start_worker(state: _WorkerState) -> None:
         _start_error = exc
 
 
-def _read_range(lo: int, hi: int | None) -> tuple[list[Any] | None, list[tuple[bytes | None, bytes]],
-                                                   list[Any] | None]:
-    """(first row's values, the rows between as encoded pairs, last row's values) of one range."""
+@portable_errors
+def _read_range(lo: int, hi: int | None) -> list[Any]:
+    """One block range as :func:`encode_range` answers it."""
     if _start_error is not None:
         raise _start_error
     state = _state
@@ -139,31 +199,25 @@ def _read_range(lo: int, hi: int | None) -> tuple[list[Any] | None, list[tuple[b
     topic, key_schema, envelope, key_of, row_of = (schema.topic, schema.key_schema, schema.envelope, schema.key,
                                                    schema.row)
     payload_bytes, source = _serializer.payload_bytes, state.source
-    first: list[Any] | None = None
-    held: list[Any] | None = None
-    pairs: list[tuple[bytes | None, bytes]] = []
+
+    def encode(values: Any) -> tuple[bytes | None, bytes]:
+        now = time.time_ns()
+        record = ChangeRecord(topic, key_schema, key_of(values), envelope, {
+            "before": None, "after": row_of(values), "source": source, "transaction": None, "op": "r",
+            "ts_ms": now // 1_000_000, "ts_us": now // 1000, "ts_ns": now})
+        value = payload_bytes(record, "value")
+        assert value is not None  # a read always has a value
+        return payload_bytes(record, "key"), value
+
     with _conn.cursor() as cur, cur.copy(query) as copy:
-        for values in copy.rows():
-            if first is None:
-                first = values
-                continue
-            if held is not None:
-                now = time.time_ns()
-                record = ChangeRecord(topic, key_schema, key_of(held), envelope, {
-                    "before": None, "after": row_of(held), "source": source, "transaction": None, "op": "r",
-                    "ts_ms": now // 1_000_000, "ts_us": now // 1000, "ts_ns": now})
-                value = payload_bytes(record, "value")
-                assert value is not None  # a read always has a value
-                pairs.append((payload_bytes(record, "key"), value))
-            held = values
-    return first, pairs, held
+        return encode_range(copy.rows(), encode)
 
 
 def parallel_rows(conn: Any, config: PostgresConnectorConfig, schema: TableSchema, table: TableId,
                   ranges: list[tuple[int, int | None]], source: dict[str, Any]) -> Iterator[Any]:
     """The table's rows in block order: each range's first and last row as values, the rows between
-    as :class:`EncodedRows`. ``conn`` holds the snapshot transaction; ``source`` is the source block
-    of a row marked ``true``."""
+    as :class:`EncodedRows` runs (and as values where a worker could not encode one). ``conn`` holds
+    the snapshot transaction; ``source`` is the source block of a row marked ``true``."""
     threads = config.snapshot_max_threads
     snapshot_name = conn.execute("SELECT pg_export_snapshot()").fetchone()[0]
     state = _WorkerState(config, schema, table, snapshot_name, source)
@@ -176,16 +230,11 @@ def parallel_rows(conn: Any, config: PostgresConnectorConfig, schema: TableSchem
         # range() first: zip stops on it before taking a range it would drop
         pending = deque(pool.apply_async(_read_range, r) for _, r in zip(range(threads + 1), todo))
         while pending:
-            first, pairs, last = pending.popleft().get()
+            items = pending.popleft().get()
             following = next(todo, None)
             if following is not None:
                 pending.append(pool.apply_async(_read_range, following))
-            if first is not None:
-                yield first
-            if pairs:
-                yield EncodedRows(pairs)
-            if last is not None:
-                yield last
+            yield from items
         pool.close()
         pool.join()
     finally:

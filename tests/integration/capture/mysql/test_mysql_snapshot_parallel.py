@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 from mysql_capture_support import capture, fresh_database, sql, write_properties
+from refused_rows import error_handler_lines, refuse_rows
 
 from lakecdc.capture.mysql import snapshot_parallel
+from lakecdc.transforms.errors import StageFailure
 
 pytestmark = pytest.mark.integration
 
@@ -109,3 +111,72 @@ def test_parallel_snapshot_records_equal_the_serial_read(mariadb: Any, database:
     stats = capture(props, tmp_path / "restarted.jsonl", stop_when_idle=0.5)
     assert stats.snapshot_rows == 1 + 230 + 2 + 64
     assert normalized(tmp_path / "restarted.jsonl") == serial
+
+
+def refusing_table(mariadb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Table t (200 keys: ranges of 17 for the workers) and a small table read after it."""
+    sql(mariadb, DB,
+        "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=InnoDB",
+        "INSERT INTO t SELECT seq, CONCAT('v-', seq) FROM seq_1_to_200",
+        "CREATE TABLE z_small (id INT PRIMARY KEY)",
+        "INSERT INTO z_small VALUES (1)",
+        "ANALYZE TABLE t")
+    monkeypatch.setattr(snapshot_parallel, "MIN_ROWS", 50)
+    monkeypatch.setattr(snapshot_parallel, "RANGE_ROWS", 17)
+
+
+def data_ids(path: Path) -> list[tuple[str, int]]:
+    """(table, id) of each data record (the schema-change topic has no dots)."""
+    records = map(json.loads, path.read_text().splitlines())
+    return [(r["topic"].rsplit(".", 1)[1], r["key"]["payload"]["id"]) for r in records if r["topic"].count(".") == 2]
+
+
+def test_rows_the_converter_refuses_are_skipped_as_in_the_serial_read(
+        mariadb: Any, database: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """errors.tolerance=all: a row whose key or value the converter refuses is skipped and logged
+    whether the capture process or a worker read it (rows 5, 6, 40 and 100 are between their
+    ranges' first and last); every other row is sent once, in order, with the serial read's markers."""
+    refusing_table(mariadb, monkeypatch)
+    refused = {1, 5, 6, 40, 100, 200}
+    refuse_rows(monkeypatch, f"dbz.{DB}.t", values=refused - {40}, keys={40})
+    outputs, logged = {}, {}
+    for threads in (1, 2):
+        props = write_properties(tmp_path / f"all{threads}.properties", mariadb, DB, snapshot__mode="initial_only",
+                                 snapshot__max__threads=str(threads), errors__tolerance="all",
+                                 errors__log__enable="true")
+        out = tmp_path / f"all{threads}.jsonl"
+        caplog.clear()
+        with caplog.at_level(logging.INFO):
+            stats = capture(props, out, stop_when_idle=0.5)
+        assert stats.snapshot_rows == 200 + 1  # rows read, skipped ones included
+        assert any("key ranges read by 2 worker processes" in r.getMessage() for r in caplog.records) == \
+            (threads == 2)
+        outputs[threads], logged[threads] = normalized(out), error_handler_lines(caplog)
+    assert outputs[2] == outputs[1]
+    assert data_ids(tmp_path / "all2.jsonl") == [("t", i) for i in range(1, 201) if i not in refused] + [("z_small", 1)]
+    markers = [r["value"]["payload"]["source"]["snapshot"] for r in outputs[2] if r["topic"].count(".") == 2]
+    assert set(markers[:-1]) == {"true"} and markers[-1] == "last"  # t's first and last rows were refused
+    assert logged[2] == logged[1] and len(logged[2]) == len(refused), logged
+    assert sum("Executing stage 'KEY_CONVERTER'" in line for line in logged[2]) == 1
+    assert all(f"topic 'dbz.{DB}.t'" in line and "the record is skipped" in line for line in logged[2])
+
+
+def test_a_row_the_converter_refuses_stops_the_snapshot_as_the_serial_read(
+        mariadb: Any, database: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """errors.tolerance=none: row 60, which a worker reads (range 52..68), stops the capture with the
+    serial read's error naming the table's topic, and no row after it is sent."""
+    refusing_table(mariadb, monkeypatch)
+    refuse_rows(monkeypatch, f"dbz.{DB}.t", values={60})
+    errors = {}
+    for threads in (1, 2):
+        props = write_properties(tmp_path / f"none{threads}.properties", mariadb, DB, snapshot__mode="initial_only",
+                                 snapshot__max__threads=str(threads), errors__tolerance="none")
+        out = tmp_path / f"none{threads}.jsonl"
+        with pytest.raises(StageFailure) as failure:
+            capture(props, out, stop_when_idle=0.5)
+        errors[threads] = str(failure.value)
+        ids = data_ids(out) if out.exists() else []
+        assert ids == [("t", i) for i in range(1, len(ids) + 1)] and len(ids) < 60
+    assert errors[2] == errors[1]
+    assert f"failed on a record of topic 'dbz.{DB}.t'" in errors[2] and "refused the value of row 60" in errors[2]

@@ -14,9 +14,11 @@ from typing import Any
 import psycopg
 import pytest
 from pg_capture_support import fresh_database, load_records, mask_record, write_properties
+from refused_rows import error_handler_lines, refuse_rows
 
 from lakecdc.capture.postgres import snapshot_parallel
 from lakecdc.capture.runner import run_capture
+from lakecdc.transforms.errors import StageFailure
 
 pytestmark = pytest.mark.integration
 
@@ -75,6 +77,74 @@ def test_parallel_snapshot_equals_the_serial_one(pg: Any, db: str, tmp_path: Pat
     assert {m for _, m in markers} == {"first", "true", "last_in_data_collection", "first_in_data_collection", "last"}
     ids = [r["key"]["payload"]["id"] for r in parallel if r["topic"].endswith(".a")]
     assert 1150 in ids and 200 not in ids and ids == sorted(ids)  # the table's physical order: insert order
+
+
+def capture_a(pg: Any, tmp_path: Path, name: str, threads: int, tolerance: str) -> list[dict[str, Any]]:
+    """Tables a (parallel when ``threads`` > 1) and b, with ``errors.tolerance`` and its log."""
+    config = write_properties(tmp_path / f"{name}.properties", pg, DB, slot__name=f"{name}_slot",
+                              snapshot__mode="initial_only", table__include__list="public.a,public.b",
+                              snapshot__max__threads=str(threads), errors__tolerance=tolerance,
+                              errors__log__enable="true")
+    out = tmp_path / f"{name}.jsonl"
+    stats = run_capture(config, f"jsonl:{out}", stop_when_idle=0.5, show_progress=False)
+    assert stats.snapshot_rows == 1999 + 2  # rows read, skipped ones included
+    return load_records(out)
+
+
+# before the workers answered refused rows as values, the converter's error reached the pool's result
+# handler, which could not rebuild it and died: the snapshot waited forever
+@pytest.mark.timeout(300)
+def test_rows_the_converter_refuses_are_skipped_as_in_the_serial_read(
+        pg: Any, db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """errors.tolerance=all: a row whose key or value the converter refuses is skipped and logged
+    whether the capture process or a worker read it; every other row is sent once, in order, with
+    the markers of the serial read (whose first row is one of the refused: no record is ``first``)."""
+    monkeypatch.setattr(snapshot_parallel, "MIN_ROWS", 500)
+    monkeypatch.setattr(snapshot_parallel, "RANGE_ROWS", 60)
+    refused = {1, 100, 101, 950, 1150, 2500}
+    refuse_rows(monkeypatch, "dbz.public.a", values=refused - {950}, keys={950})
+    logged = {}
+    outputs = {}
+    for threads in (1, 2):
+        caplog.clear()
+        with caplog.at_level(logging.INFO):
+            outputs[threads] = capture_a(pg, tmp_path, f"all{threads}", threads, "all")
+        logged[threads] = error_handler_lines(caplog)
+        assert any("block ranges read by 2 worker processes" in r.getMessage() for r in caplog.records) == \
+            (threads == 2)
+    serial, parallel = outputs[1], outputs[2]
+    assert [masked(r) for r in parallel] == [masked(r) for r in serial]
+    ids = [r["key"]["payload"]["id"] for r in parallel if r["topic"].endswith(".a")]
+    visible = [*range(1, 200), *range(901, 1000), 1150, *range(1301, 3001)]
+    assert ids == [i for i in visible if i not in refused]
+    markers = [r["value"]["payload"]["source"]["snapshot"] for r in parallel]
+    assert markers[-2:] == ["first_in_data_collection", "last"] and "first" not in markers
+    assert "last_in_data_collection" in markers
+    assert logged[2] == logged[1] and len(logged[2]) == len(refused), logged
+    assert sum("Executing stage 'KEY_CONVERTER'" in line for line in logged[2]) == 1
+    assert all("topic 'dbz.public.a'" in line and "the record is skipped" in line for line in logged[2])
+
+
+# before the workers answered refused rows as values, the converter's error reached the pool's result
+# handler, which could not rebuild it and died: the snapshot waited forever
+@pytest.mark.timeout(300)
+def test_a_row_the_converter_refuses_stops_the_snapshot_as_the_serial_read(
+        pg: Any, db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """errors.tolerance=none: a row between a range's first and last, which a worker reads, stops
+    the capture with the serial read's error (naming the table's topic) and nothing after it is sent."""
+    monkeypatch.setattr(snapshot_parallel, "MIN_ROWS", 500)
+    monkeypatch.setattr(snapshot_parallel, "RANGE_ROWS", 60)
+    refuse_rows(monkeypatch, "dbz.public.a", values={150})
+    errors = {}
+    for threads in (1, 2):
+        with pytest.raises(StageFailure) as failure:
+            capture_a(pg, tmp_path, f"none{threads}", threads, "none")
+        errors[threads] = str(failure.value)
+        out = tmp_path / f"none{threads}.jsonl"
+        ids = [r["key"]["payload"]["id"] for r in load_records(out)] if out.exists() else []
+        assert ids == list(range(1, len(ids) + 1)) and len(ids) < 150
+    assert errors[2] == errors[1]
+    assert "failed on a record of topic 'dbz.public.a'" in errors[2] and "refused the value of row 150" in errors[2]
 
 
 def test_transforms_keep_the_serial_read(pg: Any, db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
