@@ -24,6 +24,7 @@ import pytest
 from metrics_scrape import Samples, scrape, value, wait_for
 from pg_slots import drop_slot
 from psycopg import sql
+from two_table_pipeline import DELETES, INSERTS, SEED_ROWS, TABLES, UPDATES, capture_properties, create_tables, workload
 
 from lakecdc.config.ingest import IngestConfig
 from lakecdc.devstack.ports import free_port
@@ -32,16 +33,6 @@ from lakecdc.ingest.job import run_ingest
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[3]
-SEED_ROWS, INSERTS, UPDATES, DELETES = 10, 5, 3, 2
-TABLES = {"items": "iceberg", "parts": "delta"}
-def _workload(conn: psycopg.Connection, table: str) -> None:
-    ident = sql.Identifier(table)
-    with conn.transaction():
-        for i in range(SEED_ROWS + 1, SEED_ROWS + INSERTS + 1):
-            conn.execute(sql.SQL("INSERT INTO {} VALUES (%s, %s)").format(ident), (i, f"new {i}"))
-    for i in range(1, UPDATES + 1):
-        conn.execute(sql.SQL("UPDATE {} SET name = name || '!' WHERE id = %s").format(ident), (i,))
-    conn.execute(sql.SQL("DELETE FROM {} WHERE id > %s").format(ident), (SEED_ROWS + INSERTS - DELETES,))
 
 
 @pytest.fixture(scope="module")
@@ -49,22 +40,9 @@ def stack(pg: Any, broker: Any, tmp_path_factory: pytest.TempPathFactory) -> Any
     tmp_path = tmp_path_factory.mktemp("metrics")
     name = f"mx{uuid.uuid4().hex[:6]}"
     dsn = pg.create_database(name)
-    props = {
-        "connector.class": "io.debezium.connector.postgresql.PostgresConnector", "name": name, "topic.prefix": name,
-        "slot.name": f"{name}_slot", "publication.name": f"{name}_pub", "publication.autocreate.mode": "all_tables",
-        "snapshot.mode": "initial", "provide.transaction.metadata": "true", "tombstones.on.delete": "true",
-        "bootstrap.servers": broker.bootstrap_servers,
-        "offset.storage": "org.apache.kafka.connect.storage.FileOffsetBackingStore",
-        "offset.storage.file.filename": str(tmp_path / "offsets.json"), "offset.flush.interval.ms": "500",
-        **pg.connection_properties(name)}
-    capture_file = tmp_path / "capture.properties"
-    capture_file.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    capture_file = capture_properties(name, pg, broker, tmp_path)
     with psycopg.connect(dsn, autocommit=True) as conn:
-        for table in TABLES:
-            conn.execute(sql.SQL("CREATE TABLE {} (id int PRIMARY KEY, name text)").format(sql.Identifier(table)))
-            conn.execute(sql.SQL("INSERT INTO {} SELECT g, 'row ' || g FROM generate_series(1, %s) g").format(
-                sql.Identifier(table)), (SEED_ROWS,))
-            conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(table)))  # reltuples: the snapshot estimate
+        create_tables(conn)
         yield {"name": name, "conn": conn, "capture": capture_file, "tmp": tmp_path, "broker": broker}
     drop_slot(pg.dsn_for("postgres"), f"{name}_slot")
     with psycopg.connect(pg.dsn_for("postgres"), autocommit=True) as admin:
@@ -99,7 +77,7 @@ def test_capture_and_ingest_metrics_reflect_the_workload(stack: Any, spark: Any)
         # 2. the workload, streamed
         before_ms = time.time() * 1000
         for table in TABLES:
-            _workload(conn, table)
+            workload(conn, table)
         after_ms = time.time() * 1000
         expected = {"c": INSERTS, "u": UPDATES, "d": DELETES}
         streamed = wait_for(port, lambda s: all(_events(s, name, t, op) == n for t in tables.values()

@@ -16,6 +16,7 @@ import psycopg
 import pytest
 from pg_slots import drop_slot
 from psycopg import sql
+from two_table_pipeline import DELETES, INSERTS, SEED_ROWS, TABLES, UPDATES, capture_properties, create_tables, workload
 from typer.testing import CliRunner
 
 from lakecdc.capture.postgres.offset import flush_lsn
@@ -30,19 +31,6 @@ from lakecdc.ingest.status import ingest_status
 from lakecdc.ingest.transactions import commit_lsn, tx_link
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-SEED_ROWS, INSERTS, UPDATES, DELETES = 10, 5, 3, 2
-TABLES = {"items": "iceberg", "parts": "delta"}
-
-
-def _workload(conn: psycopg.Connection, table: str) -> None:
-    ident = sql.Identifier(table)
-    with conn.transaction():
-        for i in range(SEED_ROWS + 1, SEED_ROWS + INSERTS + 1):
-            conn.execute(sql.SQL("INSERT INTO {} VALUES (%s, %s)").format(ident), (i, f"new {i}"))
-    for i in range(1, UPDATES + 1):
-        conn.execute(sql.SQL("UPDATE {} SET name = name || '!' WHERE id = %s").format(ident), (i,))
-    conn.execute(sql.SQL("DELETE FROM {} WHERE id > %s").format(ident), (SEED_ROWS + INSERTS - DELETES,))
 
 
 def _read_topic(bootstrap: str, topic: str) -> list[Any]:
@@ -78,16 +66,7 @@ def pipeline(pg: Any, broker: Any, spark: Any, tmp_path_factory: pytest.TempPath
     tmp_path = tmp_path_factory.mktemp("status")
     name = f"st{uuid.uuid4().hex[:6]}"
     dsn = pg.create_database(name)
-    props = {
-        "connector.class": "io.debezium.connector.postgresql.PostgresConnector", "topic.prefix": name,
-        "slot.name": f"{name}_slot", "publication.name": f"{name}_pub", "publication.autocreate.mode": "all_tables",
-        "snapshot.mode": "initial", "provide.transaction.metadata": "true", "tombstones.on.delete": "true",
-        "bootstrap.servers": broker.bootstrap_servers,
-        "offset.storage": "org.apache.kafka.connect.storage.FileOffsetBackingStore",
-        "offset.storage.file.filename": str(tmp_path / "offsets.json"), "offset.flush.interval.ms": "500",
-        **pg.connection_properties(name)}
-    capture_file = tmp_path / "capture.properties"
-    capture_file.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    capture_file = capture_properties(name, pg, broker, tmp_path)
     warehouse = tmp_path / "warehouse"
     ingest_props = {"name": f"{name}-ingest", "kafka.bootstrap.servers": broker.bootstrap_servers,
                     "topic.prefix": name, "warehouse": str(warehouse), "table.format": "iceberg",
@@ -98,13 +77,10 @@ def pipeline(pg: Any, broker: Any, spark: Any, tmp_path_factory: pytest.TempPath
     ingest_file = tmp_path / "ingest.yaml"
     ingest_file.write_text("".join(f"{k}: {json.dumps(v)}\n" for k, v in ingest_props.items()))
     with psycopg.connect(dsn, autocommit=True) as conn:
-        for table in TABLES:
-            conn.execute(sql.SQL("CREATE TABLE {} (id int PRIMARY KEY, name text)").format(sql.Identifier(table)))
-            conn.execute(sql.SQL("INSERT INTO {} SELECT g, 'row ' || g FROM generate_series(1, %s) g").format(
-                sql.Identifier(table)), (SEED_ROWS,))
+        create_tables(conn)
         run_capture(capture_file, f"kafka:{broker.bootstrap_servers}", stop_when_idle=2, show_progress=False)
         for table in TABLES:
-            _workload(conn, table)
+            workload(conn, table)
         run_capture(capture_file, f"kafka:{broker.bootstrap_servers}", stop_when_idle=2, show_progress=False)
         from lakecdc.devstack.spark import spark_session
 
@@ -112,7 +88,8 @@ def pipeline(pg: Any, broker: Any, spark: Any, tmp_path_factory: pytest.TempPath
         summary = run_ingest(IngestConfig.from_file(ingest_file), "available-now", spark=session)
         assert not summary.failed_tables and summary.held_events == 0
         yield {"name": name, "dsn": dsn, "conn": conn, "capture": capture_file, "ingest": ingest_file,
-               "broker": broker, "summary": summary, "password": props.get("database.password")}
+               "broker": broker, "summary": summary,
+               "password": pg.connection_properties(name).get("database.password")}
     drop_slot(pg.dsn_for("postgres"), f"{name}_slot")
     with psycopg.connect(pg.dsn_for("postgres"), autocommit=True) as admin:
         admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
