@@ -4,7 +4,9 @@
 exactly the rows after every source transaction committed at or before x
 (``lakecdc.audit.versions.position_match``): the version holding those transactions and nothing
 later, or -- when one commit took in transactions on both sides of x -- the version before it with
-that commit's bronze events at or below x replayed on top (``lakecdc.audit.replay``). A bronze table
+that commit's bronze events at or below x replayed on top (``lakecdc.audit.replay``; ``read_between``).
+A MySQL/MariaDB transaction open at x (changes on both sides of it, across the tables read together)
+is in none of it, also where one table already holds all of its part in a version. A bronze table
 read at x is its change log filtered to ``_seq`` at or below x. Iceberg uses ``VERSION AS OF`` / ``TIMESTAMP AS OF``;
 Delta uses delta-rs ``load_as_version`` with the
 version whose commit time (from the log) is the newest at or before the time asked for.
@@ -12,13 +14,14 @@ version whose commit time (from the log) is the newest at or before the time ask
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from lakecdc.audit.changelog import bronze_of
 from lakecdc.audit.tables import AuditError, LakeTable, key_columns, to_pandas
-from lakecdc.audit.versions import Position, TableVersion, position_match, version_at
+from lakecdc.audit.versions import Position, TableVersion, match_versions, positioned, version_at
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -95,27 +98,53 @@ def read_as_of_with_version(table: LakeTable, version: int | None = None, timest
 
 def _read_at_position(table: LakeTable, position: Any, connector: str | None, bronze: LakeTable | None,
                       reached: Position | None, uncommitted: set[str] | None) -> AsOfRead:
-    from lakecdc.audit.replay import events_between, not_held, replay, uncommitted_at, without
+    from lakecdc.audit.replay import uncommitted_at, without
 
-    # Versions hold whole transactions (the job holds one until its END), so only the replay and
-    # the change log can hold part of a transaction still open at P.
-    match = position_match(table, position, connector, reached)
-    wanted = match.wanted
+    versions, wanted, newest = positioned(table, position, connector, reached)
+    match = match_versions(versions, wanted, newest)
     if match.version is not None:
         rows = to_pandas(table.arrow(version=match.version.version))
     else:
         rows = to_pandas(table.arrow()).iloc[0:0]
     if "_kafka_partition" in rows.columns or "_offset" in rows.columns:  # a bronze change log
-        newest = to_pandas(table.arrow())
-        keep = [tuple(s) <= wanted for s in newest["_seq"]]
-        log = newest[keep]
-        log = without(log, uncommitted if uncommitted is not None else uncommitted_at([newest], wanted))
+        newest_rows = to_pandas(table.arrow())
+        log = newest_rows[[tuple(s) <= wanted for s in newest_rows["_seq"]]]
+        log = without(log, uncommitted if uncommitted is not None else uncommitted_at([newest_rows], wanted))
         return AsOfRead(log.reset_index(drop=True), match.version, wanted)
+    found: list[pd.DataFrame] = []
+
+    def change_log() -> pd.DataFrame:  # read once, and only when needed
+        if not found:
+            found.append(to_pandas((bronze or bronze_of(table)).arrow()))
+        return found[0]
+
+    def rows_of(version: TableVersion | None) -> pd.DataFrame:
+        if version is match.version:
+            return rows
+        return to_pandas(table.arrow(version=version.version)) if version is not None else rows.iloc[0:0]
+
+    return read_between(versions, wanted, newest, rows_of, change_log, lambda: key_columns(table), uncommitted)
+
+
+def read_between(versions: list[TableVersion], wanted: Position, reached: Position | None,
+                 rows_of: Callable[[TableVersion | None], pd.DataFrame], change_log: Callable[[], pd.DataFrame],
+                 keys_of: Callable[[], tuple[str, ...]], uncommitted: set[str] | None = None) -> AsOfRead:
+    """A silver table as of ``wanted`` from its positioned ``versions`` (oldest first; ``rows_of``
+    reads one, None: no rows) and its bronze ``change_log``, read with ``keys_of`` only when a
+    replay needs them. ``uncommitted``: the transactions open at ``wanted`` across the tables read
+    together (default: those of this change log, when it is replayed)."""
+    from lakecdc.audit.replay import events_between, first_change, not_held, replay, uncommitted_at, without
+
+    # Versions hold whole transactions (the job holds one until its END), but one open at P can be
+    # whole in this table and go on in another: no version holding any of it answers.
+    open_from = first_change(change_log(), uncommitted) if uncommitted else None
+    match = match_versions(versions, wanted, reached, open_from)
+    rows = rows_of(match.version)
     if match.exact:
         return AsOfRead(rows, match.version, wanted)
-    source = to_pandas((bronze or bronze_of(table)).arrow())
+    source = change_log()
     after = tuple(match.version.source_position) if match.version and match.version.source_position else None
     open_at = uncommitted if uncommitted is not None else uncommitted_at([source], wanted)
-    keys = key_columns(table)
+    keys = keys_of()
     events = not_held(without(events_between(source, after, wanted), open_at), rows, after, keys)
     return AsOfRead(replay(rows, events, keys), match.version, wanted, len(events))

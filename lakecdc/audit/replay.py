@@ -75,6 +75,15 @@ def uncommitted_at(bronze: list[pd.DataFrame], through: Seq) -> set[str]:
     return before & after
 
 
+def first_change(bronze: pd.DataFrame, transactions: set[str]) -> Seq | None:
+    """The lowest ``_seq`` of a change of ``transactions`` (``uncommitted_at``) in this change log."""
+    from lakecdc.events.transaction import tx_link
+
+    seqs = [tuple(int(v) for v in seq) for tx_id, seq in zip(bronze["_tx_id"], bronze["_seq"])
+            if isinstance(tx_id, str) and tx_link(tx_id) in transactions]
+    return min(seqs) if seqs else None
+
+
 def without(events: pd.DataFrame, transactions: set[str]) -> pd.DataFrame:
     """``events`` less the changes of ``transactions`` (``uncommitted_at``)."""
     if not transactions or events.empty:

@@ -203,6 +203,14 @@ def position_match(table: LakeTable, position: Any, connector: str | None = None
     newest commit (``lakecdc.audit.consistency``). Raises ``AuditError`` when the table has not
     reached the position yet, naming the newest position it answers for.
     """
+    versions, wanted, newest = positioned(table, position, connector, reached)
+    return match_versions(versions, wanted, newest)
+
+
+def positioned(table: LakeTable, position: Any, connector: str | None = None,
+               reached: Position | None = None) -> tuple[list[TableVersion], Position, Position]:
+    """``table``'s versions that carry a position (oldest first), the ``_seq`` bound of ``position``
+    and the newest position the table answers for; raises as ``position_match`` does."""
     versions = [v for v in table_versions(table) if v.source_position is not None]
     connector = connector or next((v.connector for v in reversed(versions) if v.connector), None)
     wanted = parse_position(position, connector)
@@ -212,14 +220,23 @@ def position_match(table: LakeTable, position: Any, connector: str | None = None
     if newest is None or wanted > newest:
         raise AuditError(f"{table} has not reached source position {format_position(connector, wanted)} yet "
                          f"(it is complete through {format_position(connector, newest) if newest else 'nothing'})")
-    return match_versions(versions, wanted, newest)
+    return versions, wanted, newest
 
 
-def match_versions(versions: list[TableVersion], wanted: Position, reached: Position | None) -> PositionMatch:
-    """``position_match`` over a table's positioned versions (oldest first)."""
+def match_versions(versions: list[TableVersion], wanted: Position, reached: Position | None,
+                   open_from: Position | None = None) -> PositionMatch:
+    """``position_match`` over a table's positioned versions (oldest first).
+
+    ``open_from``: the lowest ``_seq`` of this table's changes in transactions still open at
+    ``wanted`` (``lakecdc.audit.replay.uncommitted_at`` across the tables read together). A version
+    whose highest ``_seq`` is at or above it holds part of such a transaction even when that
+    ``_seq`` is at or below ``wanted`` -- a MySQL/MariaDB transfer's first table is complete at
+    its own change, before the second table's -- so the newest version below it answers, and
+    the bronze events up to ``wanted`` less the open transactions complete it (never exact)."""
     chosen = None
     for i, v in enumerate(versions):
-        if tuple(v.source_position) <= wanted:  # type: ignore[arg-type]
+        held = tuple(v.source_position)  # type: ignore[arg-type]
+        if held <= wanted and (open_from is None or held < open_from):
             chosen = i
     following = 0 if chosen is None else chosen + 1
     after = versions[following] if following < len(versions) else None

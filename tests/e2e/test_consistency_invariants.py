@@ -15,6 +15,8 @@ random bronze commit, and once it has caught up. While the last run goes on, eve
 it publishes is read: the tables at it must be a state the source had (one recorded commit, exactly).
 At the end, every recorded source commit is read back as of its position across all tables
 (``lakecdc.audit.consistency.read_consistent``) and must equal what the source held right after that commit.
+On MariaDB, positions inside transactions (a change before the transaction's last one) must read as the
+state before the transaction, also where one table's version ends with its whole part of it.
 """
 
 from __future__ import annotations
@@ -304,6 +306,34 @@ def _check_cli(config: Path, lakes: Lakes, commit: Commit) -> None:
 
 # ---------------------------------------------------------------------------------- MariaDB
 
+def inside_positions(lakes: Lakes, commits: list[Commit], gtids: dict[str, str],
+                     first: int = 3, ending: int = 6) -> list[tuple[tuple[int, ...], Commit, Commit, bool]]:
+    """Positions strictly inside recorded transactions (MariaDB ranks each change at its own row
+    event): (position, the commit before, the transaction, a silver version ends there). The first
+    change of the ``first`` transactions with several, and up to ``ending`` positions where one
+    table's version ends with its whole part of a transaction that goes on in another table (how
+    the job commits decides whether a run has any)."""
+    from lakecdc.audit.versions import table_versions
+
+    changes: dict[str, set[tuple[int, ...]]] = {}
+    for table in lakes.bronze.values():
+        frame = to_pandas(table.arrow())
+        for tx, seq in zip(frame["_tx_id"], frame["_seq"]):
+            changes.setdefault(tx, set()).add(tuple(int(v) for v in seq))
+    ends = {tuple(v.source_position) for table in lakes.silver.values() for v in table_versions(table)
+            if v.source_position is not None}
+    out = []
+    for before, commit in zip(commits, commits[1:]):
+        inner = sorted(changes.get(gtids[commit.position], ()))[:-1]  # before its last change
+        if inner and first > 0:
+            first -= 1
+            out.append((inner[0], before, commit, inner[0] in ends))
+        for position in [p for p in inner if p in ends and p != inner[0]][:ending]:
+            ending -= 1
+            out.append((position, before, commit, True))
+    return out
+
+
 def test_mariadb_transfers_and_orders_read_consistently_through_kills(mariadb, broker, spark, tmp_path: Path) -> None:
     from e2e_mysql import MariaDbPipeline
 
@@ -357,6 +387,13 @@ def test_mariadb_transfers_and_orders_read_consistently_through_kills(mariadb, b
                                 tmp_path / "ingest.log", pipe.timings)
         for commit in workload.commits[::5]:  # a GTID names a transaction: the state right after it
             assert lakes.read(gtids[commit.position]) == commit.model.tables(), f"as of GTID {gtids[commit.position]}"
+        # Binlog positions inside a transaction (a change before its last one): the state before it.
+        inside = inside_positions(lakes, workload.commits, gtids)
+        wrong = [f"inside {commit.what} at {position}{' (a version ends there)' * ends}"
+                 for position, before, commit, ends in inside if lakes.read(list(position)) != before.model.tables()]
+        pipe.timings.append(f"{len(inside)} positions inside transactions read, "
+                            f"{sum(ends for *_, ends in inside)} where a table's version ends")
+        assert len(inside) >= 3 and not wrong, wrong
     finally:
         conn.close()
         print("timings:", "; ".join(pipe.timings))

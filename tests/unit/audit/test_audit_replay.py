@@ -11,6 +11,10 @@ SILVER = pd.DataFrame({"id": [1, 2, 3], "name": ["a", "b", "c"], "notes": ["n1",
                        "_source_ts_ms": [1, 2, 3], "_tx_id": ["t1", "t1", "t3"]})
 
 
+BRONZE_COLUMNS = ["id", "name", "notes", "_op", "_seq", "_unavailable", "_source_ts_ms", "_tx_id", "_tx_total_order",
+                  "_kafka_partition", "_offset"]
+
+
 def bronze(*events: tuple) -> pd.DataFrame:
     import numpy as np
 
@@ -18,7 +22,7 @@ def bronze(*events: tuple) -> pd.DataFrame:
              "_unavailable": None if unavailable is None else np.array(unavailable, dtype=object),  # as read back
              "_source_ts_ms": 9, "_tx_id": "tx", "_tx_total_order": k, "_kafka_partition": 0, "_offset": k}
             for k, (op, seq, i, n, notes, unavailable) in enumerate(events)]
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=BRONZE_COLUMNS)
 
 
 def by_id(frame: pd.DataFrame) -> dict[int, tuple]:
@@ -57,80 +61,124 @@ from datetime import datetime, timezone  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from lakecdc.audit.replay import not_held, uncommitted_at, without  # noqa: E402
-from lakecdc.audit.versions import TableVersion, match_versions  # noqa: E402
+from lakecdc.audit.as_of import AsOfRead, read_between  # noqa: E402
+from lakecdc.audit.replay import uncommitted_at, without  # noqa: E402
+from lakecdc.audit.versions import TableVersion  # noqa: E402
 
 EMPTY = SILVER.iloc[0:0]
+KEYS = ("id",)
 
 
 @st.composite
-def change_logs(draw: st.DrawFn) -> tuple[pd.DataFrame, list[int]]:
-    """A binlog-like change log in Kafka order (``_seq`` non-decreasing): runs of one ``_seq`` --
-    every snapshot row of a MySQL/MariaDB table has the snapshot's binlog position, of a PostgreSQL one
-    its LSN -- and transactions whose changes each have their own position (a MariaDB GTID each).
-    Commit boundaries of the micro-batches fall anywhere in a run and between transactions: silver
-    takes in whole transactions (the job holds one until its END)."""
-    events: list[tuple] = []
-    tx_ids: list[str | None] = []
-    cuts: set[int] = set()
+def change_logs(draw: st.DrawFn, tables: int = 1) -> list[tuple[pd.DataFrame, list[int]]]:
+    """Binlog-like change logs of ``tables`` tables, each in Kafka order (``_seq`` non-decreasing),
+    with the cuts of its commits: runs of one ``_seq`` -- every snapshot row of a MySQL/MariaDB table
+    has the snapshot's binlog position, of a PostgreSQL one its LSN -- and transactions whose changes
+    each have their own position (a MariaDB row event each) in any of the tables, in any order
+    (a transfer updates one table, then the other). Each table's commits end anywhere in a run and
+    between transactions, independently of the other tables': silver takes in whole transactions
+    (the job holds one until its END), so one table can commit its whole part of a transaction
+    while the rest of it, in another table, is at later positions."""
+    events: list[list[tuple]] = [[] for _ in range(tables)]
+    tx_ids: list[list[str | None]] = [[] for _ in range(tables)]
+    cuts: list[set[int]] = [set() for _ in range(tables)]
     position = 10
     for number in range(draw(st.integers(1, 6))):
         position += draw(st.integers(1, 3))
         if draw(st.booleans()):  # a snapshot-like run: distinct keys, one _seq
+            table = draw(st.integers(0, tables - 1))
             for key in draw(st.lists(st.integers(1, 6), min_size=1, max_size=5, unique=True)):
-                events.append(("r", (position, 0, 0, 0), key, f"r{position}", None, None))
-                tx_ids.append(None)
+                events[table].append(("r", (position, 0, 0, 0), key, f"r{position}", None, None))
+                tx_ids[table].append(None)
                 if draw(st.booleans()):
-                    cuts.add(len(events))
+                    cuts[table].add(len(events[table]))
         else:
             for index in range(draw(st.integers(1, 4))):
-                op = draw(st.sampled_from("cud"))
+                table, op = draw(st.integers(0, tables - 1)), draw(st.sampled_from("cud"))
                 position += 1
-                events.append((op, (position, index, 1, 0), draw(st.integers(1, 6)), f"{op}{position}", None, None))
-                tx_ids.append(f"0-1-{number}")
-        if draw(st.booleans()):
-            cuts.add(len(events))
-    frame = bronze(*events).assign(_tx_id=tx_ids)
-    return frame, sorted(cuts | {len(events)})
+                events[table].append((op, (position, index, 1, 0), draw(st.integers(1, 6)), f"{op}{position}",
+                                      None, None))
+                tx_ids[table].append(f"0-1-{number}")
+        for table in range(tables):
+            if draw(st.booleans()):
+                cuts[table].add(len(events[table]))
+    return [(bronze(*events[t]).assign(_tx_id=tx_ids[t]), sorted((cuts[t] | {len(events[t])}) - {0}))
+            for t in range(tables)]
 
 
-def committed_through(frame: pd.DataFrame, wanted: tuple) -> pd.DataFrame:
-    """The changes of the source's state at ``wanted``: every transaction whose changes are all at or
-    before it (its commit follows them)."""
-    late = {t for t, s in zip(frame["_tx_id"], frame["_seq"]) if t is not None and tuple(s) > wanted}
+def committed_through(frame: pd.DataFrame, wanted: tuple, logs: list[pd.DataFrame]) -> pd.DataFrame:
+    """The changes of ``frame`` in the source's state at ``wanted``: every transaction whose changes,
+    in all the ``logs``, are at or before it (its commit follows them)."""
+    late = {t for log in logs for t, s in zip(log["_tx_id"], log["_seq"]) if t is not None and tuple(s) > wanted}
     keep = [tuple(s) <= wanted and t not in late for t, s in zip(frame["_tx_id"], frame["_seq"])]
     return frame[keep]
 
 
-@settings(max_examples=150, deadline=None)
-@given(change_logs(), st.integers(0, 60))
-def test_as_of_any_position_equals_the_change_log_applied_through_it(log: tuple, pick: int) -> None:
-    frame, cuts = log
+def committed(frame: pd.DataFrame, cuts: list[int]) -> tuple[list[TableVersion], dict[int, pd.DataFrame]]:
+    """The versions the job commits at ``cuts`` (what each MERGE stores, and the positions it records)."""
     versions: list[TableVersion] = []
     stored: dict[int, pd.DataFrame] = {}
     start, rows = 0, EMPTY
     for number, end in enumerate(cuts):
         commit = frame.iloc[start:end]
-        rows = replay(rows, events_between(commit, None, (2**63,)), ("id",))  # what the MERGE stores
-        seqs = [tuple(s) for s in frame["_seq"].iloc[:end]]
-        versions.append(TableVersion(number, datetime.now(timezone.utc), "merge", source_position=max(seqs),
+        rows = replay(rows, events_between(commit, None, (2**63,)), KEYS)
+        versions.append(TableVersion(number, datetime.now(timezone.utc), "merge",
+                                     source_position=max(tuple(s) for s in frame["_seq"].iloc[:end]),
                                      first_seq=min(tuple(s) for s in commit["_seq"])))
         stored[number] = rows
         start = end
+    return versions, stored
+
+
+def read_at(frame: pd.DataFrame, cuts: list[int], wanted: tuple, uncommitted: set[str] | None) -> AsOfRead:
+    """``frame``'s table as of ``wanted`` the way ``read_as_of`` reads it, from versions cut at ``cuts``."""
+    versions, stored = committed(frame, cuts)
+    reached = versions[-1].source_position if versions else None
+    return read_between(versions, wanted, reached, lambda v: stored[v.version] if v is not None else EMPTY,
+                        lambda: frame, lambda: KEYS, uncommitted)
+
+
+@settings(max_examples=150, deadline=None)
+@given(change_logs(), st.integers(0, 60))
+def test_as_of_any_position_equals_the_change_log_applied_through_it(logs: list, pick: int) -> None:
+    [(frame, cuts)] = logs
     positions = sorted({tuple(s) for s in frame["_seq"]})
     wanted = positions[pick % len(positions)]
-    open_at = uncommitted_at([frame], wanted)
-    match = match_versions(versions, wanted, versions[-1].source_position)
-    base = stored[match.version.version] if match.version is not None else EMPTY
-    after = tuple(match.version.source_position) if match.version else None
-    events = not_held(without(events_between(frame, after, wanted), open_at), base, after, ("id",))
-    read = base if match.exact else replay(base, events, ("id",))
+    read = read_at(frame, cuts, wanted, None)
     # what the version held is not counted as replayed: exactly the events of later commits are
-    held = cuts[match.version.version] if match.version else 0
-    assert match.exact or len(events) == len(committed_through(frame, wanted)) - len(
-        committed_through(frame.iloc[:held], wanted))
-    expected = replay(EMPTY, committed_through(frame, wanted), ("id",))
-    assert by_id(read) == by_id(expected), (wanted, match)
+    held = cuts[read.version.version] if read.version else 0
+    assert read.replayed == len(committed_through(frame, wanted, [frame])) - len(
+        committed_through(frame.iloc[:held], wanted, [frame]))
+    expected = replay(EMPTY, committed_through(frame, wanted, [frame]), KEYS)
+    assert by_id(read.rows) == by_id(expected), (wanted, read.version)
+
+
+@settings(max_examples=300, deadline=None)
+@given(change_logs(tables=2), st.integers(0, 60))
+def test_tables_read_together_show_no_transaction_open_at_the_position(logs: list, pick: int) -> None:
+    frames = [frame for frame, _ in logs]
+    positions = sorted({tuple(s) for frame in frames for s in frame["_seq"]})
+    wanted = positions[pick % len(positions)]
+    open_at = uncommitted_at(frames, wanted)
+    for frame, cuts in logs:
+        read = read_at(frame, cuts, wanted, open_at)
+        expected = replay(EMPTY, committed_through(frame, wanted, frames), KEYS)
+        assert by_id(read.rows) == by_id(expected), (wanted, open_at, read.version)
+
+
+def test_a_table_holding_its_whole_part_of_an_open_transaction_shows_none_of_it() -> None:
+    """The e2e failure of issue 19: a transfer updates checking at P1, then savings at P2. A checking
+    commit that ends with the transfer records P1 as its highest ``_seq``; read at P1 it was taken
+    as the state there, with the transfer applied in checking and not in savings."""
+    checking = bronze(("u", (20, 0, 1, 0), 1, "a-5", None, None)).assign(_tx_id=["0-1-7"])
+    savings = bronze(("u", (21, 0, 1, 0), 2, "b+5", None, None)).assign(_tx_id=["0-1-7"])
+    start = bronze(("c", (10, 0, 1, 0), 1, "a", None, None)).assign(_tx_id=["0-1-6"])
+    checking = pd.concat([start, checking], ignore_index=True)
+    open_at = uncommitted_at([checking, savings], (20, 0, 1, 0))
+    assert open_at == {"0-1-7"}
+    read = read_at(checking, [1, 2], (20, 0, 1, 0), open_at)
+    assert by_id(read.rows) == {1: ("a", None)} and read.version is not None and read.version.version == 0
+    assert by_id(read_at(checking, [1, 2], (21, 0, 1, 0), set()).rows) == {1: ("a-5", None)}
 
 
 def test_a_position_inside_a_transaction_shows_none_of_it() -> None:
