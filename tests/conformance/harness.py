@@ -168,6 +168,14 @@ def drop_slot(dsn: str, slot_name: str, publication: str | None = None, timeout_
             conn.execute(f'DROP PUBLICATION IF EXISTS "{publication}"')  # type: ignore[arg-type]
 
 
+def own_slot(dsn: str, slot_name: str) -> None:
+    """Slot names are cluster-wide and the shared workload's is fixed (dbzref_slot): one an earlier
+    test left in another database would make this run's CREATE_REPLICATION_SLOT fail."""
+    from pg_slots import drop_slot as drop_named_slot
+
+    drop_named_slot(dsn, slot_name)
+
+
 def load_capture(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """A JSON-lines capture with only topic/key/value/headers per record (drops e.g. ``seq``)."""
     return [{k: r.get(k, []) if k == "headers" else r.get(k) for k in ("topic", "key", "value", "headers")}
@@ -211,6 +219,8 @@ def run_debezium(
     props.setdefault("schema.history.internal.file.filename", str(work / "debezium-history.dat"))
     password = props.get("database.password")
     register_secret(password)
+    if connector == "postgres" and props.get("slot.name"):
+        own_slot(workload_dsn, props["slot.name"])
     run_sql(workload_dsn, setup_sql)
     output = work / "debezium.jsonl"
     spec = {
@@ -291,6 +301,7 @@ def capture_with_lakecdc(
 
     work = Path(work_dir)
     work.mkdir(parents=True, exist_ok=True)
+    own_slot(workload_dsn, slot_name)
     run_sql(workload_dsn, setup_sql)
     sink_path = work / "lakecdc.jsonl"
     sink_path.unlink(missing_ok=True)

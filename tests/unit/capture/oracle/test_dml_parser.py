@@ -129,6 +129,7 @@ def test_agrees_with_debezium_logminer_dml_parser(old: dict[str, Any], new: dict
 @given(st.one_of(text.filter(bool), st.binary(min_size=1, max_size=16)), st.integers(1, 10**6), rows,
        st.sampled_from(["NAME", "NOTE"]))
 @example("0", 1, {"ID": "0", "NAME": None, "NOTE": "NULL", "BORN": None, "RAWV": None}, "NAME")
+@example("0", 1, {"ID": "0", "NAME": None, "NOTE": "nULL", "BORN": None, "RAWV": None}, "NAME")
 def test_lob_rows_agree_with_debezium(data: Any, offset: int, old: dict[str, Any], column: str) -> None:
     import jpype
 
@@ -152,10 +153,10 @@ def test_lob_rows_agree_with_debezium(data: Any, offset: int, old: dict[str, Any
     assert (locator.schema, locator.table, locator.column, locator.binary) == (
         entry.getObjectOwner(), entry.getObjectName(), parser.getColumnName(), parser.isBinary())
     # Debezium's SelectLobParser leaves a quote doubled ('') in these WHERE values, unlike its DML
-    # parser, and reads the quoted text 'NULL' as SQL NULL; lakecdc keeps the row's data (unescaped,
-    # and the four letters), so compare with those two differences
+    # parser, and reads the quoted text 'NULL' (in any case) as SQL NULL; lakecdc keeps the row's data
+    # (unescaped, and the four letters), so compare with those two differences
     theirs_old = [None if v is None else str(v) for v in entry.getOldValues()]
-    expected = ["NULL" if t is None and old.get(c) == "NULL" else
+    expected = [old[c] if t is None and isinstance(old.get(c), str) and old[c].upper() == "NULL" else
                 t if t is None or isinstance(locator.where.get(c), RedoCall) else t.replace("''", "'")
                 for c, t in zip(COLUMNS, theirs_old)]
     assert _ours(locator.where) == expected
