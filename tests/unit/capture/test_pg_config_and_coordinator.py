@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scripted_source import ScriptedConnector
 
 from lakecdc.capture.coordinator import CaptureCoordinator, CoordinatorSettings
 from lakecdc.capture.postgres.offset import flush_lsn, resume_point, snapshot_completed, snapshot_offset
@@ -58,7 +59,7 @@ class RecordingStore(FileOffsetStore):
         self.journal.calls.append(f"store:{offset['lsn']}")
 
 
-class ScriptedStream:
+class JournalStream:
     """Produces two batches then nothing; acknowledges into the journal."""
 
     def __init__(self, journal: Journal) -> None:
@@ -97,34 +98,15 @@ class ScriptedSnapshot:
         return SnapshotResult({"lsn": 90, "snapshot": True, "last_snapshot_record": True}, 3, 1)
 
 
-class ScriptedConnector:
-    name = "inv"
-    partition = {"server": "dbz"}
-
-    def __init__(self, journal: Journal) -> None:
-        self.journal = journal
-
-    def snapshot_source(self, stored: Any) -> ScriptedSnapshot:
-        return ScriptedSnapshot(self.journal)
-
-    def streaming_source(self) -> ScriptedStream:
-        return ScriptedStream(self.journal)
-
-    def offset_has_completed_snapshot(self, stored: dict[str, Any]) -> bool:
-        return snapshot_completed(stored)
-
-    def can_resume_streaming(self, stored: dict[str, Any]) -> bool:
-        return True
-
-    def close(self) -> None:
-        pass
+def journaled_connector(journal: Journal) -> ScriptedConnector:
+    return ScriptedConnector("inv", JournalStream(journal), ScriptedSnapshot(journal))
 
 
 def test_commit_order_is_send_flush_store_acknowledge(tmp_path: Path) -> None:
     journal = Journal()
     store = RecordingStore(tmp_path / "o.json", journal)
     coordinator = CaptureCoordinator(
-        ScriptedConnector(journal), RecordingSink(journal), store,
+        journaled_connector(journal), RecordingSink(journal), store,
         CoordinatorSettings(commit_interval_s=0.0, stop_when_idle_s=5.0),
     )
     stats = coordinator.run()
