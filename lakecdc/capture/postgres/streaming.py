@@ -274,12 +274,18 @@ class PostgresStreamingSource:
             if type(message) is XLogData:
                 handle(message.data_start, bytes(message.payload), out)
                 received += 1
-                # keep draining what is buffered; wait on the socket only when it runs dry
-                wait = 0.0 if received & 1023 else max(0.0, deadline - time.monotonic())
-                continue
-            assert isinstance(message, Keepalive)
-            self._on_keepalive(message)
-            wait = max(0.0, deadline - time.monotonic())
+                if received & 1023:  # keep draining what is buffered
+                    wait = 0.0
+                    continue
+            else:
+                assert isinstance(message, Keepalive)
+                self._on_keepalive(message)
+            # The poll ends at its deadline even while messages keep coming: a busy table outside
+            # the capture (its changes filtered here) would otherwise hold it forever, and with it
+            # the heartbeats, offset commits and the stop check that run between polls.
+            wait = deadline - time.monotonic()
+            if wait <= 0:
+                break
         now = time.monotonic()
         if received:
             self._last_data = now
