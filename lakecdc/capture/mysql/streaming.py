@@ -240,6 +240,11 @@ class MySqlStreamingSource:
         handle = self._handle
         while len(out) < max_records:
             if out:
+                # drain what is buffered, but not past the deadline: events that add nothing here
+                # (other tables' transactions) could keep coming and hold back the heartbeats,
+                # offset commits and the stop check that run between polls
+                if time.monotonic() >= deadline:
+                    break
                 item = reader.get_nowait()
             else:
                 remaining = deadline - time.monotonic()
