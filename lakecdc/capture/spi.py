@@ -45,7 +45,10 @@ class StreamingSource(Protocol):
         """Begin reading the change log after ``offset`` (None: from the slot's own position)."""
 
     def poll(self, out: list[Any], max_records: int, timeout: float) -> None:
-        """Append up to about ``max_records`` records to ``out``, waiting at most ``timeout`` s."""
+        """Append up to about ``max_records`` records to ``out``, waiting at most ``timeout`` s.
+
+        It returns by then even while the source keeps sending: heartbeats, offset commits and the
+        stop check run between polls."""
 
     def committable_offset(self) -> Offset | None:
         """The offset that covers every record produced so far, or None if nothing new."""
