@@ -21,8 +21,10 @@ A service starts only when a test asks for it. Tests that need many isolated dat
 
 from __future__ import annotations
 
+import gc
 import os
-from collections.abc import Iterator
+import sys
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,9 +45,25 @@ if TYPE_CHECKING:
 for _name in ("COLUMNS", "LINES"):
     os.environ.pop(_name, None)
 
-# The suite's JVMs (Spark, here and in the jobs it starts; the Kafka broker) live seconds to minutes:
-# C1 alone costs them less CPU than C1 and C2 (lakecdc.spark.session.extra_jvm_options).
-os.environ.setdefault("LAKECDC_JVM_OPTIONS", "-XX:TieredStopAtLevel=1")
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
+    """Python's cyclic GC is held off during each test once real Debezium's JVM runs in this process.
+
+    Several modules start that JVM in the worker (JPype), and JPype's GC hook calls into Java from
+    whichever thread triggers a collection: while another thread converts a Java exception, that can
+    corrupt the in-flight exception and crash the worker (JPype pull requests 1447, 1448; CI saw a
+    segfault with a JVM thread inside a collection). The main thread collects between tests instead.
+    """
+    jpype = sys.modules.get("jpype")
+    if jpype is None or not jpype.isJVMStarted():
+        return (yield)
+    gc.disable()
+    try:
+        return (yield)
+    finally:
+        gc.enable()
+        gc.collect(0)  # the test's own objects: everything it made is in the youngest generation
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -3,8 +3,9 @@
 A short PostgreSQL seed captured into Apache Kafka (KRaft, ``kafka_broker``) and read by two
 continuous jobs whose JVMs get the Maven jars from the bootstrap's cache (``LAKECDC_SPARK_CONNECTORS``
 per process, ``chaos_driver.JOBS``): ``dsp`` writes Delta through Spark's own Delta, ``skf`` reads
-with Spark's Kafka source and writes Iceberg. At least 8 SIGKILLs in all; then the same checks as the
-other chaos tests (``chaos_driver``), and each job's log must show it took its path. By hand:
+with Spark's Kafka source and writes Iceberg. At least 4 SIGKILLs (a round: capture twice, each job
+once); then the same checks as the other chaos tests (``chaos_driver``), and each job's log must show
+it took its path. By hand:
 ``.venv/bin/python tests/chaos/chaos_driver.py --broker kafka --jobs dsp,skf --operations 600 --kills 12``.
 """
 
@@ -33,12 +34,12 @@ def test_kill_9_on_kafka_with_delta_through_spark_and_sparks_kafka_source(pg, ka
     # random pause): the jobs' JVMs start slowly
     run = ChaosRun(pg, kafka_broker, spark, tmp_path, SEED, jobs=("dsp", "skf"), job_moments=("after-commit", "held"))
     try:
-        report = run.run(operations=300, min_kills=8)
+        report = run.run(operations=200, min_kills=4)
         print(report.summary())
         check(run.differences())
         # whether a commit or a held transaction came before a kill's wait ran out depends on the
         # machine's load: only the counts are asserted
-        assert report.total_kills >= 8
+        assert report.total_kills >= 4
         assert any(k.startswith("capture/") for k in report.kills)
         assert any(k.startswith("dsp/") for k in report.kills) and any(k.startswith("skf/") for k in report.kills)
     finally:
