@@ -122,8 +122,9 @@ POSTGRES: dict[str, str] = {
                                            "error: it reconnects after slot.retry.delay.ms, errors.max.retries "
                                            "times in a row (unset: slot.max.retries)",
     "replica.identity.autoset.values": "lakecdc does not change tables' REPLICA IDENTITY; set it with ALTER TABLE",
-    "schema.refresh.mode": "with pgoutput (lakecdc's only plug-in) every change carries every column, unchanged "
-                           "TOASTed ones included, so Debezium's two modes give the same events",
+    "schema.refresh.mode": "with pgoutput (lakecdc's only plug-in) a table's columns come from its Relation "
+                           "messages and an unchanged TOASTed value comes marked as such (the placeholder), so "
+                           "Debezium's two modes give the same events",
     "slot.stream.params": "lakecdc starts pgoutput with its own options (proto_version, publication_names, "
                           "messages)",
     "snapshot.include.collection.list": "lakecdc snapshots every captured table",
