@@ -83,16 +83,17 @@ def server_version(conn: psycopg.Connection) -> int:
 
 
 def captured_tables(conn: psycopg.Connection, config: PostgresConnectorConfig) -> list[TableId]:
-    """Ordinary and partitioned tables the filters select, in Debezium's snapshot order: the
-    order of ``table.include.list`` entries, then by name. pg_catalog and information_schema are
-    left out by the filters unless ``table.ignore.builtin=false``."""
+    """Ordinary and partitioned tables the filters select, partitions included, in Debezium's
+    snapshot order: the order of ``table.include.list`` entries, then by name. As in Debezium
+    (whose JDBC table list holds partitions as tables), a filter selecting a partitioned table and
+    its partitions snapshots both, and one selecting only partitions captures them alone.
+    pg_catalog and information_schema are left out by the filters unless ``table.ignore.builtin=false``."""
     rows = conn.execute(
         """
         SELECT n.nspname, c.relname
           FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
          WHERE c.relkind IN ('r', 'p')
            AND n.nspname NOT LIKE 'pg\\_toast%%' AND n.nspname NOT LIKE 'pg\\_temp%%'
-           AND NOT c.relispartition
         """
     ).fetchall()
     selected = [TableId(None, s, t) for s, t in rows if config.table_filter.matches(s, t)]

@@ -80,8 +80,12 @@ def test_publish_via_partition_root_captures_partitions_through_the_root(pg: Any
     sql(dsn, *PARTITIONED)
     records = capture(pg, tmp_path, dsn, {"publish.via.partition.root": "true", "publication.autocreate.mode": mode},
                       WORKLOAD)
+    # no include list: as in Debezium, the partitions are captured tables too, so their rows are
+    # snapshotted a second time, while every streamed change arrives as the root's
+    # (tests/conformance/test_pg_conformance.py::test_partitioned_table_equals_live_debezium)
     assert by_topic(records) == {
         "dbz.public.orders": [("r", 1), ("r", 2), ("c", 3), ("c", 4), ("u", 1), ("d", 2)],
+        "dbz.public.orders_eu": [("r", 1)], "dbz.public.orders_us": [("r", 2)],
     }
     with psycopg.connect(dsn) as conn:
         assert conn.execute("SELECT pubviaroot FROM pg_publication WHERE pubname = %s",
