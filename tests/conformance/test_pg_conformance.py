@@ -379,3 +379,45 @@ def test_partitioned_table_equals_live_debezium(pg: Any, via_root: str, include:
     seen = {r["topic"].removeprefix("parts.public.") for r in expected if not r["topic"].endswith(".transaction")}
     assert seen == topics
     assert_conformant(expected, actual, MaskRules.for_connector("postgres"))
+
+
+def test_failover_slot_equals_live_debezium(pg: Any, tmp_path: Path) -> None:
+    """``slot.failover=true`` on PostgreSQL 17+: both create a failover slot, and emit the same events."""
+    import psycopg
+
+    setup = ("DROP TABLE IF EXISTS items; CREATE TABLE items (id int PRIMARY KEY, v text); "
+             "INSERT INTO items VALUES (1, 'a');")
+    workload = ("INSERT INTO items VALUES (2, 'b'); UPDATE items SET v = 'c' WHERE id = 1; "
+                "DELETE FROM items WHERE id = 2;")
+    base = {
+        "name": "fo-connector", "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+        "topic.prefix": "fo", "plugin.name": "pgoutput", "slot.name": "fo_slot", "publication.name": "fo_pub",
+        "publication.autocreate.mode": "filtered", "table.include.list": "public.items", "slot.failover": "true",
+    }
+
+    def failover(dsn: str) -> Any:
+        with psycopg.connect(dsn) as conn:
+            return conn.execute("SELECT failover FROM pg_replication_slots WHERE slot_name = 'fo_slot'").fetchone()
+
+    dbz_dir, our_dir = tmp_path / "debezium", tmp_path / "lakecdc"
+    dbz_dir.mkdir()
+    our_dir.mkdir()
+    dsn = fresh_database(pg, "fodb")
+    dbz_props = {**base, **pg.connection_properties("fodb")}
+
+    def reset() -> None:
+        fresh_database(pg, "fodb")
+        for leftover in dbz_dir.glob("debezium-offsets*"):
+            leftover.unlink()
+
+    expected = debezium_with_retry(dbz_props, minimum=4, setup_sql=setup, workload_sql=workload, workload_dsn=dsn,
+                                   work_dir=dbz_dir, headers=True, reset=reset)
+    assert failover(dsn) == (True,)
+    drop_slot(dsn, "fo_slot", "fo_pub")
+    dsn = fresh_database(pg, "fodb")
+    config = our_dir / "connector.properties"
+    props = {**dbz_props, "offset.storage.file.filename": str(our_dir / "offsets.json")}
+    config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    actual = capture_with_lakecdc(config, setup_sql=setup, workload_sql=workload, workload_dsn=dsn, work_dir=our_dir)
+    assert failover(dsn) == (True,)
+    assert_conformant(expected, actual, MaskRules.for_connector("postgres"))
