@@ -140,6 +140,12 @@ class PostgresStreamingSource:
             self._start(offset)
 
     def _start(self, offset: Offset | None) -> None:
+        # The publication before the slot, as Debezium's PostgresReplicationConnection does: pgoutput
+        # reads it as of each change's position, so changes between a new slot's consistent point and
+        # a later CREATE PUBLICATION (any busy table) are decoded without it ("skipped loading
+        # publication", or an error before PostgreSQL 18).
+        tables = pgconn.captured_tables(self._sql, self.config)
+        pgconn.ensure_publication(self._sql, self.config, tables)
         state = pgconn.slot_state(self._sql, self.config.slot_name)
         if not state.exists:
             if offset is not None:
@@ -163,8 +169,6 @@ class PostgresStreamingSource:
                 "PostgreSQL removed it while capture was behind (max_slot_wal_keep_size), so the changes "
                 "since the stored offset are gone; re-snapshot with snapshot.mode=when_needed or always"
             )
-        tables = pgconn.captured_tables(self._sql, self.config)
-        pgconn.ensure_publication(self._sql, self.config, tables)
         signal_table = self._signal_table
         if signal_table is not None and not self._sql.execute(
                 "SELECT 1 FROM pg_publication_tables WHERE pubname = %s AND schemaname = %s AND tablename = %s",

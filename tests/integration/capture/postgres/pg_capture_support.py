@@ -92,6 +92,10 @@ class CaptureThread:
         self._thread.start()
         return self
 
+    @property
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
     def wait(self, timeout: float = 120) -> CaptureStats:
         self._thread.join(timeout)
         if self._thread.is_alive():

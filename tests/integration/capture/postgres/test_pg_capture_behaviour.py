@@ -56,7 +56,10 @@ def capture(pg: Any, tmp_path: Path, dsn: str, workload: tuple[str, ...] = (), n
     out = tmp_path / f"{name}.jsonl"
     run = CaptureThread(config, out, stop_when_idle=idle).start()
     if workload:
-        wait_for(lambda: slot_is_streaming(dsn, f"{DB}_slot"), what="streaming")
+        slot = base.get("slot.name", f"{DB}_slot")
+        wait_for(lambda: run.done or slot_is_streaming(dsn, slot), what="streaming")
+        if run.done:  # stopped before it streamed: its error, if any, says why
+            run.wait()
         sql(dsn, *workload)
     run.wait()
     return load_records(out) if out.exists() else []
@@ -258,6 +261,35 @@ def test_heartbeats_advance_the_slot_while_captured_tables_are_idle(pg: Any, db:
         start = json.loads((tmp_path / "connector.offsets.json").read_text())
     assert lag < 2_000_000, f"slot held {lag} bytes of WAL although lakecdc was up to date"
     assert start
+
+
+def test_a_new_slot_streams_the_captured_table_while_other_tables_are_busy(pg: Any, db: str, tmp_path: Path) -> None:
+    """Streaming only (no snapshot), a new slot, and changes elsewhere during the start: the
+    publication must exist before the slot's consistent point, as Debezium creates it, or pgoutput
+    decodes the changes between the two without it (PostgreSQL 18 "skipped loading publication",
+    which capture reports as a dropped publication and stops on). Three starts on fresh slots, with a
+    writer committing as fast as it can, make that window hit nearly every time."""
+    sql(db, "CREATE TABLE other (id serial PRIMARY KEY, v int)")
+    stop = threading.Event()
+
+    def busy_other_table() -> None:
+        with psycopg.connect(db, autocommit=True) as conn:
+            while not stop.is_set():
+                conn.execute("INSERT INTO other (v) VALUES (1)")
+
+    writer = threading.Thread(target=busy_other_table, daemon=True)
+    writer.start()
+    try:
+        for start in range(3):
+            work = tmp_path / f"start{start}"
+            work.mkdir()
+            insert = f"INSERT INTO items VALUES ({10 + start}, 'new', 1, NULL)"
+            records = capture(pg, work, db, (insert,), snapshot__mode="never", slot__name=f"busy_slot{start}",
+                              publication__name=f"busy_pub{start}", slot__drop__on__stop="true")
+            assert ops(records) == [("c", {"id": 10 + start})]
+    finally:
+        stop.set()
+        writer.join()
 
 
 def test_publication_disabled_needs_an_existing_publication(pg: Any, db: str, tmp_path: Path) -> None:
