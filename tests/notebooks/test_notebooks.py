@@ -13,7 +13,7 @@ from nbclient import NotebookClient
 
 from lakecdc.devstack.ports import port_is_open
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]  # each notebook starts Spark; 1-2 min
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
 #: Text that must appear in the notebook's outputs (notebooks not listed only have to run cleanly).
