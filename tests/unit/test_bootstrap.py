@@ -155,7 +155,7 @@ def test_run_sh_test_runs_the_spark4_subset_beside_the_suite_and_fails_when_it_f
     # the main run and the Spark 4.0 runs go side by side: their order in the log is not fixed
     # the lint step first; the whole suite in two xdist workers
     assert calls[:2] == ["bootstrap default spark4", "lint"] and sorted(calls[2:]) == [
-        ".venv connectors= -m pytest --durations=15 -n 2 --dist loadfile --no-loadscope-reorder",
+        ".venv connectors= -m pytest --durations=15 -n 2 --dist loadfile --no-loadscope-reorder --max-worker-restart 0",
         ".venv-spark4 connectors= -m pytest --durations=5 -m spark4",
         ".venv-spark4 connectors=auto -m pytest --durations=5 -m spark4_connectors"]
     # a lint finding fails the command, after the tests ran
