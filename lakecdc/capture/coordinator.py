@@ -149,10 +149,18 @@ class CaptureCoordinator:
         self._stop.set()
         self._errors.stopping.set()  # a stage waiting to retry gives up (Connect's triggerStop)
 
-    def install_signal_handlers(self) -> None:
-        """SIGINT/SIGTERM stop after the current batch is committed."""
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: self.request_stop())
+    def install_signal_handlers(self) -> Callable[[], None]:
+        """SIGINT/SIGTERM stop after the current batch is committed. Returns what puts the previous
+        handlers back: once the capture has returned, a signal must not go to its dead stop flag
+        (the CLI run in-process by a test left every process forked later unable to be terminated)."""
+        previous = {sig: signal.signal(sig, lambda *_: self.request_stop()) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+        def restore() -> None:
+            for sig, handler in previous.items():
+                if handler is not None:  # None: not set from Python, nothing to put back
+                    signal.signal(sig, handler)
+
+        return restore
 
     # -- main -------------------------------------------------------------------------------
     def run(self) -> CaptureStats:

@@ -47,12 +47,13 @@ def run_capture(
     owns_sink = isinstance(sink, str)
     the_sink = make_sink(sink, config) if owns_sink else sink
     coordinator = CaptureCoordinator(connector, the_sink, offsets, parts.settings)
-    if install_signals:
-        coordinator.install_signal_handlers()
+    restore_signals = coordinator.install_signal_handlers() if install_signals else None
     log.info("capturing %s into %s", config.describe_target(), sink if owns_sink else type(sink).__name__)
     try:
         return coordinator.run()
     finally:
+        if restore_signals is not None:
+            restore_signals()
         if owns_sink:
             the_sink.close()
         offsets.close()

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakecdc.capture.postgres.snapshot_parallel import EncodedRows, encode_range, portable_errors
+from lakecdc.capture.worker_process import default_signals
 from lakecdc.errors import RecordConversionError
 
 
@@ -61,12 +62,13 @@ def refused_task(kind: str) -> None:
 
 def test_an_error_the_parent_cannot_rebuild_reaches_it_as_a_runtime_error() -> None:
     context = multiprocessing.get_context("fork")
-    with context.Pool(1) as pool:
+    # the snapshot pools' initializer: a SIGTERM handler this process holds must not keep terminate() waiting
+    with context.Pool(1, default_signals) as pool:
         # without portable_errors the pool's result thread dies on it and get() waits forever
         with pytest.raises(RuntimeError, match="RecordConversionError: cannot encode the value of a record"):
             pool.apply_async(refused_task, ("conversion",)).get(60)
         with pytest.raises(ValueError, match="plain"):
             pool.apply_async(refused_task, ("value",)).get(60)
-    with ProcessPoolExecutor(1, context) as executor:
+    with ProcessPoolExecutor(1, context, default_signals) as executor:
         with pytest.raises(RuntimeError, match="RecordConversionError"):
             executor.submit(refused_task, "conversion").result(60)

@@ -59,3 +59,18 @@ def test_terminating_the_pool_ends_its_workers(graceful_sigterm: threading.Event
             os.kill(worker.pid, signal.SIGKILL)
     assert not stopper.is_alive(), "Pool.terminate still waits for workers that ignored SIGTERM"
     assert not graceful_sigterm.is_set(), "the capture process's own handler is not the workers' business"
+
+
+def test_the_capture_puts_the_previous_handlers_back() -> None:
+    """After ``run_capture(install_signals=True)`` (the CLI, run in-process by tests or a notebook)
+    returns, SIGTERM and SIGINT are the caller's again: left on the dead capture's stop flag, they
+    made every process forked later unable to be terminated (a pool test hung after a CLI test)."""
+    from lakecdc.capture.coordinator import CaptureCoordinator, CoordinatorSettings
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    connector = type("Connector", (), {"name": "signals", "partition": {"server": "signals"}})()
+    coordinator = CaptureCoordinator(connector, None, None, CoordinatorSettings())  # type: ignore[arg-type]
+    restore = coordinator.install_signal_handlers()
+    assert all(signal.getsignal(s) is not handler for s, handler in before.items())
+    restore()
+    assert {s: signal.getsignal(s) for s in before} == before
