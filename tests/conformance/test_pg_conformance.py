@@ -173,6 +173,38 @@ def test_workload_equals_live_debezium_with_headers(pg: Any, tmp_path: Path) -> 
     assert_conformant(expected, actual, MaskRules.for_connector("postgres"))
 
 
+def live_pair(pg: Any, database: str, base: dict[str, str], setup_sql: str, workload_sql: str, minimum: int,
+              tmp_path: Path, after: Any = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Real Debezium, then lakecdc, each on a fresh ``database`` with the same properties, setup and
+    workload; returns (Debezium's records, lakecdc's). ``after(dsn)`` runs after each, before the
+    slot is dropped (checks on what the capture left on the server)."""
+    dbz_dir, our_dir = tmp_path / "debezium", tmp_path / "lakecdc"
+    dbz_dir.mkdir()
+    our_dir.mkdir()
+    dsn = fresh_database(pg, database)
+    dbz_props = {**base, **pg.connection_properties(database)}
+
+    def reset() -> None:
+        fresh_database(pg, database)
+        for leftover in dbz_dir.glob("debezium-offsets*"):
+            leftover.unlink()
+
+    expected = debezium_with_retry(dbz_props, minimum=minimum, setup_sql=setup_sql, workload_sql=workload_sql,
+                                   workload_dsn=dsn, work_dir=dbz_dir, headers=True, reset=reset)
+    if after is not None:
+        after(dsn)
+    drop_slot(dsn, base["slot.name"], base["publication.name"])
+    dsn = fresh_database(pg, database)
+    config = our_dir / "connector.properties"
+    props = {**dbz_props, "offset.storage.file.filename": str(our_dir / "offsets.json")}
+    config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    actual = capture_with_lakecdc(config, setup_sql=setup_sql, workload_sql=workload_sql, workload_dsn=dsn,
+                                  work_dir=our_dir)
+    if after is not None:
+        after(dsn)
+    return expected, actual
+
+
 def check_positions_and_transactions(records: list[dict[str, Any]]) -> None:
     """What masking hid must still hold together the way it does in Debezium's output."""
     open_tx: str | None = None
@@ -270,26 +302,7 @@ def test_wider_workload_equals_live_debezium(server: str, refresh_mode: str, req
         "provide.transaction.metadata": "true", "skipped.operations": "none",
         "message.prefix.include.list": "audit", "schema.refresh.mode": refresh_mode,
     }
-    dbz_dir, our_dir = tmp_path / "debezium", tmp_path / "lakecdc"
-    dbz_dir.mkdir()
-    our_dir.mkdir()
-    dsn = fresh_database(pg, "widedb")
-    dbz_props = {**base, **pg.connection_properties("widedb")}
-
-    def reset() -> None:
-        fresh_database(pg, "widedb")
-        for leftover in dbz_dir.glob("debezium-offsets*"):
-            leftover.unlink()
-
-    expected = debezium_with_retry(dbz_props, minimum=39, setup_sql=WIDER_SETUP, workload_sql=WIDER_WORKLOAD,
-                                   workload_dsn=dsn, work_dir=dbz_dir, headers=True, reset=reset)
-    drop_slot(dsn, "wide_slot", "wide_pub")
-    dsn = fresh_database(pg, "widedb")
-    config = our_dir / "connector.properties"
-    props = {**dbz_props, "offset.storage.file.filename": str(our_dir / "offsets.json")}
-    config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-    actual = capture_with_lakecdc(config, setup_sql=WIDER_SETUP, workload_sql=WIDER_WORKLOAD, workload_dsn=dsn,
-                                  work_dir=our_dir)
+    expected, actual = live_pair(pg, "widedb", base, WIDER_SETUP, WIDER_WORKLOAD, 39, tmp_path)
     assert len(expected) > 38
     full_toast = [r["value"]["payload"] for r in expected
                   if r["topic"] == "wide.public.wide_toast_full" and r["value"] and r["value"]["payload"]["op"] != "r"]
@@ -355,27 +368,7 @@ def test_partitioned_table_equals_live_debezium(pg: Any, via_root: str, include:
         "table.include.list": include, "publish.via.partition.root": via_root,
         "provide.transaction.metadata": "true",
     }
-    dbz_dir, our_dir = tmp_path / "debezium", tmp_path / "lakecdc"
-    dbz_dir.mkdir()
-    our_dir.mkdir()
-    dsn = fresh_database(pg, "partsdb")
-    dbz_props = {**base, **pg.connection_properties("partsdb")}
-
-    def reset() -> None:
-        fresh_database(pg, "partsdb")
-        for leftover in dbz_dir.glob("debezium-offsets*"):
-            leftover.unlink()
-
-    expected = debezium_with_retry(dbz_props, minimum=12, setup_sql=PARTITIONED_SETUP,
-                                   workload_sql=PARTITIONED_WORKLOAD, workload_dsn=dsn, work_dir=dbz_dir,
-                                   headers=True, reset=reset)
-    drop_slot(dsn, "parts_slot", "parts_pub")
-    dsn = fresh_database(pg, "partsdb")
-    config = our_dir / "connector.properties"
-    props = {**dbz_props, "offset.storage.file.filename": str(our_dir / "offsets.json")}
-    config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-    actual = capture_with_lakecdc(config, setup_sql=PARTITIONED_SETUP, workload_sql=PARTITIONED_WORKLOAD,
-                                  workload_dsn=dsn, work_dir=our_dir)
+    expected, actual = live_pair(pg, "partsdb", base, PARTITIONED_SETUP, PARTITIONED_WORKLOAD, 12, tmp_path)
     seen = {r["topic"].removeprefix("parts.public.") for r in expected if not r["topic"].endswith(".transaction")}
     assert seen == topics
     assert_conformant(expected, actual, MaskRules.for_connector("postgres"))
@@ -395,29 +388,10 @@ def test_failover_slot_equals_live_debezium(pg: Any, tmp_path: Path) -> None:
         "publication.autocreate.mode": "filtered", "table.include.list": "public.items", "slot.failover": "true",
     }
 
-    def failover(dsn: str) -> Any:
+    def failover_slot(dsn: str) -> None:
         with psycopg.connect(dsn) as conn:
-            return conn.execute("SELECT failover FROM pg_replication_slots WHERE slot_name = 'fo_slot'").fetchone()
+            row = conn.execute("SELECT failover FROM pg_replication_slots WHERE slot_name = 'fo_slot'").fetchone()
+        assert row == (True,)
 
-    dbz_dir, our_dir = tmp_path / "debezium", tmp_path / "lakecdc"
-    dbz_dir.mkdir()
-    our_dir.mkdir()
-    dsn = fresh_database(pg, "fodb")
-    dbz_props = {**base, **pg.connection_properties("fodb")}
-
-    def reset() -> None:
-        fresh_database(pg, "fodb")
-        for leftover in dbz_dir.glob("debezium-offsets*"):
-            leftover.unlink()
-
-    expected = debezium_with_retry(dbz_props, minimum=4, setup_sql=setup, workload_sql=workload, workload_dsn=dsn,
-                                   work_dir=dbz_dir, headers=True, reset=reset)
-    assert failover(dsn) == (True,)
-    drop_slot(dsn, "fo_slot", "fo_pub")
-    dsn = fresh_database(pg, "fodb")
-    config = our_dir / "connector.properties"
-    props = {**dbz_props, "offset.storage.file.filename": str(our_dir / "offsets.json")}
-    config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-    actual = capture_with_lakecdc(config, setup_sql=setup, workload_sql=workload, workload_dsn=dsn, work_dir=our_dir)
-    assert failover(dsn) == (True,)
+    expected, actual = live_pair(pg, "fodb", base, setup, workload, 4, tmp_path, after=failover_slot)
     assert_conformant(expected, actual, MaskRules.for_connector("postgres"))
