@@ -23,7 +23,7 @@ import pytest
 from lakecdc.devstack.spark import CONNECTORS, spark_connectors
 
 # the child runs several Delta-through-Spark tests: 7 min 15 s measured for 5 of them under a load near 19
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(3000)]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.first, pytest.mark.timeout(3000)]
 
 ROOT = Path(__file__).resolve().parents[2]
 CONNECTOR_TESTS = (
