@@ -99,3 +99,43 @@ def pack_seq(parts: list[tuple[int, int]]) -> tuple[int, int, int, int]:
         (total >> 63) & _INT63,
         total & _INT63,
     )
+
+
+def unpack_leading(seq: tuple[int, ...] | list[int], bits: int) -> int:
+    """The first ``bits`` bits ``pack_seq`` packed into ``seq``: its most significant part.
+
+    >>> unpack_leading(pack_seq([(5, 80), (7, 80), (9, 63), (1, 1)]), 80)
+    5
+    """
+    total = 0
+    for part in seq:
+        total = (total << 63) | part
+    return total >> (len(seq) * 63 - bits)
+
+
+#: the source position a ``seq()`` leads with, per connector: the field capture's
+#: ``lakecdc_capture_source_position`` gauge uses for the same connector's offsets, and how to read it
+_SEQ_POSITIONS = {
+    "postgres": "lsn",  # commit LSN (snapshot rows: the event LSN), seq[0]
+    "mysql": "pos",  # binlog position within its file, seq[1]
+    "sqlserver": "commit_lsn",  # 80 bits, packed
+    "oracle": "scn",  # commit SCN (else the event's SCN), 64 bits, packed
+}
+
+
+def seq_position(connector: str, seq: tuple[int, ...] | list[int]) -> tuple[str, int]:
+    """``(field, value)`` of the source position a ``_seq`` holds, named as in the connector's offsets.
+
+    >>> seq_position("postgres", (24023128, 24023000, 1, 0))
+    ('lsn', 24023128)
+    >>> seq_position("mysql", (42, 1930, 0, 1))
+    ('pos', 1930)
+    """
+    field = _SEQ_POSITIONS.get(connector)
+    if field is None:
+        raise ValueError(f"no source position for connector {connector!r} (one of {sorted(_SEQ_POSITIONS)})")
+    if connector == "postgres":
+        return field, int(seq[0])
+    if connector == "mysql":
+        return field, int(seq[1])
+    return field, unpack_leading(seq, 80 if connector == "sqlserver" else 64)

@@ -19,7 +19,14 @@ Every ``BatchMetrics`` created while the block runs reports to that endpoint. Me
 - ``lakecdc_ingest_lag_seconds``: source-to-silver lag, table commit time minus that source time;
 - ``lakecdc_ingest_source_to_silver_seconds`` (histogram): the same per applied change (snapshot
   reads excluded), for quantiles;
-- ``lakecdc_ingest_table_stopped{table}``: 1 for a table stopped by a schema-evolution error.
+- ``lakecdc_ingest_table_stopped{table}``: 1 for a table stopped by a schema-evolution error;
+- per table, at its last batch: ``lakecdc_ingest_table_source_timestamp_seconds{table}`` (newest source
+  commit time applied), ``lakecdc_ingest_table_lag_seconds{table}`` (table commit time minus it: a
+  quiet table's lag stays at its last value, like capture's) and
+  ``lakecdc_ingest_table_source_position{table,field}`` (the newest change's source position, named
+  as capture's ``lakecdc_capture_source_position``: ``lsn`` PostgreSQL commit LSN, ``pos`` MySQL
+  binlog position, ``commit_lsn`` SQL Server, ``scn`` Oracle commit SCN): how far silver is behind
+  capture is the difference between the two gauges.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lakecdc.events.position_text import seq_position
 from lakecdc.metrics.prometheus import DURATION_BUCKETS, LAG_BUCKETS, MetricsEndpoint, parse_port
 
 if TYPE_CHECKING:
@@ -98,6 +106,14 @@ class IngestExporter:
         registry.register(self.latency)
         self.stopped = Gauge("lakecdc_ingest_table_stopped", "1 when a table is stopped by a schema error",
                              ["connector", "table"], registry=registry)
+        table_label = ["connector", "table"]
+        self.table_source_ts = Gauge("lakecdc_ingest_table_source_timestamp_seconds",
+                                     "Newest source commit time applied to the table", table_label, registry=registry)
+        self.table_lag = Gauge("lakecdc_ingest_table_lag_seconds", "Table commit time minus the newest source "
+                               "commit time applied to it, at its last batch", table_label, registry=registry)
+        self.table_position = Gauge("lakecdc_ingest_table_source_position",
+                                    "Source position of the newest change applied to the table",
+                                    [*table_label, "field"], registry=registry)
         self.held.labels(job).set(0)
 
     def batch(self, report: BatchReport, now_ms: int | None = None) -> None:
@@ -118,6 +134,14 @@ class IngestExporter:
         if report.max_source_ts_ms is not None:
             self.source_ts.labels(job).set(report.max_source_ts_ms / 1000)
             self.lag.labels(job).set(max(0, now_ms - report.max_source_ts_ms) / 1000)
+        connectors = {target.source_name or target.topic: target.connector for target in report.targets}
+        for table, ts_ms in report.table_source_ts_ms.items():
+            self.table_source_ts.labels(job, table).set(ts_ms / 1000)
+            self.table_lag.labels(job, table).set(max(0, now_ms - ts_ms) / 1000)
+        for table, seq in report.table_max_seq.items():
+            if table in connectors:
+                position_field, position = seq_position(connectors[table], seq)
+                self.table_position.labels(job, table, position_field).set(position)
         for values in report.latency_ms:
             self.latency.observe_ms(values)
 

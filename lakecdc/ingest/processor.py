@@ -94,6 +94,9 @@ class BatchReport:
     targets: list[TableTarget] = field(default_factory=list)  # the tables applied (periodic maintenance)
     failed_tables: dict[str, str] = field(default_factory=dict)
     max_source_ts_ms: int | None = None
+    #: per source table applied: its newest change's source commit time and ``_seq`` (per-table lag, position)
+    table_source_ts_ms: dict[str, int] = field(default_factory=dict)
+    table_max_seq: dict[str, tuple[int, ...]] = field(default_factory=dict)
     seconds: float = 0.0
     #: per applied change (snapshot reads excluded): source commit -> table commit, in milliseconds
     latency_ms: list[pa.Array] = field(default_factory=list)
@@ -383,9 +386,13 @@ class BatchProcessor:
             if applied.latency_ms is not None:
                 report.latency_ms.append(applied.latency_ms)
             report.events += applied.events
-            report.tables[target.source_name or target.topic] = applied.events
+            table = target.source_name or target.topic
+            report.tables[table] = applied.events
             report.targets.append(target)
+            if applied.max_seq is not None:
+                report.table_max_seq[table] = applied.max_seq
             if applied.max_source_ts_ms is not None:
+                report.table_source_ts_ms[table] = applied.max_source_ts_ms
                 report.max_source_ts_ms = max(applied.max_source_ts_ms,
                                               report.max_source_ts_ms or applied.max_source_ts_ms)
         if error is not None:

@@ -212,3 +212,37 @@ def test_capture_cli_names_a_busy_metrics_port_before_touching_the_source(tmp_pa
     assert result.exit_code == 1, result.output
     assert f"cannot serve capture shop metrics on port {taken}" in result.output
     assert "secret-pw" not in result.output
+
+
+def test_ingest_exports_each_tables_lag_and_position_at_its_last_batch() -> None:
+    from lakecdc.events.positions import MySqlPosition, PostgresPosition
+    from lakecdc.ingest.exporter import IngestExporter
+    from lakecdc.ingest.processor import BatchReport
+    from lakecdc.lake.batch import TableTarget
+    from lakecdc.metrics.prometheus import MetricsEndpoint
+
+    pg = TableTarget("shop.public.orders", "postgres", "shop", "public", "orders", "b.o", "s.o")
+    my = TableTarget("mall.items", "mysql", "mall", None, "items", "b.i", "s.i")
+    ingest = IngestExporter(MetricsEndpoint(0, "ingest test"), "job")
+
+    def sample(name: str, **labels: str) -> float | None:
+        return ingest.endpoint.registry.get_sample_value(name, {"connector": "job", **labels})
+
+    try:
+        first = BatchReport(batch_id=1, tables={pg.source_name: 3, my.source_name: 2}, targets=[pg, my],
+                            table_source_ts_ms={pg.source_name: 100_000, my.source_name: 104_000},
+                            table_max_seq={pg.source_name: PostgresPosition(lsn=900, commit_lsn=950).seq(),
+                                           my.source_name: MySqlPosition("mysql-bin.000003", 1544).seq()})
+        ingest.batch(first, now_ms=105_000)
+        # a later batch touching only orders: items keeps what its last batch said
+        second = BatchReport(batch_id=2, tables={pg.source_name: 1}, targets=[pg],
+                             table_source_ts_ms={pg.source_name: 110_000},
+                             table_max_seq={pg.source_name: PostgresPosition(lsn=1200, commit_lsn=1300).seq()})
+        ingest.batch(second, now_ms=110_500)
+        assert sample("lakecdc_ingest_table_lag_seconds", table=pg.source_name) == 0.5
+        assert sample("lakecdc_ingest_table_lag_seconds", table=my.source_name) == 1.0
+        assert sample("lakecdc_ingest_table_source_timestamp_seconds", table=pg.source_name) == 110.0
+        assert sample("lakecdc_ingest_table_source_position", table=pg.source_name, field="lsn") == 1300
+        assert sample("lakecdc_ingest_table_source_position", table=my.source_name, field="pos") == 1544
+    finally:
+        ingest.close()

@@ -97,8 +97,8 @@ def test_capture_and_ingest_metrics_reflect_the_workload(stack: Any, spark: Any)
         settled = scrape(port)
         (offset,) = json.loads((stack["tmp"] / "offsets.json").read_text()).values()
         assert value(settled, "lakecdc_capture_source_position", connector=name, field="lsn") == offset["lsn"]
-        capture_source_s = max(value(streamed, "lakecdc_capture_source_timestamp_seconds", connector=name, table=t)
-                               for t in tables.values())
+        capture_source_s = {t: value(streamed, "lakecdc_capture_source_timestamp_seconds", connector=name, table=t)
+                            for t in tables.values()}
     finally:
         capture.send_signal(signal.SIGTERM)
         assert capture.wait(60) == 0, (stack["tmp"] / "capture.log").read_text()[-3000:]
@@ -107,7 +107,7 @@ def test_capture_and_ingest_metrics_reflect_the_workload(stack: Any, spark: Any)
     _ingest_and_scrape(stack, spark, tables, capture_source_s)
 
 
-def _ingest_and_scrape(stack: Any, spark: Any, tables: dict[str, str], capture_source_s: float) -> None:
+def _ingest_and_scrape(stack: Any, spark: Any, tables: dict[str, str], capture_source_s: dict[str, float]) -> None:
     from confluent_kafka import Producer
 
     from lakecdc.devstack.broker import kafka_client_defaults
@@ -155,7 +155,14 @@ def _ingest_and_scrape(stack: Any, spark: Any, tables: dict[str, str], capture_s
     lag = value(samples, "lakecdc_ingest_lag_seconds", connector=job)
     assert lag is not None and lag >= 0
     # the newest change applied is the newest change captured
-    assert value(samples, "lakecdc_ingest_source_timestamp_seconds", connector=job) == capture_source_s
+    assert value(samples, "lakecdc_ingest_source_timestamp_seconds", connector=job) == max(capture_source_s.values())
+    for table, captured_s in capture_source_s.items():  # and so per table, with its position
+        assert value(samples, "lakecdc_ingest_table_source_timestamp_seconds", connector=job, table=table) == captured_s
+        table_lag = value(samples, "lakecdc_ingest_table_lag_seconds", connector=job, table=table)
+        assert table_lag is not None and table_lag >= 0
+        newest_commit_lsn = max(b.table_max_seq[table][0] for b in batches if table in b.table_max_seq)
+        assert value(samples, "lakecdc_ingest_table_source_position", connector=job, table=table,
+                     field="lsn") == newest_commit_lsn
     changes = sum(len(a) for b in batches for a in b.latency_ms)
     assert changes > 0
     assert value(samples, "lakecdc_ingest_source_to_silver_seconds_count", connector=job) == changes

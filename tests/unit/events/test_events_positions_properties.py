@@ -214,3 +214,21 @@ def test_postgres_seq_follows_commit_order_for_interleaved_transactions(
         emitted.extend(PostgresPosition(lsn=change, commit_lsn=last_commit) for change in changes)
         last_commit = commit
     assert all(a < b for a, b in zip(emitted, emitted[1:]))
+
+
+@settings(max_examples=200)
+@given(st.one_of(postgres, mysql, sqlserver, oracle))
+def test_seq_position_reads_back_the_commit_position_packed_in_seq(position: Any) -> None:
+    # the ingest job's per-table position gauge is read back from silver's _seq alone
+    from lakecdc.events.position_text import seq_position
+
+    connector = {"postgresql": "postgres"}.get(position.connector, position.connector)
+    expected = {
+        "postgres": ("lsn", position.lsn if isinstance(position, PostgresPosition) and position.commit_lsn is None
+                     else getattr(position, "commit_lsn", None)),
+        "mysql": ("pos", getattr(position, "pos", None)),
+        "sqlserver": ("commit_lsn", getattr(position, "commit_lsn", None)),
+        "oracle": ("scn", getattr(position, "commit_scn", None) if getattr(position, "commit_scn", None) is not None
+                   else getattr(position, "scn", None)),
+    }[connector]
+    assert seq_position(connector, position.seq()) == expected
