@@ -1,11 +1,14 @@
 """Pipeline expectations in a real ingest run (golden Debezium records, real broker, Spark, Iceberg):
 ``quarantine`` keeps the failing event out of silver and in ``<silver>_quarantine`` while bronze keeps
-every event; ``fail`` stops that table only."""
+every event, and a later change of the key that passes heals silver; ``warn`` records the event and
+applies it; ``fail`` stops that table only."""
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from ingest_broker import create_topics, golden_records, publish_records, unique_prefix
@@ -25,6 +28,31 @@ def suite_file(tmp_path: Path) -> Path:
     path.write_text(json.dumps({"name": "customers_pipeline", "expectations": [
         {"type": "expect_column_values_to_not_match_regex", "kwargs": {"column": "name", "regex": "^Frank$"}}]}))
     return path
+
+
+def correction(records: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    """A later source transaction renaming Frank (the workload's last one, txId 1271): BEGIN, the
+    update and END, as Debezium's PostgreSQL connector writes them (BEGIN's id carries the first
+    event's LSN, END's the commit LSN)."""
+    frank = next(r for r in records if r["value"] and (r["value"]["payload"].get("after") or {}).get("name") == "Frank")
+    marker = next(r for r in records if r["topic"].endswith(".transaction"))
+    lsn, commit_lsn, tx = 99_100_400, 99_100_500, 1272
+    update = copy.deepcopy(frank)
+    payload = update["value"]["payload"]
+    payload["op"], payload["after"]["name"] = "u", name
+    payload["source"].update(txId=tx, lsn=lsn, sequence=f'["99100312","{lsn}"]',
+                             ts_ms=payload["source"]["ts_ms"] + 1000)
+    payload["transaction"] = {"id": f"{tx}:{lsn}", "total_order": 1, "data_collection_order": 1}
+
+    def tx_marker(status: str, at: int, **extra: Any) -> dict[str, Any]:
+        out = copy.deepcopy(marker)
+        out["key"]["payload"] = {"id": f"{tx}:{at}"}
+        out["value"]["payload"] = {"status": status, "id": f"{tx}:{at}", "event_count": None, "data_collections": None,
+                                   "ts_ms": payload["source"]["ts_ms"], **extra}
+        return out
+
+    return [tx_marker("BEGIN", lsn), update, tx_marker("END", commit_lsn, event_count=1, data_collections=[
+        {"data_collection": "public.customers", "event_count": 1}])]
 
 
 def run(broker, spark, tmp_path: Path, action: str):  # type: ignore[no-untyped-def]
@@ -76,6 +104,30 @@ def test_quarantine_keeps_the_failing_event_out_of_silver_only(broker, spark, tm
     assert out.exit_code == 0, out.output  # silver holds no Frank: the team's suite passes there
     stored = table_rows(spark, f"{prefix}_silver.quality_results")
     assert [(r["expectation"], r["success"]) for r in stored] == [("expect_column_values_to_not_match_regex", True)]
+
+
+def test_a_later_change_that_passes_heals_the_quarantined_key(broker, spark, tmp_path: Path) -> None:
+    prefix, summary, events = run(broker, spark, tmp_path, "quarantine")
+    assert table_rows(spark, f"{prefix}_silver.customers") == []
+    publish_records(broker.bootstrap_servers, correction(golden_records(prefix), "Francis"))
+    cfg = job_config(broker, spark, prefix, tmp_path, **{
+        f"table.mapping.{prefix}.public.customers.expectations": str(suite_file(tmp_path)),
+        f"table.mapping.{prefix}.public.customers.expectations_action": "quarantine"})
+    again = run_ingest(cfg, "available-now", spark=spark)
+    assert again.failed_tables == {} and again.events == 1
+    assert [(r["id"], r["name"]) for r in table_rows(spark, f"{prefix}_silver.customers")] == [(6, "Francis")]
+    assert len(table_rows(spark, f"{prefix}_bronze.customers")) == events + 1
+    held = table_rows(spark, f"{prefix}_silver.customers_quarantine")  # the record of what was held stays
+    assert [json.loads(r["row_json"])["name"] for r in held] == ["Frank"]
+
+
+def test_warn_records_the_failing_event_and_applies_it(broker, spark, tmp_path: Path) -> None:
+    prefix, summary, events = run(broker, spark, tmp_path, "warn")
+    assert summary.failed_tables == {}
+    assert [(r["id"], r["name"]) for r in table_rows(spark, f"{prefix}_silver.customers")] == [(6, "Frank")]
+    held = table_rows(spark, f"{prefix}_silver.customers_quarantine")
+    assert len(held) == 1 and json.loads(held[0]["row_key"]) == {"id": 6} and "(warn)" in held[0]["reason"]
+    assert len(table_rows(spark, f"{prefix}_bronze.customers")) == events
 
 
 def test_fail_stops_that_table_and_the_others_go_on(broker, spark, tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ def team_project(root: Path, table: str) -> Path:
             {"type": "expect_column_values_to_not_be_null", "kwargs": {"column": "id"}},
             {"type": "expect_column_values_to_be_in_set", "kwargs": {"column": "name", "value_set": ["a3", "c"]}},
             {"type": "expect_column_values_to_be_between", "kwargs": {"column": "id", "min_value": 1, "max_value": 9}},
+            {"type": "expect_table_row_count_to_be_between", "kwargs": {"min_value": 1, "max_value": 1000}},
         ]}))
     return root
 
@@ -44,6 +45,9 @@ def check_results(lake_format: str, run, results) -> None:  # type: ignore[no-un
     assert json.loads(in_set["kwargs"])["value_set"] == ["a3", "c"]
     between = by_type["expect_column_values_to_be_between"]
     assert between["success"] is True and between["unexpected_count"] == 0
+    # an aggregate expectation's observed value is kept as JSON: here the silver table's row count
+    row_count = by_type["expect_table_row_count_to_be_between"]
+    assert row_count["success"] is True and json.loads(row_count["observed_value"]) == len(run.table.arrow(run.version))
 
 
 def test_team_suite_runs_on_spark_and_lands_in_the_results_table(spark: SparkSession, tmp_path: Path) -> None:
@@ -53,14 +57,14 @@ def test_team_suite_runs_on_spark_and_lands_in_the_results_table(spark: SparkSes
     run = run_team_suite(lake.silver, suites[0])
     newest = table_versions(lake.silver)[-1]
     assert run.version == newest.version and run.source_position
-    assert record_results([run], run_id="run-1") == 3
+    assert record_results([run], run_id="run-1") == 4
     stored = lake.silver.sibling(f"{lake.silver.name.split('.')[0]}.{RESULTS_TABLE}").pandas()
     rows = stored.to_dict("records")
     assert {r["run_id"] for r in rows} == {"run-1"} and {r["table_version"] for r in rows} == {newest.version}
     check_results("iceberg", run, rows)
     # a second run appends: one row per run and expectation
     record_results([run_team_suite(lake.silver, suites[0])], run_id="run-2")
-    assert len(lake.silver.sibling(f"{lake.silver.name.split('.')[0]}.{RESULTS_TABLE}").pandas()) == 6
+    assert len(lake.silver.sibling(f"{lake.silver.name.split('.')[0]}.{RESULTS_TABLE}").pandas()) == 8
 
 
 def test_a_file_that_is_not_a_suite_is_named(tmp_path: Path) -> None:
@@ -113,7 +117,7 @@ def test_cli_renders_gx_data_docs_of_a_real_run(spark: SparkSession, tmp_path: P
     assert quote(pages[0].relative_to(docs).as_posix()) in (docs / "index.html").read_text()
     text = page_text(pages[0])
     assert f"Expectation Suite: {lake.silver.name}" in text and "Status: Failed" in text, text[:2000]
-    assert "Evaluated Expectations 3 Successful Expectations 2 Unsuccessful Expectations 1" in text, text[:2000]
+    assert "Evaluated Expectations 4 Successful Expectations 3 Unsuccessful Expectations 1" in text, text[:2000]
     # the failing expectation with its unexpected value, as stored in the results table
     failing = stored[~stored["success"]]
     assert list(failing["expectation"]) == ["expect_column_values_to_be_in_set"]
