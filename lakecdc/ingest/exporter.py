@@ -139,9 +139,11 @@ class IngestExporter:
             self.table_source_ts.labels(job, table).set(ts_ms / 1000)
             self.table_lag.labels(job, table).set(max(0, now_ms - ts_ms) / 1000)
         for table, seq in report.table_max_seq.items():
-            if table in connectors:
-                position_field, position = seq_position(connectors[table], seq)
-                self.table_position.labels(job, table, position_field).set(position)
+            try:
+                position_field, position = seq_position(connectors.get(table, ""), seq)
+            except ValueError:  # a connector without a known position: the metrics never stop a job
+                continue
+            self.table_position.labels(job, table, position_field).set(position)
         for values in report.latency_ms:
             self.latency.observe_ms(values)
 

@@ -244,5 +244,12 @@ def test_ingest_exports_each_tables_lag_and_position_at_its_last_batch() -> None
         assert sample("lakecdc_ingest_table_source_timestamp_seconds", table=pg.source_name) == 110.0
         assert sample("lakecdc_ingest_table_source_position", table=pg.source_name, field="lsn") == 1300
         assert sample("lakecdc_ingest_table_source_position", table=my.source_name, field="pos") == 1544
+        # a connector without a known position gets no position gauge, and the batch is still counted
+        other = TableTarget("x.y.z", "other", "x", "y", "z", "b.z", "s.z")
+        ingest.batch(BatchReport(batch_id=3, tables={other.source_name: 1}, targets=[other],
+                                 table_max_seq={other.source_name: (1, 2, 3, 4)}), now_ms=111_000)
+        assert sample("lakecdc_ingest_batches_total") == 3
+        assert not [s for m in ingest.endpoint.registry.collect() for s in m.samples
+                    if s.name == "lakecdc_ingest_table_source_position" and s.labels.get("table") == "x.y.z"]
     finally:
         ingest.close()
