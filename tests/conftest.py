@@ -131,14 +131,10 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
 
     # This JVM serves the worker's whole run: C2's compiled code pays back its compile time here (the
     # writer tests took 437 s with C1 alone, 322 s with both, on an idle machine).
-    short_lived = os.environ.get("LAKECDC_JVM_OPTIONS") == SHORT_LIVED_JVM
-    if short_lived:
-        del os.environ["LAKECDC_JVM_OPTIONS"]
-    try:
+    with pytest.MonkeyPatch.context() as env:
+        if os.environ.get("LAKECDC_JVM_OPTIONS") == SHORT_LIVED_JVM:
+            env.delenv("LAKECDC_JVM_OPTIONS")
         session = spark_session(tmp_path_factory.mktemp("warehouse"), app_name="lakecdc-tests")
-    finally:
-        if short_lived:
-            os.environ["LAKECDC_JVM_OPTIONS"] = SHORT_LIVED_JVM
     yield session
     session.stop()
 

@@ -12,6 +12,8 @@ MySQL binlog file   ``mysql-bin.000042``       ``42``
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 _INT63 = (1 << 63) - 1
 
 
@@ -101,7 +103,7 @@ def pack_seq(parts: list[tuple[int, int]]) -> tuple[int, int, int, int]:
     )
 
 
-def unpack_leading(seq: tuple[int, ...] | list[int], bits: int) -> int:
+def unpack_leading(seq: Sequence[int], bits: int) -> int:
     """The first ``bits`` bits ``pack_seq`` packed into ``seq``: its most significant part.
 
     >>> unpack_leading(pack_seq([(5, 80), (7, 80), (9, 63), (1, 1)]), 80)
@@ -113,17 +115,17 @@ def unpack_leading(seq: tuple[int, ...] | list[int], bits: int) -> int:
     return total >> (len(seq) * 63 - bits)
 
 
-#: the source position a ``seq()`` leads with, per connector: the field capture's
-#: ``lakecdc_capture_source_position`` gauge uses for the same connector's offsets, and how to read it
-_SEQ_POSITIONS = {
-    "postgres": "lsn",  # commit LSN (snapshot rows: the event LSN), seq[0]
-    "mysql": "pos",  # binlog position within its file, seq[1]
-    "sqlserver": "commit_lsn",  # 80 bits, packed
-    "oracle": "scn",  # commit SCN (else the event's SCN), 64 bits, packed
+#: per connector, the source position a ``seq()`` leads with, named as capture's
+#: ``lakecdc_capture_source_position`` gauge names the same connector's offsets, and how to read it back
+_SEQ_POSITIONS: dict[str, tuple[str, Callable[[Sequence[int]], int]]] = {
+    "postgres": ("lsn", lambda seq: seq[0]),  # commit LSN (snapshot rows: the event LSN)
+    "mysql": ("pos", lambda seq: seq[1]),  # binlog position within its file (seq[0] is the file)
+    "sqlserver": ("commit_lsn", lambda seq: unpack_leading(seq, 80)),
+    "oracle": ("scn", lambda seq: unpack_leading(seq, 64)),  # commit SCN, else the event's SCN
 }
 
 
-def seq_position(connector: str, seq: tuple[int, ...] | list[int]) -> tuple[str, int]:
+def seq_position(connector: str, seq: Sequence[int]) -> tuple[str, int]:
     """``(field, value)`` of the source position a ``_seq`` holds, named as in the connector's offsets.
 
     >>> seq_position("postgres", (24023128, 24023000, 1, 0))
@@ -131,11 +133,7 @@ def seq_position(connector: str, seq: tuple[int, ...] | list[int]) -> tuple[str,
     >>> seq_position("mysql", (42, 1930, 0, 1))
     ('pos', 1930)
     """
-    field = _SEQ_POSITIONS.get(connector)
-    if field is None:
+    if connector not in _SEQ_POSITIONS:
         raise ValueError(f"no source position for connector {connector!r} (one of {sorted(_SEQ_POSITIONS)})")
-    if connector == "postgres":
-        return field, int(seq[0])
-    if connector == "mysql":
-        return field, int(seq[1])
-    return field, unpack_leading(seq, 80 if connector == "sqlserver" else 64)
+    field, read = _SEQ_POSITIONS[connector]
+    return field, int(read(seq))

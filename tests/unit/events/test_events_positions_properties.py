@@ -222,13 +222,12 @@ def test_seq_position_reads_back_the_commit_position_packed_in_seq(position: Any
     # the ingest job's per-table position gauge is read back from silver's _seq alone
     from lakecdc.events.position_text import seq_position
 
-    connector = {"postgresql": "postgres"}.get(position.connector, position.connector)
-    expected = {
-        "postgres": ("lsn", position.lsn if isinstance(position, PostgresPosition) and position.commit_lsn is None
-                     else getattr(position, "commit_lsn", None)),
-        "mysql": ("pos", getattr(position, "pos", None)),
-        "sqlserver": ("commit_lsn", getattr(position, "commit_lsn", None)),
-        "oracle": ("scn", getattr(position, "commit_scn", None) if getattr(position, "commit_scn", None) is not None
-                   else getattr(position, "scn", None)),
-    }[connector]
+    if isinstance(position, PostgresPosition):
+        connector, expected = "postgres", ("lsn", position.lsn if position.commit_lsn is None else position.commit_lsn)
+    elif isinstance(position, MySqlPosition):
+        connector, expected = "mysql", ("pos", position.pos)
+    elif isinstance(position, SqlServerPosition):
+        connector, expected = "sqlserver", ("commit_lsn", position.commit_lsn)
+    else:
+        connector, expected = "oracle", ("scn", position.scn if position.commit_scn is None else position.commit_scn)
     assert seq_position(connector, position.seq()) == expected
