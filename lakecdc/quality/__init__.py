@@ -12,7 +12,8 @@ expectations, quarantine, and source reconciliation by key-range checksums.
 - ``check_batch``: pipeline expectations on each ingest batch, warn / quarantine / fail (``pipeline``);
 - ``bisect``: key-range checksum reconciliation (``reconcile``, SQL per dialect in ``range_checksums``,
   the canonical text of values in ``canonical``);
-- ``silver_suite`` / ``run_suite``: a generated great-expectations suite for a silver table (``gx_suite``).
+- ``silver_suite`` / ``run_suite``: a great-expectations suite generated from a silver table's Spark
+  DataFrame (keys, Spark column types), validated by GX on Spark like the team's suites (``gx_suite``).
 """
 
 from lakecdc.quality.quarantine import quarantine, quarantine_name

@@ -99,17 +99,10 @@ def check_batch(config: IngestConfig, target: TableTarget, rows: pa.Table | None
 
 def failing_events(suite: Any, df: DataFrame) -> dict[str, list[dict[str, Any]]]:
     """Per failed expectation (``type(column)``), the failing events' ``EVENT_ID`` values, by GX on Spark."""
-    import uuid
+    from lakecdc.quality.gx_suite import validate_on_spark
 
-    from lakecdc.quality.gx_suite import _context
-
-    context = _context()
-    tag = uuid.uuid4().hex[:8]
     rows = df.where("_op IN ('c', 'u', 'r')")
-    batch = context.data_sources.add_spark(name=f"pipeline_{tag}").add_dataframe_asset(name=f"batch_{tag}") \
-        .add_batch_definition_whole_dataframe(f"whole_{tag}").get_batch(batch_parameters={"dataframe": rows})
-    copy = type(suite)(name=f"{suite.name}_{tag}", expectations=[e.configuration for e in suite.expectations])
-    result = batch.validate(context.suites.add(copy), result_format={
+    result = validate_on_spark(rows, suite, result_format={
         "result_format": "COMPLETE", "unexpected_index_column_names": list(EVENT_ID)})
     failing: dict[str, list[dict[str, Any]]] = {}
     for item in result.results:

@@ -28,7 +28,7 @@ from typing import Any
 from lakecdc.audit.notation import format_position
 from lakecdc.audit.tables import AuditError, LakeTable
 from lakecdc.audit.versions import table_versions
-from lakecdc.quality.gx_suite import _context, _gx
+from lakecdc.quality.gx_suite import _gx, validate_on_spark
 
 RESULTS_TABLE = "quality_results"
 RESULT_COLUMNS = ("run_id", "run_at", "table_name", "table_version", "source_position", "suite", "expectation",
@@ -107,21 +107,13 @@ def _spark_frame(table: LakeTable) -> Any:
 def run_team_suite(table: LakeTable, suite: Any) -> SuiteRun:
     """Validate ``table`` (its current version) against the team's ``suite`` on Spark."""
     _gx()
-    context = _context()
-    tag = uuid.uuid4().hex[:8]
     versions = table_versions(table)
     newest = versions[-1] if versions else None
-    frame = _spark_frame(table)
-    source = context.data_sources.add_spark(name=f"lakecdc_spark_{tag}")
-    batch = source.add_dataframe_asset(name=f"table_{tag}").add_batch_definition_whole_dataframe(
-        f"whole_{tag}").get_batch(batch_parameters={"dataframe": frame})
-    name = suite.name
-    copy = type(suite)(name=f"{name}_{tag}", expectations=[e.configuration for e in suite.expectations])
-    result = batch.validate(context.suites.add(copy))
+    result = validate_on_spark(_spark_frame(table), suite)
     position = None
     if newest is not None:
         position = format_position(newest.connector, newest.complete_through or newest.source_position)
-    return SuiteRun(table, name, newest.version if newest else None, position, result)
+    return SuiteRun(table, suite.name, newest.version if newest else None, position, result)
 
 
 def record_results(runs: list[SuiteRun], run_id: str | None = None) -> int:

@@ -46,6 +46,7 @@ EXPECTED_OUTPUT: dict[str, list[str]] = {
     "data_quality.ipynb": [
         "all rules passed: True",
         "GX success: True",
+        "after a type drift: ['expect_column_values_to_be_of_type(id)']",
         "failed rules: ['no_resurrected_deletes', 'silver_matches_bronze_replay']",
         "rows quarantined; keys: ['{\"id\": 2}']",
         "team suite success: True",
