@@ -68,7 +68,7 @@ from lakecdc.lake.frames import arrow_to_spark, metadata_fields
 from lakecdc.lake.naming import TableNamer
 from lakecdc.lake.progress import CommitPositions
 from lakecdc.lake.segments import DecodedSegment, union_columns, union_segments
-from lakecdc.quality.pipeline import check_batch
+from lakecdc.quality.pipeline import check_batch, retry_held
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -414,11 +414,16 @@ class BatchProcessor:
             return _TableOutcome(target, failure=verdict.failure)
         held = self.spark.createDataFrame(verdict.held, "_topic string, _partition int, _offset long") \
             if verdict.held else None
+        # quarantined events that a changed suite passes join the batch (bronze has them: it adds nothing)
+        retry = retry_held(self.config, target, table.df, lambda keys: writer._bronze_events(target, keys))
+        df, stats = (table.df, table.stats) if retry.released is None else \
+            (table.df.unionByName(retry.released), None)
         try:
-            result = writer.apply(ChangeBatch(target, table.columns, table.df, progress, table.events_through,
-                                              table.stats, self._positions(table.min_seq), held), batch_id)
+            result = writer.apply(ChangeBatch(target, table.columns, df, progress, table.events_through,
+                                              stats, self._positions(table.min_seq), held), batch_id)
         except SchemaEvolutionError as exc:
             return _TableOutcome(target, failure=str(exc))
+        retry.settle(result.silver_version is not None)
         for warning in result.warnings:
             log.debug("writer warning for %s: %s", target.source_name, warning)
         return _TableOutcome(target, progress=progress, events=table.events, latency_ms=table.latency_ms,

@@ -10,6 +10,7 @@ expectations, quarantine, and source reconciliation by key-range checksums.
   in ``<namespace>.quality_results`` (``team_suites``); ``build_data_docs``: GX Data Docs of the runs
   (``data_docs``);
 - ``check_batch``: pipeline expectations on each ingest batch, warn / quarantine / fail (``pipeline``);
+  a changed suite retries the quarantined events (``quarantine_retry``);
 - ``bisect``: key-range checksum reconciliation (``reconcile``, SQL per dialect in ``range_checksums``,
   the canonical text of values in ``canonical``);
 - ``silver_suite`` / ``run_suite``: a great-expectations suite generated from a silver table's Spark

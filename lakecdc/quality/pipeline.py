@@ -17,8 +17,9 @@ expectations do (Delta Live Tables' warn / drop / fail):
   equals the source as of the batch's position *except* the quarantined keys, which keep their
   previous silver state (or are absent) until a newer event of the key passes the suite -- that
   event replaces them (silver's ``_seq`` guard), so a corrected source row heals silver without
-  operator action. A rule change is picked up by the next batch; already quarantined events are
-  not re-validated by the job (they stay in bronze and in the quarantine table);
+  operator action. A changed suite file applies from the table's next batch, which also validates
+  the table's quarantined events again and merges those that pass now
+  (``lakecdc.quality.quarantine_retry``);
 - ``fail``: the table stops, like an incompatible schema change (``BatchReport.failed_tables``);
   the other tables go on; nothing of this batch is committed for it, so a restart after the rule or
   the data is fixed reads the same events again.
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -36,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from lakecdc.audit.tables import LakeTable
 from lakecdc.quality.quarantine import append_quarantine
+from lakecdc.quality.quarantine_retry import Retry, fingerprint, retry_quarantined
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -91,10 +94,22 @@ def check_batch(config: IngestConfig, target: TableTarget, rows: pa.Table | None
     if action == "fail":
         return BatchVerdict(failure=f"pipeline expectations failed for {table} (action fail): {summary}",
                             failed_events=sum(len(e) for e in failing.values()))
-    record(config, target, rows, failing, action, df)
+    record(config, target, rows, failing, action, df, override.expectations)
     held = [dict(zip(EVENT_ID, key)) for key in {_event(e) for events in failing.values() for e in events}]
     log.warning("table %s: pipeline expectations failed (%s): %s", table, action, summary)
     return BatchVerdict(held=held if action == "quarantine" else [], failed_events=len(held))
+
+
+def retry_held(config: IngestConfig, target: TableTarget, df: DataFrame,
+               bronze_events: Callable[[list[str]], DataFrame | None]) -> Retry:
+    """The table's quarantined events validated again when its suite changed (``Retry()``: none to
+    merge); the processor merges ``released`` with the batch and settles the retry after the commit."""
+    override = config.table_overrides().get(target.topic)
+    if override is None or not override.expectations or not target.has_key or override.expectations_action == "fail":
+        return Retry()
+    path = override.expectations
+    return retry_quarantined(_lake_table(config, target, df.sparkSession), path, override.expectations_action or "warn",
+                             df, bronze_events, lambda events: failing_events(_suite(path), events))
 
 
 def failing_events(suite: Any, df: DataFrame) -> dict[str, list[dict[str, Any]]]:
@@ -123,7 +138,7 @@ def _event(event: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def record(config: IngestConfig, target: TableTarget, rows: pa.Table | None,
-           failing: dict[str, list[dict[str, Any]]], action: Action, df: DataFrame) -> int:
+           failing: dict[str, list[dict[str, Any]]], action: Action, df: DataFrame, suite_path: str) -> int:
     """The failing events, in full, into ``<silver>_quarantine``: taken from the batch's Arrow rows, or
     (a batch on the executors, ``rows`` None) from ``df``, collecting only them."""
     ids = {_event(e): rule for rule, events in failing.items() for e in events}
@@ -134,8 +149,9 @@ def record(config: IngestConfig, target: TableTarget, rows: pa.Table | None,
         events = rows.take(wanted).to_pylist()
     now = datetime.now(timezone.utc)
     keys = target.key_columns
+    suite = fingerprint(suite_path)  # names the suite that judged them: a changed one retries them
     out = [{"table_name": target.silver_table, "rule": ids[_event(e)],
-            "reason": f"pipeline expectation failed ({action}) at position {e.get('_seq')}",
+            "reason": f"pipeline expectation failed ({action}) at position {e.get('_seq')}, suite {suite}",
             "row_key": json.dumps({k: e.get(k) for k in keys}, default=str, sort_keys=True),
             "row_json": json.dumps(e, default=str, sort_keys=True), "checked_at": now} for e in events]
     append_quarantine(_lake_table(config, target, df.sparkSession), out)

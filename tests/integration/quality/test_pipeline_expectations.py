@@ -1,6 +1,7 @@
 """Pipeline expectations in a real ingest run (golden Debezium records, real broker, Spark, Iceberg):
-``quarantine`` keeps the failing event out of silver and in ``<silver>_quarantine`` while bronze keeps
-every event, and a later change of the key that passes heals silver; ``warn`` records the event and
+```quarantine`` keeps the failing event out of silver and in ``<silver>_quarantine`` while bronze keeps
+every event, a later change of the key that passes heals silver, and a changed rule retries what it
+held; ``warn`` records the event and
 applies it; ``fail`` stops that table only."""
 
 from __future__ import annotations
@@ -22,25 +23,29 @@ from lakecdc.ingest.job import run_ingest
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
-def suite_file(tmp_path: Path) -> Path:
+def suite_file(tmp_path: Path, regex: str = "^Frank$") -> Path:
     """The team's rule for customers: no customer called Frank (the workload's last insert, id 6)."""
     path = tmp_path / "customers.json"
     path.write_text(json.dumps({"name": "customers_pipeline", "expectations": [
-        {"type": "expect_column_values_to_not_match_regex", "kwargs": {"column": "name", "regex": "^Frank$"}}]}))
+        {"type": "expect_column_values_to_not_match_regex", "kwargs": {"column": "name", "regex": regex}}]}))
     return path
 
 
-def correction(records: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
-    """A later source transaction renaming Frank (the workload's last one, txId 1271): BEGIN, the
-    update and END, as Debezium's PostgreSQL connector writes them (BEGIN's id carries the first
-    event's LSN, END's the commit LSN)."""
+def change(records: list[dict[str, Any]], name: str, new_id: int | None = None, lsn: int = 99_100_400,
+           tx: int = 1272) -> list[dict[str, Any]]:
+    """A later source transaction (the workload's last one is txId 1271) renaming Frank, or inserting
+    customer ``new_id``: BEGIN, the change and END, as Debezium's PostgreSQL connector writes them
+    (BEGIN's id carries the first event's LSN, END's the commit LSN)."""
     frank = next(r for r in records if r["value"] and (r["value"]["payload"].get("after") or {}).get("name") == "Frank")
     marker = next(r for r in records if r["topic"].endswith(".transaction"))
-    lsn, commit_lsn, tx = 99_100_400, 99_100_500, 1272
-    update = copy.deepcopy(frank)
-    payload = update["value"]["payload"]
+    commit_lsn = lsn + 100
+    event = copy.deepcopy(frank)
+    payload = event["value"]["payload"]
     payload["op"], payload["after"]["name"] = "u", name
-    payload["source"].update(txId=tx, lsn=lsn, sequence=f'["99100312","{lsn}"]',
+    if new_id is not None:
+        payload["op"], payload["before"], payload["after"]["id"] = "c", None, new_id
+        event["key"]["payload"] = {"id": new_id}
+    payload["source"].update(txId=tx, lsn=lsn, sequence=f'["{lsn - 88}","{lsn}"]',
                              ts_ms=payload["source"]["ts_ms"] + 1000)
     payload["transaction"] = {"id": f"{tx}:{lsn}", "total_order": 1, "data_collection_order": 1}
 
@@ -51,8 +56,15 @@ def correction(records: list[dict[str, Any]], name: str) -> list[dict[str, Any]]
                                    "ts_ms": payload["source"]["ts_ms"], **extra}
         return out
 
-    return [tx_marker("BEGIN", lsn), update, tx_marker("END", commit_lsn, event_count=1, data_collections=[
+    return [tx_marker("BEGIN", lsn), event, tx_marker("END", commit_lsn, event_count=1, data_collections=[
         {"data_collection": "public.customers", "event_count": 1}])]
+
+
+def again(broker, spark, prefix: str, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """The job run again over what was published since, the suite file as it is now."""
+    return run_ingest(job_config(broker, spark, prefix, tmp_path, **{
+        f"table.mapping.{prefix}.public.customers.expectations": str(tmp_path / "customers.json"),
+        f"table.mapping.{prefix}.public.customers.expectations_action": "quarantine"}), "available-now", spark=spark)
 
 
 def run(broker, spark, tmp_path: Path, action: str):  # type: ignore[no-untyped-def]
@@ -109,16 +121,47 @@ def test_quarantine_keeps_the_failing_event_out_of_silver_only(broker, spark, tm
 def test_a_later_change_that_passes_heals_the_quarantined_key(broker, spark, tmp_path: Path) -> None:
     prefix, summary, events = run(broker, spark, tmp_path, "quarantine")
     assert table_rows(spark, f"{prefix}_silver.customers") == []
-    publish_records(broker.bootstrap_servers, correction(golden_records(prefix), "Francis"))
-    cfg = job_config(broker, spark, prefix, tmp_path, **{
-        f"table.mapping.{prefix}.public.customers.expectations": str(suite_file(tmp_path)),
-        f"table.mapping.{prefix}.public.customers.expectations_action": "quarantine"})
-    again = run_ingest(cfg, "available-now", spark=spark)
-    assert again.failed_tables == {} and again.events == 1
+    publish_records(broker.bootstrap_servers, change(golden_records(prefix), "Francis"))
+    second = again(broker, spark, prefix, tmp_path)
+    assert second.failed_tables == {} and second.events == 1
     assert [(r["id"], r["name"]) for r in table_rows(spark, f"{prefix}_silver.customers")] == [(6, "Francis")]
     assert len(table_rows(spark, f"{prefix}_bronze.customers")) == events + 1
     held = table_rows(spark, f"{prefix}_silver.customers_quarantine")  # the record of what was held stays
     assert [json.loads(r["row_json"])["name"] for r in held] == ["Frank"]
+
+    # the rule is relaxed: the held Frank passes now and is retried, but silver's newer Francis wins
+    suite_file(tmp_path, regex="^Zed$")
+    publish_records(broker.bootstrap_servers, change(golden_records(prefix), "Grace", new_id=7, lsn=99_100_600,
+                                                     tx=1273))
+    assert again(broker, spark, prefix, tmp_path).failed_tables == {}
+    rows = [(r["id"], r["name"]) for r in table_rows(spark, f"{prefix}_silver.customers")]
+    assert sorted(rows) == [(6, "Francis"), (7, "Grace")]
+
+
+def test_a_changed_rule_retries_the_quarantined_events(broker, spark, tmp_path: Path) -> None:
+    prefix, _, events = run(broker, spark, tmp_path, "quarantine")
+    assert table_rows(spark, f"{prefix}_silver.customers") == []
+    # the rule now forbids Zed only: Frank passes; the table's next batch (a new customer) retries him
+    suite_file(tmp_path, regex="^Zed$")
+    publish_records(broker.bootstrap_servers, change(golden_records(prefix), "Grace", new_id=7))
+    second = again(broker, spark, prefix, tmp_path)
+    assert second.failed_tables == {} and second.events == 1
+    assert sorted((r["id"], r["name"]) for r in table_rows(spark, f"{prefix}_silver.customers")) == [
+        (6, "Frank"), (7, "Grace")]
+    assert len(table_rows(spark, f"{prefix}_bronze.customers")) == events + 1  # bronze had Frank already
+    verdicts = sorted(table_rows(spark, f"{prefix}_silver.customers_quarantine"), key=lambda r: r["checked_at"])
+    assert [(r["rule"], json.loads(r["row_json"])["name"]) for r in verdicts] == [
+        ("expect_column_values_to_not_match_regex(name)", "Frank"), ("released", "Frank")]
+    assert "passes suite" in verdicts[1]["reason"]
+
+    # the rule tightens to forbid Grace too: Grace is held by the next batch; Frank, released, stays applied
+    suite_file(tmp_path, regex="^(Zed|Grace)$")
+    publish_records(broker.bootstrap_servers, change(golden_records(prefix), "Grace", new_id=7, lsn=99_100_600,
+                                                     tx=1273))  # a re-send of Grace at a new offset
+    assert again(broker, spark, prefix, tmp_path).failed_tables == {}
+    assert sorted((r["id"], r["name"]) for r in table_rows(spark, f"{prefix}_silver.customers")) == [
+        (6, "Frank"), (7, "Grace")]
+    assert len(table_rows(spark, f"{prefix}_silver.customers_quarantine")) == 3  # nothing retried twice
 
 
 def test_warn_records_the_failing_event_and_applies_it(broker, spark, tmp_path: Path) -> None:
