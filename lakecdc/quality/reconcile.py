@@ -17,9 +17,12 @@ Oracle, other structs on MySQL) is left out and named in the result. Rows with a
 no range: ``not_null_keys`` reports them.
 
 The source is read in one snapshot (PostgreSQL REPEATABLE READ, MySQL/MariaDB ``START TRANSACTION
-WITH CONSISTENT SNAPSHOT``) whose position is read in the same transaction (``pg_current_wal_lsn()``,
+WITH CONSISTENT SNAPSHOT``) whose position is read in the same transaction (``pg_current_wal_insert_lsn()``,
 MariaDB's ``binlog_snapshot_file``/``position``); silver is read as of that position
 (``lakecdc.audit.versions.position_match``), so changes still in flight are not differences.
+PostgreSQL's position is the WAL *insert* position: an asynchronous commit (``synchronous_commit =
+off``) is visible before its WAL is written, so the *write* position (``pg_current_wal_lsn()``) can
+be below a commit the snapshot sees (``tests/integration/quality/test_reconcile_in_flight.py``).
 
 Options (``CheckContext.options``): ``source_connection`` (an open DB-API connection: psycopg 3,
 pymysql, pymssql or pyodbc to SQL Server, oracledb; ``lakecdc.quality.source_connect`` opens one
@@ -259,8 +262,10 @@ def source_snapshot(connection: Any, dialect: Dialect) -> tuple[Callable[[str], 
             connection.rollback()
             connection.autocommit, connection.isolation_level = previous
 
-        cursor.execute("SET LOCAL TIME ZONE 'UTC'")  # the first statement opens the snapshot
-        return run, str(run("SELECT pg_current_wal_lsn()::text")[0][0]), end
+        cursor.execute("SET LOCAL TIME ZONE 'UTC'")  # a SET takes no snapshot: the SELECT below does
+        # the insert position: at or after the commit record of every transaction the snapshot sees, even
+        # an asynchronous one not written yet (the write position, pg_current_wal_lsn(), can lag it)
+        return run, str(run("SELECT pg_current_wal_insert_lsn()::text")[0][0]), end
     if dialect.name == "mysql":
         cursor.execute("SET time_zone = '+00:00'")
         cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
