@@ -63,12 +63,13 @@ from lakecdc.ingest.ordering import (
 from lakecdc.ingest.parallel import TableApplyPool
 from lakecdc.ingest.reader import KafkaMicroBatch
 from lakecdc.ingest.transactions import TransactionBuffer, Where
-from lakecdc.lake.batch import ChangeBatch, TableTarget
+from lakecdc.lake.batch import ChangeBatch, ColumnSpec, TableTarget
 from lakecdc.lake.frames import arrow_to_spark, metadata_fields
+from lakecdc.lake.layout import METADATA_NAMES
 from lakecdc.lake.naming import TableNamer
 from lakecdc.lake.progress import CommitPositions
 from lakecdc.lake.segments import DecodedSegment, union_columns, union_segments
-from lakecdc.quality.pipeline import check_batch, retry_held
+from lakecdc.quality.pipeline import check_batch, retry_held, retry_pending
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -262,6 +263,7 @@ class BatchProcessor:
                 else [seg.rows for seg in ready]
             self._advance_point(released, batch.at_end_of_data)
             self._apply_tables(by_topic, frames, dict(self._read_through), held_min, report)  # step 6
+            self._retry_quiet_tables(set(by_topic))
         finally:
             self._release_frames(frames)
         report.held_events = self._tx.held_events
@@ -349,10 +351,8 @@ class BatchProcessor:
             return
         # Every table the job writes, also those this run has not seen events of yet (their newest
         # version holds exactly the point: no released transaction touched them).
-        targets = [self._targets.get(topic) or self._namer.target(topic, key_columns=tuple(keys))
-                   for topic, keys in self.state.table_keys.items() if topic not in self._failed]
         self._consistency_log().publish(self.state.batch_id, self._point.point, _short_connector(self._connector),
-                                        targets, sorted(self._failed))
+                                        self._known_targets(), sorted(self._failed))
 
     def _apply_tables(self, by_topic: dict[str, list[DecodedSegment]], frames: dict[str, TableFrame | str],
                       read_through: Offsets, held_min: Offsets, report: BatchReport) -> None:
@@ -415,7 +415,8 @@ class BatchProcessor:
         held = self.spark.createDataFrame(verdict.held, "_topic string, _partition int, _offset long") \
             if verdict.held else None
         # quarantined events that a changed suite passes join the batch (bronze has them: it adds nothing)
-        retry = retry_held(self.config, target, table.df, lambda keys: writer._bronze_events(target, keys))
+        retry = retry_held(self.config, target, self.spark, table.df.schema,
+                           lambda keys: writer._bronze_events(target, keys))
         df, stats = (table.df, table.stats) if retry.released is None else \
             (table.df.unionByName(retry.released), None)
         try:
@@ -447,6 +448,30 @@ class BatchProcessor:
                                                 "offset": rows.column("_offset")})),
                           min_seq(rows), max_seq(rows), None, pc.max(rows.column("_source_ts_ms")).as_py(), latency,
                           rows=rows, stats=arrow_batch_stats(rows, target.key_columns))
+
+    def _known_targets(self) -> list[TableTarget]:
+        """Every table the job writes, also those this run has not seen events of yet."""
+        return [self._targets.get(topic) or self._namer.target(topic, key_columns=tuple(keys))
+                for topic, keys in self.state.table_keys.items() if topic not in self._failed]
+
+    def _retry_quiet_tables(self, busy: set[str]) -> None:
+        """Step 6 for the tables without events in this batch whose changed suite retries quarantined
+        events (the others retried them with their events): the events that pass now, alone, into
+        silver (offsets unchanged: bronze holds them already)."""
+        for target in self._known_targets():
+            if target.topic in busy or not retry_pending(self.config, target, self.spark):
+                continue
+            writer = self.writer(target.format)
+            retry = retry_held(self.config, target, self.spark, None, lambda keys: writer._bronze_events(target, keys))
+            if retry.released is None:
+                retry.settle(True)  # nothing for silver: the verdicts alone
+                continue
+            columns = [ColumnSpec(f.name, f.dataType) for f in retry.released.schema.fields
+                       if f.name not in METADATA_NAMES]
+            result = writer.apply(ChangeBatch(target, columns, retry.released, positions=self._positions(None)),
+                                  self.state.batch_id)
+            retry.settle(result.silver_version is not None)
+            self._consistency_log().record(target, result.bronze_version, result.silver_version)
 
     def _fail(self, target: TableTarget, reason: str, report: BatchReport) -> None:
         self._failed[target.topic] = reason
@@ -521,8 +546,10 @@ class BatchProcessor:
     def waits_for_end_of_data(self) -> bool:
         """True while an empty batch that reached the end of every partition would move something:
         events held back, a consistency point held below snapshot rows (``_advance_point``), or a
-        restarted job's point below what a table already holds."""
-        return bool(self._tx.held_events) or self._point.snapshot_pending is not None or self._point.behind_floor
+        restarted job's point below what a table already holds, or quarantined events that a table's
+        changed suite retries (``_retry_quiet_tables``)."""
+        return bool(self._tx.held_events) or self._point.snapshot_pending is not None or self._point.behind_floor \
+            or any(retry_pending(self.config, t, self.spark) for t in self._known_targets())
 
     @property
     def failed_tables(self) -> dict[str, str]:

@@ -17,9 +17,9 @@ expectations do (Delta Live Tables' warn / drop / fail):
   equals the source as of the batch's position *except* the quarantined keys, which keep their
   previous silver state (or are absent) until a newer event of the key passes the suite -- that
   event replaces them (silver's ``_seq`` guard), so a corrected source row heals silver without
-  operator action. A changed suite file applies from the table's next batch, which also validates
-  the table's quarantined events again and merges those that pass now
-  (``lakecdc.quality.quarantine_retry``);
+  operator action. A changed suite file applies from the job's next batch, which also validates
+  the table's quarantined events again and merges those that pass now, with or without new events
+  of the table (``lakecdc.quality.quarantine_retry``);
 - ``fail``: the table stops, like an incompatible schema change (``BatchReport.failed_tables``);
   the other tables go on; nothing of this batch is committed for it, so a restart after the rule or
   the data is fixed reads the same events again.
@@ -38,11 +38,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from lakecdc.audit.tables import LakeTable
 from lakecdc.quality.quarantine import append_quarantine
-from lakecdc.quality.quarantine_retry import Retry, fingerprint, retry_quarantined
+from lakecdc.quality.quarantine_retry import Retry, fingerprint, pending, retry_quarantined
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
     from lakecdc.config.ingest import IngestConfig
     from lakecdc.lake.batch import TableTarget
@@ -100,16 +101,31 @@ def check_batch(config: IngestConfig, target: TableTarget, rows: pa.Table | None
     return BatchVerdict(held=held if action == "quarantine" else [], failed_events=len(held))
 
 
-def retry_held(config: IngestConfig, target: TableTarget, df: DataFrame,
-               bronze_events: Callable[[list[str]], DataFrame | None]) -> Retry:
-    """The table's quarantined events validated again when its suite changed (``Retry()``: none to
-    merge); the processor merges ``released`` with the batch and settles the retry after the commit."""
+def _retried_suite(config: IngestConfig, target: TableTarget) -> str | None:
+    """The suite file whose change retries the table's quarantined events (None: not retried)."""
     override = config.table_overrides().get(target.topic)
     if override is None or not override.expectations or not target.has_key or override.expectations_action == "fail":
+        return None
+    return override.expectations
+
+
+def retry_pending(config: IngestConfig, target: TableTarget, spark: SparkSession) -> bool:
+    """True while the table's suite changed and this process has not retried its quarantined events."""
+    path = _retried_suite(config, target)
+    return path is not None and pending(_lake_table(config, target, spark), path)
+
+
+def retry_held(config: IngestConfig, target: TableTarget, spark: SparkSession, layout: StructType | None,
+               bronze_events: Callable[[list[str]], DataFrame | None]) -> Retry:
+    """The table's quarantined events validated again when its suite changed (``Retry()``: none to
+    merge); the processor merges ``released`` (shaped like ``layout``, the batch's events, when
+    given) and settles the retry after the commit."""
+    path = _retried_suite(config, target)
+    if path is None:
         return Retry()
-    path = override.expectations
-    return retry_quarantined(_lake_table(config, target, df.sparkSession), path, override.expectations_action or "warn",
-                             df, bronze_events, lambda events: failing_events(_suite(path), events))
+    action = config.table_overrides()[target.topic].expectations_action or "warn"
+    return retry_quarantined(_lake_table(config, target, spark), path, action, spark, layout, bronze_events,
+                             lambda events: failing_events(_suite(path), events))
 
 
 def failing_events(suite: Any, df: DataFrame) -> dict[str, list[dict[str, Any]]]:

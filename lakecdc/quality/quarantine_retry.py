@@ -6,14 +6,15 @@ fingerprint (the first 12 hex digits of its SHA-256)::
     {"rule": "expect_column_values_to_not_match_regex(name)",
      "reason": "pipeline expectation failed (quarantine) at position [0, 12, 3], suite 3f2a9c01b7de", ...}
 
-At a table's next batch after its suite file changed, the table's open quarantined events (those
+At the ingest job's next batch after a table's suite file changed -- an empty one when no record
+is waiting (``BatchProcessor.waits_for_end_of_data``) -- the table's open quarantined events (those
 whose newest quarantine row is such a verdict by another suite) are validated again, as bronze
 stores them:
 
-- those the suite passes now (every one when the action is now ``warn``) are merged into silver
-  with the batch. Silver's guards decide as for any late event: a newer change of the key in
-  silver, a later delete (the ledger) or a later truncate wins, so a retried event brings a key up
-  to its newest change that passes and never behind it;
+- those the suite passes now (every one when the action is now ``warn``) are merged into silver,
+  with the table's events of that batch or alone. Silver's guards decide as for any late event: a
+  newer change of the key in silver, a later delete (the ledger) or a later truncate wins, so a
+  retried event brings a key up to its newest change that passes and never behind it;
 - the others stay quarantined, judged again by the new suite.
 
 The verdicts are appended to the quarantine table after silver's commit (``rule`` ``released``
@@ -32,11 +33,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lakecdc.lake.layout import BRONZE_RENAMES
+from lakecdc.lake.layout import BRONZE_RENAMES, OCCURRENCE, ROW_HASH
 from lakecdc.quality.quarantine import append_quarantine, quarantine_name
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
     from lakecdc.audit.tables import LakeTable
 
@@ -100,12 +102,18 @@ def _event_id(event: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(event.get(c) for c in EVENT_ID)
 
 
-def retry_quarantined(silver: LakeTable, suite_path: str, action: str, batch: DataFrame,
-                      bronze_events: Callable[[list[str]], DataFrame | None],
+def pending(silver: LakeTable, suite_path: str) -> bool:
+    """True until this process has retried ``silver``'s quarantined events under the suite as it is now."""
+    return (str(silver), fingerprint(suite_path)) not in _SETTLED
+
+
+def retry_quarantined(silver: LakeTable, suite_path: str, action: str, spark: SparkSession,
+                      layout: StructType | None, bronze_events: Callable[[list[str]], DataFrame | None],
                       failing_events: Callable[[DataFrame], dict[str, list[dict[str, Any]]]]) -> Retry:
-    """The module docstring for one table at one batch: ``batch`` is the batch's events (the
-    released ones are shaped like them), ``bronze_events`` reads bronze's events of a few
-    ``_key_json`` values, ``failing_events`` runs the suite on events."""
+    """The module docstring for one table: ``layout`` is the schema of the batch's events the
+    released ones join (None: the table has none in this batch; bronze's own columns then),
+    ``bronze_events`` reads bronze's events of a few ``_key_json`` values, ``failing_events`` runs
+    the suite on events."""
     from pyspark.sql import functions as F
 
     suite = fingerprint(suite_path)
@@ -116,14 +124,14 @@ def retry_quarantined(silver: LakeTable, suite_path: str, action: str, batch: Da
     if stored is None:
         _SETTLED.add((str(silver), suite))
         return Retry()
-    spark = batch.sparkSession
     ids = "_topic string, _partition int, _offset long"
     renamed = {v: k for k, v in BRONZE_RENAMES.items()}
-    stored = stored.select(*[F.col(c).alias(renamed.get(c, c)) for c in stored.columns])
-    types = dict(batch.dtypes)
+    stored = stored.select(*[F.col(c).alias(renamed.get(c, c)) for c in stored.columns
+                             if c not in (ROW_HASH, OCCURRENCE)])
+    types = dict(stored.dtypes) if layout is None else {f.name: f.dataType for f in layout.fields}
     events = stored.join(spark.createDataFrame([_event_id(row["event"]) for row in held], ids), list(EVENT_ID),
-                         "left_semi").select(*[(F.col(c) if c in stored.columns else F.lit(None)).cast(types[c])
-                                               .alias(c) for c in batch.columns])
+                         "left_semi").select(*[(F.col(c) if c in stored.columns else F.lit(None)).cast(kind).alias(c)
+                                               for c, kind in types.items()])
     failing = {} if action == "warn" else failing_events(events)
     still = {_event_id(e): rule for rule, found in failing.items() for e in found}
     now = datetime.now(timezone.utc)
