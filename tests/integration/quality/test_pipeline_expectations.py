@@ -1,8 +1,8 @@
-"""Pipeline expectations in a real ingest run (golden Debezium records, real broker, Spark, Iceberg):
-```quarantine`` keeps the failing event out of silver and in ``<silver>_quarantine`` while bronze keeps
-every event, a later change of the key that passes heals silver, and a changed rule retries what it
-held; ``warn`` records the event and
-applies it; ``fail`` stops that table only."""
+"""Pipeline expectations in a real ingest run (golden Debezium records, real broker, Spark, Iceberg;
+the rule-change retry on Delta too): ``quarantine`` keeps the failing event out of silver and in
+``<silver>_quarantine`` while bronze keeps every event, a later change of the key that passes heals
+silver, and a changed rule retries what it held; ``warn`` records the event and applies it; ``fail``
+stops that table only."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from ingest_broker import create_topics, golden_records, publish_records, unique_prefix
-from ingest_tables import table_rows
+from ingest_tables import delta_rows, table_rows
 from test_ingest_job import job_config
 from typer.testing import CliRunner
 
@@ -160,6 +160,25 @@ def test_a_changed_rule_retries_the_quarantined_events(broker, spark, tmp_path: 
     verdicts = sorted(table_rows(spark, f"{prefix}_silver.customers_quarantine"), key=lambda r: r["checked_at"])
     assert [(r["rule"], json.loads(r["row_json"])["name"]) for r in verdicts][2:] == [
         ("expect_column_values_to_not_match_regex(name)", "Grace")]
+
+
+def test_a_changed_rule_retries_a_quiet_delta_table(broker, spark, tmp_path: Path) -> None:
+    prefix = unique_prefix("pedl")
+    records = golden_records(prefix)
+    create_topics(broker.bootstrap_servers, [r["topic"] for r in records])
+    publish_records(broker.bootstrap_servers, records)
+    warehouse, topic = tmp_path / "delta", f"{prefix}.public.customers"
+    cfg = job_config(broker, spark, prefix, tmp_path, **{
+        "warehouse": str(warehouse), "table.format": "delta",
+        f"table.mapping.{topic}.expectations": str(suite_file(tmp_path)),
+        f"table.mapping.{topic}.expectations_action": "quarantine"})
+    assert run_ingest(cfg, "available-now", spark=spark).failed_tables == {}
+    assert delta_rows(warehouse, f"{prefix}_silver.customers") == []
+    suite_file(tmp_path, regex="^Zed$")  # Frank passes now; nothing new to read
+    assert run_ingest(cfg, "available-now", spark=spark).failed_tables == {}
+    assert [(r["id"], r["name"]) for r in delta_rows(warehouse, f"{prefix}_silver.customers")] == [(6, "Frank")]
+    verdicts = sorted(delta_rows(warehouse, f"{prefix}_silver.customers_quarantine"), key=lambda r: r["checked_at"])
+    assert [r["rule"] for r in verdicts] == ["expect_column_values_to_not_match_regex(name)", "released"]
 
 
 def test_warn_records_the_failing_event_and_applies_it(broker, spark, tmp_path: Path) -> None:
