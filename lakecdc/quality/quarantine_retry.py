@@ -37,6 +37,7 @@ from lakecdc.lake.layout import BRONZE_RENAMES, OCCURRENCE, ROW_HASH
 from lakecdc.quality.quarantine import append_quarantine, quarantine_name
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
@@ -77,20 +78,34 @@ _SETTLED: set[tuple[str, str]] = set()
 def open_events(quarantine: LakeTable, silver_table: str, suite: str) -> list[dict[str, Any]]:
     """The newest quarantine rows of ``silver_table``'s events that hold them back by a suite other
     than ``suite`` (each with its event parsed: ``"event"``)."""
-    import pyarrow.compute as pc
-
     if not quarantine.exists():
         return []
-    rows = quarantine.arrow()
-    rows = rows.filter(pc.equal(rows.column("table_name"), silver_table)).sort_by("checked_at")
     newest: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for row in rows.select(["rule", "reason", "row_key", "row_json"]).to_pylist():
-        if row["rule"] != RELEASED and not (row["reason"] or "").startswith(HELD_REASON):
-            continue  # warn records and rows written by `lakecdc quality check --quarantine`
+    for row in _verdicts(quarantine, silver_table).sort_by("checked_at").to_pylist():
         event = json.loads(row["row_json"])
         newest[_event_id(event)] = {**row, "event": event}
     return [row for row in newest.values()
             if row["rule"] != RELEASED and _judged_by(row["reason"]) != suite]
+
+
+def _verdicts(quarantine: LakeTable, silver_table: str) -> pa.Table:
+    """The table's held and released verdicts, filtered where the quarantine table is read: its warn
+    records (one per failing event, for ever) and `lakecdc quality check --quarantine` rows stay there."""
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    columns = ["rule", "reason", "row_key", "row_json", "checked_at"]
+    if quarantine.format == "iceberg":
+        from pyspark.sql import functions as F
+
+        from lakecdc.lake.frames import spark_to_arrow
+
+        return spark_to_arrow(quarantine.spark_df().where(
+            (F.col("table_name") == silver_table)
+            & ((F.col("rule") == RELEASED) | F.col("reason").startswith(HELD_REASON))).select(*columns))
+    wanted = (ds.field("table_name") == silver_table) & (
+        (ds.field("rule") == RELEASED) | pc.starts_with(ds.field("reason"), HELD_REASON))
+    return quarantine.delta_table().to_pyarrow_dataset().to_table(filter=wanted, columns=columns)
 
 
 def _judged_by(reason: str | None) -> str | None:
