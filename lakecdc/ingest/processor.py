@@ -459,7 +459,7 @@ class BatchProcessor:
         events (the others retried them with their events): the events that pass now, alone, into
         silver (offsets unchanged: bronze holds them already)."""
         for target in self._known_targets():
-            if target.topic in busy or not retry_pending(self.config, target, self.spark):
+            if target.topic in busy:
                 continue
             writer = self.writer(target.format)
             retry = retry_held(self.config, target, self.spark, None, lambda keys: writer._bronze_events(target, keys))

@@ -101,18 +101,18 @@ def check_batch(config: IngestConfig, target: TableTarget, rows: pa.Table | None
     return BatchVerdict(held=held if action == "quarantine" else [], failed_events=len(held))
 
 
-def _retried_suite(config: IngestConfig, target: TableTarget) -> str | None:
-    """The suite file whose change retries the table's quarantined events (None: not retried)."""
+def _retried(config: IngestConfig, target: TableTarget) -> tuple[str, str] | None:
+    """``(suite file, action)`` when a change of the table's suite retries its quarantined events."""
     override = config.table_overrides().get(target.topic)
     if override is None or not override.expectations or not target.has_key or override.expectations_action == "fail":
         return None
-    return override.expectations
+    return override.expectations, override.expectations_action or "warn"
 
 
 def retry_pending(config: IngestConfig, target: TableTarget, spark: SparkSession) -> bool:
     """True while the table's suite changed and this process has not retried its quarantined events."""
-    path = _retried_suite(config, target)
-    return path is not None and pending(_lake_table(config, target, spark), path)
+    retried = _retried(config, target)
+    return retried is not None and pending(_lake_table(config, target, spark), retried[0])
 
 
 def retry_held(config: IngestConfig, target: TableTarget, spark: SparkSession, layout: StructType | None,
@@ -120,10 +120,10 @@ def retry_held(config: IngestConfig, target: TableTarget, spark: SparkSession, l
     """The table's quarantined events validated again when its suite changed (``Retry()``: none to
     merge); the processor merges ``released`` (shaped like ``layout``, the batch's events, when
     given) and settles the retry after the commit."""
-    path = _retried_suite(config, target)
-    if path is None:
+    retried = _retried(config, target)
+    if retried is None:
         return Retry()
-    action = config.table_overrides()[target.topic].expectations_action or "warn"
+    path, action = retried
     return retry_quarantined(_lake_table(config, target, spark), path, action, spark, layout, bronze_events,
                              lambda events: failing_events(_suite(path), events))
 

@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -122,6 +123,15 @@ def hooked(dsn: str, after_position: Callable[[], None],
     return psycopg.connect(dsn, cursor_factory=Cursor)
 
 
+@contextmanager
+def items_source(pg, name: str) -> Iterator[tuple[str, psycopg.Connection[Any]]]:  # type: ignore[no-untyped-def]
+    """A database of its own with ``public.items (id, name)``: its DSN and an autocommit session on it."""
+    dsn = pg.create_database(name)
+    with psycopg.connect(dsn, autocommit=True) as writer:
+        writer.execute("CREATE TABLE public.items (id bigint PRIMARY KEY, name text)")
+        yield dsn, writer
+
+
 def reconcile(silver: Silver, conn: psycopg.Connection[Any], table: str = "public.items",
               **options: Any) -> RuleResult:
     return check_table(silver.table, rules=["source_reconciliation"], source_connection=conn,
@@ -134,10 +144,8 @@ def problems(result: RuleResult) -> dict[int, str]:
 
 
 def test_silver_ahead_of_the_source_snapshot_is_read_as_of_it(spark: SparkSession, tmp_path: Path, pg) -> None:  # type: ignore[no-untyped-def]
-    dsn = pg.create_database("quality_in_flight_ahead")
     silver = Silver.create(spark, tmp_path)
-    with psycopg.connect(dsn, autocommit=True) as writer:
-        writer.execute("CREATE TABLE public.items (id bigint PRIMARY KEY, name text)")
+    with items_source(pg, "quality_in_flight_ahead") as (dsn, writer):
         # two transactions before the reconciler's snapshot, in silver's version v1
         c0 = commit(writer, "INSERT INTO items VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd'), (5, 'e'), (6, 'f')")
         c1 = commit(writer, "UPDATE items SET name = 'b2' WHERE id = 2", "DELETE FROM items WHERE id = 6")
@@ -191,10 +199,8 @@ def test_silver_ahead_of_the_source_snapshot_is_read_as_of_it(spark: SparkSessio
 
 
 def test_silver_behind_the_source_snapshot_is_not_compared(spark: SparkSession, tmp_path: Path, pg) -> None:  # type: ignore[no-untyped-def]
-    dsn = pg.create_database("quality_in_flight_behind")
     silver = Silver.create(spark, tmp_path)
-    with psycopg.connect(dsn, autocommit=True) as writer:
-        writer.execute("CREATE TABLE public.items (id bigint PRIMARY KEY, name text)")
+    with items_source(pg, "quality_in_flight_behind") as (dsn, writer):
         c0 = commit(writer, "INSERT INTO items VALUES (1, 'a'), (2, 'b'), (3, 'c')")
         silver.apply((c0, [("c", {"id": i, "name": n}) for i, n in enumerate("abc", start=1)]))
         # committed at the source, not yet in silver: the pipeline lags
@@ -221,10 +227,8 @@ def test_an_asynchronous_commit_the_snapshot_sees_is_within_its_position(  # typ
     is visible before its WAL is written: ``pg_current_wal_lsn()``, the WAL *write* position, stays
     below it for up to ``wal_writer_delay``. The snapshot's position must still cover every commit the
     snapshot sees, else silver is read as of a version without it and its rows are false differences."""
-    dsn = pg.create_database("quality_in_flight_async")
     silver = Silver.create(spark, tmp_path)
-    with psycopg.connect(dsn, autocommit=True) as writer:
-        writer.execute("CREATE TABLE public.items (id bigint PRIMARY KEY, name text)")
+    with items_source(pg, "quality_in_flight_async") as (dsn, writer):
         writer.execute("CREATE TABLE public.other (n int)")
         c0 = commit(writer, "INSERT INTO items VALUES (1, 'a'), (2, 'b'), (3, 'c')")
         silver.apply((c0, [("c", {"id": i, "name": n}) for i, n in enumerate("abc", start=1)]))
