@@ -47,9 +47,23 @@ case "$command" in
     # much of the main run waits on servers and JVMs, so the two cores take both; their output is
     # printed after the main run's.
     spark4_log="$(mktemp -d)"
+    # In a whole-suite run the Spark 4.0 runs start once the Delta/Spark-Kafka child run (the first
+    # module) has ended, or the main run has: the three at once loaded 2 cores to 15-18 and the child
+    # run overran its limit. The child's test touches this file when it ends (tests/integration/
+    # test_spark_connectors.py); 40 minutes at most, in case it never ran.
+    first_done=""
+    if [ $# -eq 0 ]; then
+      first_done="$spark4_log/first-done"
+      export LAKECDC_TEST_FIRST_DONE="$first_done"
+    fi
     if [ "$spark4" = yes ]; then
       (
         code=0
+        waited=0
+        while [ -n "$first_done" ] && [ ! -e "$first_done" ] && [ "$waited" -lt 2400 ]; do
+          sleep 2
+          waited=$((waited + 2))
+        done
         PYTEST_ADDOPTS="--basetemp=$spark4_log/spark4" spark4_run "$@" -m spark4 || code=$?
         # Delta through Spark needs Delta's jars in the JVM, which changes what the job picks on its own:
         # those tests run in a JVM of their own (the connector_spark fixture of tests/conftest.py).
@@ -73,6 +87,7 @@ case "$command" in
     fi
     .venv/bin/python -m pytest --durations=15 "${workers[@]}" "$@"
     status=$?
+    [ -z "$first_done" ] || touch "$first_done"
     if [ "$status" -eq 5 ]; then
       echo "run.sh: pytest collected no tests; that is a failure here" >&2
     fi

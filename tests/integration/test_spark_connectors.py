@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,17 @@ CONNECTOR_TESTS = (
 )
 
 
+@pytest.fixture
+def tell_run_sh_when_done() -> Iterator[None]:
+    """``./run.sh test`` starts its Spark 4.0 runs once this test has ended (``LAKECDC_TEST_FIRST_DONE``)."""
+    try:
+        yield
+    finally:
+        if done := os.environ.get("LAKECDC_TEST_FIRST_DONE"):
+            Path(done).touch()
+
+
+@pytest.mark.usefixtures("tell_run_sh_when_done")
 def test_connector_tests_pass_in_a_spark_with_delta_and_the_kafka_source(tmp_path: Path) -> None:
     missing = [name for name in CONNECTORS if name not in spark_connectors("auto")]
     if missing:

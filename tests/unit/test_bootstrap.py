@@ -169,3 +169,29 @@ def test_run_sh_test_runs_the_spark4_subset_beside_the_suite_and_fails_when_it_f
     assert _run_tests(_fake_checkout(tmp_path / "empty", 0, 5))[0] == 5
     code, calls = _run_tests(_fake_checkout(tmp_path / "narrow", 0, 5), "tests/unit/config")
     assert code == 0 and ".venv-spark4 connectors= -m pytest --durations=5 tests/unit/config -m spark4" in calls
+
+
+def test_run_sh_test_starts_the_spark4_runs_when_the_first_module_has_ended(tmp_path: Path) -> None:
+    # The main run's first module (the Delta/Spark-Kafka child run) touches LAKECDC_TEST_FIRST_DONE when
+    # it ends: the Spark 4.0 runs start then, while the main run goes on.
+    checkout = _fake_checkout(tmp_path / "whole", 0, 0)
+    (checkout / ".venv" / "bin" / "python").write_text(
+        '#!/bin/sh\nlog="$(dirname "$0")/../../calls.log"\necho "main starts" >> "$log"\nsleep 1\n'
+        'touch "$LAKECDC_TEST_FIRST_DONE"\nsleep 12\necho "main ends" >> "$log"\n')
+    code, calls = _run_tests(checkout)
+    assert code == 0
+    main = calls.index("main starts"), calls.index("main ends")
+    spark4 = [i for i, call in enumerate(calls) if call.startswith(".venv-spark4")]
+    assert len(spark4) == 2 and all(main[0] < i < main[1] for i in spark4)
+    # the main run ending starts them too (it may never have run the first module)
+    checkout = _fake_checkout(tmp_path / "never", 0, 0)
+    code, calls = _run_tests(checkout)
+    assert code == 0 and calls[2].startswith(".venv connectors=") and calls[3].startswith(".venv-spark4")
+    # a narrowed run (ARGS) does not wait for a module it may not hold
+    checkout = _fake_checkout(tmp_path / "narrow", 0, 0)
+    (checkout / ".venv" / "bin" / "python").write_text(
+        '#!/bin/sh\nlog="$(dirname "$0")/../../calls.log"\n'
+        'echo "main starts ${LAKECDC_TEST_FIRST_DONE:-unset}" >> "$log"\nsleep 12\necho "main ends" >> "$log"\n')
+    code, calls = _run_tests(checkout, "tests/unit")
+    assert code == 0 and "main starts unset" in calls
+    assert calls.index("main ends") > max(i for i, call in enumerate(calls) if call.startswith(".venv-spark4"))
