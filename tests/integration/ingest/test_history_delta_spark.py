@@ -23,6 +23,7 @@ def history_rows(spark: SparkSession, name: str) -> list[dict[str, Any]]:
     return sorted((normalize_version(r) for r in rows), key=lambda v: (v["id"], v["_valid_from_seq"]))
 
 
+@pytest.mark.spark4_connectors
 def test_delta_spark_history_matches_the_model_and_silver(connector_spark: SparkSession) -> None:
     spark = connector_spark
     assert delta_in_session(spark)

@@ -22,6 +22,7 @@ from history_model import check_chain  # noqa: E402
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
+@pytest.mark.spark4
 def test_golden_records_keep_a_history_equal_to_silver_and_to_bronze_replay(broker, spark, tmp_path: Path) -> None:
     prefix = unique_prefix("jh")
     publish_golden_with_a_malformed_record(broker, prefix)

@@ -111,6 +111,7 @@ SCENARIO = [  # source order; every kind of event, a primary-key change with a p
 ]
 
 
+@pytest.mark.spark4
 def test_history_audits_agree_with_time_travel_and_bronze_replay(writer: TableWriter) -> None:
     s = HistoryStream(writer.spark, writer.format, track_history_except_columns=("note",))  # type: ignore[attr-defined]
     batches = in_delivery_order([SCENARIO[:3], SCENARIO[3:6], SCENARIO[6:10], SCENARIO[10:]])

@@ -143,6 +143,7 @@ def test_tables_applied_in_parallel_each_record_their_own_progress(connector_spa
         assert silver(spark, s) == {n: f"{s.topic}-{n}" for n in range(rounds)}
 
 
+@pytest.mark.spark4_connectors
 @pytest.mark.slow
 def test_job_with_state_json_lost_between_runs_takes_the_new_events(broker, connector_spark: SparkSession,
                                                                     tmp_path: Path) -> None:
