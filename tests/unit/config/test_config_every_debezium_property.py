@@ -1,5 +1,6 @@
-"""Every property Debezium 3.6.3 defines for the four connectors is accepted, and either applied or
-listed (with its reason) in ``lakecdc.config.no_effect``.
+"""Every property Debezium 3.6.3 defines for the four connectors, and Debezium's MariaDB connector for
+``connector.class=io.debezium.connector.mariadb.MariaDbConnector``, is accepted, and either applied or
+listed (with its reason) in ``lakecdc.config.no_effect``; Debezium's deprecated aliases act as their property.
 
 The definitions come from Debezium's own classes (``tests/data/debezium/connector_fields.json``,
 dumped by ``tests/conformance/debezium_fields.py`` from ``<Connector>ConnectorConfig.ALL_FIELDS``,
@@ -34,8 +35,19 @@ MODELS: dict[str, tuple[type[CommonConnectorConfig], dict[str, str]]] = {
     "mysql": (MySqlConnectorConfig, {}),
     "sqlserver": (SqlServerConnectorConfig, {"database.names": "shop"}),
     "oracle": (OracleConnectorConfig, {"database.hostname": "db", "database.dbname": "ORCLCDB"}),
+    # Debezium's MariaDB connector (its own class and definitions): lakecdc's MySQL model and code
+    "mariadb": (MySqlConnectorConfig, {"connector.class": "io.debezium.connector.mariadb.MariaDbConnector"}),
 }
 CONNECTORS = tuple(MODELS)
+#: the connector whose code, no-effect list and exceptions below a model stands for
+KIND = {"mariadb": "mysql"}
+KINDS = tuple(c for c in CONNECTORS if c not in KIND)
+
+
+def kind(connector: str) -> str:
+    return KIND.get(connector, connector)
+
+
 # Applied although the source never reads the name: the only value lakecdc accepts is what it does.
 APPLIED_BY_CONSTRUCTION = {
     "postgres": {"plugin.name"},  # Literal["pgoutput"]: decoderbufs is refused, pgoutput is always used
@@ -103,22 +115,37 @@ def test_a_file_with_every_property_at_debeziums_default_loads(connector: str) -
         if "(" not in name and FIELDS[connector].get(name, {}).get("default") not in (None, "")
     }
     properties.pop("topic.prefix", None)
-    properties.update(COMPLETIONS.get(connector, {}))
+    properties.update(COMPLETIONS.get(kind(connector), {}))
     assert len(properties) > 40
     config = load(connector, properties)
-    listed = registry.no_effect(connector)
-    assert set(config.not_applied_properties()) == {n for n in properties if n in listed}
+    listed = registry.no_effect(kind(connector))
+    current = {MODELS[connector][0]._current_name(n) for n in properties}
+    assert set(config.not_applied_properties()) == {n for n in current if n in listed}
 
 
-@pytest.mark.parametrize("connector", CONNECTORS)
+@pytest.mark.parametrize("connector", KINDS)
 def test_no_effect_list_names_only_properties_debezium_defines(connector: str) -> None:
-    assert sorted(set(registry.no_effect(connector)) - debezium_names(connector)) == []
+    assert sorted(set(registry.no_effect(kind(connector))) - debezium_names(connector)) == []
 
 
 def test_every_reason_is_a_sentence_for_the_user() -> None:
-    for connector in CONNECTORS:
+    for connector in KINDS:
         for name, reason in registry.no_effect(connector).items():
             assert len(reason) > 20 and not reason.endswith("."), (name, reason)
+
+
+@pytest.mark.parametrize("connector", CONNECTORS)
+def test_debeziums_deprecated_aliases_act_as_their_property(connector: str) -> None:
+    """A file that still uses a name Debezium keeps as a deprecated alias (``Field.withDeprecatedAliases``)
+    loads as if it used the current name: the same settings, reported under the current name."""
+    groups = [FIELDS[connector], *([FIELDS["schema_history"]] if connector != "postgres" else [])]
+    aliased = [(name, alias) for group in groups for name, info in group.items() for alias in info["aliases"]]
+    assert aliased or connector == "mariadb"  # its 3.5 release defines no alias
+    for name, alias in aliased:
+        value = {"BOOLEAN": "true", "INT": "2", "LONG": "2"}.get(FIELDS[connector][name]["type"], "host2")
+        by_alias, by_name = load(connector, {alias: value}), load(connector, {name: value})
+        assert by_alias.model_dump() == by_name.model_dump(), (alias, name)
+        assert by_alias.not_applied_properties() == by_name.not_applied_properties(), (alias, name)
 
 
 # -- applied or not: read from the source ------------------------------------------------------
@@ -135,8 +162,9 @@ def _sources() -> dict[str, list[str]]:
 
 
 def _scope(connector: str, *, with_config_package: bool) -> dict[str, list[str]]:
-    others = [f"lakecdc/capture/{c}/" for c in CONNECTORS if c != connector]
-    skip = {"lakecdc/config/no_effect.py", "lakecdc/config/passthrough.py", *NOT_USED_BY.get(connector, ())}
+    others = [f"lakecdc/capture/{c}/" for c in KINDS if c != kind(connector)]
+    skip = {"lakecdc/config/no_effect.py", "lakecdc/config/passthrough.py", "lakecdc/config/aliases.py",
+            *NOT_USED_BY.get(kind(connector), ())}
     return {rel: lines for rel, lines in _sources().items()
             if rel not in skip and not rel.startswith(tuple(others))
             and (with_config_package or not rel.startswith("lakecdc/config/"))}
@@ -155,8 +183,9 @@ def _readers(connector: str, name: str, scope: dict[str, list[str]]) -> list[str
 def test_properties_listed_without_effect_are_not_read(connector: str) -> None:
     """A property lakecdc starts applying must leave the no-effect list (or users get a false warning)."""
     scope = _scope(connector, with_config_package=False)
-    read = {name: [f for f in _readers(connector, name, scope) if f not in NOT_USED_FOR.get((connector, name), ())]
-            for name in registry.no_effect(connector)}
+    read = {name: [f for f in _readers(connector, name, scope)
+                   if f not in NOT_USED_FOR.get((kind(connector), name), ())]
+            for name in registry.no_effect(kind(connector))}
     assert {name: where for name, where in read.items() if where} == {}
 
 
@@ -164,9 +193,10 @@ def test_properties_listed_without_effect_are_not_read(connector: str) -> None:
 def test_properties_not_listed_are_read(connector: str) -> None:
     """A property lakecdc does not list as without effect is applied: some code reads it."""
     scope = _scope(connector, with_config_package=True)
-    listed = registry.no_effect(connector)
+    listed = registry.no_effect(kind(connector))
     unread = [name for name in sorted(debezium_names(connector))
-              if "(" not in name and name not in listed and name not in APPLIED_BY_CONSTRUCTION.get(connector, ())
+              if "(" not in name and MODELS[connector][0]._current_name(name) not in listed
+              and name not in APPLIED_BY_CONSTRUCTION.get(kind(connector), ())
               and not _readers(connector, name, scope)]
     assert unread == []
 

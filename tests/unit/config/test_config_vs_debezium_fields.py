@@ -110,7 +110,9 @@ def test_choices_equal_the_union_of_debeziums_allowed_values(fields: dict[str, d
 
 
 def test_fields_file_is_a_real_dump(fields: dict[str, dict[str, Any]]) -> None:
-    assert set(fields) == {*CONNECTORS, "topic_naming", "schema_history", "channels"}
+    assert set(fields) == {*CONNECTORS, "mariadb", "topic_naming", "schema_history", "channels"}
+    # Debezium's MariaDB connector, a release of its own: MariaDB Connector/J's TLS modes
+    assert fields["mariadb"]["database.ssl.mode"]["allowed"] == ["disable", "trust", "verify-ca", "verify-full"]
     assert "schema.history.internal.kafka.recovery.attempts" in fields["schema_history"]
     assert "signal.kafka.topic" in fields["channels"]
     assert fields["postgres"]["slot.name"]["default"] == "debezium"
