@@ -13,7 +13,7 @@ import pytest
 
 from lakecdc.spark.class_archive import QUIET, archive_options, archive_path
 
-pytestmark = [pytest.mark.integration]
+pytestmark = [pytest.mark.integration, pytest.mark.spark4]
 
 REPO = Path(__file__).resolve().parents[2]
 
