@@ -52,6 +52,7 @@ case "$command" in
     # run overran its limit. The child's test touches this file when it ends (tests/integration/
     # test_spark_connectors.py); 40 minutes at most, in case it never ran.
     first_done=""
+    unset LAKECDC_TEST_FIRST_DONE  # (a run.sh started by a test must not signal the outer one)
     if [ $# -eq 0 ]; then
       first_done="$spark4_log/first-done"
       export LAKECDC_TEST_FIRST_DONE="$first_done"
