@@ -81,9 +81,9 @@ def extra_jvm_options() -> list[str]:
 def with_jvm_options(conf: dict[str, str]) -> dict[str, str]:
     """``conf`` with the JVM flags of ``LAKECDC_JVM_OPTIONS`` for the driver and executors, and the
     class-data archive's for the driver (``lakecdc.spark.class_archive``), before the caller's own."""
-    conf = dict(conf)
+    conf, jvm_options = dict(conf), extra_jvm_options()
     for key in _JAVA_OPTIONS_KEYS:
-        flags = [*extra_jvm_options(), *(archive_options() if key == _DRIVER_OPTIONS else ()), conf.get(key, "")]
+        flags = [*jvm_options, *(archive_options() if key == _DRIVER_OPTIONS else ()), conf.get(key, "")]
         if any(flags):
             conf[key] = " ".join(flags).strip()
     return conf
