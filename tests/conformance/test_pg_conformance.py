@@ -21,7 +21,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import MaskRules, assert_conformant, drop_slot, load_capture, run_debezium, run_sql, split_sql
+from harness import (
+    ORACLE_VERSION,
+    MaskRules,
+    assert_conformant,
+    drop_slot,
+    load_capture,
+    pin_debezium_version,
+    run_debezium,
+    run_sql,
+    split_sql,
+)
 from pg_slots import drop_database_slots
 from shared_paths import SHARED_ROOT
 
@@ -50,17 +60,20 @@ def fresh_database(pg: Any, name: str) -> str:
 
 
 def capture_with_lakecdc(config: Path, *, setup_sql: str, workload_sql: str, workload_dsn: str,
-                         work_dir: Path, stop_when_idle: float = 3.0) -> list[dict[str, Any]]:
+                         work_dir: Path, stop_when_idle: float = 3.0,
+                         debezium_version: str | None = ORACLE_VERSION) -> list[dict[str, Any]]:
     """Like the harness's runner, but the workload starts once the snapshot is committed (the
     offsets file exists) and the slot streams. The harness's own runner waits only for the slot to
     be active, which it also is for a moment while the snapshot creates it, so its workload can
     race the snapshot (a TRUNCATE committed before the snapshot's table locks empties the table
-    for it, as for any exported-snapshot reader, Debezium included)."""
+    for it, as for any exported-snapshot reader, Debezium included). ``debezium_version``: as the
+    harness's runner (``pin_debezium_version``)."""
     import threading
     import time
 
     import psycopg
 
+    pin_debezium_version(config, debezium_version)
     run_sql(workload_dsn, setup_sql)
     out = work_dir / "lakecdc.jsonl"
     offsets = work_dir / "offsets.json"

@@ -55,7 +55,7 @@ class MySqlSnapshotSource:
         self.selects = selects or {}
         self.with_data = with_data
         self.show_progress = show_progress
-        self.source = source_builder(config.topic_prefix, config.connector_type)
+        self.source = source_builder(config)
         self.lock_kind = "none"
         self.lock_used = "no"
         self._create_statements: dict[tuple[str, str], str] = {}

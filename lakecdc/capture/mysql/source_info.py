@@ -14,11 +14,12 @@ the binlog (MySQL ``binlog_rows_query_log_events``, MariaDB ``binlog_annotate_ro
 
 from __future__ import annotations
 
+from lakecdc.capture.mysql.config import MySqlConnectorConfig
 from lakecdc.events.source import BinlogSourceBuilder, source_schema
 
 __all__ = ["BinlogSourceBuilder", "source_builder", "source_schema"]
 
 
-def source_builder(server_name: str, connector: str) -> BinlogSourceBuilder:
+def source_builder(config: MySqlConnectorConfig) -> BinlogSourceBuilder:
     """A builder whose constant fields (version, connector, name) are fixed once."""
-    return BinlogSourceBuilder(server_name, connector)
+    return BinlogSourceBuilder(config.topic_prefix, config.connector_type, config.debezium_version)

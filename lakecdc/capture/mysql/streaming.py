@@ -93,7 +93,7 @@ class MySqlStreamingSource:
         self.emitted = emitted
         self.snapshot_for_schema = snapshot_for_schema  # callable(schema) -> offset, for no_data starts
         self.schema = DatabaseSchema(config, modes, namer, history, headers)
-        self.source = source_builder(config.topic_prefix, config.connector_type)
+        self.source = source_builder(config)
         self.skipped = config.skipped_operation_codes
         self.include_query = config.include_query
         self.tracker = TransactionTracker() if config.provide_transaction_metadata else None

@@ -98,7 +98,7 @@ class OracleSnapshotSource:
         self.with_data = with_data
         self.show_progress = show_progress
         self.console = console
-        self.source = source_builder(config.topic_prefix)
+        self.source = source_builder(config)
         self.headers = headers if headers is not None else config.data_headers()
 
     def run(self, emit: Emit) -> SnapshotResult:

@@ -18,11 +18,12 @@ the transaction id is not included for snapshots).
 
 from __future__ import annotations
 
+from lakecdc.capture.oracle.config import OracleConnectorConfig
 from lakecdc.events.source import OracleSourceBuilder, source_schema
 
 __all__ = ["OracleSourceBuilder", "source_builder", "source_schema"]
 
 
-def source_builder(server_name: str) -> OracleSourceBuilder:
+def source_builder(config: OracleConnectorConfig) -> OracleSourceBuilder:
     """A builder whose constant fields (version, connector, name) are fixed once."""
-    return OracleSourceBuilder(server_name)
+    return OracleSourceBuilder(config.topic_prefix, version=config.debezium_version)

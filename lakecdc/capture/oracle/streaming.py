@@ -119,7 +119,7 @@ class OracleStreamingSource:
         self.config = config
         self.modes = modes
         self.namer = namer
-        self.source = source_builder(config.topic_prefix)
+        self.source = source_builder(config)
         self.skipped = config.skipped_operation_codes
         signal = config.signal_table
         self._contents_sql = q.contents_query(config.excluded_schemas, config.lob_enabled, q.filter_predicate(

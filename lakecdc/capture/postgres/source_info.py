@@ -22,4 +22,4 @@ __all__ = ["PostgresSourceBuilder", "source_builder", "source_schema"]
 
 def source_builder(config: PostgresConnectorConfig) -> PostgresSourceBuilder:
     """A builder whose constant fields (version, connector, name, db) are fixed once."""
-    return PostgresSourceBuilder(config.topic_prefix, config.database_dbname or "postgres")
+    return PostgresSourceBuilder(config.topic_prefix, config.database_dbname or "postgres", config.debezium_version)

@@ -68,7 +68,7 @@ class SqlServerSnapshotSource:
         self.connect = connect
         self.with_data = with_data
         self.show_progress = sys.stderr.isatty() if show_progress is None else show_progress
-        self.source = source_builder(config.topic_prefix)
+        self.source = source_builder(config)
         self.mode: str = config.effective_isolation_mode
 
     def run(self, emit: Emit) -> SnapshotResult:
@@ -219,7 +219,7 @@ class SqlServerSnapshotSource:
 def schema_change_records(config: Any, schema: DatabaseSchema, instances: list[Any], lsn: int) -> list[Any]:
     """One CREATE schema change event per captured table, at the snapshot LSN, as Debezium's
     ``SqlServerSnapshotChangeEventSource`` emits them ("Schema change topic")."""
-    source = source_builder(config.topic_prefix)
+    source = source_builder(config)
     topic = schema.namer.schema_change_topic
     position = SqlServerPosition(commit_lsn=lsn, snapshot=True)
     ts_ms = int(time.time() * 1000)

@@ -15,10 +15,12 @@ Snapshot rows carry ``commit_lsn`` = the max LSN read at the snapshot, ``change_
 
 from __future__ import annotations
 
+from lakecdc.capture.sqlserver.config import SqlServerConnectorConfig
 from lakecdc.events.source import SqlServerSourceBuilder, source_schema
 
 __all__ = ["SqlServerSourceBuilder", "source_builder", "source_schema"]
 
 
-def source_builder(server_name: str) -> SqlServerSourceBuilder:
-    return SqlServerSourceBuilder(server_name)
+def source_builder(config: SqlServerConnectorConfig) -> SqlServerSourceBuilder:
+    """A builder whose constant fields (version, connector, name) are fixed once."""
+    return SqlServerSourceBuilder(config.topic_prefix, version=config.debezium_version)

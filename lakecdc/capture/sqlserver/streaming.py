@@ -134,7 +134,7 @@ class SqlServerStreamingSource:
         self.schema = schema
         self.namer = namer
         self.connect = connect
-        self.source = source_builder(config.topic_prefix)
+        self.source = source_builder(config)
         self.skipped = config.skipped_operation_codes
         self.heartbeat = Heartbeat(config.heartbeat_interval_ms, namer.heartbeat_topic, config.topic_prefix)
         self.tx = TransactionTracker() if config.provide_transaction_metadata else None

@@ -1,8 +1,8 @@
 """Golden tests: the seeds' MySQL JSON examples against what lakecdc builds for the same rows.
 
 Every field of each seed example is compared. The seeds were printed by Debezium 1.9.5/2.1.4 and
-lakecdc reproduces Debezium 3.6.3, so a fixed list of version differences (``VERSION_DIFFERENCES``)
-is allowed; anything else must be equal.
+lakecdc reproduces current Debezium (``DEBEZIUM_VERSION``), so a fixed list of version differences
+(``VERSION_DIFFERENCES``) is allowed; anything else must be equal.
 """
 
 from __future__ import annotations
@@ -26,15 +26,15 @@ from lakecdc.capture.mysql.table_schema import build_table_schema
 from lakecdc.capture.mysql.types import TypeModes
 from lakecdc.events.positions import MySqlPosition
 from lakecdc.events.serde import RecordEncoder
-from lakecdc.events.source import BinlogSourceBuilder
+from lakecdc.events.source import DEBEZIUM_VERSION, BinlogSourceBuilder
 from lakecdc.events.topics import TopicNamer
 from lakecdc.events.transaction import TransactionTracker
 
 DATA = Path(__file__).resolve().parents[3] / "data" / "mysql" / "seed_examples"
 
-# field path -> (seed value kind, lakecdc 3.6.3 value) explanations; checked explicitly below
+# field path -> (seed value kind, lakecdc value) explanations; checked explicitly below
 VERSION_DIFFERENCES = {
-    "source.version": "seed 1.9.5/2.1.4.Final, lakecdc 3.6.3.Final",
+    "source.version": "seed 1.9.5/2.1.4.Final, lakecdc DEBEZIUM_VERSION",
     "source.snapshot": "seed boolean (default false); 3.x an io.debezium.data.Enum string, default \"false\"",
     "source.sequence/ts_us/ts_ns": "added in Debezium 2.x/3.x",
     "envelope.transaction/ts_us/ts_ns": "3.x envelope (version 2) has these fields; the seed schema lacks them",
@@ -82,7 +82,7 @@ def source_like(seed_source: dict[str, Any]) -> dict[str, Any]:
 def assert_source_matches_seed(ours: dict[str, Any], seed: dict[str, Any]) -> None:
     for field, expected in seed.items():
         if field == "version":
-            assert ours[field] == "3.6.3.Final"
+            assert ours[field] == DEBEZIUM_VERSION
         elif field == "snapshot":
             assert ours[field] == ("true" if expected in (True, "true") else "false")
         else:

@@ -26,6 +26,7 @@ from lakecdc.capture.oracle.config import OracleConnectorConfig
 from lakecdc.capture.oracle.connector import OracleConnector
 from lakecdc.capture.oracle.errors import OraclePrerequisiteError
 from lakecdc.events.serde import RecordEncoder
+from lakecdc.events.source import DEBEZIUM_VERSION
 from lakecdc.transport.offsets import FileOffsetStore
 
 SEED_XID_6_28_807 = bytes.fromhex("06001c0027030000")  # XIDUSN 6, XIDSLT 28, XIDSQN 807 (little-endian)
@@ -118,7 +119,7 @@ def check_against_seed(record: Any, seed: dict[str, Any]) -> None:
     # known, deliberate differences from the 2.1.4 seed (current Debezium's forms):
     assert value["source"]["rs_id"] == "0x" + seed["source"]["rs_id"]  # RS_ID as LogMiner writes it, trimmed
     assert value["source"]["snapshot"] == "false"  # Debezium 3.x: the Enum text, as in the seed's truncate
-    assert value["source"]["version"] == "3.6.3.Final"
+    assert value["source"]["version"] == DEBEZIUM_VERSION
     # the seed's txId "6.28.807" is Debezium 1.x's USN.SLT.SQN; 3.x writes the raw XID in hex
     usn, slt, sqn = (int(p) for p in seed["source"]["txId"].split("."))
     xid = bytes.fromhex(value["source"]["txId"])
