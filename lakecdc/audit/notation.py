@@ -13,6 +13,11 @@ commit position it stands for, and parsing that text again gives a bound at or a
 
 MySQL GTIDs name a transaction rather than a place; they are resolved to a place through the
 tables' bronze change log (``lakecdc.audit.as_of``), not here.
+
+PostgreSQL without transaction metadata: ``_seq[0]`` is Debezium's ``source.sequence[0]``, the
+commit LSN of the transaction *before* the event's own, so a printed position is that commit: the
+state as of it lacks the transaction the ``_seq`` came from, which commits later at an LSN no event
+names until the next transaction arrives (``lakecdc.audit.replay.uncommitted_without_metadata``).
 """
 
 from __future__ import annotations

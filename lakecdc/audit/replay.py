@@ -7,17 +7,32 @@ with the same ``_seq`` silver compares. ``replay`` applies them in ``_seq`` orde
 rules (``lakecdc.lake.merge_plan``): an event wins only over an older stored row; ``d`` removes
 the key (soft delete mode: marks ``_is_deleted``); ``t`` removes every row older than it; a column
 named in ``_unavailable`` (unchanged TOAST, LOB) keeps its stored value.
+
+Which transactions are committed at P (``open_transactions``): MySQL/MariaDB changes are ranked at
+their own binlog position and named by ``_tx_id`` (``uncommitted_at``). PostgreSQL without
+transaction metadata (``provide.transaction.metadata=false``, Debezium's default; ``_tx_id`` null)
+ranks a change at ``source.sequence[0]``: the commit LSN of the transaction received *before* its
+own, so the transaction is known only by that number (``uncommitted_without_metadata``).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from lakecdc.audit.notation import connector_kind, format_position
+from lakecdc.audit.tables import AuditError
+
 if TYPE_CHECKING:
     import pandas as pd
 
 Seq = tuple[int, ...]
 _ORDER = ("_seq", "_tx_total_order", "_kafka_partition", "_offset")
+#: ``_seq[2]`` of PostgreSQL rows (``lakecdc.events.positions``; the first-transaction mark is
+#: ``lakecdc.ingest.ordering.FIRST_TRANSACTION_PHASE``, which the audit may not import)
+_SNAPSHOT, _STREAMED, _FIRST_TRANSACTION = 0, 1, 2
+#: names a PostgreSQL transaction without ``_tx_id`` by its rows' phase and ``_seq[0]``; no ``tx_link``
+#: starts so (PostgreSQL ``xid``, MySQL ``uuid:n``, MariaDB ``d-s-n``)
+_UNTRACKED = "~seq0:"
 
 
 def events_between(bronze: pd.DataFrame, after: Seq | None, through: Seq) -> pd.DataFrame:
@@ -62,8 +77,8 @@ def uncommitted_at(bronze: list[pd.DataFrame], through: Seq) -> set[str]:
 
     Only where ``_seq`` ranks a change at its own place in the log can that happen: MySQL/MariaDB
     binlog positions (``file:pos`` of each rows event). PostgreSQL with transaction metadata, SQL
-    Server and Oracle rank every change at its transaction's commit. Without transaction metadata
-    ``_tx_id`` is null and nothing is known."""
+    Server and Oracle rank every change at its transaction's commit. PostgreSQL without transaction
+    metadata has ``_tx_id`` null: ``uncommitted_without_metadata``."""
     from lakecdc.events.transaction import tx_link
 
     before: set[str] = set()
@@ -75,22 +90,125 @@ def uncommitted_at(bronze: list[pd.DataFrame], through: Seq) -> set[str]:
     return before & after
 
 
-def first_change(bronze: pd.DataFrame, transactions: set[str]) -> Seq | None:
-    """The lowest ``_seq`` of a change of ``transactions`` (``uncommitted_at``) in this change log."""
+def uncommitted_without_metadata(bronze: list[pd.DataFrame], through: Seq) -> set[str]:
+    """PostgreSQL transactions without ``_tx_id`` in the given change logs (read together) that are not
+    committed at ``through``; raises ``AuditError`` where the logs cannot tell.
+
+    Debezium's ``source.sequence[0]`` is the commit LSN of the last transaction received before the
+    event's own (``PostgresOffsetContext`` ``lsn_commit``): every event of one transaction carries the
+    same one, it grows from each transaction to the next, and a transaction's commit C lies after it
+    and after the LSN of each of its changes, and at or before the ``sequence[0]`` of any later
+    transaction. So a transaction whose rows carry ``s`` is, at LSN P (``through[0]``):
+
+    - committed when a later transaction's ``sequence[0]`` is at or below P;
+    - not committed when P is at or below ``s`` or one of its change LSNs (``_seq[1]``);
+    - unknown otherwise: its commit is somewhere above its last change and at or below the next
+      ``sequence[0]`` -- exactly that when these tables see every transaction, but other tables'
+      transactions (or a non-transactional logical message) may commit between. The newest
+      transaction is never known to be committed until the next one arrives.
+
+    The first transaction streamed after a start without an offset (or from a snapshot's offset) has
+    ``sequence[0]`` null: the ingest ranks its rows at their own LSN, raised to snapshot LSN + 1
+    (``_seq[2]`` = 2, ``lakecdc.ingest.ordering.rank_after_snapshot``); its rows, up to the first
+    ``sequence[0]`` above them, are one transaction. A restart from a stored offset resumes
+    ``sequence[0]`` at its ``lsn_commit``, the last commit sent, so nothing changes there. Snapshot
+    rows (``_seq[2]`` = 0) are at the snapshot's position and committed at it: left to ``_seq``.
+
+    Returns names ``without`` and ``first_change`` understand; empty when every row has a ``_tx_id``.
+    """
+    import bisect
+
+    at = through[0]
+    later: set[int] = set()  # sequence[0] of streamed rows: each bounds the commits before it
+    untracked: dict[tuple[int, int], int] = {}  # (phase, _seq[0]) -> the highest LSN its rows show
+    for frame in bronze:
+        for tx_id, seq in zip(frame["_tx_id"], frame["_seq"]):
+            phase, first, lsn = int(seq[2]), int(seq[0]), int(seq[1])
+            if phase == _STREAMED:
+                later.add(first)
+            if phase in (_STREAMED, _FIRST_TRANSACTION) and not isinstance(tx_id, str):
+                untracked[(phase, first)] = max(untracked.get((phase, first), first), lsn)
+    commits = sorted(later)
+    # One transaction per streamed sequence[0]; first-transaction rows between two of them: one more.
+    transactions: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for phase, first in untracked:
+        group = (phase, first) if phase == _STREAMED else (phase, bisect.bisect_right(commits, first))
+        transactions.setdefault(group, []).append((phase, first))
+    out: set[str] = set()
+    for keys in transactions.values():
+        lowest = min(first for _, first in keys)
+        if lowest > at:
+            continue  # none of its rows is at or below P
+        highest = max(untracked[k] for k in keys)
+        following = bisect.bisect_right(commits, max(first for _, first in keys))
+        bound = commits[following] if following < len(commits) else None
+        if bound is not None and bound <= at:
+            continue  # committed: a later transaction was sent after its commit
+        if at <= highest:
+            out.update(f"{_UNTRACKED}{phase}:{first}" for phase, first in keys)
+            continue
+        raise AuditError(_unknown_commit(at, lowest, highest, bound))
+    return out
+
+
+def _unknown_commit(at: int, lowest: int, highest: int, bound: int | None) -> str:
+    def lsn(value: int) -> str:
+        return format_position("postgres", (value,))
+
+    where = (f"it is after {lsn(highest)} and at or before {lsn(bound)}" if bound is not None else
+             f"it is after {lsn(highest)}, and this is the newest transaction of these tables: its commit "
+             "LSN is known only once the next transaction arrives")
+    answer = f"as of {lsn(highest)} or before, it is not committed"
+    if bound is not None:
+        answer += f"; as of {lsn(bound)} or after, it is"
+    return (f"as of {lsn(at)}: the commit of the PostgreSQL transaction whose events follow {lsn(lowest)} is not "
+            f"known without transaction metadata ({where}). {answer}; with provide.transaction.metadata=true "
+            "every position is answered")
+
+
+def open_transactions(connector: str | None, bronze: list[pd.DataFrame], through: Seq) -> set[str]:
+    """The transactions not committed at ``through`` across the change logs read together, by
+    connector: ``uncommitted_at``, and for PostgreSQL also ``uncommitted_without_metadata``."""
+    found = uncommitted_at(bronze, through)
+    if connector_kind(connector) == "postgres":
+        found |= uncommitted_without_metadata(bronze, through)
+    return found
+
+
+def untracked_rows(frame: pd.DataFrame) -> bool:
+    """Whether ``frame`` (silver or bronze rows) holds a streamed PostgreSQL change without ``_tx_id``."""
+    if "_tx_id" not in frame.columns or "_seq" not in frame.columns:
+        return False
+    return any(not isinstance(tx_id, str) and int(seq[2]) in (_STREAMED, _FIRST_TRANSACTION)
+               for tx_id, seq in zip(frame["_tx_id"], frame["_seq"]))
+
+
+def _transaction_of(tx_id: Any, seq: Any, untracked: bool) -> str | None:
+    """The name ``uncommitted_at`` / ``uncommitted_without_metadata`` give a row's transaction."""
     from lakecdc.events.transaction import tx_link
 
+    if isinstance(tx_id, str):
+        return tx_link(tx_id)
+    if untracked and int(seq[2]) != _SNAPSHOT:
+        return f"{_UNTRACKED}{int(seq[2])}:{int(seq[0])}"
+    return None
+
+
+def first_change(bronze: pd.DataFrame, transactions: set[str]) -> Seq | None:
+    """The lowest ``_seq`` of a change of ``transactions`` (``open_transactions``) in this change log."""
+    untracked = any(t.startswith(_UNTRACKED) for t in transactions)
     seqs = [tuple(int(v) for v in seq) for tx_id, seq in zip(bronze["_tx_id"], bronze["_seq"])
-            if isinstance(tx_id, str) and tx_link(tx_id) in transactions]
+            if _transaction_of(tx_id, seq, untracked) in transactions]
     return min(seqs) if seqs else None
 
 
 def without(events: pd.DataFrame, transactions: set[str]) -> pd.DataFrame:
-    """``events`` less the changes of ``transactions`` (``uncommitted_at``)."""
+    """``events`` less the changes of ``transactions`` (``open_transactions``)."""
     if not transactions or events.empty:
         return events
-    from lakecdc.events.transaction import tx_link
-
-    return events[[not isinstance(t, str) or tx_link(t) not in transactions for t in events["_tx_id"]]]
+    untracked = any(t.startswith(_UNTRACKED) for t in transactions)
+    return events[[_transaction_of(t, s, untracked) not in transactions
+                   for t, s in zip(events["_tx_id"], events["_seq"])]]
 
 
 def replay(silver: pd.DataFrame, events: pd.DataFrame, keys: tuple[str, ...]) -> pd.DataFrame:

@@ -202,6 +202,10 @@ def position_match(table: LakeTable, position: Any, connector: str | None = None
     ``reached``: a consistency point the table is known to be complete through beyond its own
     newest commit (``lakecdc.audit.consistency``). Raises ``AuditError`` when the table has not
     reached the position yet, naming the newest position it answers for.
+
+    Positions only: PostgreSQL without transaction metadata ranks a transaction at the commit before
+    it, so the version picked for a commit LSN P may hold the transaction after P; only the bronze
+    change log tells (``lakecdc.audit.as_of.read_as_of``, ``lakecdc.audit.replay.open_transactions``).
     """
     versions, wanted, newest = positioned(table, position, connector, reached)
     return match_versions(versions, wanted, newest)
@@ -212,7 +216,7 @@ def positioned(table: LakeTable, position: Any, connector: str | None = None,
     """``table``'s versions that carry a position (oldest first), the ``_seq`` bound of ``position``
     and the newest position the table answers for; raises as ``position_match`` does."""
     versions = [v for v in table_versions(table) if v.source_position is not None]
-    connector = connector or next((v.connector for v in reversed(versions) if v.connector), None)
+    connector = recorded_connector(versions, connector)
     wanted = parse_position(position, connector)
     newest = versions[-1].reached if versions else None
     if reached is not None and (newest is None or reached > newest):
@@ -223,16 +227,23 @@ def positioned(table: LakeTable, position: Any, connector: str | None = None,
     return versions, wanted, newest
 
 
+def recorded_connector(versions: list[TableVersion], connector: str | None = None) -> str | None:
+    """``connector`` when given, else the one the newest of ``versions`` that names one recorded."""
+    return connector or next((v.connector for v in reversed(versions) if v.connector), None)
+
+
 def match_versions(versions: list[TableVersion], wanted: Position, reached: Position | None,
                    open_from: Position | None = None) -> PositionMatch:
     """``position_match`` over a table's positioned versions (oldest first).
 
     ``open_from``: the lowest ``_seq`` of this table's changes in transactions still open at
-    ``wanted`` (``lakecdc.audit.replay.uncommitted_at`` across the tables read together). A version
+    ``wanted`` (``lakecdc.audit.replay.open_transactions`` across the tables read together). A version
     whose highest ``_seq`` is at or above it holds part of such a transaction even when that
     ``_seq`` is at or below ``wanted`` -- a MySQL/MariaDB transfer's first table is complete at
-    its own change, before the second table's -- so the newest version below it answers, and
-    the bronze events up to ``wanted`` less the open transactions complete it (never exact)."""
+    its own change, before the second table's; a PostgreSQL transaction without transaction
+    metadata is ranked at the commit *before* it, so at that commit LSN it is at or below ``wanted``
+    and not committed -- so the newest version below it answers, and the bronze events up to
+    ``wanted`` less the open transactions complete it (never exact)."""
     chosen = None
     for i, v in enumerate(versions):
         held = tuple(v.source_position)  # type: ignore[arg-type]

@@ -253,13 +253,18 @@ def consistent(config: Path | None = CONFIG, warehouse: Path | None = WAREHOUSE,
                                           help="With --sql: CREATE TEMP VIEW <table>_consistent.")) -> None:
     """The newest consistency point the ingest job published: the source position every table is
     complete through, and the version of each table that holds exactly it."""
-    from lakecdc.audit.consistency import consistent_sql, describe_point, latest_point
+    from lakecdc.audit.consistency import beyond_point, consistent_sql, describe_point, latest_point, not_exact_reason
+    from lakecdc.audit.tables import AuditError
 
     try:
         lake = AuditLake.of(config, fmt, warehouse, catalog)
         point = latest_point(lake.table(lake.log_table))
         if point is None:
             raise LakecdcError(f"no consistency point in {lake.log_table} yet (the ingest job publishes one per batch)")
+        handles = [lake.table(name) for name in sorted(point.versions)]
+        inexact = bool(beyond_point(point, handles, dict(lake.bronze_of(handles))))
+        if sql and inexact:
+            raise AuditError(f"no SQL for this point: {not_exact_reason(point)}")
         if sql:
             def qualify(name: str) -> str:
                 if lake.formats.get(name, lake.default_format) == "iceberg":
@@ -279,6 +284,8 @@ def consistent(config: Path | None = CONFIG, warehouse: Path | None = WAREHOUSE,
     for name in point.stopped:
         out.add_row(f"{name} (stopped)", "-")
     console.print(out)
+    if inexact:
+        console.print(f"[yellow]Not exact:[/yellow] {not_exact_reason(point)}", soft_wrap=True)
 
 
 @audit_app.command("history", epilog="[bold]Examples[/bold]\n\n"
