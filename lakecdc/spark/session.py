@@ -123,7 +123,8 @@ def iceberg_catalog_conf(warehouse: Path | str, catalog: CatalogKind = "hadoop",
                          name: str = ICEBERG_CATALOG) -> dict[str, str]:
     """Spark settings that define an Iceberg catalog ``name`` over ``warehouse``.
 
-    These are runtime settings: applying them to a running session adds the catalog.
+    These are runtime settings: applying them to a running session adds the catalog. For ``jdbc``
+    the SQLite file gets the catalog's tables first (``_create_catalog_tables``).
     """
     warehouse_path = Path(warehouse).resolve()
     prefix = f"spark.sql.catalog.{name}"
@@ -148,27 +149,36 @@ def iceberg_catalog_conf(warehouse: Path | str, catalog: CatalogKind = "hadoop",
         # closes the ResultSet: once the tables exist, that leaves a read transaction open on a
         # pooled connection until the JVM collects it, and in WAL mode every later read through
         # that connection sees the catalog as it was (an old metadata pointer, whose snapshot files
-        # an expiry may have deleted since). A catalog whose tables exist is not initialized again.
-        if _catalog_tables_exist(warehouse_path / JDBC_CATALOG_FILE):
-            conf[f"{prefix}.jdbc.init-catalog-tables"] = "false"
+        # an expiry may have deleted since) and every commit through it fails (SQLITE_BUSY_SNAPSHOT:
+        # "Unknown failure"). Each session initializes its own catalog -- also the sessions Iceberg's
+        # actions clone for a compaction -- so the tables are created here, once, and never by it.
+        _create_catalog_tables(warehouse_path / JDBC_CATALOG_FILE)
+        conf[f"{prefix}.jdbc.init-catalog-tables"] = "false"
     else:
         raise ValueError(f"unknown Iceberg catalog kind {catalog!r}: use 'hadoop' or 'jdbc'")
     return conf
 
 
-def _catalog_tables_exist(path: Path) -> bool:
-    """Whether the SQLite file holds Iceberg's JDBC catalog tables (read-only look; False if absent)."""
+#: Iceberg's JDBC catalog tables (``JdbcUtil``, schema V0), exactly as ``JdbcCatalog.initialize`` creates
+#: them on SQLite; pyiceberg's ``SqlCatalog`` reads the same two.
+_CATALOG_TABLES = (
+    "CREATE TABLE IF NOT EXISTS iceberg_tables(catalog_name VARCHAR(255) NOT NULL,table_namespace VARCHAR(255) "
+    "NOT NULL,table_name VARCHAR(255) NOT NULL,metadata_location VARCHAR(1000),previous_metadata_location "
+    "VARCHAR(1000),PRIMARY KEY (catalog_name, table_namespace, table_name))",
+    "CREATE TABLE IF NOT EXISTS iceberg_namespace_properties(catalog_name VARCHAR(255) NOT NULL,namespace "
+    "VARCHAR(255) NOT NULL,property_key VARCHAR(255),property_value VARCHAR(1000),PRIMARY KEY (catalog_name, "
+    "namespace, property_key))",
+)
+
+
+def _create_catalog_tables(path: Path) -> None:
+    """Iceberg's JDBC catalog tables in the SQLite file (created with its folder when absent)."""
     import sqlite3
 
-    if not path.exists():
-        return False
-    try:
-        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)) as conn:
-            found = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
-                                 "('iceberg_tables', 'iceberg_namespace_properties')").fetchone()
-        return bool(found and found[0] == 2)
-    except sqlite3.Error:
-        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with closing(sqlite3.connect(path, timeout=JDBC_BUSY_TIMEOUT_MS / 1000)) as conn, conn:
+        for statement in _CATALOG_TABLES:
+            conn.execute(statement)
 
 
 def spark_session(warehouse: Path | str, catalog: CatalogKind = "hadoop", app_name: str = "lakecdc",
