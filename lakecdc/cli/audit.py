@@ -252,7 +252,8 @@ def consistent(config: Path | None = CONFIG, warehouse: Path | None = WAREHOUSE,
                views: bool = typer.Option(False, "--views",
                                           help="With --sql: CREATE TEMP VIEW <table>_consistent.")) -> None:
     """The newest consistency point the ingest job published: the source position every table is
-    complete through, and the version of each table that holds exactly it."""
+    complete through, and the version of each table that holds exactly it (PostgreSQL without
+    transaction metadata: flagged "Not exact", and no --sql)."""
     from lakecdc.audit.consistency import beyond_point, consistent_sql, describe_point, latest_point, not_exact_reason
     from lakecdc.audit.tables import AuditError
 
