@@ -9,7 +9,8 @@ Where each step runs (``reader=spark`` / ``spark-kafka``):
    returns a summary: record counts and highest offsets per partition, transaction markers, schema
    changes, heartbeats, how many dead letters (their rows stay in the frame), the workers that
    decoded, and per decoded segment its columns and Arrow schema plus one *group* per transaction
-   and partition (events, lowest offset, lowest ``_seq``, highest snapshot position).
+   and partition (events, lowest and highest offset and ``_seq``, highest snapshot position, its first
+   key-change create holding placeholders).
 2. driver: the transaction buffer, the consistency point and the tables' offsets work on those
    groups exactly as on rows (``RemoteSegment`` is a ``DecodedSegment`` whose ``rows`` are its
    groups, weighted by ``_count``): which transactions are released, what is held, how far each
@@ -43,6 +44,7 @@ import logging
 import os
 import pickle
 import time
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -59,6 +61,7 @@ from lakecdc.errors import SchemaEvolutionError
 from lakecdc.events.positions import SNAPSHOT_PHASE
 from lakecdc.ingest.decode import DecodedBatch, Decoder
 from lakecdc.ingest.executor_decode import SchemaRegistry, drop_committed, max_offsets
+from lakecdc.ingest.key_move_holds import moved_creates
 from lakecdc.ingest.ordering import rank_after_snapshot, rank_by_commit
 from lakecdc.ingest.transactions import tx_link
 from lakecdc.lake.batch import ColumnSpec
@@ -77,8 +80,12 @@ Seq = tuple[int, ...]
 ROWS_PER_BLOB = 10_000
 BLOB_BYTES = 16 << 20
 _FRAME = "kind string, topic string, blob binary"
+#: ``_offset``/``_seq`` are the group's lowest, ``_last_offset``/``_max_seq`` its highest; ``_moved_*`` name its
+#: first key-change create holding placeholders (``key_move_holds``), else null.
 _GROUPS = pa.schema([("_tx_id", pa.string()), ("_partition", pa.int32()), ("_offset", pa.int64()),
-                     ("_seq", pa.list_(pa.int64())), ("_count", pa.int64()), ("_snapshot_lsn", pa.int64())])
+                     ("_seq", pa.list_(pa.int64())), ("_count", pa.int64()), ("_snapshot_lsn", pa.int64()),
+                     ("_last_offset", pa.int64()), ("_max_seq", pa.list_(pa.int64())),
+                     ("_moved_seq", pa.list_(pa.int64())), ("_moved_offset", pa.int64())])
 _DEAD = pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()), ("key", pa.binary()),
                    ("value", pa.binary()), ("reason", pa.string()), ("failed_at", pa.timestamp("us", tz="UTC"))])
 _EVOLUTION = "lakecdc schema evolution: "
@@ -162,24 +169,43 @@ def _unblob(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             yield from _from_ipc(blob).to_batches()
 
 
-def _groups(rows: pa.Table) -> pa.Table:
-    """One row per (transaction id, partition) of decoded ``rows`` (``_GROUPS``)."""
-    groups: dict[tuple[str | None, int], list[Any]] = {}
+def _moved_offsets(segments: Iterable[DecodedSegment]) -> dict[int, list[int]]:
+    """Per partition, the sorted offsets of the key-change creates holding placeholders in ``segments``."""
+    out: dict[int, list[int]] = {}
+    for segment in segments:
+        for _, partition, offset in moved_creates(segment.rows):
+            out.setdefault(partition, []).append(offset)
+    return {p: sorted(offsets) for p, offsets in out.items()}
+
+
+def _groups(rows: pa.Table, cuts: Mapping[int, list[int]]) -> pa.Table:
+    """One row per (transaction id, partition) of decoded ``rows`` (``_GROUPS``), cut at each key-change
+    create holding placeholders (``cuts``, per partition; all of the task's segments): a group then lies
+    wholly before or after such a create, so ``key_move_holds`` can hold it from that create on."""
+    groups: dict[tuple[str | None, int, int], list[Any]] = {}
+    moved = {(p, o): s for s, p, o in moved_creates(rows)}
     columns = (rows.column(n).to_pylist() for n in ("_tx_id", "_partition", "_offset", "_seq"))
     for tx_id, partition, offset, seq in zip(*columns):
         snapshot = seq[0] if seq[2] == SNAPSHOT_PHASE else None
-        group = groups.get((tx_id, partition))
+        moved_seq = moved.get((partition, offset))
+        key = (tx_id, partition, bisect_right(cuts.get(partition, []), offset))
+        group = groups.get(key)
         if group is None:
-            groups[(tx_id, partition)] = [offset, seq, 1, snapshot]
+            groups[key] = [offset, seq, 1, snapshot, offset, seq,
+                                          None if moved_seq is None else list(moved_seq),
+                                          None if moved_seq is None else offset]
             continue
         group[0], group[1], group[2] = min(group[0], offset), min(group[1], seq), group[2] + 1
+        group[4], group[5] = max(group[4], offset), max(group[5], seq)
         if snapshot is not None:
             group[3] = max(snapshot, group[3] if group[3] is not None else snapshot)
+        if moved_seq is not None and (group[7] is None or offset < group[7]):
+            group[6], group[7] = list(moved_seq), offset
     keys = list(groups)
     return pa.Table.from_arrays([pa.array([k[0] for k in keys], pa.string()),
                                  pa.array([k[1] for k in keys], pa.int32()),
                                  *(pa.array([groups[k][i] for k in keys], _GROUPS.field(i + 2).type)
-                                   for i in range(4))], schema=_GROUPS)
+                                   for i in range(len(_GROUPS) - 2))], schema=_GROUPS)
 
 
 def _decode_task(config: IngestConfig, committed: Offsets, ingest_ts: datetime,
@@ -198,8 +224,9 @@ def _decode_task(config: IngestConfig, committed: Offsets, ingest_ts: datetime,
         schemas = decoder.schema_bytes()
         segments = []
         for segment in decoded.segments:
+            cuts = _moved_offsets(s for s in decoded.segments if s.topic == segment.topic)
             segments.append((segment.topic, schemas[segment.schema_id], segment.columns, segment.key_columns,
-                             segment.source, segment.rows.schema, _groups(segment.rows)))
+                             segment.source, segment.rows.schema, _groups(segment.rows, cuts)))
             rows = max(1, min(ROWS_PER_BLOB, BLOB_BYTES * segment.num_rows // max(1, segment.rows.nbytes)))
             for chunk in segment.rows.to_batches(max_chunksize=rows):
                 yield _blob("rows", segment.topic, _ipc(chunk))
@@ -274,15 +301,23 @@ class TableFrame:
                          "_op": pa.array([op for _, op in rows], pa.string())})
 
 
-def _table_task(topic: str, keys: frozenset[str | None], columns: list[ColumnSpec], arrow_types: dict[str, pa.DataType],
+#: A frame's released groups: per (transaction link, partition), the offset ranges of its groups.
+Released = dict[tuple[str | None, int], list[tuple[int, int]]]
+
+
+def _table_task(topic: str, released: Released, columns: list[ColumnSpec], arrow_types: dict[str, pa.DataType],
                 postgres: bool, snapshot_at: int | None, commits: dict[str, int]) -> Any:
     """The ``mapInArrow`` function of step 3: blobs of one topic in, the table's released rows out."""
+    def selected(tx_id: str | None, partition: int, offset: int) -> bool:
+        ranges = released.get((None if tx_id is None else tx_link(tx_id), partition), ())
+        return any(lo <= offset <= hi for lo, hi in ranges)
+
     def rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for blob in batch.column("blob").to_pylist():
                 table = _from_ipc(blob)
-                links = [None if t is None else tx_link(t) for t in table.column("_tx_id").to_pylist()]
-                table = table.filter(pa.array([k in keys for k in links], pa.bool_()))
+                columns_ = (table.column(n).to_pylist() for n in ("_tx_id", "_partition", "_offset"))
+                table = table.filter(pa.array([selected(*row) for row in zip(*columns_)], pa.bool_()))
                 if table.num_rows == 0:
                     continue
                 try:
@@ -299,7 +334,10 @@ def _table_task(topic: str, keys: frozenset[str | None], columns: list[ColumnSpe
 def table_frame(spark: SparkSession, topic: str, segments: list[RemoteSegment], columns: list[ColumnSpec],
                 arrow_types: dict[str, pa.DataType], snapshot_at: int | None,
                 commit_of: Any) -> TableFrame:
-    """Step 3 for one table: ``segments`` are its released groups (this batch's and earlier held ones)."""
+    """Step 3 for one table: ``segments`` are its released groups (this batch's and earlier held ones).
+
+    A group is selected by its transaction, partition and offset range: a transaction's groups, or a
+    partition's rows without one, may be released in parts (``key_move_holds``)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructField, StructType
@@ -307,17 +345,19 @@ def table_frame(spark: SparkSession, topic: str, segments: list[RemoteSegment], 
     from lakecdc.lake.frames import metadata_fields
 
     schema = StructType([StructField(c.name, c.data_type, True) for c in columns] + metadata_fields())
-    released: dict[Frame, set[str | None]] = {}
+    released: dict[Frame, Released] = {}
     for segment in segments:
         assert segment.frame is not None
-        links = {None if t is None else tx_link(t) for t in segment.rows.column("_tx_id").to_pylist()}
-        released.setdefault(segment.frame, set()).update(links)
+        groups = released.setdefault(segment.frame, {})
+        names = ("_tx_id", "_partition", "_offset", "_last_offset")
+        for tx_id, partition, lo, hi in zip(*(segment.rows.column(n).to_pylist() for n in names)):
+            groups.setdefault((None if tx_id is None else tx_link(tx_id), partition), []).append((lo, hi))
     postgres = any(s.source.connector == "postgresql" for s in segments)
-    commits = {k: c for k in set().union(*released.values()) if k is not None
-               and (c := commit_of(k)) is not None} if postgres else {}
+    links = {link for groups in released.values() for link, _ in groups}
+    commits = {k: c for k in links if k is not None and (c := commit_of(k)) is not None} if postgres else {}
     parts = [frame.df.where((F.col("kind") == "rows") & (F.col("topic") == topic)).select("blob").mapInArrow(
-        _table_task(topic, frozenset(keys), columns, arrow_types, postgres, snapshot_at, commits), schema)
-        for frame, keys in released.items()]
+        _table_task(topic, groups, columns, arrow_types, postgres, snapshot_at, commits), schema)
+        for frame, groups in released.items()]
     df = reduce(lambda a, b: a.union(b), parts).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         return _figures(topic, columns, df)

@@ -70,6 +70,11 @@ class RangePlanner:
     def partitions(self) -> frozenset[TopicPartition]:
         return frozenset(self._next)
 
+    @property
+    def lagging(self) -> frozenset[TopicPartition]:
+        """The partitions whose last range came back full (or not read yet): not at their end."""
+        return frozenset(self._busy)
+
     def next_offset(self, tp: TopicPartition) -> int:
         return self._next[tp]
 

@@ -251,7 +251,7 @@ class BatchProcessor:
                                                     self.state.source_heartbeat_ts_ms or 0)
         fresh = self._drop_replayed_rows(decoded.segments)
         report.replayed += sum(s.num_rows for s in decoded.segments) - sum(s.num_rows for s in fresh)
-        ready = self._ranked(self._tx.split(fresh, batch.at_end_of_data))  # step 5
+        ready = self._ranked(self._tx.split(fresh, batch.at_end_of_data, batch.lagging))  # step 5
         held_min = self._tx.held_min_offsets()
         by_topic: dict[str, list[DecodedSegment]] = defaultdict(list)
         for segment in ready:

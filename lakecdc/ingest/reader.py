@@ -67,6 +67,8 @@ class KafkaMicroBatch:
     _df: DataFrame | None = field(default=None, repr=False)
     #: the number of records, when the reader counted them without collecting (Spark readers)
     known_count: int | None = None
+    #: the partitions not read to their end when the batch closed (None: the reader cannot tell)
+    lagging: frozenset[tuple[str, int]] | None = None
 
     @property
     def df(self) -> DataFrame:
@@ -220,7 +222,8 @@ class PythonKafkaReader:
                 if not messages and time.monotonic() - started >= wait:
                     break  # idle: hand back an empty batch so the job can look at its clock
             at_end = self._all_at_end()
-            yield KafkaMicroBatch(records_to_arrow(messages), datetime.now(timezone.utc), at_end, self._spark)
+            yield KafkaMicroBatch(records_to_arrow(messages), datetime.now(timezone.utc), at_end, self._spark,
+                                  lagging=frozenset(self._assigned - self._at_end))
             if self._available_now and at_end and not messages:
                 if not self.refresh_topics():
                     return

@@ -93,8 +93,8 @@ class SparkRangeReader:
             df, fetched = self._fetch(ranges)
             at_end = self._planner.advance(ranges, fetched)
             count = sum(f.count for f in fetched.values())
-            batch = KafkaMicroBatch(None, datetime.now(timezone.utc), at_end, self._spark, df)
-            batch.known_count = count
+            batch = KafkaMicroBatch(None, datetime.now(timezone.utc), at_end, self._spark, df, known_count=count,
+                                    lagging=self._planner.lagging)
             try:
                 yield batch
             finally:

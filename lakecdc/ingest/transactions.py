@@ -30,7 +30,10 @@ may be applied now and holds back the rest, so no silver commit ever shows half 
    sources commit one transaction after another, so that one will never end. Debezium's MariaDB
    connector begins a transaction at every GTID event and ends none after a DDL statement or a
    TRUNCATE (``MariaDbStreamingChangeEventSource``); such a transaction is complete with the events
-   seen, in its BEGIN's place in commit order, and no longer blocks the ENDs after it.
+   seen, in its BEGIN's place in commit order, and no longer blocks the ENDs after it;
+8. of what is released, a primary-key change's create holding placeholders waits (with what must
+   not overtake it) until its old key's partition has been read to the change
+   (``lakecdc.ingest.key_move_holds``); held with the rest, it keeps progress below it the same way.
 
 PostgreSQL's ids are ``"<txId>:<lsn>"`` and the LSN part differs between BEGIN, events and END;
 only the txId links them (``tx_link``). The END's LSN is the transaction's commit LSN (Debezium
@@ -42,7 +45,7 @@ transaction's events by their own commit.
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
@@ -51,6 +54,7 @@ import pyarrow.compute as pc
 from lakecdc.events.transaction import PG_TX_ID as _PG_TX_ID
 from lakecdc.events.transaction import tx_link
 from lakecdc.ingest.decode import TxMarker
+from lakecdc.ingest.key_move_holds import KeyMoveHolds, TopicPartition
 from lakecdc.ingest.ordering import min_seq
 from lakecdc.lake.segments import DecodedSegment
 
@@ -106,6 +110,7 @@ class TransactionBuffer:
         #: per transaction-topic partition, the END offset through which every transaction is released
         self._released_through: dict[tuple[str, int], int] = {}
         self._last_commit_lsn: int | None = None
+        self._key_moves = KeyMoveHolds()
 
     # ------------------------------------------------------------------ input
 
@@ -133,8 +138,12 @@ class TransactionBuffer:
                     and at[2] < begin[2]):
                 tx.end_at, tx.superseded = at, True
 
-    def split(self, segments: list[DecodedSegment], at_end_of_data: bool) -> list[DecodedSegment]:
-        """Events that may be applied now (new and previously held); the rest stay held."""
+    def split(self, segments: list[DecodedSegment], at_end_of_data: bool,
+              lagging: Collection[TopicPartition] | None = None) -> list[DecodedSegment]:
+        """Events that may be applied now (new and previously held); the rest stay held.
+
+        ``lagging``: the data partitions not read to their end (None: not known; step 8)."""
+        self._key_moves.observe(segments)
         for segment in segments:
             collection = segment.source.data_collection
             for key, n in _key_counts(segment).items():
@@ -156,7 +165,8 @@ class TransactionBuffer:
                 held.append(_with_rows(segment, segment.rows.filter(pc.invert(flags))))
             else:
                 held.append(segment)
-        self._held = held
+        ready, waiting = self._key_moves.split(ready, lagging, at_end_of_data)
+        self._held = held + waiting
         for key in releasable:
             tx = self._open.pop(key)
             lsn = commit_lsn(tx.end_id) if tx.end_id else None

@@ -12,9 +12,9 @@ ranks events (``_seq`` lexicographically, then the Kafka offset):
   version's value; the create of a primary-key change (``_old_key_json``) carries the old key's
   version just before the change (when that key's events are in the same fold), as silver's
   ``lakecdc.lake.key_moves`` does. The old key is found by its ``_key_json`` text among the
-  events at hand, else bronze's events of that text are read: exact for every key type. A create
-  read before its old key's earlier events (in a partition not read yet) keeps the placeholders'
-  nulls, as silver keeps what it holds then.
+  events at hand, else bronze's events of that text are read: exact for every key type. The ingest
+  holds a create back until its old key's partition is read to the change
+  (``lakecdc.ingest.key_move_holds``), so those events are there.
 
 ``HistoryBuilder`` applies one batch: a key whose batch events (and the batch's truncates) are all
 newer than anything its stored chain holds continues the stored chain; any other key ("late": an

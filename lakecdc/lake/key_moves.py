@@ -26,8 +26,9 @@ filled with the old key's row just before the change, taken from (newest first):
 A delete of the old key before the change (not the change's own) ends what its earlier events
 say: values from before it are not the row just before the change. Columns still unknown after
 all this stay in ``_unavailable`` (the MERGE then keeps what the new key holds, as before): the old
-key's events are missing from bronze too (rows deleted from it), or they lie in a partition not
-read yet. Runs only for batches that have such creates (``BatchStats.moved_placeholders``).
+key's events are missing from bronze too (rows deleted from it). They never lie in a partition not
+read yet: the ingest holds such a create back until its old key's partition is read to the change
+(``lakecdc.ingest.key_move_holds``). Runs only for batches that have such creates (``BatchStats.moved_placeholders``).
 """
 
 from __future__ import annotations

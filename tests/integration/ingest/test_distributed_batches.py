@@ -70,12 +70,15 @@ def records() -> tuple[pa.Table, list[list[int]]]:
     return table, batches
 
 
-def processor(spark, warehouse: Path, progress: Path, expectations: Path | None = None) -> BatchProcessor:
+def processor(spark, warehouse: Path, progress: Path, expectations: Path | None = None,
+              history: bool = False) -> BatchProcessor:
     from lakecdc.writers.base import create_writer
 
     rules = {} if expectations is None else {  # on customers, quarantining what fails
         f"table.mapping.{PREFIX}.public.customers.expectations": str(expectations),
         f"table.mapping.{PREFIX}.public.customers.expectations_action": "quarantine"}
+    if history:
+        rules[f"table.mapping.{PREFIX}.public.customers.history"] = "scd2"
     cfg = IngestConfig.from_properties({
         "name": PREFIX, "kafka.bootstrap.servers": "127.0.0.1:1", "topic.prefix": PREFIX,
         "warehouse": str(warehouse), "table.format": "delta", "table.name.format.bronze": f"{PREFIX}_bronze.{{table}}",
@@ -180,3 +183,71 @@ def test_pipeline_expectations_on_executor_batches_quarantine_what_one_process_d
     assert held and {json.loads(r["row_json"])["name"] for r in held} == {"Frank"}
     assert {json.loads(r["row_key"])["id"] for r in held} <= {6, 7}  # Frank's create and the key move's
     assert sum(collected) == len(held)  # the driver took the failing events, not the batch
+
+
+def moved_records() -> tuple[pa.Table, list[list[int]]]:
+    """Without transaction metadata, over two partitions: Alice (key 1, partition 0) is created, her
+    ``payload`` updated, then her key changed to 9 (partition 1) by an UPDATE that left ``payload``
+    alone, so the create of key 9 holds the unchanged-TOAST placeholder; key 9 is then updated the same
+    way (her name changed). Batch 1 reads partition 1 to its end but partition 0 only to the create."""
+    golden = golden_records(PREFIX)
+    customers = f"{PREFIX}.public.customers"
+    template = next(r for r in golden if r["topic"] == customers and r["value"]
+                    and r["value"]["payload"]["op"] == "c")
+    unavailable = "__debezium_unavailable_value"
+
+    def event(key: int, op: str, lsn: int, payload: str | None, headers: list | None = None,
+              name: str = "Alice") -> tuple:
+        value = copy.deepcopy(template["value"])
+        body = value["payload"]
+        after = {**body["after"], "id": key, "name": name, "payload": payload}
+        body.update(op=op, transaction=None, before={**after, "payload": None} if op == "d" else None,
+                    after=None if op == "d" else after)
+        body["source"].update(lsn=lsn, sequence=json.dumps([str(lsn - 8), str(lsn)]), txId=lsn)
+        key_doc = copy.deepcopy(template["key"])
+        key_doc["payload"]["id"] = key
+        return customers, encode(key_doc), encode(value), headers
+
+    moved = [{"key": "__debezium.oldkey", "value": orjson.dumps({"id": 1})}]
+    partition0 = [event(1, "c", 1000, '{"v": 1}'), event(1, "u", 1008, '{"v": 2}'),
+                  event(1, "d", 1016, None, [{"key": "__debezium.newkey", "value": orjson.dumps({"id": 9})}])]
+    partition1 = [event(9, "c", 1016, unavailable, moved), event(9, "u", 1024, unavailable, name="Alicia")]
+    rows = [(0, i, r) for i, r in enumerate(partition0)] + [(1, i, r) for i, r in enumerate(partition1)]
+    n = len(rows)
+    table = pa.Table.from_arrays([
+        pa.array([r[1] for _, _, r in rows], pa.binary()), pa.array([r[2] for _, _, r in rows], pa.binary()),
+        pa.array([r[0] for _, _, r in rows], pa.string()), pa.array([p for p, _, _ in rows], pa.int32()),
+        pa.array([o for _, o, _ in rows], pa.int64()),
+        pa.array([0] * n, pa.int64()).cast(pa.timestamp("us", tz="UTC")), pa.array([0] * n, pa.int32()),
+        pa.array([r[3] for _, _, r in rows], KAFKA_ARROW_SCHEMA.field("headers").type),
+    ], schema=KAFKA_ARROW_SCHEMA)
+    return table, [[0, 3, 4], [1, 2]]
+
+
+@pytest.mark.parametrize("distributed", [False, True], ids=["driver", "executors"])
+def test_a_key_change_read_before_its_old_keys_partition_takes_the_newest_old_values(
+        spark, tmp_path: Path, distributed: bool) -> None:
+    """The create of key 9 (and key 9's next change) wait until partition 0 is read to the change, so
+    silver and the SCD2 history take Alice's payload as it was just before it ({"v": 2}), not the
+    older value read in the same batch or nothing."""
+    table, batches = moved_records()
+    topic = f"{PREFIX}.public.customers"
+    warehouse = tmp_path / "lake"
+    job = processor(spark, warehouse, tmp_path / "state", history=True)
+    first = job.process(KafkaMicroBatch(table.take(batches[0]), NOW, False, lagging=frozenset({(topic, 0)}))
+                        if not distributed else batch_with_lagging(spark, table.take(batches[0]), {(topic, 0)}))
+    assert first.held_events == 2  # key 9's create and update
+    assert [r["id"] for r in delta_rows(warehouse, f"{PREFIX}_silver.customers")] == [1]
+    job.process(batch(spark, table.take(batches[1]), True, distributed))
+    job.close()
+    silver = {r["id"]: r for r in delta_rows(warehouse, f"{PREFIX}_silver.customers")}
+    assert set(silver) == {9} and json.loads(silver[9]["payload"]) == {"v": 2} and silver[9]["name"] == "Alicia"
+    versions = sorted(delta_rows(warehouse, f"{PREFIX}_silver.customers__history"),
+                      key=lambda r: (r["id"], r["_valid_from_seq"]))
+    assert [(r["id"], r["name"], json.loads(r["payload"])) for r in versions] == [
+        (1, "Alice", {"v": 1}), (1, "Alice", {"v": 2}), (9, "Alice", {"v": 2}), (9, "Alicia", {"v": 2})]
+
+
+def batch_with_lagging(spark, rows: pa.Table, lagging: set[tuple[str, int]]) -> KafkaMicroBatch:
+    df = arrow_to_spark(spark, rows, kafka_schema()).repartition(2)
+    return KafkaMicroBatch(None, NOW, False, spark, df, lagging=frozenset(lagging))

@@ -68,6 +68,7 @@ def test_executors_fetch_exactly_the_python_readers_records(broker, spark, tmp_p
     assert records_of(batches) == expected
     assert len(expected) == len(records) - 4  # offsets 0..3 of customers were committed
     assert batches[-1].at_end_of_data and len([b for b in batches if b.num_records]) > 3
+    assert batches[-1].lagging == frozenset() and any(b.lagging for b in batches[:-1])  # 7 records a batch
 
 
 def _reader_session(request: pytest.FixtureRequest, reader: str) -> tuple[str, object]:

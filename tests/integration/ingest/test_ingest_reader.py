@@ -39,7 +39,7 @@ def test_batches_have_exactly_the_kafka_source_columns(broker, spark) -> None:
     publish(broker.bootstrap_servers, [(f"{prefix}.public.t", b"k1", b"v1"), (f"{prefix}.public.t", None, None)],
             headers=[("h", b"\x00\x01")])
     batches = read_all(config(broker, prefix), spark=spark)
-    assert batches[-1].at_end_of_data
+    assert batches[-1].at_end_of_data and batches[-1].lagging == frozenset()
     df = next(b for b in batches if b.records.num_rows).df
     assert df.schema == kafka_schema()
     rows = sorted(df.collect(), key=lambda r: r.offset)
