@@ -349,3 +349,21 @@ def test_bronze_made_by_an_older_version_gains_new_bookkeeping_columns(writer: T
     moved = [r for r in TableReader(writer).rows(s.target.bronze_table) if r["id"] == 2]
     assert [r["_old_key_json"] for r in moved] == ['{"id":1}']
     assert names(writer, s) == {2: "a"}
+
+
+def test_iceberg_bronze_is_appended_where_the_rows_are(spark: SparkSession) -> None:
+    """Bronze (partitioned by day of ingestion) is written by every task of the batch, not shuffled to
+    one writer per day (Iceberg's default hash distribution for partitioned tables); silver keeps the
+    default (its writes are sorted locally by key)."""
+    writer = create_writer("iceberg", spark)
+    s = Stream(spark, "iceberg", COLUMNS)
+    writer.apply(s.batch([Ev("c", 10 + i, {"id": i, "name": f"n{i}"}) for i in range(4)]), batch_id=1)
+
+    def properties(name: str) -> dict[str, str]:
+        full = writer.resolve(name)  # type: ignore[attr-defined]
+        return {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {full}").collect()}
+
+    bronze = properties(s.target.bronze_table)
+    assert bronze["write.distribution-mode"] == "none" and bronze["write.spark.fanout.enabled"] == "true"
+    assert "write.distribution-mode" not in properties(s.target.silver_table)
+    assert len(TableReader(writer).rows(s.target.bronze_table)) == 4
