@@ -191,9 +191,8 @@ def _groups(rows: pa.Table, cuts: Mapping[int, list[int]]) -> pa.Table:
         key = (tx_id, partition, bisect_right(cuts.get(partition, []), offset))
         group = groups.get(key)
         if group is None:
-            groups[key] = [offset, seq, 1, snapshot, offset, seq,
-                                          None if moved_seq is None else list(moved_seq),
-                                          None if moved_seq is None else offset]
+            groups[key] = [offset, seq, 1, snapshot, offset, seq, None if moved_seq is None else list(moved_seq),
+                           None if moved_seq is None else offset]
             continue
         group[0], group[1], group[2] = min(group[0], offset), min(group[1], seq), group[2] + 1
         group[4], group[5] = max(group[4], offset), max(group[5], seq)
@@ -316,8 +315,8 @@ def _table_task(topic: str, released: Released, columns: list[ColumnSpec], arrow
         for batch in batches:
             for blob in batch.column("blob").to_pylist():
                 table = _from_ipc(blob)
-                columns_ = (table.column(n).to_pylist() for n in ("_tx_id", "_partition", "_offset"))
-                table = table.filter(pa.array([selected(*row) for row in zip(*columns_)], pa.bool_()))
+                where = (table.column(n).to_pylist() for n in ("_tx_id", "_partition", "_offset"))
+                table = table.filter(pa.array([selected(*row) for row in zip(*where)], pa.bool_()))
                 if table.num_rows == 0:
                     continue
                 try:
