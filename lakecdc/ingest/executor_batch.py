@@ -169,21 +169,12 @@ def _unblob(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             yield from _from_ipc(blob).to_batches()
 
 
-def _moved_offsets(segments: Iterable[DecodedSegment]) -> dict[int, list[int]]:
-    """Per partition, the sorted offsets of the key-change creates holding placeholders in ``segments``."""
-    out: dict[int, list[int]] = {}
-    for segment in segments:
-        for _, partition, offset in moved_creates(segment.rows):
-            out.setdefault(partition, []).append(offset)
-    return {p: sorted(offsets) for p, offsets in out.items()}
-
-
-def _groups(rows: pa.Table, cuts: Mapping[int, list[int]]) -> pa.Table:
+def _groups(rows: pa.Table, moved: Mapping[tuple[int, int], Seq], cuts: Mapping[int, list[int]]) -> pa.Table:
     """One row per (transaction id, partition) of decoded ``rows`` (``_GROUPS``), cut at each key-change
-    create holding placeholders (``cuts``, per partition; all of the task's segments): a group then lies
+    create holding placeholders: ``moved`` are this segment's (``(partition, offset) -> _seq``), ``cuts``
+    the sorted offsets of all of the task's segments of the topic, per partition. A group then lies
     wholly before or after such a create, so ``key_move_holds`` can hold it from that create on."""
     groups: dict[tuple[str | None, int, int], list[Any]] = {}
-    moved = {(p, o): s for s, p, o in moved_creates(rows)}
     columns = (rows.column(n).to_pylist() for n in ("_tx_id", "_partition", "_offset", "_seq"))
     for tx_id, partition, offset, seq in zip(*columns):
         snapshot = seq[0] if seq[2] == SNAPSHOT_PHASE else None
@@ -221,11 +212,19 @@ def _decode_task(config: IngestConfig, committed: Offsets, ingest_ts: datetime,
             decoder.remember_keyed(topic, key_columns)
         decoded = decoder.decode(fresh, ingest_ts)
         schemas = decoder.schema_bytes()
+        moved = [{(p, o): seq for seq, p, o in moved_creates(s.rows)} for s in decoded.segments]
+        cuts: dict[str, dict[int, list[int]]] = {}
+        for segment, found in zip(decoded.segments, moved):
+            for partition, offset in found:
+                cuts.setdefault(segment.topic, {}).setdefault(partition, []).append(offset)
+        for by_partition in cuts.values():
+            for offsets in by_partition.values():
+                offsets.sort()
         segments = []
-        for segment in decoded.segments:
-            cuts = _moved_offsets(s for s in decoded.segments if s.topic == segment.topic)
+        for segment, found in zip(decoded.segments, moved):
+            groups = _groups(segment.rows, found, cuts.get(segment.topic, {}))
             segments.append((segment.topic, schemas[segment.schema_id], segment.columns, segment.key_columns,
-                             segment.source, segment.rows.schema, _groups(segment.rows, cuts)))
+                             segment.source, segment.rows.schema, groups))
             rows = max(1, min(ROWS_PER_BLOB, BLOB_BYTES * segment.num_rows // max(1, segment.rows.nbytes)))
             for chunk in segment.rows.to_batches(max_chunksize=rows):
                 yield _blob("rows", segment.topic, _ipc(chunk))

@@ -36,6 +36,7 @@ from dataclasses import replace
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakecdc.lake.key_moves import arrow_moved_placeholders
 from lakecdc.lake.segments import DecodedSegment
 
 Seq = tuple[int, ...]
@@ -53,10 +54,7 @@ def moved_creates(rows: pa.Table) -> list[tuple[Seq, int, int]]:
         return [(tuple(s), p, o) for s, p, o in zip(found.column("_moved_seq").to_pylist(),
                                                    found.column("_partition").to_pylist(),
                                                    found.column("_moved_offset").to_pylist())]
-    unavailable = pc.fill_null(pc.list_value_length(rows.column("_unavailable")), 0)
-    moved = pc.and_(pc.and_(pc.equal(rows.column("_op"), "c"), pc.is_valid(rows.column("_old_key_json"))),
-                    pc.greater(unavailable, 0))
-    found = rows.filter(pc.fill_null(moved, False))
+    found = rows.filter(arrow_moved_placeholders(rows))
     return [(tuple(s), p, o) for s, p, o in zip(found.column("_seq").to_pylist(),
                                                found.column("_partition").to_pylist(),
                                                found.column("_offset").to_pylist())]

@@ -35,6 +35,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
@@ -62,6 +64,12 @@ def _unavailable() -> Column:
 def is_moved_placeholder() -> Column:
     """The create of a key change that still holds placeholders."""
     return F.col("_old_key_json").isNotNull() & (F.size(_unavailable()) > 0)
+
+
+def arrow_moved_placeholders(rows: pa.Table) -> pa.ChunkedArray:
+    """``is_moved_placeholder`` over Arrow rows (never null)."""
+    has_unavailable = pc.greater(pc.fill_null(pc.list_value_length(rows.column("_unavailable")), 0), 0)
+    return pc.and_(pc.is_valid(rows.column("_old_key_json")), has_unavailable)
 
 
 def chain_rounds(moves: list[tuple[str, str]]) -> int:

@@ -26,7 +26,13 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import IntegralType, StringType
 
 from lakecdc.lake.batch import col
-from lakecdc.lake.key_moves import KeyHistory, StoredRows, fill_moved_placeholders, is_moved_placeholder
+from lakecdc.lake.key_moves import (
+    KeyHistory,
+    StoredRows,
+    arrow_moved_placeholders,
+    fill_moved_placeholders,
+    is_moved_placeholder,
+)
 from lakecdc.lake.key_ranges import KeyRanges, arrow_key_ranges
 from lakecdc.lake.layout import SEQ_LENGTH, SILVER_META_COLUMNS
 
@@ -91,7 +97,6 @@ def arrow_batch_stats(rows: pa.Table, keys: tuple[str, ...] = ()) -> BatchStats:
     ts = pc.min_max(rows.column("_source_ts_ms"))
     ops = rows.column("_op")
     has_unavailable = pc.greater(pc.fill_null(pc.list_value_length(rows.column("_unavailable")), 0), 0)
-    moved = pc.and_(pc.is_valid(rows.column("_old_key_json")), has_unavailable)  # ``is_moved_placeholder``
     truncates = rows.filter(pc.equal(ops, "t"))
     truncate = _newest(truncates)
     return BatchStats(
@@ -103,7 +108,7 @@ def arrow_batch_stats(rows: pa.Table, keys: tuple[str, ...] = ()) -> BatchStats:
         truncate_seq=tuple(truncate["_seq"]) if truncate is not None else None,
         truncate_ts_ms=truncate["_source_ts_ms"] if truncate is not None else None,
         removals=pc.sum(pc.is_in(ops, pa.array(["d", "t"]))).as_py() or 0,
-        moved_placeholders=bool(pc.any(moved).as_py()),
+        moved_placeholders=bool(pc.any(arrow_moved_placeholders(rows)).as_py()),
         key_ranges=arrow_key_ranges(rows.column(keys[0])) if keys and keys[0] in rows.column_names else None,
     )
 

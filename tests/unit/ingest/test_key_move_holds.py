@@ -22,8 +22,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakecdc.ingest.executor_batch import RemoteSegment, _groups, _moved_offsets
-from lakecdc.ingest.key_move_holds import KeyMoveHolds
+from lakecdc.ingest.executor_batch import RemoteSegment, _groups
+from lakecdc.ingest.key_move_holds import KeyMoveHolds, moved_creates
 from lakecdc.ingest.transactions import TransactionBuffer
 from lakecdc.lake.segments import DecodedSegment, SourceTable
 
@@ -90,7 +90,11 @@ def rows(events: list[Event]) -> pa.Table:
 def segment(events: list[Event], grouped: bool) -> DecodedSegment:
     decoded = DecodedSegment(TOPIC, 0, [], ("id",), SOURCE, rows(events))
     if grouped:  # the executors' form: one group per (transaction, partition) of a task's rows
-        return RemoteSegment(TOPIC, 0, [], ("id",), SOURCE, _groups(decoded.rows, _moved_offsets([decoded])))
+        moved = {(p, o): seq for seq, p, o in moved_creates(decoded.rows)}
+        cuts: dict[int, list[int]] = {}
+        for p, o in sorted(moved):
+            cuts.setdefault(p, []).append(o)
+        return RemoteSegment(TOPIC, 0, [], ("id",), SOURCE, _groups(decoded.rows, moved, cuts))
     return decoded
 
 
