@@ -37,7 +37,7 @@ import re
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from lakecdc.config.base import PropertiesModel
 from lakecdc.errors import ConfigError
@@ -47,6 +47,8 @@ TableFormatName = Literal["iceberg", "delta"]
 MAPPING_ATTRIBUTES = ("bronze", "silver", "format", "key_columns", "delete_mode", "history", "track_history_columns",
                       "track_history_except_columns", "expectations", "expectations_action")
 DEFAULT_PLACEHOLDER = "__debezium_unavailable_value"
+#: ``batch.backlog.max.records`` when not set, as a multiple of ``batch.max.records``
+BACKLOG_GROWTH = 4
 
 
 class TableOverride(PropertiesModel):
@@ -113,6 +115,9 @@ class IngestConfig(PropertiesModel):
     placeholder: str = Field(DEFAULT_PLACEHOLDER, alias="unavailable.value.placeholder")
     reader: ReaderKind = Field("auto", alias="reader")
     max_batch_records: int = Field(100_000, alias="batch.max.records", gt=0)
+    #: behind a backlog, the Spark readers' batches double up to this many records (None: 4x
+    #: ``batch.max.records``); ``lakecdc.ingest.offset_ranges``
+    backlog_batch_records_raw: int | None = Field(None, alias="batch.backlog.max.records", gt=0)
     max_batch_wait_ms: int = Field(1000, alias="batch.max.wait.ms", ge=0)
     trigger_interval: str = Field("available-now", alias="trigger")
     #: how many tables of one micro-batch are applied at the same time (1: one after another)
@@ -138,7 +143,20 @@ class IngestConfig(PropertiesModel):
                                   "topic.pattern") from None
         return value
 
+    @model_validator(mode="after")
+    def _backlog_not_below_batch(self) -> IngestConfig:
+        if self.backlog_batch_records_raw is not None and self.backlog_batch_records_raw < self.max_batch_records:
+            raise ConfigError(f"property 'batch.backlog.max.records' ({self.backlog_batch_records_raw}) is below "
+                              f"'batch.max.records' ({self.max_batch_records}): a batch behind a backlog is "
+                              "never smaller than one that is not", "batch.backlog.max.records")
+        return self
+
     # ------------------------------------------------------------------ derived names
+
+    @property
+    def backlog_batch_records(self) -> int:
+        """The largest batch behind a backlog (``batch.backlog.max.records``, 4x ``batch.max.records``)."""
+        return self.backlog_batch_records_raw or BACKLOG_GROWTH * self.max_batch_records
 
     @property
     def transaction_topic_name(self) -> str:

@@ -16,6 +16,14 @@ fetched decides where the next batch starts (``advance``), and a batch's exact r
 The budget (``batch.max.records``) is shared out so that a busy partition is not starved by many idle
 ones: partitions that filled their share in the previous batch split the budget; the others are
 probed with a small share (they are read to their end whenever they have little).
+
+Behind a backlog the budget grows: after a batch that did not reach the end of every partition, the
+next one may read twice as many records, up to ``batch.backlog.max.records``; the first batch that
+reaches the end returns to ``batch.max.records``. A batch has costs that do not grow with its size
+(a Spark job per step, table commits, the driver's planning), so a backlog drains faster in fewer,
+larger batches, and once it is drained, batches, and with them latency, are small again. Growth is
+for these readers only: their records stay on the executors (spilled to disk when large), so the
+driver's memory does not grow with the batch.
 """
 
 from __future__ import annotations
@@ -60,9 +68,11 @@ class FetchedRange:
 class RangePlanner:
     """Next offset per partition and each batch's ranges (see the module docstring)."""
 
-    def __init__(self, start_offset: StartOffset, max_records: int) -> None:
+    def __init__(self, start_offset: StartOffset, max_records: int, backlog_max_records: int | None = None) -> None:
         self._start_offset = start_offset
-        self._max_records = max_records
+        self._base = max_records
+        self._ceiling = max(max_records, backlog_max_records or max_records)
+        self._max_records = max_records  # this batch's budget: ``_base``, doubled per batch behind a backlog
         self._next: dict[TopicPartition, int] = {}
         self._busy: set[TopicPartition] = set()
 
@@ -74,6 +84,11 @@ class RangePlanner:
     def lagging(self) -> frozenset[TopicPartition]:
         """The partitions whose last range came back full (or not read yet): not at their end."""
         return frozenset(self._busy)
+
+    @property
+    def budget(self) -> int:
+        """The records the next batch may read (``batch.max.records``, more behind a backlog)."""
+        return self._max_records
 
     def next_offset(self, tp: TopicPartition) -> int:
         return self._next[tp]
@@ -110,7 +125,24 @@ class RangePlanner:
                 for t, p in sorted(self._next)]
 
     def advance(self, ranges: Iterable[OffsetRange], fetched: Mapping[TopicPartition, FetchedRange]) -> bool:
-        """Move past what was fetched; True when every range came back short (the end was reached)."""
+        """Move past what was fetched; True when every range came back short (the end was reached).
+
+        The next budget doubles (up to the backlog ceiling) when a range came back full, and returns to
+        ``batch.max.records`` when none did:
+
+        >>> p = RangePlanner(lambda t, n: None, 100, backlog_max_records=300)
+        >>> p.add([("a", 0)])
+        [('a', 0)]
+        >>> limits = []
+        >>> for got in (100, 200, 300, 300, 7):
+        ...     r = p.plan()
+        ...     _ = p.advance(r, {("a", 0): FetchedRange("a", 0, got, r[0].start + got - 1)})
+        ...     limits.append(r[0].limit)
+        >>> limits
+        [100, 200, 300, 300, 300]
+        >>> p.budget
+        100
+        """
         at_end = True
         for r in ranges:
             tp = (r.topic, r.partition)
@@ -123,6 +155,7 @@ class RangePlanner:
                 self._busy.add(tp)
             else:
                 self._busy.discard(tp)
+        self._max_records = self._base if at_end else min(self._ceiling, self._max_records * 2)
         return at_end
 
     def exact_ranges(self, ranges: Iterable[OffsetRange],

@@ -59,7 +59,7 @@ class SparkRangeReader:
         self._metadata = Consumer(self._settings)
         self._config = config
         self._pattern = re.compile(config.subscribe_pattern)
-        self._planner = RangePlanner(start_offset, config.max_batch_records)
+        self._planner = RangePlanner(start_offset, config.max_batch_records, config.backlog_batch_records)
         self._stop = stop
         self._available_now = available_now
         self._spark = spark
@@ -69,6 +69,11 @@ class SparkRangeReader:
     @property
     def assigned(self) -> frozenset[tuple[str, int]]:
         return self._planner.partitions
+
+    @property
+    def budget(self) -> int:
+        """The records the next batch may read: more than ``batch.max.records`` behind a backlog."""
+        return self._planner.budget
 
     def close(self) -> None:
         self._metadata.close()
@@ -91,7 +96,9 @@ class SparkRangeReader:
                 self.refresh_topics()
             ranges = self._planner.plan()
             df, fetched = self._fetch(ranges)
+            budget = self._planner.budget
             at_end = self._planner.advance(ranges, fetched)
+            self._log_budget(budget)
             count = sum(f.count for f in fetched.values())
             batch = KafkaMicroBatch(None, datetime.now(timezone.utc), at_end, self._spark, df, known_count=count,
                                     lagging=self._planner.lagging)
@@ -103,6 +110,14 @@ class SparkRangeReader:
                 if self._available_now and not self.refresh_topics():
                     return
                 self._stop.wait(idle_wait)  # nothing new: do not spin Spark jobs
+
+    def _log_budget(self, before: int) -> None:
+        after = self._planner.budget
+        if after > before:
+            log.info("behind a backlog: the next batch reads up to %s records (batch.backlog.max.records %s)",
+                     f"{after:,}", f"{self._config.backlog_batch_records:,}")
+        elif after < before:
+            log.info("caught up: batches read up to %s records again (batch.max.records)", f"{after:,}")
 
     def _fetch(self, ranges: list[OffsetRange]) -> tuple[DataFrame, dict[tuple[str, int], FetchedRange]]:
         from pyspark import StorageLevel

@@ -33,6 +33,7 @@ AT = datetime(2026, 11, 26, 12, 0, tzinfo=timezone.utc)
 def config(broker, prefix: str, tmp_path: Path) -> IngestConfig:
     return IngestConfig.from_properties({"kafka.bootstrap.servers": broker.bootstrap_servers, "topic.prefix": prefix,
                                          "batch.max.wait.ms": "300", "batch.max.records": "9",
+                                         "batch.backlog.max.records": "9",
                                          "progress.path": str(tmp_path)})
 
 

@@ -29,7 +29,7 @@ def properties(broker, prefix: str, warehouse: Path, state: Path, reader: str) -
             "warehouse": str(warehouse), "table.format": "delta", "reader": reader,
             "table.name.format.bronze": f"{prefix}_bronze.{{table}}",
             "table.name.format.silver": f"{prefix}_silver.{{table}}", "progress.path": str(state),
-            "batch.max.records": "12", "batch.max.wait.ms": "300"}
+            "batch.max.records": "12", "batch.backlog.max.records": "12", "batch.max.wait.ms": "300"}
 
 
 def contents(warehouse: Path, prefix: str) -> dict[str, list]:

@@ -49,7 +49,8 @@ def test_executors_fetch_exactly_the_python_readers_records(broker, spark, tmp_p
     create_topics(broker.bootstrap_servers, [r["topic"] for r in records])
     publish_records(broker.bootstrap_servers, records)
     # a small budget: several batches, every partition's ranges continue where the last one ended
-    cfg = job_config(broker.bootstrap_servers, spark, prefix, tmp_path, **{"batch.max.records": "7"})
+    cfg = job_config(broker.bootstrap_servers, spark, prefix, tmp_path,
+                     **{"batch.max.records": "7", "batch.backlog.max.records": "7"})
     start = {(f"{prefix}.public.customers", 0): 3}
     python = PythonKafkaReader(cfg, lambda t, p: start.get((t, p)), threading.Event(), True, spark)
     try:
@@ -69,6 +70,24 @@ def test_executors_fetch_exactly_the_python_readers_records(broker, spark, tmp_p
     assert len(expected) == len(records) - 4  # offsets 0..3 of customers were committed
     assert batches[-1].at_end_of_data and len([b for b in batches if b.num_records]) > 3
     assert batches[-1].lagging == frozenset() and any(b.lagging for b in batches[:-1])  # 7 records a batch
+
+    # Behind a backlog batches grow (7, 14, 28 records), the same records in fewer batches, and the
+    # batch that reaches the end brings the budget back to batch.max.records.
+    grown_cfg = job_config(broker.bootstrap_servers, spark, prefix, tmp_path,
+                           **{"batch.max.records": "7", "batch.backlog.max.records": "28"})
+    grown = SparkRangeReader(grown_cfg, lambda t, p: start.get((t, p)), threading.Event(), True, spark, "executors")
+    try:
+        budgets, sizes, again = [], [], []
+        for batch in grown.batches():
+            budgets.append(grown.budget)
+            sizes.append(batch.num_records)
+            again.append(batch)
+            batch.arrow()
+    finally:
+        grown.close()
+    assert records_of(again) == expected
+    assert budgets[:2] == [14, 28] and budgets[-1] == 7 and max(sizes) > 14, (budgets, sizes)
+    assert len([n for n in sizes if n]) < len([b for b in batches if b.num_records])
 
 
 def _reader_session(request: pytest.FixtureRequest, reader: str) -> tuple[str, object]:

@@ -45,6 +45,13 @@ def test_unknown_property_names_the_closest() -> None:
         IngestConfig.from_properties({**BASE, "table.mapping.shop.public.orders.colour": "red"}).table_overrides()
 
 
+def test_backlog_batches_grow_to_four_times_the_batch_or_the_property() -> None:
+    assert IngestConfig.from_properties({**BASE, "batch.max.records": "500"}).backlog_batch_records == 2000
+    assert IngestConfig.from_properties({**BASE, "batch.backlog.max.records": "150000"}).backlog_batch_records == 150000
+    with pytest.raises(ConfigError, match=r"'batch.backlog.max.records' \(10\) is below 'batch.max.records' \(20\)"):
+        IngestConfig.from_properties({**BASE, "batch.max.records": "20", "batch.backlog.max.records": "10"})
+
+
 def test_subscribe_pattern_covers_data_control_and_heartbeat_topics_only() -> None:
     pattern = re.compile(IngestConfig.from_properties(BASE).subscribe_pattern)
     assert all(pattern.match(t)

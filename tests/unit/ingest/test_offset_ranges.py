@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import doctest
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lakecdc.ingest import offset_ranges
 from lakecdc.ingest.offset_ranges import MIN_SHARE, FetchedRange, OffsetRange, RangePlanner
 
 # A partition's log: the offsets it holds (gaps = compaction or transaction markers).
@@ -36,20 +39,25 @@ def fetch(log: dict[tuple[str, int], list[int]], ranges: list[OffsetRange]) -> t
 
 
 @settings(max_examples=200, deadline=None)
-@given(log=logs, committed_frac=st.floats(0, 1), budget=st.integers(1, 1500))
-def test_every_offset_after_the_committed_one_is_fetched_exactly_once(log, committed_frac, budget) -> None:
+@given(log=logs, committed_frac=st.floats(0, 1), budget=st.integers(1, 1500), growth=st.integers(1, 8))
+def test_every_offset_after_the_committed_one_is_fetched_exactly_once(log, committed_frac, budget, growth) -> None:
     committed = {tp: offs[int(len(offs) * committed_frac) - 1] if int(len(offs) * committed_frac) else None
                  for tp, offs in log.items()}
-    planner = RangePlanner(lambda t, p: committed[(t, p)], budget)
+    ceiling = budget * growth  # batch.backlog.max.records
+    planner = RangePlanner(lambda t, p: committed[(t, p)], budget, ceiling)
     planner.add(sorted(log))
     seen: dict[tuple[str, int], list[int]] = {tp: [] for tp in log}
     for _ in range(10_000):
         ranges = planner.plan()
-        assert sum(r.limit for r in ranges) <= budget * 1.5 + len(ranges)
+        current = planner.budget
+        assert budget <= current <= ceiling
+        assert sum(r.limit for r in ranges) <= current * 1.5 + len(ranges)
         got, summary = fetch(log, ranges)
         for tp, offsets in got.items():
             seen[tp] += offsets
         at_end = planner.advance(ranges, summary)
+        # behind a backlog the next batch may read twice as much; at the end, batch.max.records again
+        assert planner.budget == (budget if at_end else min(ceiling, current * 2))
         # a partition with offsets left is named lagging (what key-change holds wait on)
         left = {tp for tp, offs in log.items() if any(o > max(seen[tp], default=-1) and
                                                        (committed[tp] is None or o > committed[tp]) for o in offs)}
@@ -91,3 +99,8 @@ def test_exact_ranges_are_what_was_counted() -> None:
     ranges = planner.plan()
     exact = planner.exact_ranges(ranges, {("a", 0): FetchedRange("a", 0, 3, 14)})
     assert exact == {("a", 0): (10, 14)}
+
+
+def test_docstring_examples() -> None:
+    result = doctest.testmod(offset_ranges)
+    assert result.failed == 0 and result.attempted > 0
