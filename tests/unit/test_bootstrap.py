@@ -143,7 +143,9 @@ def _fake_checkout(tmp_path: Path, main_code: int, spark4_code: int, lint_code: 
 
 
 def _run_tests(checkout: Path, *args: str, **extra_env: str) -> tuple[int, list[str]]:
-    env = {k: v for k, v in os.environ.items() if k not in ("LAKECDC_SPARK4", "LAKECDC_SPARK_CONNECTORS")}
+    # the caller's own choices of run.sh's options must not leak into the fake run
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("LAKECDC_SPARK4", "LAKECDC_SPARK_CONNECTORS", "LAKECDC_TEST_WORKERS", "LAKECDC_LINT")}
     env.update(extra_env)
     result = subprocess.run(["bash", str(checkout / "run.sh"), "test", *args], capture_output=True, text=True,
                             timeout=60, env=env)
