@@ -45,7 +45,8 @@ batches' own seconds, which start after each batch's fetch: the fetch was left o
     batches of 100,000:            drain 148.0 s -> 116.4 s (1.27x); fetch 51.2 -> 36.2 s, decode
                                    37.1 -> 22.7 s (1.50x together), writes 59.7 -> 57.5 s (1.04x)
     growing behind the backlog     drain 143.5 s -> 108.3 s (1.33x); fetch + decode 1.44x, writes
-    (100,000 then 200,000):        57.9 -> 49.0 s; 3% and 7% faster than fixed batches
+    (100,000 then 200,000):        57.9 -> 49.0 s; 3% and 7% faster than fixed batches (a run
+                                   11 minutes later, not the same run)
 
 Spark's event log of a 200,000-record pair (09:26 UTC): the second batch, warm, 39.6 s -> 24.2 s
 (1.64x): fetch 1.9x, decode 1.85x, the bronze append 1.3x, the silver MERGE 1.15x, and about 3 s of

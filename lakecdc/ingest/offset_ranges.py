@@ -72,7 +72,7 @@ class RangePlanner:
         self._start_offset = start_offset
         self._base = max_records
         self._ceiling = max(max_records, backlog_max_records or max_records)
-        self._max_records = max_records  # this batch's budget: ``_base``, doubled per batch behind a backlog
+        self._budget = max_records  # the next batch's: ``_base``, doubled per batch behind a backlog
         self._next: dict[TopicPartition, int] = {}
         self._busy: set[TopicPartition] = set()
 
@@ -88,7 +88,7 @@ class RangePlanner:
     @property
     def budget(self) -> int:
         """The records the next batch may read (``batch.max.records``, more behind a backlog)."""
-        return self._max_records
+        return self._budget
 
     def next_offset(self, tp: TopicPartition) -> int:
         return self._next[tp]
@@ -117,9 +117,9 @@ class RangePlanner:
             return []
         busy = [tp for tp in self._next if tp in self._busy]
         idle = len(self._next) - len(busy)
-        floor = max(1, min(MIN_SHARE, self._max_records // len(self._next)))
-        probe = max(floor, self._max_records // (10 * len(self._next)))
-        left = max(self._max_records - probe * idle, self._max_records // 2)
+        floor = max(1, min(MIN_SHARE, self._budget // len(self._next)))
+        probe = max(floor, self._budget // (10 * len(self._next)))
+        left = max(self._budget - probe * idle, self._budget // 2)
         share = max(floor, left // max(1, len(busy)))
         return [OffsetRange(t, p, self._next[(t, p)], share if (t, p) in self._busy else probe)
                 for t, p in sorted(self._next)]
@@ -155,7 +155,7 @@ class RangePlanner:
                 self._busy.add(tp)
             else:
                 self._busy.discard(tp)
-        self._max_records = self._base if at_end else min(self._ceiling, self._max_records * 2)
+        self._budget = self._base if at_end else min(self._ceiling, self._budget * 2)
         return at_end
 
     def exact_ranges(self, ranges: Iterable[OffsetRange],
