@@ -22,6 +22,25 @@
 Events drained per format: 2 x (rows + changes) data records (deletes' tombstones are skipped by
 both). It is a benchmark, not a test: it prints figures. Figures are recorded below with the date
 and the machine's load; keep earlier ones for comparison.
+
+Figures (defaults: 600,000 events, 200,000 of them changes; this 2-core machine):
+
+- 2026-11-29 12:49-13:07 UTC, idle (load 0.1-1.4): Iceberg lakecdc 93.8 s by its own log; Delta
+  lakecdc hung after 6 of its batches: the 1 GB driver JVM ran out of memory copying the batch and
+  its bronze identity window as ``LocalRelation`` rows, in the thread serving the result to Python,
+  which then waited forever (fixed: ``lakecdc.spark.session.LOCAL_RELATION_MAX_BYTES`` and
+  ``lakecdc.spark.jvm_exit``). The capture's snapshot seemed to take 307 s: this harness' counting
+  consumer saw the new topics only at librdkafka's 5-minute metadata refresh (fixed: 16 s).
+- 2026-11-29 13:20-13:27 UTC, idle (load 2.3 at the end), after those fixes:
+
+  | format | lakecdc | recipe | ratio (speed) | CPU s lakecdc / recipe |
+  | --- | --- | --- | --- | --- |
+  | Iceberg | 84.5 s, 7.1k events/s | 42.2 s, 14.2k/s | 0.50x | 118.2 / 44.8 |
+  | Delta | 75.3 s, 8.0k events/s | 19.4 s, 30.9k/s | 0.26x | 95.2 / 9.8 |
+
+  lakecdc's Python reader ends a batch 1 s after its first record (``batch.max.wait.ms``), so its
+  batches held 71-100k records, most of one table only; the recipe's Delta drain never starts a JVM,
+  lakecdc's Delta drain (delta-rs) still passes every batch through Spark and back.
 """
 
 from __future__ import annotations
@@ -84,7 +103,9 @@ def count_records(bootstrap: str, topics: list[str], expected: int, timeout: flo
 
     consumer = Consumer({**kafka_client_defaults("consumer"), "bootstrap.servers": bootstrap,
                          "group.id": f"bench-count-{os.getpid()}", "auto.offset.reset": "earliest",
-                         "enable.auto.commit": False})
+                         # the capture creates the topics after this subscribes: see them within a second,
+                         # not at librdkafka's default refresh (5 minutes)
+                         "topic.metadata.refresh.interval.ms": 1000, "enable.auto.commit": False})
     consumer.subscribe(topics)
     seen, deadline = 0, time.monotonic() + timeout
     try:

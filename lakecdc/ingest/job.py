@@ -41,7 +41,8 @@ from lakecdc.ingest.processor import BatchProcessor, BatchReport
 from lakecdc.ingest.reader import PythonKafkaReader
 from lakecdc.ingest.spark_reader import SparkRangeReader
 from lakecdc.maintenance.periodic import PeriodicMaintenance
-from lakecdc.spark.session import ingest_session
+from lakecdc.spark.jvm_exit import explain_driver_exit
+from lakecdc.spark.session import ingest_session, ingest_spark_log
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -135,7 +136,8 @@ def run_ingest(config: str | Path | IngestConfig, trigger: str | None = None, *,
     with serving, _stop_on_signals(stop_event) as signalled:
         metrics = BatchMetrics()
         try:
-            _run_batches(cfg, session, processor, chosen, stop_event, handle)
+            with explain_driver_exit(session, ingest_spark_log(cfg), cfg.max_batch_records):
+                _run_batches(cfg, session, processor, chosen, stop_event, handle)
         finally:
             processor.close()
         summary.stopped_by_signal = signalled()

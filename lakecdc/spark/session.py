@@ -64,6 +64,19 @@ CONNECTORS_ENV = "LAKECDC_SPARK_CONNECTORS"
 JVM_OPTIONS_ENV = "LAKECDC_JVM_OPTIONS"
 _DRIVER_OPTIONS = "spark.driver.extraJavaOptions"
 _JAVA_OPTIONS_KEYS = (_DRIVER_OPTIONS, "spark.executor.extraJavaOptions")
+#: A driver JVM that ran out of memory exits instead of living on half-broken: an OutOfMemoryError in
+#: one of Spark's own threads (e.g. the one serving ``toArrow`` results to Python) kills that thread
+#: without completing what Python waits on, and the job hung there forever. Spark's executors already
+#: exit on it (``SparkUncaughtExceptionHandler``); a dead driver is what ``lakecdc.spark.jvm_exit`` explains.
+DRIVER_EXIT_ON_OOM = "-XX:+ExitOnOutOfMemoryError"
+#: Arrow data handed to Spark above this size becomes an RDD of Arrow batches, not a ``LocalRelation``.
+#: Spark's default (``spark.sql.execution.arrow.localRelationThreshold``, 48 MB) keeps a frame below it
+#: as rows in the driver's heap, and the optimizer (``ConvertToLocalRelation``) copies those rows again
+#: for every plan that reads them: a 100,000-event batch and its bronze identity window (a self-join
+#: reads it four times) filled a 1 GB driver. Small frames (most batches at real rates) stay local,
+#: where they need no Spark job.
+LOCAL_RELATION_MAX_BYTES = 4 * 1024 * 1024
+LOCAL_RELATION_THRESHOLD = "spark.sql.execution.arrow.localRelationThreshold"
 
 
 def extra_jvm_options() -> list[str]:
@@ -79,11 +92,13 @@ def extra_jvm_options() -> list[str]:
 
 
 def with_jvm_options(conf: dict[str, str]) -> dict[str, str]:
-    """``conf`` with the JVM flags of ``LAKECDC_JVM_OPTIONS`` for the driver and executors, and the
-    class-data archive's for the driver (``lakecdc.spark.class_archive``), before the caller's own."""
+    """``conf`` with the JVM flags of ``LAKECDC_JVM_OPTIONS`` for the driver and executors, and for the
+    driver ``DRIVER_EXIT_ON_OOM`` and the class-data archive's (``lakecdc.spark.class_archive``), before
+    the caller's own."""
     conf, jvm_options = dict(conf), extra_jvm_options()
     for key in _JAVA_OPTIONS_KEYS:
-        flags = [*jvm_options, *(archive_options() if key == _DRIVER_OPTIONS else ()), conf.get(key, "")]
+        driver_only = [DRIVER_EXIT_ON_OOM, *archive_options()] if key == _DRIVER_OPTIONS else []
+        flags = [*jvm_options, *driver_only, conf.get(key, "")]
         if any(flags):
             conf[key] = " ".join(flags).strip()
     return conf
@@ -210,6 +225,7 @@ def spark_session(warehouse: Path | str, catalog: CatalogKind = "hadoop", app_na
         .config("spark.driver.memory", os.environ.get("LAKECDC_SPARK_DRIVER_MEMORY", "1g"))
         .config("spark.sql.warehouse.dir", str(warehouse_path / "spark-warehouse"))
         .config("spark.sql.defaultCatalog", catalog_name)
+        .config(LOCAL_RELATION_THRESHOLD, str(LOCAL_RELATION_MAX_BYTES))
     )
     local_jars = [] if maven else [str(jar) for jar in iceberg_jars()]
     chosen = spark_connectors(connectors)
@@ -295,6 +311,11 @@ def delta_in_spark(spark: SparkSession) -> bool:
 _job_log = logging.getLogger("lakecdc.ingest.job")
 
 
+def ingest_spark_log(cfg: IngestConfig) -> Path:
+    """Where the session ``ingest_session`` starts writes Spark's and Java's own lines."""
+    return cfg.progress_dir / "spark.log"
+
+
 def ingest_session(cfg: IngestConfig, spark_log: Path | None = None) -> SparkSession:
     """The active Spark session (Databricks, spark-submit), else a local one over the
     configuration's warehouse and catalog whose JVM writes its own log lines (log4j, the JVM's
@@ -304,10 +325,11 @@ def ingest_session(cfg: IngestConfig, spark_log: Path | None = None) -> SparkSes
 
     active = SparkSession.getActiveSession()
     if active is not None:
+        active.conf.set(LOCAL_RELATION_THRESHOLD, str(LOCAL_RELATION_MAX_BYTES))  # the job's batches, too
         return active
     from lakecdc.spark.output import spark_session_logged
 
-    log_file = spark_log or cfg.progress_dir / "spark.log"
+    log_file = spark_log or ingest_spark_log(cfg)
     log_file.parent.mkdir(parents=True, exist_ok=True)
     _job_log.info("Spark's own log: %s", log_file)
     # ``spark_catalog`` is Spark's session catalog (Delta's DeltaCatalog when Delta's jars are on the
