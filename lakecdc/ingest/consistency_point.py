@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecdc.ingest.job_state import JobState
+from lakecdc.ingest.ordering import seq_bounds
 from lakecdc.lake.progress import just_below
 
 Seq = tuple[int, ...]
@@ -95,9 +96,10 @@ class ConsistencyPoint:
 
 def _lowest_read(rows: pa.Table) -> Seq | None:
     """The lowest ``_seq`` of the snapshot rows (``_op`` r) among ``rows``, or None."""
-    reads = rows.filter(pc.equal(rows.column("_op"), "r"))
-    return min((tuple(s) for s in reads.column("_seq").to_pylist()), default=None)
+    bounds = seq_bounds(rows.column("_seq").filter(pc.equal(rows.column("_op"), "r")))
+    return bounds[0] if bounds else None
 
 
 def _highest(rows: pa.Table) -> Seq | None:
-    return max((tuple(s) for s in rows.column("_seq").to_pylist()), default=None)
+    bounds = seq_bounds(rows.column("_seq"))
+    return bounds[1] if bounds else None

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -79,9 +80,36 @@ def max_seq(rows: pa.Table) -> Seq | None:
 
 def min_seq(rows: pa.Table) -> Seq | None:
     """The smallest ``_seq`` in ``rows`` in any order."""
-    if rows.num_rows == 0:
+    bounds = seq_bounds(rows.column("_seq"))
+    return bounds[0] if bounds else None
+
+
+def seq_bounds(seqs: pa.Array | pa.ChunkedArray) -> tuple[Seq, Seq] | None:
+    """The smallest and the largest of ``seqs`` (``_seq`` values in any order), or None when empty.
+
+    Compared in Arrow and numpy, not as Python tuples: a batch's 100,000 positions took a quarter of
+    a second per question as lists of Python ints, and a batch asks several.
+
+    >>> seq_bounds(pa.array([[7, 2, 1, 0], [7, 1, 9, 9], [3, 5, 0, 0]]))
+    ((3, 5, 0, 0), (7, 2, 1, 0))
+    """
+    if len(seqs) == 0:
         return None
-    return min(tuple(s) for s in rows.column("_seq").to_pylist())
+    matrix = _seq_matrix(seqs)
+    if matrix is None:  # a position of another length: Python's tuple order says the same
+        values = [tuple(s) for s in seqs.to_pylist()]
+        return min(values), max(values)
+    order = np.lexsort(matrix.T[::-1])  # the last key is the primary one
+    return tuple(int(v) for v in matrix[order[0]]), tuple(int(v) for v in matrix[order[-1]])
+
+
+def _seq_matrix(seqs: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
+    """``seqs`` as an (n, SEQ_LENGTH) matrix, or None unless every one is SEQ_LENGTH numbers."""
+    flat = pc.list_flatten(seqs)
+    if seqs.null_count or flat.null_count or len(flat) != SEQ_LENGTH * len(seqs) \
+            or not pc.all(pc.equal(pc.list_value_length(seqs), SEQ_LENGTH)).as_py():
+        return None
+    return np.asarray(flat.to_numpy(), dtype=np.int64).reshape(-1, SEQ_LENGTH)
 
 
 def rank_by_commit(rows: pa.Table, commit_of: Callable[[str], int | None]) -> pa.Table:
@@ -105,8 +133,12 @@ def rank_by_commit(rows: pa.Table, commit_of: Callable[[str], int | None]) -> pa
 
 def snapshot_lsn(rows: pa.Table) -> int | None:
     """The highest position of the snapshot rows among PostgreSQL ``rows`` (``_seq[0]``), or None."""
-    seqs = rows.column("_seq").to_pylist()
-    return max((s[0] for s in seqs if s[2] == SNAPSHOT_PHASE), default=None)
+    matrix = _seq_matrix(rows.column("_seq")) if rows.num_rows else None
+    if matrix is None:
+        seqs = rows.column("_seq").to_pylist()
+        return max((s[0] for s in seqs if s[2] == SNAPSHOT_PHASE), default=None)
+    reads = matrix[matrix[:, 2] == SNAPSHOT_PHASE, 0]
+    return int(reads.max()) if len(reads) else None
 
 
 def snapshot_lsn_below(table_max_seq: Seq | None) -> int | None:
