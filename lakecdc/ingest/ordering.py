@@ -106,8 +106,7 @@ def seq_bounds(seqs: pa.Array | pa.ChunkedArray) -> tuple[Seq, Seq] | None:
 def _seq_matrix(seqs: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
     """``seqs`` as an (n, SEQ_LENGTH) matrix, or None unless every one is SEQ_LENGTH numbers."""
     flat = pc.list_flatten(seqs)
-    if seqs.null_count or flat.null_count or len(flat) != SEQ_LENGTH * len(seqs) \
-            or not pc.all(pc.equal(pc.list_value_length(seqs), SEQ_LENGTH)).as_py():
+    if seqs.null_count or flat.null_count or not pc.all(pc.equal(pc.list_value_length(seqs), SEQ_LENGTH)).as_py():
         return None
     return np.asarray(flat.to_numpy(), dtype=np.int64).reshape(-1, SEQ_LENGTH)
 

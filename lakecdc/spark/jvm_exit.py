@@ -7,10 +7,10 @@ later call with another, none of which says why. ``explain_driver_exit`` turns t
 the user's words: the JVM exited, the reason its log gives (``java.lang.OutOfMemoryError: Java heap
 space``), what to change, and that nothing committed is lost::
 
-    Spark's driver JVM exited during the ingest: java.lang.OutOfMemoryError: Java heap space (see
-    /state/spark.log). Give the driver more memory (spark.driver.memory, now 1g; LAKECDC_SPARK_DRIVER_MEMORY
-    for the session lakecdc starts) or read smaller batches (batch.max.records, now 100000). Every table
-    keeps what it committed: the next run resumes from there.
+    Spark's driver JVM exited during the ingest (exit code 3): java.lang.OutOfMemoryError: Java heap
+    space (see /state/spark.log). Give the driver more memory (spark.driver.memory, now 1g;
+    LAKECDC_SPARK_DRIVER_MEMORY for the session lakecdc starts) or read smaller batches
+    (batch.max.records, now 100000). Every table keeps what it committed: the next run resumes from there.
 
 An error while the JVM is alive is not touched. Only a JVM this process started (PySpark's
 ``gateway.proc``) can be seen to have exited; on Databricks and spark-submit the error passes as is.
