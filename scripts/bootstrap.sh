@@ -81,7 +81,25 @@ current_stamp() {
     echo "$EXTRAS ${LAKECDC_JAR_CACHE:-}"; } | sha256sum | cut -d' ' -f1
 }
 
+# Free space a first installation needs, in MB (measured: .venv 4.7 GB with its jars and class-data
+# archive, .venv-spark4 2.1 GB; pip unpacks wheels in $TMPDIR beside them). Checked before pip starts,
+# so a full disk is named in a second instead of after minutes of downloads.
+need_space() {
+  local need_mb have_mb used_mb
+  case "$(basename "$VENV")" in
+    .venv) need_mb=5500 ;;
+    *) need_mb=2800 ;;
+  esac
+  used_mb="$(du -sm "$VENV" 2>/dev/null | cut -f1)"
+  need_mb=$((need_mb - ${used_mb:-0}))
+  have_mb="$(df -Pm "$VENV" | awk 'NR == 2 { print $4 }')"
+  if [ -n "$have_mb" ] && [ "$have_mb" -lt "$need_mb" ]; then
+    fail "$(basename "$VENV") needs about $((need_mb / 1024 + 1)) GB free on the disk of $VENV; it has $((have_mb / 1024)) GB ($have_mb MB). Free some space (old clones, ${TMPDIR:-/tmp}) and run again"
+  fi
+}
+
 ensure_venv() {
+  need_space
   if [ ! -x "$VENV/bin/python" ]; then
     local python
     python="$(pick_python)"
@@ -94,6 +112,9 @@ ensure_venv() {
   if ! { "$VENV/bin/python" -m pip install --upgrade pip setuptools wheel &&
          "$VENV/bin/python" -m pip install -e ".[$EXTRAS]"; } >"$pip_log" 2>&1; then
     tail -n 40 "$pip_log" >&2
+    if grep -q "No space left on device" "$pip_log"; then
+      fail "pip install failed: the disk is full ($(df -Ph "$VENV" | awk 'NR == 2 { print $4 }') left on the disk of $VENV; full output: $pip_log)"
+    fi
     fail "pip install failed (full output: $pip_log)"
   fi
 }

@@ -30,11 +30,13 @@ def checkout(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _bootstrap(checkout: Path, *envs: str, venv: str = ".venv") -> tuple[subprocess.CompletedProcess[str], list[str]]:
+def _bootstrap(checkout: Path, *envs: str, venv: str = ".venv",
+               path: str = "") -> tuple[subprocess.CompletedProcess[str], list[str]]:
     calls_log = checkout / venv / "calls.log"
     calls_log.unlink(missing_ok=True)
+    env = {**os.environ, "LC_ALL": "C", "PATH": f"{path}:{os.environ['PATH']}" if path else os.environ["PATH"]}
     result = subprocess.run(["bash", str(checkout / "scripts" / "bootstrap.sh"), *envs], capture_output=True,
-                            text=True, timeout=120, env={**os.environ, "LC_ALL": "C"})
+                            text=True, timeout=120, env=env)
     calls = calls_log.read_text().splitlines() if calls_log.exists() else []
     return result, calls
 
@@ -90,6 +92,36 @@ def test_a_failed_pip_install_fails_with_the_log_path(checkout: Path) -> None:
     assert "pip install failed" in result.stderr and "lakecdc-bootstrap-pip.log" in result.stderr
     assert "No matching distribution" in result.stderr
     assert not (checkout / ".venv" / ".lakecdc-bootstrap-stamp").exists()
+
+
+def _df_reporting(tmp_path: Path, free_mb: int) -> str:
+    """A directory whose ``df`` reports ``free_mb`` MB available on every disk."""
+    shim = tmp_path / f"df-{free_mb}"
+    shim.mkdir()
+    (shim / "df").write_text("#!/bin/sh\necho 'Filesystem 1M-blocks Used Available Capacity Mounted on'\n"
+                             f"echo '/dev/x 100000 99000 {free_mb} 99% /'\n")
+    (shim / "df").chmod(0o755)
+    return str(shim)
+
+
+def test_a_disk_without_room_for_the_environment_fails_before_pip_and_says_how_much(checkout: Path,
+                                                                                     tmp_path: Path) -> None:
+    result, calls = _bootstrap(checkout, path=_df_reporting(tmp_path, 900))
+    assert result.returncode != 0
+    assert ".venv needs about 6 GB free" in result.stderr and "(900 MB)" in result.stderr, result.stderr
+    assert not any("pip" in call for call in calls)
+
+    result, calls = _bootstrap(checkout, path=_df_reporting(tmp_path, 60000))
+    assert result.returncode == 0 and "python -m pip install -e .[dev]" in calls
+
+
+def test_a_pip_install_that_fills_the_disk_says_so(checkout: Path) -> None:
+    recorder = checkout / ".venv" / "bin" / "python"
+    recorder.write_text("#!/bin/sh\necho 'ERROR: Could not install packages due to an OSError: [Errno 28] "
+                        "No space left on device'\nexit 1\n")
+    result, _ = _bootstrap(checkout)
+    assert result.returncode != 0
+    assert "pip install failed: the disk is full" in result.stderr and "lakecdc-bootstrap-pip.log" in result.stderr
 
 
 def test_run_sh_knows_exactly_two_commands() -> None:
