@@ -50,7 +50,7 @@ from pyspark.sql.types import (
 from lakecdc.errors import MissingExtraError, SchemaEvolutionError, TerminalError
 from lakecdc.lake import layout
 from lakecdc.lake.batch import ApplyResult, ChangeBatch, ColumnSpec, TableTarget, col
-from lakecdc.lake.bronze import to_bronze_layout
+from lakecdc.lake.bronze import stored_window, to_bronze_layout
 from lakecdc.lake.frames import table_fields
 from lakecdc.lake.history_plan import HistoryPlan
 from lakecdc.lake.merge_plan import MergePlan
@@ -156,9 +156,10 @@ class LakeWriter(TableWriter):
         return CommitProgress.from_properties(self.commit_properties(name))
 
     @abstractmethod
-    def _append_bronze(self, target: TableTarget, rows: DataFrame, stats: BatchStats,
+    def _append_bronze(self, target: TableTarget, rows: DataFrame, ts_range: tuple[int, int] | None,
                        props: dict[str, str], batch_id: int) -> tuple[int, int | None]:
-        """Append the rows bronze lacks (anti-join on identity); returns (rows written, version)."""
+        """Append the rows bronze lacks (anti-join on identity with the stored rows of ``ts_range``, none
+        when None: ``lakecdc.lake.bronze.stored_window``); returns (rows written, version)."""
 
     @abstractmethod
     def _append_ledger(self, target: TableTarget, rows: DataFrame | pa.Table) -> None:
@@ -257,9 +258,10 @@ class LakeWriter(TableWriter):
             props = (bronze_done or CommitProgress()).advanced(
                 batch.progress, batch_id, stats.max_seq, stats.max_source_ts_ms, None,
                 _positions(batch)).to_properties()
+            ts_range = stored_window(bronze_done, stats.min_source_ts_ms, stats.max_source_ts_ms)
             bronze_rows, bronze_version = self._append_bronze(target, self._align(to_bronze_layout(df, row_names),
                                                                                   target.bronze_table),
-                                                              stats, props, batch_id)
+                                                              ts_range, props, batch_id)
             log.info("bronze %s: %d new events of %d (batch %s)", target.bronze_table, bronze_rows, stats.events,
                      batch_id)
         upserts = deletes = 0

@@ -210,23 +210,21 @@ class DeltaRsWriter(LakeWriter):
         commit = newest_lakecdc_commit(table)
         return {k: v for k, v in commit.items() if isinstance(v, str)} if commit else {}
 
-    def _append_bronze(self, target: TableTarget, rows: DataFrame, stats: BatchStats,
+    def _append_bronze(self, target: TableTarget, rows: DataFrame, ts_range: tuple[int, int] | None,
                        props: dict[str, str], batch_id: int) -> tuple[int, int | None]:
         table = self._open(target.bronze_table)
         assert table is not None
         meta = set(bronze_columns([]))
         row_names = [c for c in rows.columns if c not in meta]
         stored = None
-        if stats.min_source_ts_ms is not None:
+        if ts_range is not None:
             # the bronze rows of the batch's source time range (parquet statistics prune the scan),
             # identity columns only, to Spark for the same anti-join and numbering Iceberg gets
-            window = ((pc.field("_source_ts_ms") >= stats.min_source_ts_ms)
-                      & (pc.field("_source_ts_ms") <= stats.max_source_ts_ms))
+            window = (pc.field("_source_ts_ms") >= ts_range[0]) & (pc.field("_source_ts_ms") <= ts_range[1])
             identity = arrow_read(table.to_pyarrow_dataset(), window, list(STORED_IDENTITY))
             kept = StructType([f for f in BRONZE_META.fields if f.name in STORED_IDENTITY])
             stored = arrow_to_dataframe(self.spark, _conform(identity, _arrow_schema(kept)), kept)
-        fresh = _to_arrow(spark_new_rows(rows, row_names, stored, stats.min_source_ts_ms, stats.max_source_ts_ms,
-                                         target.connector))
+        fresh = _to_arrow(spark_new_rows(rows, row_names, stored, ts_range, target.connector))
         fresh = fresh.append_column(DELTA_PARTITION_COLUMN, pc.cast(fresh["_ingest_ts"], pa.date32()))
         schema = pa.schema(table.schema().to_arrow())
         write_deltalake(table, _conform(fresh, schema), mode="append", partition_by=[DELTA_PARTITION_COLUMN],

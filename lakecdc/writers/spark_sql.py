@@ -22,7 +22,6 @@ from lakecdc.lake.frames import arrow_to_spark, spark_to_arrow
 from lakecdc.lake.history_plan import ACTION, HistoryPlan, render_history_spark_sql
 from lakecdc.lake.key_ranges import ranges_predicate
 from lakecdc.lake.merge_plan import SPARK, MergePlan, render_spark_sql
-from lakecdc.lake.silver import BatchStats
 from lakecdc.writers.base import DEAD_LETTER_POSITION, LakeWriter
 
 if TYPE_CHECKING:
@@ -83,13 +82,13 @@ class SparkSqlWriter(LakeWriter):
         namespace = ".".join(quote(part) for part in self._parts(name)[:-1])
         self.spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
 
-    def _append_bronze(self, target: TableTarget, rows: DataFrame, stats: BatchStats,
+    def _append_bronze(self, target: TableTarget, rows: DataFrame, ts_range: tuple[int, int] | None,
                        props: dict[str, str], batch_id: int) -> tuple[int, int | None]:
         full = self.resolve(target.bronze_table)
         meta = set(bronze_columns([]))
         row_names = [c for c in rows.columns if c not in meta]
-        fresh = spark_new_rows(rows, row_names, self.spark.table(full), stats.min_source_ts_ms,
-                               stats.max_source_ts_ms, target.connector)
+        fresh = spark_new_rows(rows, row_names, self.spark.table(full) if ts_range else None, ts_range,
+                               target.connector)
         writer = fresh.writeTo(full)
         for key, value in self._append_options(props, target.bronze_table, batch_id).items():
             writer = writer.option(key, value)

@@ -75,7 +75,7 @@ SCRIPT = textwrap.dedent("""
                                              "_offset": old["_offset"]}).select([f.name for f in kept.fields]), kept)
     started = time.monotonic()
     with explain_driver_exit(spark, log, 100_000):
-        fresh = spark_to_arrow(spark_new_rows(to_bronze_layout(batch, ["id", "name"]), ["id", "name"], stored, 0, 10,
+        fresh = spark_to_arrow(spark_new_rows(to_bronze_layout(batch, ["id", "name"]), ["id", "name"], stored, (0, 10),
                                               "postgres"))
     print(f"new rows: {fresh.num_rows} in {time.monotonic() - started:.1f} s", flush=True)
 """)
