@@ -50,6 +50,28 @@ tables, because on 2 saturated cores each table's apply slows when they overlap
 Again with the silver MERGE bounded by key ranges (18:11 UTC, load 0.3 before, 3.1 at the end):
 p99 9.7 s Iceberg, 8.1 s Delta (p50 6.7 s / 5.0 s), micro-batch p50 3.8 s, silver caught up
 6.4 s after the workload ended.
+
+2026-11-29, the same machine with nothing else running (load 0.1-0.4 before each run, 3-4.5 at
+its end: the benchmark's own stack), ``--duration 30``, the commit before (70a5a93) and after
+(c48c3e0) a batch newer than everything bronze holds stopped reading bronze for its anti-join;
+the commit before run from a worktree with this same harness, runs alternating (16:31-16:40 UTC):
+
+    --rate   changes/s   commit    p99 Iceberg / Delta (s)     bronze append p50 Iceberg / Delta (s)   batch p50 (s)
+    100      365         before    16.2 / 14.6, 13.8 / 12.3    4.7 / 4.4, 4.1 / 3.7                    6.9, 6.3
+    100      365         after     12.0 / 10.2, 10.7 /  8.9    2.9 / 2.4, 2.2 / 1.8                    5.6, 4.5
+    274      1,005       before    16.7 / 14.8                 5.2 / 4.7                               7.8
+    274      1,005       after     14.8 / 12.7                 3.5 / 2.8                               6.8
+
+Medians of the two runs at 100 transactions/s: p99 0.76x (Iceberg) and 0.71x (Delta) of before.
+At issue 18's rate (1,000 changes/s over the 4 tables) the p99 is 2.5-3x its 5 s target: a
+change waits for the batch in progress and then its own (p99 about two batch durations), and a
+batch of 7 s is four tables' bronze appends and MERGEs, applied side by side on 2 cores. Slower
+than the 2026-11-22 figures above at 10 transactions/s: these batches are 10-27x larger. (With
+``--parallelism 1`` at 100/s: bronze append p50 0.5 s Delta, 0.7 s Iceberg; MERGE 0.1 s Delta,
+0.85 s Iceberg; batch p50 4.6 s.) Until this day the harness timed nothing: it wrapped
+``lakecdc.writers.create_writer``, which the job stopped calling when the factory moved to
+``lakecdc.writers.base``, and waited 300 s for commits it could not see; it now wraps the factory the
+job calls and stops at once, with that reason, if batches apply while no commit is timed.
 """
 
 from __future__ import annotations
@@ -74,6 +96,7 @@ from typing import Any
 import psycopg
 
 ROOT = Path(__file__).resolve().parents[1]
+TARGET_P99_MS = 5000
 sys.path.insert(0, str(ROOT))
 
 from lakecdc.demo.inventory import InventoryWorkload  # noqa: E402
@@ -119,8 +142,8 @@ class _StepLog(logging.Handler):
 
 def install_timing(obs: Observations) -> None:
     """Make ``run_ingest`` build writers whose ``apply`` is timed (the job imports the factory from
-    ``lakecdc.writers`` at start)."""
-    import lakecdc.writers as writers_package
+    ``lakecdc.writers.base`` when it starts)."""
+    import lakecdc.writers.base as writers_base
     from lakecdc.writers.base import create_writer
 
     steps = _StepLog()
@@ -154,7 +177,7 @@ def install_timing(obs: Observations) -> None:
     def timed_create_writer(table_format: str, spark: Any, **options: Any) -> Any:
         return TimedWriter(create_writer(table_format, spark, **options))
 
-    writers_package.create_writer = timed_create_writer  # type: ignore[attr-defined]
+    writers_base.create_writer = timed_create_writer  # type: ignore[assignment]
 
 
 def consume_baseline(bootstrap: str, prefix: str, obs: Observations, stop: threading.Event) -> None:
@@ -259,14 +282,14 @@ def run(args: argparse.Namespace) -> None:
                 ingest_thread.start()
                 baseline.start()
                 print(f"local stack under {directory}; waiting for the snapshot to reach silver ...", flush=True)
-                _wait(lambda: caught_up(obs) and len(obs.last_offsets) == 4, 300, failures, capture)
+                _wait(lambda: caught_up(obs) and len(obs.last_offsets) == 4, 300, failures, capture, obs)
                 time.sleep(2)
                 print(f"running the workload: {args.rate:g} transactions/s for {args.duration:g} s "
                       f"(trigger {args.trigger})", flush=True)
                 workload_start_ms = time.time() * 1000
                 transactions = steady_workload(workload, args.duration, args.rate)
                 workload_end_ms = time.time() * 1000
-                _wait(lambda: caught_up(obs), 300, failures, capture)
+                _wait(lambda: caught_up(obs), 300, failures, capture, obs)
                 caught_up_ms = time.time() * 1000
             finally:
                 if capture.poll() is None:
@@ -285,13 +308,17 @@ def run(args: argparse.Namespace) -> None:
         shutil.rmtree(directory, ignore_errors=True)  # a temporary run leaves nothing behind
 
 
-def _wait(condition: Any, timeout: float, failures: list[BaseException], capture: subprocess.Popen[bytes]) -> None:
+def _wait(condition: Any, timeout: float, failures: list[BaseException], capture: subprocess.Popen[bytes],
+          obs: Observations) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if failures:
             raise RuntimeError("the ingest job failed") from failures[0]
         if capture.poll() is not None:
             raise RuntimeError(f"capture exited with code {capture.returncode} (see capture.log)")
+        if not obs.commits and any(events for _, _, events in obs.batches):
+            raise RuntimeError("the job applies batches but no table commit was timed: install_timing no longer "
+                               "wraps the factory the job calls")
         if time.monotonic() > deadline:
             raise TimeoutError(f"not caught up after {timeout:.0f} s")
         time.sleep(0.2)
@@ -373,7 +400,8 @@ def report(obs: Observations, args: argparse.Namespace, transactions: int, start
                       + "".join(f"{stats[q]:>9.0f}" for q in ("p50", "p95", "p99", "max")))
     print()
     worst = max((percentiles(v["silver"]).get("p99", 0.0) for v in by_format.values()), default=0.0)
-    print(f"target latency p99 <= 15000 ms: {'met' if by_format and worst <= 15000 else 'NOT met'} "
+    # issue 18: p99 <= 5 s at 1,000 changes/s over the 4 tables (--rate 274: 3.65 changes per transaction)
+    print(f"target latency p99 <= {TARGET_P99_MS} ms: {'met' if by_format and worst <= TARGET_P99_MS else 'NOT met'} "
           f"(worst format p99 {worst:.0f} ms)")
 
 
