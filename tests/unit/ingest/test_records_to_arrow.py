@@ -14,7 +14,7 @@ from confluent_kafka import Message
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakecdc.ingest.reader import HEADER_ARROW, KAFKA_ARROW_SCHEMA, binary_array, records_to_arrow
+from lakecdc.ingest.reader import _TIMESTAMP_TYPE, HEADER_ARROW, KAFKA_ARROW_SCHEMA, binary_array, records_to_arrow
 
 
 def straightforward(messages: list[Any]) -> dict[str, pa.Array]:
@@ -44,6 +44,12 @@ def test_the_batch_equals_the_row_by_row_construction(messages: list[Any]) -> No
     for name, expected in straightforward(messages).items():
         assert built.column(name).combine_chunks().equals(expected), name
     assert built.column("offset").to_pylist() == [m.offset() for m in messages]
+    assert built.column("topic").to_pylist() == [m.topic() for m in messages]
+    assert built.column("partition").to_pylist() == [m.partition() for m in messages]
+    timestamps = [m.timestamp() for m in messages]
+    assert built.column("timestamp").cast(pa.int64()).to_pylist() == [ts * 1000 if kind else None
+                                                                       for kind, ts in timestamps]
+    assert built.column("timestampType").to_pylist() == [_TIMESTAMP_TYPE.get(kind, -1) for kind, _ in timestamps]
 
 
 @given(items=st.lists(data, max_size=30))
