@@ -37,7 +37,9 @@ from lakecdc.errors import ConfigError
 from lakecdc.ingest.exporter import active_ingest_exporter, serve_ingest_metrics
 from lakecdc.ingest.job_state import load_state
 from lakecdc.ingest.metrics import BatchMetrics
+from lakecdc.ingest.offset_ranges import StartOffset
 from lakecdc.ingest.processor import BatchProcessor, BatchReport
+from lakecdc.ingest.read_ahead import ReadAhead, locked
 from lakecdc.ingest.reader import PythonKafkaReader
 from lakecdc.ingest.spark_reader import SparkRangeReader
 from lakecdc.maintenance.periodic import PeriodicMaintenance
@@ -149,34 +151,43 @@ def run_ingest(config: str | Path | IngestConfig, trigger: str | None = None, *,
 def _run_batches(cfg: IngestConfig, spark: SparkSession, processor: BatchProcessor, trigger: Trigger,
                  stop: threading.Event, handle: Callable[[BatchReport], None]) -> None:
     """Every reader's loop: its batches start where the tables' committed offsets say (``start_offset``)."""
-    reader = _open_reader(cfg, spark, processor, trigger, stop)
+    processing = threading.Lock()  # a partition the read-ahead meets reads its table's offsets under it
+    reader = _open_reader(cfg, spark, trigger, stop, locked(processing, processor.start_offset))
+    # A drain reads and decodes the next batch while this one is applied (``read_ahead``); the Spark
+    # readers' batches are decoded on the executors, and their DataFrames live only until the next one is read.
+    ahead = ReadAhead((b, processor.decode(b)) for b in reader.batches()) \
+        if trigger.available_now and isinstance(reader, PythonKafkaReader) else None
     try:
         next_at = time.monotonic()
-        for batch in reader.batches():
+        for batch, decoded in ahead or ((b, None) for b in reader.batches()):
             # An empty batch matters only when reading has reached the end with something waiting for
             # it: held transactions whose other events will not come, a consistency point held below
             # snapshot rows.
             if batch.num_records or (batch.at_end_of_data and processor.waits_for_end_of_data):
-                handle(processor.process(batch))
+                with processing:
+                    report = processor.process(batch, decoded)
+                handle(report)
             if trigger.interval > 0 and not trigger.available_now:
                 next_at += trigger.interval
                 stop.wait(max(0.0, next_at - time.monotonic()))
     finally:
+        if ahead is not None:
+            ahead.close()
         reader.close()
 
 
-def _open_reader(cfg: IngestConfig, spark: SparkSession, processor: BatchProcessor, trigger: Trigger,
-                 stop: threading.Event) -> PythonKafkaReader | SparkRangeReader:
+def _open_reader(cfg: IngestConfig, spark: SparkSession, trigger: Trigger, stop: threading.Event,
+                 start_offset: StartOffset) -> PythonKafkaReader | SparkRangeReader:
     kind = reader_kind(cfg, spark)
     if cfg.checkpoint_path:
         log.warning("spark.checkpoint.location is not used: every reader resumes from the offsets the tables "
                     "committed, so no checkpoint can skip events; remove the setting")
     if kind == "python":
-        return PythonKafkaReader(cfg, processor.start_offset, stop, trigger.available_now, spark)
+        return PythonKafkaReader(cfg, start_offset, stop, trigger.available_now, spark)
     engine: Literal["executors", "kafka-source"] = "kafka-source" if kind == "spark-kafka" else "executors"
     log.info("reading Kafka %s", "through Spark's Kafka source (bounded batch reads)" if engine == "kafka-source"
              else "on the Spark executors (offset ranges fetched with confluent-kafka)")
-    return SparkRangeReader(cfg, processor.start_offset, stop, trigger.available_now, spark, engine)
+    return SparkRangeReader(cfg, start_offset, stop, trigger.available_now, spark, engine)
 
 
 def reader_kind(cfg: IngestConfig, spark: SparkSession) -> str:

@@ -46,7 +46,7 @@ from lakecdc.errors import SchemaEvolutionError
 from lakecdc.ingest.consistency import ConsistencyLog
 from lakecdc.ingest.consistency_point import ConsistencyPoint
 from lakecdc.ingest.dead_letter import DeadLetterSink, dead_letter_frame
-from lakecdc.ingest.decode import Decoder
+from lakecdc.ingest.decode import DecodedBatch, Decoder
 from lakecdc.ingest.executor_batch import ExecutorBatch, Frame, RemoteSegment, TableFrame, decode_frame, table_frame
 from lakecdc.ingest.executor_decode import SchemaRegistry, drop_committed, max_offsets
 from lakecdc.ingest.job_state import JobState, append_schema_changes, save_state
@@ -101,6 +101,18 @@ class BatchReport:
     seconds: float = 0.0
     #: per applied change (snapshot reads excluded): source commit -> table commit, in milliseconds
     latency_ms: list[pa.Array] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class DriverDecoded:
+    """Steps 1-2 of a batch the driver read (``BatchProcessor.decode``)."""
+
+    records: int
+    replayed: int
+    read_max: Offsets
+    decoded: DecodedBatch
+    #: the decoder's keyed topics right after this batch: what the job state saved with it records
+    keyed: dict[str, tuple[str, ...]]
 
 
 @dataclass(frozen=True)
@@ -219,7 +231,20 @@ class BatchProcessor:
 
     # ------------------------------------------------------------------ the batch
 
-    def process(self, batch: KafkaMicroBatch) -> BatchReport:
+    def decode(self, batch: KafkaMicroBatch) -> DriverDecoded:
+        """Steps 1-2 of a batch the driver read (``batch.records``). A drain runs them on its read-ahead
+        thread (``lakecdc.ingest.read_ahead``) while the batch before is applied: they read a copy of the
+        committed offsets (a later batch's records lie past what an earlier one commits; step 1 runs
+        again after decoding, ``_drop_replayed_rows``) and change nothing but the decoder."""
+        records = batch.arrow()
+        read_max = max_offsets(records)
+        fresh = drop_committed(records, dict(self._committed))  # step 1
+        decoded = self._decoder.decode(fresh, batch.read_at)  # step 2
+        return DriverDecoded(records.num_rows, records.num_rows - fresh.num_rows, read_max, decoded,
+                             self._decoder.keyed_topics())
+
+    def process(self, batch: KafkaMicroBatch, driver: DriverDecoded | None = None) -> BatchReport:
+        """The batch's steps; ``driver``: its steps 1-2 when ``decode`` ran them already."""
         started = time.monotonic()
         self.state.batch_id += 1
         report = BatchReport(self.state.batch_id)
@@ -228,13 +253,11 @@ class BatchProcessor:
             remote = self._decode_on_executors(batch)
             report.records, report.replayed, read_max, decoded = (remote.records, remote.replayed,
                                                                   remote.read_max, remote.decoded)
+            keyed = self._decoder.keyed_topics()
         else:
-            records = batch.arrow()
-            report.records = records.num_rows
-            read_max = max_offsets(records)
-            records = drop_committed(records, self._committed)  # step 1
-            report.replayed = report.records - records.num_rows
-            decoded = self._decoder.decode(records, batch.read_at)  # step 2
+            driver = driver or self.decode(batch)
+            report.records, report.replayed, read_max, decoded, keyed = (
+                driver.records, driver.replayed, driver.read_max, driver.decoded, driver.keyed)
         for tp, offset in read_max.items():
             self._read_through[tp] = max(offset, self._read_through.get(tp, -1))
         report.tombstones = decoded.tombstones
@@ -268,7 +291,7 @@ class BatchProcessor:
             self._release_frames(frames)
         report.held_events = self._tx.held_events
         self._publish()  # step 7
-        self._save_state(read_max, report)
+        self._save_state(read_max, keyed, report)
         report.seconds = time.monotonic() - started
         return report
 
@@ -507,9 +530,10 @@ class BatchProcessor:
             log.info("schema change recorded from %s offset %d: %s", change.topic, change.offset,
                      (change.ddl or "(no DDL text)")[:200])
 
-    def _save_state(self, read_max: Offsets, report: BatchReport) -> None:
+    def _save_state(self, read_max: Offsets, keyed: dict[str, tuple[str, ...]], report: BatchReport) -> None:
         state = self.state
-        state.keyed_topics = {t: list(k) for t, k in self._decoder.keyed_topics().items()}
+        # what the decoder knew after this batch (not a batch read ahead of it)
+        state.keyed_topics = {t: list(k) for t, k in keyed.items()}
         open_markers = self._tx.marker_restart_offsets()
         for (topic, partition), offset in read_max.items():
             if topic in self._control_topics:
