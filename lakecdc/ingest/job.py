@@ -160,6 +160,8 @@ def _run_batches(cfg: IngestConfig, spark: SparkSession, processor: BatchProcess
     try:
         next_at = time.monotonic()
         for batch, decoded in ahead or ((b, None) for b in reader.batches()):
+            if ahead is not None and stop.is_set():
+                break  # a stop finishes the batch in progress; one read ahead is read again by the next run
             # An empty batch matters only when reading has reached the end with something waiting for
             # it: held transactions whose other events will not come, a consistency point held below
             # snapshot rows.

@@ -155,3 +155,23 @@ def test_locked_holds_the_lock_while_the_function_runs() -> None:
     lock = threading.Lock()
     assert locked(lock, lambda: lock.locked())() is True
     assert not lock.locked()
+
+
+def test_a_stop_during_a_drain_applies_no_batch_read_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGTERM finishes the batch in progress and stops; the batch read ahead meanwhile is left to the
+    next run (it starts at the tables' offsets), as the reader would not have read it."""
+    stop = threading.Event()
+    processor = _Processor()
+    real = processor.process
+
+    def process(batch: Any, decoded: str | None = None) -> str:
+        stop.set()  # a signal arrives while the first batch is applied
+        return real(batch, decoded)
+
+    processor.process = process  # type: ignore[method-assign]
+    monkeypatch.setattr(job, "_open_reader", lambda cfg, spark, trig, stop_, start_offset: _Reader(start_offset))
+    reports: list[str] = []
+    job._run_batches(None, None, processor, job.Trigger.parse("available-now"), stop,  # type: ignore[arg-type]
+                     reports.append)
+    assert reports == ["report"]
+    assert processor.processed == 1
