@@ -444,7 +444,8 @@ class BatchProcessor:
             (table.df.unionByName(retry.released), None)
         try:
             result = writer.apply(ChangeBatch(target, table.columns, df, progress, table.events_through,
-                                              stats, self._positions(table.min_seq), held), batch_id)
+                                              stats, self._positions(table.min_seq), held,
+                                              table.rows if retry.released is None else None), batch_id)
         except SchemaEvolutionError as exc:
             return _TableOutcome(target, failure=str(exc))
         retry.settle(result.silver_version is not None)

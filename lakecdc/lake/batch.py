@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from lakecdc.lake.layout import HISTORY_SUFFIX, LEDGER_SUFFIX
 
 if TYPE_CHECKING:  # Spark is only needed where a batch is actually built or written
+    import pyarrow as pa
     from pyspark.sql import Column, DataFrame
     from pyspark.sql.types import DataType
 
@@ -137,6 +138,9 @@ class ChangeBatch:
     #: events bronze keeps but silver must not apply (``_topic``, ``_partition``, ``_offset``): the
     #: ones pipeline expectations quarantined (``lakecdc.quality.pipeline``)
     held_from_silver: DataFrame | None = None
+    #: ``df``'s rows as Arrow, in ``df``'s order, when the driver decoded them (else None): a writer whose
+    #: engine takes Arrow uses them instead of collecting ``df`` (``lakecdc.lake.bronze_arrow``)
+    rows: pa.Table | None = None
 
     @property
     def column_names(self) -> list[str]:

@@ -157,9 +157,10 @@ class LakeWriter(TableWriter):
 
     @abstractmethod
     def _append_bronze(self, target: TableTarget, rows: DataFrame, ts_range: tuple[int, int] | None,
-                       props: dict[str, str], batch_id: int) -> tuple[int, int | None]:
+                       props: dict[str, str], batch_id: int, arrow: pa.Table | None = None) -> tuple[int, int | None]:
         """Append the rows bronze lacks (anti-join on identity with the stored rows of ``ts_range``, none
-        when None: ``lakecdc.lake.bronze.stored_window``); returns (rows written, version)."""
+        when None: ``lakecdc.lake.bronze.stored_window``); returns (rows written, version). ``arrow``: the
+        batch's rows as the driver decoded them (``ChangeBatch.rows``), in ``rows``' order, or None."""
 
     @abstractmethod
     def _append_ledger(self, target: TableTarget, rows: DataFrame | pa.Table) -> None:
@@ -261,7 +262,7 @@ class LakeWriter(TableWriter):
             ts_range = stored_window(bronze_done, stats.min_source_ts_ms, stats.max_source_ts_ms)
             bronze_rows, bronze_version = self._append_bronze(target, self._align(to_bronze_layout(df, row_names),
                                                                                   target.bronze_table),
-                                                              ts_range, props, batch_id)
+                                                              ts_range, props, batch_id, batch.rows)
             log.info("bronze %s: %d new events of %d (batch %s)", target.bronze_table, bronze_rows, stats.events,
                      batch_id)
         upserts = deletes = 0

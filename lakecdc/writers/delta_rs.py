@@ -4,8 +4,10 @@ Spark still prepares every batch (``lakecdc.lake.silver``, the same rows Iceberg
 result crosses to Arrow once (``DataFrame._collect_as_arrow()``, which keeps decimals and time
 zones) and delta-rs does the rest:
 
-- bronze: the identity anti-join of ``lakecdc.lake.bronze`` against the bronze rows of the batch's
-  source time range (parquet statistics prune the scan), then one append;
+- bronze: the identity of ``lakecdc.lake.bronze`` against the bronze rows of the batch's source time
+  range (parquet statistics prune the scan), then one append. For a batch the driver decoded
+  (``ChangeBatch.rows``) the rules run in Arrow (``lakecdc.lake.bronze_arrow``) and Spark returns
+  only the row hash; otherwise in Spark, whose result crosses to Arrow;
 - ledger: appended (the newest removal per key is what counts);
 - silver: ``DeltaTable.merge`` with the clauses of the shared ``MergePlan`` rendered in DataFusion
   syntax (``_seq[1]`` is the first component there).
@@ -54,10 +56,11 @@ from pyspark.sql.types import (
 from lakecdc.errors import TerminalError
 from lakecdc.lake.batch import TableTarget, col
 from lakecdc.lake.bronze import STORED_IDENTITY, bronze_columns, spark_new_rows
+from lakecdc.lake.bronze_arrow import arrow_new_rows, positions_comparable
 from lakecdc.lake.frames import arrow_to_spark as arrow_to_dataframe
 from lakecdc.lake.history_plan import ACTION, HistoryPlan, history_clauses, history_join
 from lakecdc.lake.key_ranges import KeyRanges, arrow_in_filter, arrow_ranges_filter, arrow_read
-from lakecdc.lake.layout import DELTA_PARTITION_COLUMN, SEQ_LENGTH
+from lakecdc.lake.layout import BRONZE_RENAMES, DELTA_PARTITION_COLUMN, OCCURRENCE, ROW_HASH, SEQ_LENGTH
 from lakecdc.lake.merge_plan import (
     DATAFUSION,
     SOURCE,
@@ -211,20 +214,25 @@ class DeltaRsWriter(LakeWriter):
         return {k: v for k, v in commit.items() if isinstance(v, str)} if commit else {}
 
     def _append_bronze(self, target: TableTarget, rows: DataFrame, ts_range: tuple[int, int] | None,
-                       props: dict[str, str], batch_id: int) -> tuple[int, int | None]:
+                       props: dict[str, str], batch_id: int, arrow: pa.Table | None = None) -> tuple[int, int | None]:
         table = self._open(target.bronze_table)
         assert table is not None
         meta = set(bronze_columns([]))
         row_names = [c for c in rows.columns if c not in meta]
-        stored = None
+        identity = None
+        kept = StructType([f for f in BRONZE_META.fields if f.name in STORED_IDENTITY])
         if ts_range is not None:
             # the bronze rows of the batch's source time range (parquet statistics prune the scan),
-            # identity columns only, to Spark for the same anti-join and numbering Iceberg gets
+            # identity columns only
             window = (pc.field("_source_ts_ms") >= ts_range[0]) & (pc.field("_source_ts_ms") <= ts_range[1])
-            identity = arrow_read(table.to_pyarrow_dataset(), window, list(STORED_IDENTITY))
-            kept = StructType([f for f in BRONZE_META.fields if f.name in STORED_IDENTITY])
-            stored = arrow_to_dataframe(self.spark, _conform(identity, _arrow_schema(kept)), kept)
-        fresh = _to_arrow(spark_new_rows(rows, row_names, stored, ts_range, target.connector))
+            identity = _conform(arrow_read(table.to_pyarrow_dataset(), window, list(STORED_IDENTITY)),
+                                _arrow_schema(kept))
+        layout = _arrow_bronze(arrow, rows) if arrow is not None else None
+        if layout is not None and positions_comparable(layout, *([identity] if identity is not None else [])):
+            fresh = arrow_new_rows(layout, identity, target.connector)
+        else:  # the batch only Spark holds: the same anti-join and numbering Iceberg gets
+            stored = arrow_to_dataframe(self.spark, identity, kept) if identity is not None else None
+            fresh = _to_arrow(spark_new_rows(rows, row_names, stored, ts_range, target.connector))
         fresh = fresh.append_column(DELTA_PARTITION_COLUMN, pc.cast(fresh["_ingest_ts"], pa.date32()))
         schema = pa.schema(table.schema().to_arrow())
         write_deltalake(table, _conform(fresh, schema), mode="append", partition_by=[DELTA_PARTITION_COLUMN],
@@ -412,6 +420,22 @@ def _to_arrow(df: DataFrame) -> pa.Table:
                 positions = pa.array(np.arange(table.num_rows, dtype=np.int64))
             table = table.set_column(index, field, pc.take(table.column(index), positions))
     return table
+
+
+def _arrow_bronze(arrow: pa.Table, rows: DataFrame) -> pa.Table | None:
+    """The driver's rows of a batch in bronze layout (``lakecdc.lake.bronze.to_bronze_layout``), with the
+    row hash Spark computes on ``rows`` (the same batch in bronze layout): Spark's JSON and ``xxhash64``
+    stay the one definition of the hash, and only that column crosses back. None when ``rows`` is not
+    in ``arrow``'s order (then the whole identity runs in Spark)."""
+    hashed = _to_arrow(rows.select("_kafka_partition", "_offset", ROW_HASH))
+    if hashed.num_rows != arrow.num_rows or not (
+            hashed["_offset"].equals(arrow["_offset"].cast(pa.int64()))
+            and hashed["_kafka_partition"].equals(arrow["_partition"].cast(pa.int32()))):
+        log.debug("the Spark rows of a batch are not in its Arrow order: bronze identity in Spark")
+        return None
+    names = [BRONZE_RENAMES.get(n, n) for n in arrow.column_names]
+    return (arrow.rename_columns(names).append_column(ROW_HASH, hashed[ROW_HASH])
+            .append_column(OCCURRENCE, pa.nulls(arrow.num_rows, pa.int64())))
 
 
 def _with_removed_seq(rows: pa.Table, ledger: pa.Table, keys: tuple[str, ...]) -> pa.Table:

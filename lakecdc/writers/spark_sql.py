@@ -83,7 +83,7 @@ class SparkSqlWriter(LakeWriter):
         self.spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
 
     def _append_bronze(self, target: TableTarget, rows: DataFrame, ts_range: tuple[int, int] | None,
-                       props: dict[str, str], batch_id: int) -> tuple[int, int | None]:
+                       props: dict[str, str], batch_id: int, arrow: pa.Table | None = None) -> tuple[int, int | None]:
         full = self.resolve(target.bronze_table)
         meta = set(bronze_columns([]))
         row_names = [c for c in rows.columns if c not in meta]

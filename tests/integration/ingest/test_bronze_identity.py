@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
-from writer_harness import LONG, STR, Ev, Stream, TableReader
+from writer_harness import LONG, STR, DriverRows, Ev, Stream, TableReader
 
 from lakecdc.lake.bronze import IDENTITY
 from lakecdc.writers.base import BRONZE_META, LakeWriter, create_writer, row_schema
@@ -30,11 +30,19 @@ COLUMNS = [("id", LONG), ("name", STR)]
 SNAPSHOT_TS = 1_699_999_999_000  # every row of one snapshot reading carries the reading's source time
 
 
-@pytest.fixture(params=["iceberg", "delta-rs"])
-def writer(request: pytest.FixtureRequest, spark: SparkSession, tmp_path: Path) -> Iterator[LakeWriter]:
-    made = create_writer(request.param, spark, warehouse=str(tmp_path / "delta"))
+#: "+arrow": batches as the driver decodes them, their rows in Arrow too (``harness.DriverRows``)
+FORMATS = ["iceberg", "delta-rs", "delta-rs+arrow"]
+
+
+def make_writer(fmt: str, spark: SparkSession, tmp_path: Path) -> LakeWriter:
+    made = create_writer(fmt.removesuffix("+arrow"), spark, warehouse=str(tmp_path / "delta"))
     assert isinstance(made, LakeWriter)
-    yield made
+    return DriverRows(made) if fmt.endswith("+arrow") else made  # type: ignore[return-value]
+
+
+@pytest.fixture(params=FORMATS)
+def writer(request: pytest.FixtureRequest, spark: SparkSession, tmp_path: Path) -> Iterator[LakeWriter]:
+    yield make_writer(request.param, spark, tmp_path)
 
 
 def keyless(writer: LakeWriter, spark: SparkSession) -> Stream:
@@ -175,10 +183,9 @@ def deliveries(draw: st.DrawFn) -> tuple[list[list[tuple[str, int, str]]], Count
     return [records[a:b] for a, b in zip(bounds, bounds[1:])], expected
 
 
-@pytest.mark.parametrize("fmt", ["iceberg", "delta-rs"])
+@pytest.mark.parametrize("fmt", FORMATS)
 def test_random_deliveries_land_exactly_once(fmt: str, spark: SparkSession, tmp_path: Path) -> None:
-    made = create_writer(fmt, spark, warehouse=str(tmp_path / "delta"))
-    assert isinstance(made, LakeWriter)
+    made = make_writer(fmt, spark, tmp_path)
 
     @settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
     @given(deliveries(), st.randoms(use_true_random=False))
@@ -222,17 +229,29 @@ def test_a_batch_newer_than_everything_stored_skips_the_anti_join_and_one_at_the
     stored rows are not read. A batch starting at that very millisecond is checked against them."""
     import importlib
 
+    import pyarrow.compute as pc
+
     module = importlib.import_module("lakecdc.writers.spark_sql" if writer.format == "iceberg"
                                      else "lakecdc.writers.delta_rs")
-    seen: list[tuple[bool, tuple[int, int] | None]] = []
+    seen: list[tuple[str, bool, tuple[int, int] | None]] = []
     real = module.spark_new_rows
 
     def spy(batch: Any, row_columns: list[str], stored: Any, ts_range: tuple[int, int] | None,
             connector: str = "") -> Any:
-        seen.append((stored is not None, ts_range))
+        seen.append(("spark", stored is not None, ts_range))
         return real(batch, row_columns, stored, ts_range, connector)
 
     monkeypatch.setattr(module, "spark_new_rows", spy)
+    arrow_real = getattr(module, "arrow_new_rows", None)
+
+    def arrow_spy(batch: Any, stored: Any, connector: str = "") -> Any:  # the driver's rows (``+arrow``)
+        window = (int(pc.min(stored["_source_ts_ms"]).as_py()), int(pc.max(stored["_source_ts_ms"]).as_py())) \
+            if stored is not None and stored.num_rows else None
+        seen.append(("arrow", stored is not None, window))
+        return arrow_real(batch, stored, connector)  # type: ignore[misc]
+
+    if arrow_real is not None:
+        monkeypatch.setattr(module, "arrow_new_rows", arrow_spy)
     s = Stream(spark, "iceberg" if writer.format == "iceberg" else "delta", COLUMNS)
     ts = 1_700_000_000_000
     first = [Ev("c", 10, {"id": 1, "name": "a"}, ts_ms=ts), Ev("u", 11, {"id": 1, "name": "b"}, ts_ms=ts + 5)]
@@ -241,5 +260,7 @@ def test_a_batch_newer_than_everything_stored_skips_the_anti_join_and_one_at_the
     assert writer.apply(s.batch(later), 2).bronze_rows == 1
     edge = [*resent(later), Ev("u", 13, {"id": 1, "name": "d"}, ts_ms=ts + 6)]  # the re-send shares the newest ms
     assert writer.apply(s.batch(edge), 3).bronze_rows == 1
-    assert seen[1:] == [(False, None), (True, (ts + 6, ts + 6))]
+    path = "arrow" if isinstance(writer, DriverRows) else "spark"  # the driver's rows: no Spark identity
+    assert [p for p, _, _ in seen] == [path] * 3
+    assert [s for _, *s in seen[1:]] == [[False, None], [True, (ts + 6, ts + 6)]]
     assert sorted(r["name"] for r in bronze(writer, s)) == ["a", "b", "c", "d"]

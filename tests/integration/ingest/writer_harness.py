@@ -123,3 +123,21 @@ class TableReader:
 SEQ = ArrayType(LongType())
 STR = StringType()
 LONG = LongType()
+
+
+class DriverRows:
+    """A writer fed as the job feeds it batches the driver decoded: each ``ChangeBatch`` with its rows as
+    Arrow too (``ChangeBatch.rows``), which the delta-rs writer's bronze identity uses
+    (``lakecdc.lake.bronze_arrow``). Everything else is the wrapped writer's."""
+
+    def __init__(self, writer: TableWriter) -> None:
+        self.writer = writer
+
+    def apply(self, batch: ChangeBatch, batch_id: int) -> Any:
+        from dataclasses import replace
+
+        from lakecdc.lake.frames import spark_to_arrow
+        return self.writer.apply(replace(batch, rows=spark_to_arrow(batch.df)), batch_id)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.writer, name)
