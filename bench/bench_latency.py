@@ -72,6 +72,14 @@ than the 2026-11-22 figures above at 10 transactions/s: these batches are 10-27x
 ``lakecdc.writers.create_writer``, which the job stopped calling when the factory moved to
 ``lakecdc.writers.base``, and waited 300 s for commits it could not see; it now wraps the factory the
 job calls and stops at once, with that reason, if batches apply while no commit is timed.
+
+2026-11-29 20:22-20:24 UTC, idle before (load 2.1 and 3.1 at the end), ``--rate 274 --duration 30``,
+after the delta-rs writer kept a driver-decoded batch's bronze identity in Arrow (ee3de35), two runs:
+p99 Delta 7.9 / 7.0 s (12.7 s before), Iceberg 10.4 / 9.6 s (14.8 s), batch p50 4.2 / 4.1 s (6.8 s);
+Delta's bronze append p50 0.60 / 0.53 s (2.8 s), Iceberg's 1.7 / 1.8 s (3.5 s: its tables no longer
+share the 2 cores with Delta's Spark identity jobs). Still above the 5 s target: a change waits for
+the batch in progress and then its own (3.1 s p50 before its table's apply starts), and Iceberg's
+bronze append and MERGE take 3.3 s of a batch.
 """
 
 from __future__ import annotations
