@@ -1,9 +1,10 @@
 """Reading the next micro-batch while the current one is applied (available-now drains, Python reader).
 
 In a backlog drain the driver alternates between reading a batch from Kafka (confluent-kafka's
-messages into Arrow: Python work) and applying it (mostly waiting on Spark's JVM and on delta-rs,
-which release the GIL). ``ReadAhead`` runs the reader's generator on a thread of its own, one batch
-ahead: batch N+1 is read while batch N is applied, so the reading hides behind the apply.
+messages into Arrow), decoding it (``BatchProcessor.decode``; both Python work) and applying it
+(mostly waiting on Spark's JVM and on delta-rs, which release the GIL). ``ReadAhead`` runs the
+reader's generator, which the job extends with the decoding, on a thread of its own, one batch
+ahead: batch N+1 is read and decoded while batch N is applied, so both hide behind the apply.
 
 What stays the same:
 
