@@ -57,8 +57,9 @@ Figures (defaults: 600,000 events, 200,000 of them changes; this 2-core machine)
   identity and the collect back ~34% over both apply threads, delta-rs): one after the other. Now an
   ``available-now`` drain reads and decodes the next batch on a thread while the current one is
   applied (``lakecdc.ingest.read_ahead``), and the delta-rs writer keeps a driver-decoded batch in
-  Arrow for bronze, Spark returning only the row hash (``lakecdc.lake.bronze_arrow``). Same machine,
-  idle before each run (load 1.6-2.4 at the end), each the whole benchmark:
+  Arrow for bronze, Spark returning only the row hash and the rows' Kafka positions
+  (``lakecdc.lake.bronze_arrow``). Same machine, idle before each run (load 1.6-2.4 at the end),
+  each the whole benchmark:
 
   | commit (time, UTC) | Iceberg lakecdc / recipe | ratio | Delta lakecdc / recipe | ratio | CPU s Delta lakecdc |
   | --- | --- | --- | --- | --- | --- |

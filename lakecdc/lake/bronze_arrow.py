@@ -4,7 +4,8 @@ The delta-rs writer appends Arrow. When the driver decoded the batch it has its 
 already; sending every row through Spark for the identity and collecting them back cost a
 delta-rs drain a third of its time. Only the row hash (``lakecdc.lake.bronze.row_hash``: Spark's
 ``xxhash64`` of Spark's JSON, which must stay one definition for every writer and release) is
-computed by Spark, and comes back as one ``bigint`` column; the rest is here, the same rules:
+computed by Spark, and comes back as one column beside each row's Kafka position (the writer checks
+the order with it); the rest is here, the same rules:
 
 1. one row per event within the batch: the first delivery (Kafka partition, offset) of each
    ``(position, op, key, row hash)``, and of each Kafka record for the counted events;
