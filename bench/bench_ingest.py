@@ -69,6 +69,12 @@ Figures (defaults: 600,000 events, 200,000 of them changes; this 2-core machine)
 
   A Delta batch of 60-90k events now applies in 1.2-1.9 s (4.5 s with 9,000 deletes), while reading
   and decoding the next takes 2.5-3.5 s: the driver's decoding, one Python thread, is the critical path.
+- ``--reader spark`` (the executors fetch and decode, 2 Python workers on local[2]), Delta,
+  2026-11-29 21:09 UTC: the third batch, grown behind the backlog to a budget of 400,000 records, ended the 1 GB
+  driver JVM (``OutOfMemoryError``): delta-rs writes from the driver. Batches for delta-rs tables no
+  longer grow unless ``batch.backlog.max.records`` is set (``lakecdc.ingest.job.backlog_records``);
+  then (21:11-21:14 UTC) 86.2 s against the recipe's 19.4 s (0.23x), CPU 145.6 s: on this machine
+  the driver's own decoding with read-ahead (38.1 s) is the faster path for Delta.
 """
 
 from __future__ import annotations

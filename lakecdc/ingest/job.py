@@ -189,7 +189,24 @@ def _open_reader(cfg: IngestConfig, spark: SparkSession, trigger: Trigger, stop:
     engine: Literal["executors", "kafka-source"] = "kafka-source" if kind == "spark-kafka" else "executors"
     log.info("reading Kafka %s", "through Spark's Kafka source (bounded batch reads)" if engine == "kafka-source"
              else "on the Spark executors (offset ranges fetched with confluent-kafka)")
-    return SparkRangeReader(cfg, start_offset, stop, trigger.available_now, spark, engine)
+    return SparkRangeReader(cfg, start_offset, stop, trigger.available_now, spark, engine,
+                            backlog_records=backlog_records(cfg, spark))
+
+
+def backlog_records(cfg: IngestConfig, spark: SparkSession) -> int:
+    """The largest batch the Spark readers read behind a backlog: ``batch.backlog.max.records``, except
+    that batches keep ``batch.max.records`` when a table is written by delta-rs and the property is not
+    set: delta-rs writes from the driver, so each batch's rows pass through the driver's memory (a batch
+    grown to a budget of 400,000 records filled a 1 GB driver JVM)."""
+    from lakecdc.writers.base import delta_in_session
+
+    formats = {cfg.table_format, *(o.format for o in cfg.table_overrides().values() if o.format)}
+    if "delta" in formats and cfg.backlog_batch_records_raw is None and not delta_in_session(spark):
+        log.info("batches stay at batch.max.records (%s) behind a backlog: delta-rs writes from the driver, "
+                 "which holds each batch (set batch.backlog.max.records to let them grow)",
+                 f"{cfg.max_batch_records:,}")
+        return cfg.max_batch_records
+    return cfg.backlog_batch_records
 
 
 def reader_kind(cfg: IngestConfig, spark: SparkSession) -> str:

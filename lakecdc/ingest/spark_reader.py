@@ -46,7 +46,8 @@ class SparkRangeReader:
     """Micro-batches from every topic matching the job's pattern, fetched by Spark (module docstring)."""
 
     def __init__(self, config: IngestConfig, start_offset: StartOffset, stop: threading.Event,
-                 available_now: bool, spark: SparkSession, engine: FetchEngine = "executors") -> None:
+                 available_now: bool, spark: SparkSession, engine: FetchEngine = "executors",
+                 backlog_records: int | None = None) -> None:
         try:
             from confluent_kafka import Consumer
         except ImportError as exc:
@@ -59,7 +60,9 @@ class SparkRangeReader:
         self._metadata = Consumer(self._settings)
         self._config = config
         self._pattern = re.compile(config.subscribe_pattern)
-        self._planner = RangePlanner(start_offset, config.max_batch_records, config.backlog_batch_records)
+        # ``backlog_records``: the largest batch behind a backlog, when not ``batch.backlog.max.records``
+        self._backlog_records = backlog_records or config.backlog_batch_records
+        self._planner = RangePlanner(start_offset, config.max_batch_records, self._backlog_records)
         self._stop = stop
         self._available_now = available_now
         self._spark = spark
@@ -115,7 +118,7 @@ class SparkRangeReader:
         after = self._planner.budget
         if after > before:
             log.info("behind a backlog: the next batch reads up to %s records (batch.backlog.max.records %s)",
-                     f"{after:,}", f"{self._config.backlog_batch_records:,}")
+                     f"{after:,}", f"{self._backlog_records:,}")
         elif after < before:
             log.info("caught up: batches read up to %s records again (batch.max.records)", f"{after:,}")
 
