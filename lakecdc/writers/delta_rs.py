@@ -7,7 +7,7 @@ zones) and delta-rs does the rest:
 - bronze: the identity of ``lakecdc.lake.bronze`` against the bronze rows of the batch's source time
   range (parquet statistics prune the scan), then one append. For a batch the driver decoded
   (``ChangeBatch.rows``) the rules run in Arrow (``lakecdc.lake.bronze_arrow``) and Spark returns
-  only the row hash; otherwise in Spark, whose result crosses to Arrow;
+  only the row hash and each row's Kafka position; otherwise in Spark, whose result crosses to Arrow;
 - ledger: appended (the newest removal per key is what counts);
 - silver: ``DeltaTable.merge`` with the clauses of the shared ``MergePlan`` rendered in DataFusion
   syntax (``_seq[1]`` is the first component there).
@@ -425,8 +425,8 @@ def _to_arrow(df: DataFrame) -> pa.Table:
 def _arrow_bronze(arrow: pa.Table, rows: DataFrame) -> pa.Table | None:
     """The driver's rows of a batch in bronze layout (``lakecdc.lake.bronze.to_bronze_layout``), with the
     row hash Spark computes on ``rows`` (the same batch in bronze layout): Spark's JSON and ``xxhash64``
-    stay the one definition of the hash, and only that column crosses back. None when ``rows`` is not
-    in ``arrow``'s order (then the whole identity runs in Spark)."""
+    stay the one definition of the hash, and only that column crosses back, with each row's Kafka position
+    to check the order. None when ``rows`` is not in ``arrow``'s order (then the identity runs in Spark)."""
     hashed = _to_arrow(rows.select("_kafka_partition", "_offset", ROW_HASH))
     if hashed.num_rows != arrow.num_rows or not (
             hashed["_offset"].equals(arrow["_offset"].cast(pa.int64()))
