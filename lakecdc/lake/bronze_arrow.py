@@ -50,11 +50,11 @@ def _identity(table: pa.Table, connector: str) -> pa.Table:
     first = 1 if connector == "postgres" else 0
     seq = table["_seq"]
     columns = {f"__p{i}": pc.list_element(seq, i) for i in range(first, SEQ_LENGTH)}
-    key_json = table["_key_json"].cast(pa.string())
+    key_json, op = table["_key_json"].cast(pa.string()), table["_op"].cast(pa.string())
     columns.update({
-        "_op": table["_op"].cast(pa.string()),
+        "_op": op,
         "__key": pc.fill_null(key_json, ""),
-        "__counted": pc.and_(pc.equal(table["_op"].cast(pa.string()), "r"), pc.is_null(key_json)),
+        "__counted": pc.and_(pc.equal(op, "r"), pc.is_null(key_json)),
         _ROW: pa.array(np.arange(table.num_rows, dtype=np.int64)),
     })
     for name in (ROW_HASH, OCCURRENCE, *KAFKA_POSITION):
