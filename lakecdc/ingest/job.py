@@ -38,9 +38,9 @@ from lakecdc.ingest.exporter import active_ingest_exporter, serve_ingest_metrics
 from lakecdc.ingest.job_state import load_state
 from lakecdc.ingest.metrics import BatchMetrics
 from lakecdc.ingest.offset_ranges import StartOffset
-from lakecdc.ingest.processor import BatchProcessor, BatchReport
+from lakecdc.ingest.processor import BatchProcessor, BatchReport, DriverDecoded
 from lakecdc.ingest.read_ahead import ReadAhead, locked
-from lakecdc.ingest.reader import PythonKafkaReader
+from lakecdc.ingest.reader import KafkaMicroBatch, PythonKafkaReader
 from lakecdc.ingest.spark_reader import SparkRangeReader
 from lakecdc.maintenance.periodic import PeriodicMaintenance
 from lakecdc.spark.jvm_exit import explain_driver_exit
@@ -153,10 +153,13 @@ def _run_batches(cfg: IngestConfig, spark: SparkSession, processor: BatchProcess
     """Every reader's loop: its batches start where the tables' committed offsets say (``start_offset``)."""
     processing = threading.Lock()  # a partition the read-ahead meets reads its table's offsets under it
     reader = _open_reader(cfg, spark, trigger, stop, locked(processing, processor.start_offset))
-    # A drain reads and decodes the next batch while this one is applied (``read_ahead``); the Spark
+    # Drains and continuous jobs read (and decode) the next batch while this one is applied
+    # (``read_ahead``); a continuous job's next batch ends once this one is done (``wanted``). The Spark
     # readers' batches are decoded on the executors, and their DataFrames live only until the next one is read.
-    ahead = ReadAhead((b, processor.decode(b)) for b in reader.batches()) \
-        if trigger.available_now and isinstance(reader, PythonKafkaReader) else None
+    ahead: ReadAhead[tuple[KafkaMicroBatch, DriverDecoded]] | None = None
+    if isinstance(reader, PythonKafkaReader) and (trigger.available_now or trigger.interval == 0):
+        wanted = None if trigger.available_now else threading.Event()
+        ahead = ReadAhead(((b, processor.decode(b)) for b in reader.batches(wanted)), wanted=wanted)
     try:
         next_at = time.monotonic()
         for batch, decoded in ahead or ((b, None) for b in reader.batches()):

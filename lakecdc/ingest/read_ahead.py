@@ -1,10 +1,19 @@
-"""Reading the next micro-batch while the current one is applied (available-now drains, Python reader).
+"""Reading the next micro-batch while the current one is applied (Python reader; drains and continuous jobs).
 
-In a backlog drain the driver alternates between reading a batch from Kafka (confluent-kafka's
-messages into Arrow), decoding it (``BatchProcessor.decode``; both Python work) and applying it
-(mostly waiting on Spark's JVM and on delta-rs, which release the GIL). ``ReadAhead`` runs the
-reader's generator, which the job extends with the decoding, on a thread of its own, one batch
-ahead: batch N+1 is read and decoded while batch N is applied, so both hide behind the apply.
+The driver alternates between reading a batch from Kafka (confluent-kafka's messages into Arrow),
+decoding it (``BatchProcessor.decode``; both Python work) and applying it (mostly waiting on Spark's
+JVM and on delta-rs, which release the GIL). ``ReadAhead`` runs the reader's generator, which the
+job extends with the decoding, on a thread of its own, one batch ahead: batch N+1 is read (and, in
+a drain, decoded) while batch N is applied.
+
+- In an ``available-now`` drain batch N+1 is complete (full, or read to the end) as soon as it can
+  be, so reading and decoding hide behind the apply.
+- In a ``continuous`` job the records of batch N+1 arrive while N is applied. The thread reads them
+  as they come, and the batch ends only once the job wants it (``wanted``, set while the job waits):
+  by ``batch.max.wait.ms`` after its first record, or at the end of every partition, as when the job
+  reads it itself. A change therefore no longer waits for the window after the apply of the batch
+  before it ends (the window mostly ran out meanwhile), and a batch holds every record that arrived
+  before the job asked, as before. Interval triggers read as before (the job sleeps between batches).
 
 What stays the same:
 
@@ -19,9 +28,8 @@ What stays the same:
   and ``locked`` wraps ``start_offset`` in it.
 
 At most two batches are in the driver at once (the one applied and the one read ahead): the
-thread starts reading a batch only once the previous one was taken. Continuous and interval
-triggers read as before: there a batch read early would close its ``batch.max.wait.ms`` window
-before the batch in progress ends, and the records arriving after it would wait a batch longer.
+thread starts reading a batch only once the previous one was taken, and a batch ends when it holds
+``batch.max.records`` records whether or not the job wants it.
 """
 
 from __future__ import annotations
@@ -46,7 +54,8 @@ def locked(lock: threading.Lock, fn: Callable[..., R]) -> Callable[..., R]:
 
 
 class ReadAhead(Generic[T]):
-    """Iterates ``source`` on a thread, one item ahead of the consumer; ``close`` stops it.
+    """Iterates ``source`` on a thread, one item ahead of the consumer; ``close`` stops it. ``wanted``
+    (if given) is set while the consumer waits for an item, and cleared before the next is read.
 
     >>> ahead = ReadAhead(iter([1, 2, 3]))
     >>> list(ahead)
@@ -54,8 +63,10 @@ class ReadAhead(Generic[T]):
     >>> ahead.close()
     """
 
-    def __init__(self, source: Iterator[T], name: str = "lakecdc-read-ahead") -> None:
+    def __init__(self, source: Iterator[T], name: str = "lakecdc-read-ahead",
+                 wanted: threading.Event | None = None) -> None:
         self._source = source
+        self._wanted = wanted
         self._ready: queue.Queue[object] = queue.Queue(maxsize=1)
         self._permit = threading.Semaphore(1)  # the next item may be read
         self._closing = threading.Event()
@@ -87,7 +98,11 @@ class ReadAhead(Generic[T]):
 
     def __iter__(self) -> Iterator[T]:
         while True:
+            if self._wanted is not None:
+                self._wanted.set()
             item = self._ready.get()
+            if self._wanted is not None:
+                self._wanted.clear()  # before the permit: the next item is not wanted yet
             if item is _END:
                 return
             if isinstance(item, _Failure):

@@ -15,7 +15,10 @@ Positions come from the tables, never from consumer-group offsets: partitions ar
 listed again every ``topic.refresh.interval.ms``, so a new source table is read without a restart.
 
 A batch ends when it holds ``batch.max.records`` records, when ``batch.max.wait.ms`` passed since
-its first record, or when every assigned partition is read to its end (``at_end_of_data``).
+its first record, or when every assigned partition is read to its end (``at_end_of_data``). Read
+ahead of a continuous job (``batches(wanted)``), records keep joining the next batch while the batch
+before is applied, and it ends by the last two only once the job wants it, as if the job had started
+reading it then: at the end of every partition as of that moment, or ``batch.max.wait.ms`` later.
 """
 
 from __future__ import annotations
@@ -215,11 +218,18 @@ class PythonKafkaReader:
 
     # ------------------------------------------------------------------ batches
 
-    def batches(self) -> Iterator[KafkaMicroBatch]:
-        """Micro-batches until stopped, or (available-now) until everything present was read."""
+    def batches(self, wanted: threading.Event | None = None) -> Iterator[KafkaMicroBatch]:
+        """Micro-batches until stopped, or (available-now) until everything present was read.
+
+        ``wanted``: set while the job waits for the next batch (``read_ahead``); until then a batch
+        ends only when full, and then as it would if the job had started reading it at that moment
+        (holding what was read meanwhile). None: the job waits whenever a batch is read.
+        """
         from confluent_kafka import KafkaError
 
         config = self._config
+        # Read ahead, a batch the job now wants must not sit in a long poll: poll in short steps.
+        poll = 0.2 if wanted is None else 0.05
         self.refresh_topics()
         while not self._stop.is_set():
             if time.monotonic() - self._last_refresh > config.topic_refresh_ms / 1000:
@@ -227,10 +237,11 @@ class PythonKafkaReader:
             messages: list[Any] = []
             first_at: float | None = None
             wait = config.max_batch_wait_ms / 1000
-            started = time.monotonic()
+            asked_at = time.monotonic() if wanted is None else None  # when the job asked for this batch
+            reached: set[tuple[str, int]] = set()  # read ahead: partitions read to their end since then
             while len(messages) < config.max_batch_records and not self._stop.is_set():
                 chunk = self._consumer.consume(num_messages=min(10_000, config.max_batch_records - len(messages)),
-                                               timeout=0.2)
+                                               timeout=poll)
                 for message in chunk:
                     error = message.error()
                     if error is None:
@@ -238,19 +249,28 @@ class PythonKafkaReader:
                         messages.append(message)
                     elif error.code() == KafkaError._PARTITION_EOF:
                         # a partition's end names its partition
-                        self._at_end.add((cast(str, message.topic()), cast(int, message.partition())))
+                        tp = (cast(str, message.topic()), cast(int, message.partition()))
+                        self._at_end.add(tp)
+                        reached.add(tp)
                     elif error.retriable() or not error.fatal():
                         log.warning("Kafka reports %s; retrying", error.str())
                     else:
                         raise TransientError(f"Kafka consumer failed: {error.str()}")
+                now = time.monotonic()
                 if messages and first_at is None:
-                    first_at = time.monotonic()
-                if self._all_at_end():
+                    first_at = now
+                if asked_at is None:
+                    if wanted is None or not wanted.is_set():
+                        reached.clear()
+                        continue  # the batch before is still applied: keep reading into this one
+                    asked_at = now
+                # The end of every partition, as it was when the job asked (read ahead: a partition
+                # read to its end since then counts even if a record arrived after).
+                if self._assigned <= (self._at_end if wanted is None else self._at_end | reached):
                     break
-                if first_at is not None and time.monotonic() - first_at >= wait:
-                    break
-                if not messages and time.monotonic() - started >= wait:
-                    break  # idle: hand back an empty batch so the job can look at its clock
+                # the window: from the batch's first record, or (read ahead) from the ask if later
+                if now - (asked_at if first_at is None else max(first_at, asked_at)) >= wait:
+                    break  # (no record: an empty batch, so the job can look at its clock)
             at_end = self._all_at_end()
             yield KafkaMicroBatch(records_to_arrow(messages), datetime.now(timezone.utc), at_end, self._spark,
                                   lagging=frozenset(self._assigned - self._at_end))

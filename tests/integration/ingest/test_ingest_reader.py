@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from datetime import datetime, timezone
 from decimal import Decimal
+from typing import Any
 
 import pytest
 from ingest_broker import create_topics, golden_records, publish, publish_records, unique_prefix
@@ -120,3 +122,45 @@ def test_golden_records_through_the_broker_decode_to_the_source_values(broker) -
     amounts = [r["amount"] for r in sorted(audit.to_pylist(), key=lambda r: r["_offset"])]
     assert amounts == [Decimal("1.5"), Decimal("-0.000001"), Decimal("99999999999999999999.123456789"),
                        Decimal("-0.000001")]
+
+
+def test_read_ahead_of_a_continuous_job_a_batch_ends_only_once_the_job_wants_it(broker) -> None:
+    """``batches(wanted)``: while the batch before is applied, records keep joining the next one past
+    ``batch.max.wait.ms`` (300 ms here) and the end of data; once wanted it ends as a batch the job
+    started reading then would (here: at the end of data); a full batch ends whether wanted or not."""
+    prefix = unique_prefix("wa")
+    topic = f"{prefix}.public.t"
+    create_topics(broker.bootstrap_servers, [topic])
+    publish(broker.bootstrap_servers, [(topic, None, b"%d" % i) for i in range(3)])
+    stop, wanted = threading.Event(), threading.Event()
+    reader = PythonKafkaReader(config(broker, prefix, **{"batch.max.records": "8"}), lambda t, p: None, stop,
+                               available_now=False)
+    out: queue.Queue[Any] = queue.Queue()
+
+    def read() -> None:
+        try:
+            for batch in reader.batches(wanted):
+                wanted.clear()  # as ``ReadAhead`` does: before the next batch is read
+                out.put(batch)
+        except BaseException as exc:  # raised in the test below
+            out.put(exc)
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    try:
+        with pytest.raises(queue.Empty):
+            out.get(timeout=1.5)  # 5x the window, read to the end: not wanted, so not ended
+        publish(broker.bootstrap_servers, [(topic, None, b"%d" % i) for i in range(3, 5)])
+        time.sleep(1.0)
+        assert out.empty()
+        wanted.set()
+        first = out.get(timeout=10)
+        assert not isinstance(first, BaseException)
+        assert first.records.column("offset").to_pylist() == [0, 1, 2, 3, 4]  # the late two joined it
+        publish(broker.bootstrap_servers, [(topic, None, b"%d" % i) for i in range(5, 15)])
+        full = out.get(timeout=10)  # 8 = batch.max.records: ends although not wanted
+        assert not isinstance(full, BaseException)
+        assert full.records.column("offset").to_pylist() == list(range(5, 13))
+    finally:
+        stop.set()
+        thread.join(10)
+        reader.close()

@@ -1,6 +1,6 @@
 """``ReadAhead``: the next micro-batch is read (and decoded) while the current one is used, never more
-than one ahead, in order, with the reader's errors raised in the job's thread; and the job's loop uses
-it for drains only."""
+than one ahead, in order, with the reader's errors raised in the job's thread; ``wanted`` says when the
+consumer waits; and the job's loop uses it for drains and continuous jobs, not interval triggers."""
 
 from __future__ import annotations
 
@@ -89,8 +89,10 @@ class _Reader(PythonKafkaReader):
     def __init__(self, start_offset: Any) -> None:  # no Kafka: the loop only iterates and closes
         self._ask = start_offset
         self.closed = False
+        self.wanted: threading.Event | None = None
 
-    def batches(self) -> Iterator[Any]:  # type: ignore[override]
+    def batches(self, wanted: threading.Event | None = None) -> Iterator[Any]:  # type: ignore[override]
+        self.wanted = wanted
         yield _Batch(1)
         self._ask("topic", 0)
         yield _Batch(1)
@@ -128,7 +130,7 @@ class _Processor:
     waits_for_end_of_data = False
 
 
-@pytest.mark.parametrize("trigger, ahead", [("available-now", True), ("continuous", False)])
+@pytest.mark.parametrize("trigger, ahead", [("available-now", True), ("continuous", True), ("every:0.1s", False)])
 def test_the_job_reads_ahead_in_drains_and_never_reads_a_tables_offsets_while_a_batch_commits(
         monkeypatch: pytest.MonkeyPatch, trigger: str, ahead: bool) -> None:
     processor = _Processor()
@@ -149,6 +151,24 @@ def test_the_job_reads_ahead_in_drains_and_never_reads_a_tables_offsets_while_a_
     assert processor.decoded_on == ({"lakecdc-read-ahead"} if ahead else set())
     assert processor.given == (["decoded", "decoded"] if ahead else [None, None])
     assert readers[0].closed
+    # a continuous job's next batch ends when the job wants it; a drain's as soon as it can
+    assert (readers[0].wanted is not None) == (ahead and trigger == "continuous")
+
+
+def test_wanted_is_set_only_while_the_consumer_waits_for_an_item() -> None:
+    wanted = threading.Event()
+    seen_while_reading: list[bool] = []
+
+    def items() -> Iterator[int]:
+        for i in range(3):
+            seen_while_reading.append(wanted.wait(WAIT))  # item i ends once the consumer asks for it
+            yield i
+    ahead = ReadAhead(items(), wanted=wanted)
+    for _ in ahead:
+        assert not wanted.is_set(), "the item in use is not wanted by the consumer"
+        time.sleep(0.05)
+    ahead.close()
+    assert seen_while_reading == [True, True, True]
 
 
 def test_locked_holds_the_lock_while_the_function_runs() -> None:
