@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_latency.py                      # 45 s at 10 transactions/s, continuous
     .venv/bin/python bench/bench_latency.py --duration 30 --rate 20 --trigger every:2s
+    .venv/bin/python bench/bench_latency.py --rate 274 --duration 240 --backlog 1000000
 
 What runs, side by side (the demo's pipeline: ``conf/demo-capture.properties``,
 ``conf/demo-ingest.yaml``; customers/products are Iceberg, orders/order_lines Delta via delta-rs):
@@ -24,6 +25,11 @@ Per streamed change (snapshot reads excluded), with ``source.ts_ms`` (PostgreSQL
 The latency of each silver commit is split into: the time until its table's apply starts (in Kafka
 waiting for the next micro-batch, then reading, decoding and the other tables of the same batch),
 the bronze append, and ledger + silver MERGE + commit (from the writers' own step log lines).
+With ``--backlog N`` the job does not run at first: after the snapshot is in Kafka, N changes (a
+quarter per table, transactions of 10,000) are committed in PostgreSQL and captured; then the job and
+the workload start together. It reports the drain (changes/s, batch sizes, the driver's Python and
+JVM memory before, during and after it), whether silver equals the source at the end, and the
+workload's latency in 10 s windows of source commit time, i.e. how latency recovers.
 It is a benchmark, not a test: it prints figures.
 
 Measured 2026-11-22 13:59-14:11 UTC on the shared 2-core development machine (load average 9-12
@@ -80,6 +86,29 @@ Delta's bronze append p50 0.60 / 0.53 s (2.8 s), Iceberg's 1.7 / 1.8 s (3.5 s: i
 share the 2 cores with Delta's Spark identity jobs). Still above the 5 s target: a change waits for
 the batch in progress and then its own (3.1 s p50 before its table's apply starts), and Iceberg's
 bronze append and MERGE take 3.3 s of a batch.
+
+2026-11-29 23:05-23:12 UTC, idle before (load 2-6 at the end: the benchmark's own stack), ``--rate 274
+--duration 30``, a continuous job reading its next batch while one is applied (``read_ahead``), runs
+alternating with the commit before (253d98e, from a worktree with this harness):
+
+    commit    p99 Delta (s)   p99 Iceberg (s)   batch p50 (s)
+    before    6.5, 7.3        8.8, 10.0         4.0, 4.0
+    after     6.1, 6.6        7.9,  9.4         3.2, 3.9
+
+About 0.9x of before: the read (and the records' wait for the window after the apply ended) is gone
+from the time between batches; the apply (Iceberg's bronze append and MERGE, 3.2 s) remains.
+
+The same evening (23:03-23:10 UTC), ``--rate 274 --duration 240 --backlog 1000000``: the backlog was
+committed in 11 s and in Kafka after 23 s; the job drained it in 124.2 s (8,053 changes/s, with the
+workload's 1,000 changes/s beside it) in 9 batches (events p50 110,000; the largest, 370,840, released
+transactions held back across batches: a backlog transaction spans 4 topics read unevenly), then 31
+batches of p50 3,886 events, 3.5 s. Memory: Python RSS 199 MiB before the job, at most 3,397 MiB
+during the drain and 2,819 MiB after (freed memory the allocator keeps); the driver JVM (1 GB heap)
+1,568 / 1,583 MiB RSS. Silver equal to the source at the end. The workload's latency, by 10 s window
+of source commit time: p99 121 s (Delta) / 124 s (Iceberg) in the first window, falling by ~10 s per
+window as the drain advanced; 8.5 / 10.7 s in the window where it ended; from 10 s after it, p99
+6.3 s Delta and 7.7 s Iceberg (per window 5.7-6.8 s and 6.5-8.3 s): recovered within one window,
+not to the 5 s target.
 """
 
 from __future__ import annotations
@@ -97,6 +126,7 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -133,6 +163,11 @@ class Observations:
     last_offsets: dict[tuple[str, int], int] = field(default_factory=dict)  # every record seen, incl. snapshot
     batches: list[tuple[float, float, int]] = field(default_factory=list)  # (ended ms, seconds, events) per batch
     lock: threading.Lock = field(default_factory=threading.Lock)
+    data_records: int = 0  # non-tombstone records on the tables' topics
+    #: records produced before this (Kafka CreateTime, ms) count only in ``last_offsets``: a backlog's
+    #: million records are not timed one by one
+    timed_from_ms: float = 0.0
+    memory: list[tuple[float, int, int]] = field(default_factory=list)  # (ms, this process's RSS, Spark JVM RSS)
 
 
 class _StepLog(logging.Handler):
@@ -209,6 +244,10 @@ def consume_baseline(bootstrap: str, prefix: str, obs: Observations, stop: threa
                     obs.last_offsets[key] = max(msg.offset(), obs.last_offsets.get(key, -1))
                 if msg.value() is None:
                     continue  # tombstone: never reaches silver
+                with obs.lock:
+                    obs.data_records += 1
+                if msg.timestamp()[1] < obs.timed_from_ms:
+                    continue
                 payload = json.loads(msg.value())["payload"]
                 if payload["op"] == "r":
                     continue
@@ -246,6 +285,50 @@ def steady_workload(workload: InventoryWorkload, seconds: float, rate: float) ->
         if delay > 0:
             time.sleep(delay)
     return n
+
+
+def build_backlog(conn: Any, changes: int) -> None:
+    """``changes`` change events, a quarter per table, in transactions of about 10,000: orders and
+    order lines inserted (ids far above the workload's), customers and products updated."""
+    quarter = changes // 4
+    step = 2_500
+    done = 0
+    next_report = time.monotonic() + 10
+    for start in range(0, quarter, step):
+        n = min(step, quarter - start)
+        first = 10_000_000 + start
+        with conn.transaction():
+            conn.execute("INSERT INTO orders SELECT g, 1 + g %% 200, timestamp '2025-06-01' + g * interval '1 s', "
+                         "'new', 10.00, gen_random_uuid() FROM generate_series(%s::bigint, %s::bigint) g",
+                         (first, first + n - 1))
+            conn.execute("INSERT INTO order_lines SELECT g, 1, 1 + g %% 50, 1, 10.00 "
+                         "FROM generate_series(%s::bigint, %s::bigint) g", (first, first + n - 1))
+            updated = 0
+            while updated < n:  # every customer (200) or product (50) row once per statement
+                updated += conn.execute("UPDATE customers SET balance = balance + 1 WHERE id IN "
+                                        "(SELECT id FROM customers ORDER BY id LIMIT %s)", (n - updated,)).rowcount
+            updated = 0
+            while updated < n:
+                updated += conn.execute("UPDATE products SET price = price + 0.01 WHERE id IN "
+                                        "(SELECT id FROM products ORDER BY id LIMIT %s)", (n - updated,)).rowcount
+        done += 4 * n
+        if time.monotonic() > next_report:
+            print(f"  backlog: {done:,} of {4 * quarter:,} changes committed in PostgreSQL", flush=True)
+            next_report += 10
+
+
+def sample_memory(obs: Observations, spark: Any, stop: threading.Event) -> None:
+    """This process's RSS and the Spark driver JVM's, every half second."""
+    import psutil
+
+    me = psutil.Process()
+    jvm_pid = int(spark.sparkContext._jvm.ProcessHandle.current().pid())
+    jvm = psutil.Process(jvm_pid)
+    while not stop.wait(0.5):
+        try:
+            obs.memory.append((time.time() * 1000, me.memory_info().rss, jvm.memory_info().rss))
+        except psutil.Error:
+            return
 
 
 def run(args: argparse.Namespace) -> None:
@@ -286,19 +369,33 @@ def run(args: argparse.Namespace) -> None:
                     [sys.executable, "-m", "lakecdc.cli.main", "capture", "--config",
                      str(capture_config(directory, pg, broker)), "--sink", f"kafka:{broker.bootstrap_servers}"],
                     stdout=capture_log, stderr=subprocess.STDOUT, start_new_session=True)
+            sampler = threading.Thread(target=sample_memory, name="memory", args=(obs, spark, stop), daemon=True)
+            backlog: dict[str, Any] = {}
             try:
-                ingest_thread.start()
+                sampler.start()
                 baseline.start()
-                print(f"local stack under {directory}; waiting for the snapshot to reach silver ...", flush=True)
-                _wait(lambda: caught_up(obs) and len(obs.last_offsets) == 4, 300, failures, capture, obs)
-                time.sleep(2)
-                print(f"running the workload: {args.rate:g} transactions/s for {args.duration:g} s "
-                      f"(trigger {args.trigger})", flush=True)
+                if args.backlog:
+                    backlog = make_backlog(workload, args.backlog, failures, capture, obs)
+                ingest_thread.start()
+                if args.backlog:
+                    backlog["ingest_started_ms"] = time.time() * 1000
+                    print(f"ingest started behind the backlog; the workload starts with it: {args.rate:g} "
+                          f"transactions/s for {args.duration:g} s", flush=True)
+                else:
+                    print(f"local stack under {directory}; waiting for the snapshot to reach silver ...", flush=True)
+                    _wait(lambda: caught_up(obs) and len(obs.last_offsets) == 4, 300, failures, capture, obs)
+                    time.sleep(2)
+                    print(f"running the workload: {args.rate:g} transactions/s for {args.duration:g} s "
+                          f"(trigger {args.trigger})", flush=True)
                 workload_start_ms = time.time() * 1000
                 transactions = steady_workload(workload, args.duration, args.rate)
                 workload_end_ms = time.time() * 1000
-                _wait(lambda: caught_up(obs), 300, failures, capture, obs)
+                _wait(lambda: caught_up(obs), 300 + args.backlog / 1000, failures, capture, obs)
                 caught_up_ms = time.time() * 1000
+                if args.backlog:
+                    from lakecdc.demo.runner import compare_all
+
+                    backlog["differing"] = [c for c in compare_all(conn, spark, cfg) if not c.equal]
             finally:
                 if capture.poll() is None:
                     capture.send_signal(signal.SIGTERM)
@@ -308,12 +405,40 @@ def run(args: argparse.Namespace) -> None:
                         os.killpg(capture.pid, signal.SIGKILL)
                         capture.wait(10)
                 stop.set()
-                ingest_thread.join(120)
+                if ingest_thread.is_alive():
+                    ingest_thread.join(120)
                 baseline.join(30)
             spark.stop()
     report(obs, args, transactions, workload_start_ms, workload_end_ms, caught_up_ms)
+    if args.backlog:
+        report_backlog(obs, args, backlog, caught_up_ms)
     if args.dir is None:
         shutil.rmtree(directory, ignore_errors=True)  # a temporary run leaves nothing behind
+
+
+def make_backlog(workload: InventoryWorkload, changes: int, failures: list[BaseException],
+                 capture: subprocess.Popen[bytes], obs: Observations) -> dict[str, Any]:
+    """With the job not running: the snapshot and ``changes`` changes committed in PostgreSQL and
+    captured into Kafka. Returns the backlog's last offsets and timings."""
+    _wait(lambda: len(obs.last_offsets) == 4, 300, failures, capture, obs)
+    snapshot = -1
+    while snapshot != obs.data_records:  # the snapshot is in Kafka when no record came for 2 s
+        snapshot = obs.data_records
+        time.sleep(2)
+    obs.timed_from_ms = float("inf")  # the backlog's records are counted, not timed
+    print(f"building a backlog of {changes:,} changes with the ingest job stopped ...", flush=True)
+    started = time.monotonic()
+    build_backlog(workload.conn, changes)
+    committed_s = time.monotonic() - started
+    expected = snapshot + changes // 4 * 4
+    _wait(lambda: obs.data_records >= expected, 600 + changes / 1000, failures, capture, obs)
+    captured_s = time.monotonic() - started
+    with obs.lock:
+        offsets = dict(obs.last_offsets)
+        obs.timed_from_ms = time.time() * 1000
+    print(f"backlog in Kafka: {obs.data_records - snapshot:,} changes (committed in {committed_s:.0f} s, "
+          f"captured after {captured_s:.0f} s)", flush=True)
+    return {"changes": obs.data_records - snapshot, "offsets": offsets}
 
 
 def _wait(condition: Any, timeout: float, failures: list[BaseException], capture: subprocess.Popen[bytes],
@@ -355,18 +480,23 @@ def visibility(obs: Observations) -> dict[tuple[str, int], tuple[list[int], list
     return {tp: ([o for o, _ in items], [c for _, c in items]) for tp, items in per_tp.items()}
 
 
-def report(obs: Observations, args: argparse.Namespace, transactions: int, start_ms: float, end_ms: float,
-           caught_up_ms: float) -> None:
+def timed_changes(obs: Observations, from_ms: float) -> Iterator[tuple[TableCommit, int, int, float]]:
+    """(the commit that made it visible, source ts_ms, Kafka CreateTime, received ms) of every timed
+    change committed at the source from ``from_ms`` (a second before: clocks) and visible by the end."""
     index = visibility(obs)
-    by_format: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for (topic, partition, offset), (ts_ms, created_ms, received_ms) in obs.kafka.items():
-        if ts_ms < start_ms - 1000:
+        if ts_ms < from_ms - 1000:
             continue  # before the workload (snapshot catch-up)
         offsets, commits = index.get((topic, partition), ([], []))
         at = bisect.bisect_left(offsets, offset)
-        if at == len(offsets):
-            continue
-        commit = commits[at]
+        if at < len(offsets):
+            yield commits[at], ts_ms, created_ms, received_ms
+
+
+def report(obs: Observations, args: argparse.Namespace, transactions: int, start_ms: float, end_ms: float,
+           caught_up_ms: float) -> None:
+    by_format: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for commit, ts_ms, created_ms, received_ms in timed_changes(obs, start_ms):
         parts = by_format[commit.format]
         parts["silver"].append(commit.finished_ms - ts_ms)
         parts["kafka"].append(received_ms - ts_ms)
@@ -413,6 +543,58 @@ def report(obs: Observations, args: argparse.Namespace, transactions: int, start
           f"(worst format p99 {worst:.0f} ms)")
 
 
+def report_backlog(obs: Observations, args: argparse.Namespace, backlog: dict[str, Any], caught_up_ms: float) -> None:
+    """The drain of the backlog (rate, batch sizes, memory) and how the workload's latency recovered."""
+    started = backlog["ingest_started_ms"]
+    covered: dict[tuple[str, int], int] = {}
+    drained_ms = caught_up_ms
+    for commit in sorted(obs.commits, key=lambda c: c.finished_ms):
+        for tp, offset in commit.progress.items():
+            covered[tp] = max(offset, covered.get(tp, -1))
+        if all(covered.get(tp, -1) >= offset for tp, offset in backlog["offsets"].items()):
+            drained_ms = commit.finished_ms
+            break
+    seconds = (drained_ms - started) / 1000
+    print()
+    print(f"[backlog] {backlog['changes']:,} changes drained in {seconds:.1f} s "
+          f"({backlog['changes'] / seconds:,.0f} changes/s, while the workload ran beside it)")
+    # a batch belongs to the drain if it started before the backlog's last table commit
+    drain = [(s, e) for ended, s, e in obs.batches if e and started <= ended and ended - s * 1000 < drained_ms]
+    after = [(s, e) for ended, s, e in obs.batches if e and ended - s * 1000 >= drained_ms]
+    for label, batches in (("during the drain", drain), ("after it", after)):
+        if batches:
+            sizes = [e for _, e in batches]
+            print(f"  micro-batches {label}: {len(batches)}, events p50 {percentiles(sizes)['p50']:,.0f}, "
+                  f"max {max(sizes):,}; duration p50 {percentiles([s for s, _ in batches])['p50']:.1f} s")
+    mib = 1024 * 1024
+    for label, lo, hi in (("before the job", 0.0, started), ("during the drain", started, drained_ms),
+                          ("after it", drained_ms, caught_up_ms)):
+        window = [(py, jvm) for at, py, jvm in obs.memory if lo <= at < hi]
+        if window:
+            print(f"  memory {label}: Python RSS max {max(p for p, _ in window) / mib:,.0f} MiB, driver JVM RSS max "
+                  f"{max(j for _, j in window) / mib:,.0f} MiB")
+    differing = backlog.get("differing")
+    print(f"  silver equals the source at the end: "
+          f"{'yes' if differing == [] else 'NO: ' + ', '.join(c.table for c in differing or [])}")
+    # the workload's changes by when they were committed at the source, 10 s windows from the job's start
+    windows: dict[tuple[int, str], list[float]] = defaultdict(list)
+    for commit, ts_ms, _, _ in timed_changes(obs, started):
+        windows[(int((ts_ms - started) // 10_000), commit.format)].append(commit.finished_ms - ts_ms)
+    formats = sorted({f for _, f in windows})
+    print(f"  latency of the workload's changes (ms) by source commit time; the drain ended at {seconds:.0f} s")
+    print("  " + f"{'committed at (s)':<18}" + "".join(f"{f + ' p50':>14}{f + ' p99':>14}" for f in formats))
+    for w in sorted({w for w, _ in windows}):
+        cells = "".join(f"{percentiles(windows[(w, f)]).get('p50', float('nan')):>14.0f}"
+                        f"{percentiles(windows[(w, f)]).get('p99', float('nan')):>14.0f}" for f in formats)
+        print(f"  {f'{w * 10}-{w * 10 + 10}':<18}" + cells)
+    settled = [(f, v) for (w, f), v in windows.items() if w * 10_000 + started >= drained_ms + 10_000]
+    for f in formats:
+        values = [x for g, v in settled if g == f for x in v]
+        if values:
+            print(f"  {f}: p99 {percentiles(values)['p99']:.0f} ms for changes committed from 10 s after the drain "
+                  f"({len(values)} changes; target {TARGET_P99_MS} ms)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--duration", type=float, default=45.0, help="workload seconds (default 45)")
@@ -420,6 +602,10 @@ def main() -> None:
     parser.add_argument("--trigger", default="continuous", help="continuous (default) or every:<n>s")
     parser.add_argument("--parallelism", type=int, default=None,
                         help="tables of one batch applied at once (default: the demo config's apply.parallelism)")
+    parser.add_argument("--backlog", type=int, default=0,
+                        help="first build a backlog of this many changes with the job stopped, then start the job "
+                             "and the workload together: the drain, memory and latency recovery (e.g. 1000000 with "
+                             "--duration 240)")
     parser.add_argument("--dir", default=None,
                         help="working directory, kept afterwards (default: a temporary one, removed)")
     args = parser.parse_args()
