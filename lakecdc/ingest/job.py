@@ -138,7 +138,9 @@ def run_ingest(config: str | Path | IngestConfig, trigger: str | None = None, *,
     with serving, _stop_on_signals(stop_event) as signalled:
         metrics = BatchMetrics()
         try:
-            with explain_driver_exit(session, ingest_spark_log(cfg), cfg.max_batch_records):
+            # behind a backlog the Spark readers' batches grow: an out-of-memory error names that limit too
+            grown = backlog_records(cfg, session) if reader_kind(cfg, session) != "python" else None
+            with explain_driver_exit(session, ingest_spark_log(cfg), cfg.max_batch_records, grown):
                 _run_batches(cfg, session, processor, chosen, stop_event, handle)
         finally:
             processor.close()
@@ -192,8 +194,12 @@ def _open_reader(cfg: IngestConfig, spark: SparkSession, trigger: Trigger, stop:
     engine: Literal["executors", "kafka-source"] = "kafka-source" if kind == "spark-kafka" else "executors"
     log.info("reading Kafka %s", "through Spark's Kafka source (bounded batch reads)" if engine == "kafka-source"
              else "on the Spark executors (offset ranges fetched with confluent-kafka)")
-    return SparkRangeReader(cfg, start_offset, stop, trigger.available_now, spark, engine,
-                            backlog_records=backlog_records(cfg, spark))
+    backlog = backlog_records(cfg, spark)
+    if backlog < cfg.backlog_batch_records:
+        log.info("batches stay at batch.max.records (%s) behind a backlog: delta-rs writes from the driver, "
+                 "which holds each batch (set batch.backlog.max.records to let them grow)",
+                 f"{cfg.max_batch_records:,}")
+    return SparkRangeReader(cfg, start_offset, stop, trigger.available_now, spark, engine, backlog_records=backlog)
 
 
 def backlog_records(cfg: IngestConfig, spark: SparkSession) -> int:
@@ -205,9 +211,6 @@ def backlog_records(cfg: IngestConfig, spark: SparkSession) -> int:
 
     formats = {cfg.table_format, *(o.format for o in cfg.table_overrides().values() if o.format)}
     if "delta" in formats and cfg.backlog_batch_records_raw is None and not delta_in_session(spark):
-        log.info("batches stay at batch.max.records (%s) behind a backlog: delta-rs writes from the driver, "
-                 "which holds each batch (set batch.backlog.max.records to let them grow)",
-                 f"{cfg.max_batch_records:,}")
         return cfg.max_batch_records
     return cfg.backlog_batch_records
 

@@ -61,8 +61,12 @@ def last_jvm_error(log: Path | None) -> str | None:
 
 
 @contextmanager
-def explain_driver_exit(spark: SparkSession, log: Path | None, batch_records: int | None = None) -> Iterator[None]:
-    """Re-raise an error caused by the driver JVM's exit as ``SparkDriverExitedError`` (module docstring)."""
+def explain_driver_exit(spark: SparkSession, log: Path | None, batch_records: int | None = None,
+                        backlog_records: int | None = None) -> Iterator[None]:
+    """Re-raise an error caused by the driver JVM's exit as ``SparkDriverExitedError`` (module docstring).
+
+    ``backlog_records``: the size the job's batches grow to behind a backlog (the Spark readers'
+    ``batch.backlog.max.records``), named in the advice when above ``batch_records``."""
     process = driver_process(spark)
     memory = spark.sparkContext.getConf().get("spark.driver.memory", "1g") if process is not None else None
     try:
@@ -74,6 +78,9 @@ def explain_driver_exit(spark: SparkSession, log: Path | None, batch_records: in
         where = f" (see {log})" if log is not None and log.is_file() else ""
         if reason and "OutOfMemoryError" in reason:
             smaller = f", now {batch_records}" if batch_records else ""
+            if backlog_records and batch_records and backlog_records > batch_records:
+                smaller += (f"; batch.backlog.max.records, now {backlog_records}: behind a backlog batches grow "
+                            "up to it")
             advice = (f"Give the driver more memory (spark.driver.memory, now {memory}; LAKECDC_SPARK_DRIVER_MEMORY "
                       f"for the session lakecdc starts) or read smaller batches (batch.max.records{smaller}).")
         else:
