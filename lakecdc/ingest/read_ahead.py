@@ -9,11 +9,11 @@ a drain, decoded) while batch N is applied.
 - In an ``available-now`` drain batch N+1 is complete (full, or read to the end) as soon as it can
   be, so reading and decoding hide behind the apply.
 - In a ``continuous`` job the records of batch N+1 arrive while N is applied. The thread reads them
-  as they come, and the batch ends only once the job wants it (``wanted``, set while the job waits):
-  by ``batch.max.wait.ms`` after its first record, or at the end of every partition, as when the job
-  reads it itself. A change therefore no longer waits for the window after the apply of the batch
-  before it ends (the window mostly ran out meanwhile), and a batch holds every record that arrived
-  before the job asked, as before. Interval triggers read as before (the job sleeps between batches).
+  as they come, and the batch ends only once the job wants it (``wanted``, set while the job waits),
+  as a batch the job started reading at that moment would: at the end of every partition as of
+  then, or ``batch.max.wait.ms`` later. What arrived meanwhile is already read, so the next batch
+  starts with its decoding; it holds every record that arrived before the job asked, as before.
+  Interval triggers read as before (the job sleeps between batches).
 
 What stays the same:
 
