@@ -139,6 +139,21 @@ def test_a_session_cloned_from_one_that_created_the_jdbc_catalog_sees_every_late
 
 
 @pytest.mark.spark4
+def test_sessions_lakecdc_starts_evaluate_interpreted(spark) -> None:  # type: ignore[no-untyped-def]
+    """``INTERPRETED``: no Java is compiled per plan; a query still gives its rows (a window, a join,
+    a hash of JSON: what every batch runs)."""
+    assert spark.conf.get("spark.sql.codegen.wholeStage") == "false"
+    assert spark.conf.get("spark.sql.codegen.factoryMode") == "NO_CODEGEN"
+    df = spark.createDataFrame([(1, "a"), (1, "b"), (2, "c")], "k int, v string")
+    plan = df.groupBy("k").count()._jdf.queryExecution().executedPlan().toString()
+    assert "WholeStageCodegen" not in plan and "*(" not in plan
+    rows = spark.sql("SELECT k, v, row_number() OVER (PARTITION BY k ORDER BY v) AS n, "
+                     "xxhash64(to_json(named_struct('v', v))) AS h FROM VALUES (1, 'a'), (1, 'b') AS t(k, v)").collect()
+    assert [(r.k, r.v, r.n) for r in rows] == [(1, "a", 1), (1, "b", 2)]
+    assert rows[0].h != rows[1].h
+
+
+@pytest.mark.spark4
 def test_delta_is_not_in_this_spark_session(spark) -> None:  # type: ignore[no-untyped-def]
     # No Delta jars can be installed here, so Delta goes through delta-rs (see test_delta.py).
     assert delta_in_spark(spark) is False
