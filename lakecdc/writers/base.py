@@ -378,10 +378,16 @@ class LakeWriter(TableWriter):
         if self._table_schema(name) is None:
             with self._create_lock:
                 self._create_table(name, schema, "log")
-        return self._append_rows(name, self.spark.createDataFrame(rows, schema))
+        self._append_log(name, schema, rows)
+        return len(rows)
+
+    def _append_log(self, name: str, schema: StructType, rows: list[tuple[Any, ...]]) -> None:
+        """Append a few rows the driver holds (a format that writes Arrow overrides this: no Spark job)."""
+        self._append_rows(name, self.spark.createDataFrame(rows, schema), counted=len(rows))
 
     @abstractmethod
-    def _append_rows(self, name: str, rows: DataFrame) -> int: ...
+    def _append_rows(self, name: str, rows: DataFrame, counted: int | None = None) -> int:
+        """Append ``rows``; returns how many (``counted``: already known, so no job counts them)."""
 
     @abstractmethod
     def _stored_positions(self, name: str, topics: list[str]) -> DataFrame | None:

@@ -395,8 +395,14 @@ class DeltaRsWriter(LakeWriter):
         schema = StructType([f for f in DEAD_LETTER_SCHEMA.fields if f.name in DEAD_LETTER_POSITION])
         return arrow_to_dataframe(self.spark, _conform(stored, _arrow_schema(schema)), schema)
 
-    def _append_rows(self, name: str, rows: DataFrame) -> int:
-        data = _to_arrow(rows)
+    def _append_rows(self, name: str, rows: DataFrame, counted: int | None = None) -> int:
+        return self._append_arrow(name, _to_arrow(rows))
+
+    def _append_log(self, name: str, schema: StructType, rows: list[tuple[Any, ...]]) -> None:
+        self._append_arrow(name, pa.Table.from_pylist([dict(zip(schema.fieldNames(), r)) for r in rows],
+                                                      _arrow_schema(schema)))
+
+    def _append_arrow(self, name: str, data: pa.Table) -> int:
         table = self._open(name)
         assert table is not None
         write_deltalake(table, _conform(data, pa.schema(table.schema().to_arrow())), mode="append",

@@ -170,7 +170,7 @@ class SparkSqlWriter(LakeWriter):
         stored = self.spark.table(self.resolve(name))
         return stored.filter(F.col("topic").isin(topics)).select(*DEAD_LETTER_POSITION)
 
-    def _append_rows(self, name: str, rows: DataFrame) -> int:
-        count = rows.count()
+    def _append_rows(self, name: str, rows: DataFrame, counted: int | None = None) -> int:
+        count = rows.count() if counted is None else counted
         rows.writeTo(self.resolve(name)).append()
         return count
