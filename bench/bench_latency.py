@@ -189,6 +189,7 @@ class Observations:
     #: million records are not timed one by one
     timed_from_ms: float = 0.0
     memory: list[tuple[float, int, int]] = field(default_factory=list)  # (ms, this process's RSS, Spark JVM RSS)
+    published: list[tuple[float, float]] = field(default_factory=list)  # (ended ms, seconds) per consistency-log row
 
 
 class _StepLog(logging.Handler):
@@ -242,6 +243,20 @@ def install_timing(obs: Observations) -> None:
         return TimedWriter(create_writer(table_format, spark, **options))
 
     writers_base.create_writer = timed_create_writer  # type: ignore[assignment]
+
+    from lakecdc.ingest.consistency import ConsistencyLog
+
+    publish = ConsistencyLog.publish
+
+    def timed_publish(self: ConsistencyLog, *args: Any, **kwargs: Any) -> bool:
+        started = time.monotonic()
+        written = publish(self, *args, **kwargs)
+        if written:
+            with obs.lock:
+                obs.published.append((time.time() * 1000, time.monotonic() - started))
+        return written
+
+    ConsistencyLog.publish = timed_publish  # type: ignore[method-assign]
 
 
 def consume_baseline(bootstrap: str, prefix: str, obs: Observations, stop: threading.Event) -> None:
@@ -542,6 +557,10 @@ def report(obs: Observations, args: argparse.Namespace, transactions: int, start
         rate = events / busy if busy else 0
         print(f"ingest during the workload: {len(in_workload)} micro-batches, {events} events, {rate:.0f} events/s "
               f"while busy; batch duration p50 {percentiles([s * 1000 for s, _ in in_workload])['p50']:.0f} ms")
+    published = [s * 1000 for ended, s in obs.published if start_ms <= ended <= caught_up_ms]
+    if published:
+        print(f"  of which: the consistency log's row (after the tables' commits) p50 "
+              f"{percentiles(published)['p50']:.0f} ms")
     header = f"{'latency (ms) from source commit':<42}{'n':>7}{'p50':>9}{'p95':>9}{'p99':>9}{'max':>9}"
     for table_format in sorted(by_format):
         parts = by_format[table_format]

@@ -126,6 +126,7 @@ class LakeWriter(TableWriter):
         self.spark = spark
         self.dead_letter_table = dead_letter_table
         self._warned_keyless: set[str] = set()
+        self._log_tables: set[str] = set()  # lakecdc's own log tables known to exist (``append_log_rows``)
         # Tables of one batch are applied on several threads (``lakecdc.ingest.parallel``); creating
         # tables is serialised: two first batches would otherwise race to create their shared
         # namespace ("bronze"), which IF NOT EXISTS does not make atomic.
@@ -349,7 +350,7 @@ class LakeWriter(TableWriter):
     def _align(self, rows: DataFrame, table: str) -> DataFrame:
         """Rows in the table's column order; columns the source stopped sending are null."""
         stored = self._table_schema(table)
-        if stored is None:
+        if stored is None or rows.columns == stored.fieldNames():
             return rows
         present = set(rows.columns)
         return rows.select(*[col(f.name) if f.name in present else F.lit(None).cast(f.dataType).alias(f.name)
@@ -375,9 +376,11 @@ class LakeWriter(TableWriter):
     def append_log_rows(self, name: str, schema: StructType, rows: list[tuple[Any, ...]]) -> int:
         """Append rows to a small append-only table of lakecdc's own (created on first use), e.g.
         the consistency log (``lakecdc.ingest.consistency``)."""
-        if self._table_schema(name) is None:
-            with self._create_lock:
-                self._create_table(name, schema, "log")
+        if name not in self._log_tables:  # once per job: a batch's row must not cost two catalog loads
+            if self._table_schema(name) is None:
+                with self._create_lock:
+                    self._create_table(name, schema, "log")
+            self._log_tables.add(name)
         self._append_log(name, schema, rows)
         return len(rows)
 
