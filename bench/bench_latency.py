@@ -130,6 +130,22 @@ with runs without:
 (medians 0.74x Delta, 0.71x Iceberg). A 600,000-event Iceberg drain (``bench_ingest.py``, 00:35-00:39
 UTC) took 56.9 s interpreted against 58.1 s compiled, so the sessions lakecdc starts now evaluate
 interpreted (``lakecdc.spark.session.INTERPRETED``).
+
+2026-11-30 03:19-03:45 UTC, a freshly booted machine of the same kind (2 cores, idle before each run;
+load 3.5-4.9 at the ends: the benchmark's own stack), ``--rate 274 --duration 30``: the same commit
+(2d416bf's code) that gave p99 4.6-5.7 s Delta / 6.1-8.0 s Iceberg the night before gave 6.8 s Delta /
+9.3 s Iceberg here, batch p50 4.2 s (2.7-3.4 s then), and runs of one commit ranged 7.2-10.2 s Delta and
+10.3-13.4 s Iceberg p99 (5-7 batches per run decide the p99): differences below ~20 % are not
+measurable with 30-s runs on this machine. Of a batch: the consistency log's Iceberg row p50 0.31-0.47 s
+(new line in the report), Iceberg bronze append 2.0-2.8 s p50 (while the other Iceberg table's apply
+holds the SQLite catalog's lock, ``IcebergSparkWriter._apply_lock``), its ledger and MERGE 1.4-1.9 s.
+Tried and not kept: applying the two Iceberg tables at once (no lock) gave p99 9.9 / 11.9 s against
+12.9 / 12.6 s with it (within the noise); projecting a batch's columns through one struct (a fixed
+number of py4j calls instead of two per column; 24 -> 14 ms for 40 columns alone) did not help: batch
+p50 5.2-6.2 s against 4.3-4.5 s (3 runs each, alternating; a later run of the base gave 5.7 s). A py-spy profile of the job's apply
+threads (40 Hz, waiting included, 4,665 samples): the silver MERGE statement 28 %, the Iceberg bronze
+append's write 14 % and building its identity plan (``spark_new_rows``: a dozen DataFrame steps, each
+analysed) 13 %, reading progress 5 %, ``_align`` 4 %: the JVM's per-statement work, not the rows.
 """
 
 from __future__ import annotations
