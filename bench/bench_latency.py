@@ -140,12 +140,15 @@ measurable with 30-s runs on this machine. Of a batch: the consistency log's Ice
 (new line in the report), Iceberg bronze append 2.0-2.8 s p50 (while the other Iceberg table's apply
 holds the SQLite catalog's lock, ``IcebergSparkWriter._apply_lock``), its ledger and MERGE 1.4-1.9 s.
 Tried and not kept: applying the two Iceberg tables at once (no lock) gave p99 9.9 / 11.9 s against
-12.9 / 12.6 s with it (within the noise); projecting a batch's columns through one struct (a fixed
-number of py4j calls instead of two per column; 24 -> 14 ms for 40 columns alone) did not help: batch
-p50 5.2-6.2 s against 4.3-4.5 s (3 runs each, alternating; a later run of the base gave 5.7 s). A py-spy profile of the job's apply
-threads (40 Hz, waiting included, 4,665 samples): the silver MERGE statement 28 %, the Iceberg bronze
-append's write 14 % and building its identity plan (``spark_new_rows``: a dozen DataFrame steps, each
-analysed) 13 %, reading progress 5 %, ``_align`` 4 %: the JVM's per-statement work, not the rows.
+12.9 / 12.6 s with it (within the noise), and in 60-s runs (04:47-04:53 UTC, alternating) p99 Delta
+7.3 / 7.9 s and Iceberg 10.0 / 10.6 s, batch p50 3.8 / 4.5 s, against 8.0 / 8.1 s, 11.2 / 11.5 s and
+4.6 / 4.7 s with it: 0.92x, suggestive, not yet enough to drop a lock that guards commits. Projecting
+a batch's columns through one struct (a fixed number of py4j calls instead of two per column; 24 ->
+14 ms for 40 columns alone) did not help: batch p50 5.2-6.2 s against 4.3-4.5 s (3 runs each,
+alternating; a later run of the base gave 5.7 s). A py-spy profile of the job's apply threads (40 Hz,
+waiting included, 4,665 samples): the silver MERGE statement 28 %, the Iceberg bronze append's write
+14 % and building its identity plan (``spark_new_rows``: a dozen DataFrame steps, each analysed) 13 %,
+reading progress 5 %, ``_align`` 4 %: the JVM's per-statement work, not the rows.
 """
 
 from __future__ import annotations
