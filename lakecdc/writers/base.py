@@ -384,13 +384,13 @@ class LakeWriter(TableWriter):
         self._append_log(name, schema, rows)
         return len(rows)
 
+    @abstractmethod
     def _append_log(self, name: str, schema: StructType, rows: list[tuple[Any, ...]]) -> None:
-        """Append a few rows the driver holds (a format that writes Arrow overrides this: no Spark job)."""
-        self._append_rows(name, self.spark.createDataFrame(rows, schema), counted=len(rows))
+        """Append a few rows the driver holds, without a job that counts them."""
 
     @abstractmethod
-    def _append_rows(self, name: str, rows: DataFrame, counted: int | None = None) -> int:
-        """Append ``rows``; returns how many (``counted``: already known, so no job counts them)."""
+    def _append_rows(self, name: str, rows: DataFrame) -> int:
+        """Append ``rows``; returns how many."""
 
     @abstractmethod
     def _stored_positions(self, name: str, topics: list[str]) -> DataFrame | None:

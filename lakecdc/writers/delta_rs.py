@@ -395,7 +395,7 @@ class DeltaRsWriter(LakeWriter):
         schema = StructType([f for f in DEAD_LETTER_SCHEMA.fields if f.name in DEAD_LETTER_POSITION])
         return arrow_to_dataframe(self.spark, _conform(stored, _arrow_schema(schema)), schema)
 
-    def _append_rows(self, name: str, rows: DataFrame, counted: int | None = None) -> int:
+    def _append_rows(self, name: str, rows: DataFrame) -> int:
         return self._append_arrow(name, _to_arrow(rows))
 
     def _append_log(self, name: str, schema: StructType, rows: list[tuple[Any, ...]]) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -170,7 +170,10 @@ class SparkSqlWriter(LakeWriter):
         stored = self.spark.table(self.resolve(name))
         return stored.filter(F.col("topic").isin(topics)).select(*DEAD_LETTER_POSITION)
 
-    def _append_rows(self, name: str, rows: DataFrame, counted: int | None = None) -> int:
-        count = rows.count() if counted is None else counted
+    def _append_rows(self, name: str, rows: DataFrame) -> int:
+        count = rows.count()
         rows.writeTo(self.resolve(name)).append()
         return count
+
+    def _append_log(self, name: str, schema: StructType, rows: list[tuple[Any, ...]]) -> None:
+        self.spark.createDataFrame(rows, schema).writeTo(self.resolve(name)).append()
