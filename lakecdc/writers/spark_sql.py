@@ -45,6 +45,8 @@ class SparkSqlWriter(LakeWriter):
                  dead_letter_table: str = "lakecdc.dead_letters") -> None:
         super().__init__(spark, dead_letter_table)
         self.catalog = catalog
+        # Delete ledgers known to hold no delete (``_has_deletes``): this job is their only writer.
+        self._ledgers_without_deletes: set[str] = set()
 
     def resolve(self, name: str) -> str:
         """``schema.table`` -> ``<catalog>.schema.table``; three-part names are used as is. Every
@@ -105,6 +107,7 @@ class SparkSqlWriter(LakeWriter):
 
     def _append_ledger(self, target: TableTarget, rows: DataFrame) -> None:
         rows.writeTo(self.resolve(target.ledger_table)).append()
+        self._ledgers_without_deletes.discard(target.ledger_table)  # it may hold one now
 
     def _stored_silver(self, target: TableTarget, keys: DataFrame) -> DataFrame | None:
         stored = self.spark.table(self.resolve(target.silver_table))
@@ -116,6 +119,28 @@ class SparkSqlWriter(LakeWriter):
 
     def _merge_silver(self, target: TableTarget, source: DataFrame, plan: MergePlan,
                       props: dict[str, str], batch_id: int, batch_keys: DataFrame) -> tuple[int, int, int | None]:
+        guarded = (source.join(self._removals(target, plan, batch_keys), on=list(target.key_columns), how="left")
+                   if self._has_deletes(target.ledger_table)
+                   else source.withColumn("_removed_seq", F.lit(None).cast("array<bigint>")))
+        view = f"lakecdc_silver_{abs(hash(target.silver_table))}"
+        with self._committing(props, target.silver_table, batch_id):
+            self._run_merge(render_spark_sql(plan, self.resolve(target.silver_table), view), guarded, view)
+        version, metrics = self._last_commit(target.silver_table)
+        return metrics.get("written", 0), metrics.get("removed", 0), version
+
+    def _has_deletes(self, ledger: str) -> bool:
+        """Whether the ledger holds a delete: until one of a table's keys is deleted, its MERGE source
+        needs no ledger join (planning and running it on an empty table cost a batch ~0.1 s). A
+        ledger without one is read again only after ``_append_ledger``."""
+        if ledger in self._ledgers_without_deletes:
+            return False
+        if self.spark.table(self.resolve(ledger)).filter(F.col("_op") == "d").isEmpty():
+            self._ledgers_without_deletes.add(ledger)
+            return False
+        return True
+
+    def _removals(self, target: TableTarget, plan: MergePlan, batch_keys: DataFrame) -> DataFrame:
+        """``_removed_seq`` of the batch's keys: the ``_seq`` of each one's newest delete in the ledger."""
         ledger = self.spark.table(self.resolve(target.ledger_table)).filter(F.col("_op") == "d")
         if plan.key_ranges:
             ledger = ledger.filter(ranges_predicate(quote(target.key_columns[0]), plan.key_ranges,
@@ -125,14 +150,8 @@ class SparkSqlWriter(LakeWriter):
         # otherwise grow with every delete ever recorded. The batch's cached keys rather than the
         # MERGE source's, which would compute the source's window a second time.
         keys = list(target.key_columns)
-        ledger = (ledger.join(batch_keys, on=keys, how="left_semi")
-                  .groupBy(*[col(k) for k in keys]).agg(F.max("_seq").alias("_removed_seq")))
-        guarded = source.join(ledger, on=keys, how="left")
-        view = f"lakecdc_silver_{abs(hash(target.silver_table))}"
-        with self._committing(props, target.silver_table, batch_id):
-            self._run_merge(render_spark_sql(plan, self.resolve(target.silver_table), view), guarded, view)
-        version, metrics = self._last_commit(target.silver_table)
-        return metrics.get("written", 0), metrics.get("removed", 0), version
+        ledger = ledger.join(batch_keys, on=keys, how="left_semi")
+        return ledger.groupBy(*[col(k) for k in keys]).agg(F.max("_seq").alias("_removed_seq"))
 
     def _read_arrow(self, name: str, keys: tuple[str, ...], wanted: pa.Table | None,
                     truncates: bool = False) -> pa.Table:
