@@ -13,6 +13,7 @@ partitioned by ``days(_ingest_ts)``.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Iterator
@@ -54,7 +55,18 @@ def newest_lakecdc_snapshot(table: Any) -> tuple[int, dict[str, str]] | None:
     """(how many snapshots back from the current one, its summary) of the newest snapshot lakecdc
     committed, walking the current ancestry (``table``: a py4j ``org.apache.iceberg.Table``)."""
     found = _newest_lakecdc(table)
-    return (found[0], dict(found[1].summary())) if found else None
+    return (found[0], snapshot_summary(found[1])) if found else None
+
+
+def snapshot_summary(snapshot: Any) -> dict[str, str]:
+    """A py4j ``Snapshot``'s summary in one JVM call (Iceberg's ``SnapshotParser`` JSON, whose summary
+    adds the operation): reading the Java map entry by entry took two calls per entry (12 -> 0.8 ms)."""
+    from pyspark import SparkContext
+
+    jvm: Any = SparkContext._jvm
+    summary: dict[str, str] = json.loads(jvm.org.apache.iceberg.SnapshotParser.toJson(snapshot))["summary"]
+    summary.pop("operation", None)
+    return summary
 
 
 def _newest_lakecdc(table: Any) -> tuple[int, Any] | None:
@@ -130,7 +142,7 @@ class IcebergSparkWriter(SparkSqlWriter):
         if found is None:
             return None, {}
         snapshot = found[1]
-        summary = dict(snapshot.summary())
+        summary = snapshot_summary(snapshot)
         added = int(summary.get("added-records", 0))
         # merge-on-read: an update adds one record and one position delete, a delete one position delete
         return int(snapshot.snapshotId()), {
