@@ -31,7 +31,6 @@ import logging
 import threading
 import time
 from abc import ABC, abstractmethod
-from contextlib import nullcontext
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -131,9 +130,6 @@ class LakeWriter(TableWriter):
         # tables is serialised: two first batches would otherwise race to create their shared
         # namespace ("bronze"), which IF NOT EXISTS does not make atomic.
         self._create_lock = threading.Lock()
-        #: set by a format whose catalog cannot take commits of several tables at once: its
-        #: applies then run one at a time (other formats' tables still run beside them)
-        self._apply_lock: threading.Lock | None = None
 
     # -- storage primitives ------------------------------------------------------------------
     @abstractmethod
@@ -205,20 +201,19 @@ class LakeWriter(TableWriter):
 
     def apply(self, batch: ChangeBatch, batch_id: int) -> ApplyResult:
         started = time.monotonic()
-        with self._apply_lock or nullcontext():
-            # The batch is read by several steps; persisting it keeps them on one copy of the events
-            # (and stops a recomputation from re-reading Kafka or re-stamping ingest times).
-            persisted = batch.df.persist()
-            try:
-                # A concurrent commit to the same table (maintenance compacting it) makes the loser
-                # fail unchanged; the batch is applied again from the new state, which is what a
-                # restart would do (what already committed is skipped by its progress).
-                tables = ", ".join([batch.table.bronze_table, batch.table.silver_table] if batch.table.has_key
-                                   else [batch.table.bronze_table])
-                return retry_on_conflict(tables, lambda: self._apply(replace(batch, df=persisted), batch_id, started),
-                                         f"batch {batch_id}")
-            finally:
-                persisted.unpersist()
+        # The batch is read by several steps; persisting it keeps them on one copy of the events
+        # (and stops a recomputation from re-reading Kafka or re-stamping ingest times).
+        persisted = batch.df.persist()
+        try:
+            # A concurrent commit to the same table (maintenance compacting it) makes the loser
+            # fail unchanged; the batch is applied again from the new state, which is what a
+            # restart would do (what already committed is skipped by its progress).
+            tables = ", ".join([batch.table.bronze_table, batch.table.silver_table] if batch.table.has_key
+                               else [batch.table.bronze_table])
+            return retry_on_conflict(tables, lambda: self._apply(replace(batch, df=persisted), batch_id, started),
+                                     f"batch {batch_id}")
+        finally:
+            persisted.unpersist()
 
     def _apply(self, batch: ChangeBatch, batch_id: int, started: float) -> ApplyResult:
         target = batch.table

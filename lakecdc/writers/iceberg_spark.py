@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -88,13 +87,6 @@ class IcebergSparkWriter(SparkSqlWriter):
     def __init__(self, spark: SparkSession, catalog: str = "lake", dead_letter_table: str = "lakecdc.dead_letters",
                  **_: object) -> None:
         super().__init__(spark, catalog, dead_letter_table)
-        uri = (spark.conf.get(f"spark.sql.catalog.{catalog}.uri", None) or "") if spark is not None else ""
-        if uri.startswith("jdbc:sqlite:"):
-            # Iceberg's JDBC catalog on SQLite (the local stack's catalog.type=jdbc): SQLite takes
-            # one writer at a time and a commit that waits longer than the driver's busy timeout
-            # fails with SQLITE_BUSY "database is locked", which a loaded machine reaches: its
-            # tables are applied one at a time (the job's other formats still run beside them).
-            self._apply_lock = threading.Lock()
 
     def _create_table(self, name: str, schema: StructType, kind: str, sort_by: tuple[str, ...] = ()) -> None:
         full = self.resolve(name)

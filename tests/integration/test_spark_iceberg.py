@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -227,3 +228,32 @@ def test_python_workers_run_this_interpreter_with_arrow(spark) -> None:  # type:
     frame = spark.range(3)
     assert {row[0] for row in frame.select(worker_python("id")).collect()} == {sys.executable}
     assert sorted(row.id for row in frame.mapInPandas(doubled, frame.schema).collect()) == [0, 2, 4]
+
+
+def test_tables_of_a_jdbc_catalog_on_sqlite_take_commits_side_by_side(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The ingest job commits a batch's tables on several threads (``apply.parallelism``) with nothing
+    between them: SQLite takes one writer at a time, and every commit must wait its turn (the busy
+    timeout, WAL) rather than fail. Appends and MERGEs into four tables, four threads, at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    jdbc_spark = spark_session(tmp_path, catalog="jdbc")
+    jdbc_spark.sql("CREATE NAMESPACE IF NOT EXISTS jdbc_side")
+    tables = [f"jdbc_side.t{n}" for n in range(4)]
+    for table in tables:
+        jdbc_spark.sql(f"CREATE TABLE {table} (id INT, name STRING) USING iceberg")
+    rounds = 4
+    start = threading.Barrier(len(tables))
+
+    def commit(table: str) -> int:
+        start.wait()
+        for n in range(rounds):
+            jdbc_spark.sql(f"INSERT INTO {table} VALUES ({n}, 'r{n}')")
+            jdbc_spark.sql(f"MERGE INTO {table} t USING (SELECT {n} AS id, 'm{n}' AS name) s ON t.id = s.id "
+                           "WHEN MATCHED THEN UPDATE SET t.name = s.name")
+        return len(_rows(jdbc_spark, f"SELECT snapshot_id FROM {table}.snapshots"))
+
+    with ThreadPoolExecutor(len(tables)) as pool:
+        snapshots = list(pool.map(commit, tables))
+    assert snapshots == [2 * rounds] * len(tables)
+    for table in tables:
+        assert _rows(jdbc_spark, f"SELECT id, name FROM {table} ORDER BY id") == [(n, f"m{n}") for n in range(rounds)]

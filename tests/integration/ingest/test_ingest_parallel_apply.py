@@ -198,8 +198,8 @@ def test_an_error_in_one_table_keeps_the_others_and_commits_nothing_for_it(spark
 
 
 def test_parallel_commits_into_the_jdbc_catalog_on_sqlite(spark, tmp_path: Path) -> None:
-    """Iceberg's JDBC catalog keeps every table's pointer in one SQLite file: the writer applies its
-    tables one at a time (``IcebergSparkWriter``), and the batches must go through whole."""
+    """Iceberg's JDBC catalog keeps every table's pointer in one SQLite file: the tables of a batch
+    commit into it side by side, and the batches must go through whole."""
     from lakecdc.devstack.spark import spark_session
 
     jdbc_spark = spark_session(tmp_path / "jdbc-lake", catalog="jdbc")
