@@ -106,8 +106,9 @@ class SparkSqlWriter(LakeWriter):
             self.spark.catalog.dropTempView(view)
 
     def _append_ledger(self, target: TableTarget, rows: DataFrame) -> None:
+        # first: an append that fails may still have committed
+        self._ledgers_without_deletes.discard(target.ledger_table)
         rows.writeTo(self.resolve(target.ledger_table)).append()
-        self._ledgers_without_deletes.discard(target.ledger_table)  # it may hold one now
 
     def _stored_silver(self, target: TableTarget, keys: DataFrame) -> DataFrame | None:
         stored = self.spark.table(self.resolve(target.silver_table))
