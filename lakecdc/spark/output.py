@@ -60,6 +60,16 @@ def python_logs_to(log_file: Path) -> None:
         logger.setLevel(logging.INFO)
 
 
+def python_logs_off() -> None:
+    """Undo ``python_logs_to``: py4j logs as the interpreter exits, which reopened a log file whose
+    directory a benchmark or test had removed (a FileNotFoundError traceback after its results)."""
+    for name in SPARK_PYTHON_LOGGERS:
+        logger = logging.getLogger(name)
+        for handler in logger.handlers:
+            handler.close()
+        logger.handlers = [logging.NullHandler()]
+
+
 def spark_session_logged(log_file: Path, warehouse: Path | str, **options: Any) -> SparkSession:
     """``lakecdc.spark.session.spark_session(warehouse, **options)`` with Spark's and Java's output in
     ``log_file``. The JVM is started here only if this process has none yet."""
