@@ -5,6 +5,9 @@ we know show what they are meant to show."""
 from __future__ import annotations
 
 import re
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
@@ -71,8 +74,22 @@ def outputs_text(notebook: nbformat.NotebookNode) -> str:
     return "\n".join(parts)
 
 
+@pytest.fixture
+def notebook_tmpdir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The kernel's temporary directory (it inherits this environment), removed afterwards: the
+    notebooks keep their tables in a temporary directory for the reader to look at when done. Not
+    under pytest's own, which only root may enter: the embedded PostgreSQL runs as another user."""
+    directory = Path(tempfile.mkdtemp(prefix="lakecdc-notebook-test-"))
+    directory.chmod(0o711)
+    monkeypatch.setenv("TMPDIR", str(directory))
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_notebook_runs_headless(path: Path, tmp_path: Path) -> None:
+def test_notebook_runs_headless(path: Path, tmp_path: Path, notebook_tmpdir: Path) -> None:
     notebook = nbformat.read(path, as_version=4)
     # kernel "python3" is started with this interpreter (jupyter_client swaps the spec's "python"
     # for sys.executable), i.e. the project's .venv when the tests run from it
