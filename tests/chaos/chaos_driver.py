@@ -33,6 +33,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -345,6 +346,10 @@ def main() -> None:
     if unknown or not jobs:
         parser.error(f"--jobs: unknown job path(s) {unknown}: choose from {sorted(JOBS)}")
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="lakecdc-chaos-"))
+    # The jobs it kills run no shutdown hook: their Spark folders (each a 43 MB copy of the jars) go
+    # in the working directory instead of /tmp (as the test suite's do, tests/conftest.py).
+    (workdir / "spark-local").mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("SPARK_LOCAL_DIRS", str(workdir / "spark-local"))
     with (KafkaBroker() if args.broker == "kafka" else Broker()) as broker, \
             (MariaDB() if args.source == "mariadb" else Postgres(version=18)) as database:
         spark = spark_session(workdir / "reader-warehouse", app_name="lakecdc-chaos")
@@ -357,6 +362,8 @@ def main() -> None:
         finally:
             run.close()
             spark.stop()
+    if args.workdir is None:  # passed: a failed run keeps its logs and tables for a look
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":
