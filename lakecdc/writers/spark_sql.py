@@ -21,6 +21,7 @@ from lakecdc.lake.bronze import bronze_columns, spark_new_rows
 from lakecdc.lake.frames import arrow_to_spark, spark_to_arrow
 from lakecdc.lake.history_plan import ACTION, HistoryPlan, render_history_spark_sql
 from lakecdc.lake.key_ranges import ranges_predicate
+from lakecdc.lake.layout import LEDGER_META
 from lakecdc.lake.merge_plan import SPARK, MergePlan, render_spark_sql
 from lakecdc.writers.base import DEAD_LETTER_POSITION, LakeWriter
 
@@ -122,7 +123,7 @@ class SparkSqlWriter(LakeWriter):
                       props: dict[str, str], batch_id: int, batch_keys: DataFrame) -> tuple[int, int, int | None]:
         guarded = (source.join(self._removals(target, plan, batch_keys), on=list(target.key_columns), how="left")
                    if self._has_deletes(target.ledger_table)
-                   else source.withColumn("_removed_seq", F.lit(None).cast("array<bigint>")))
+                   else source.withColumn("_removed_seq", F.lit(None).cast(dict(LEDGER_META)["_seq"])))
         view = f"lakecdc_silver_{abs(hash(target.silver_table))}"
         with self._committing(props, target.silver_table, batch_id):
             self._run_merge(render_spark_sql(plan, self.resolve(target.silver_table), view), guarded, view)
