@@ -21,7 +21,6 @@ already handed to the sink (the binlog client can re-deliver events after a reco
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import time
 from dataclasses import dataclass, field
@@ -43,6 +42,7 @@ from lakecdc.capture.mysql.failure_modes import is_source_error, on_undecodable_
 from lakecdc.capture.mysql.incremental import MySqlIncrementalSnapshot
 from lakecdc.capture.mysql.offset import ResumePoint, boundary_offset, in_transaction_offset, resume_point
 from lakecdc.capture.mysql.read_only import ReadOnlyIncrementalSnapshot, check_prerequisites
+from lakecdc.capture.mysql.row_decoder import library_images, row_images
 from lakecdc.capture.mysql.source_info import source_builder
 from lakecdc.capture.mysql.types import TypeModes
 from lakecdc.capture.signaling import Signaling
@@ -55,7 +55,6 @@ from lakecdc.events.transaction import TransactionTracker, transaction_record
 
 log = logging.getLogger(__name__)
 
-EMPTY_SET = "empty set"  # mysql-replication's NONE_SOURCE.EMPTY_SET
 
 HEADER_LEN = 19
 
@@ -433,16 +432,26 @@ class MySqlStreamingSource:
                 on_unknown_table(self.config.inconsistent_schema_handling_mode, f"{db}.{table}", f"{self.file}:{start}")
             tx.events_done += 1
             return
-        try:
-            rows = ev.rows  # decoded on first access
-        except Exception as exc:
-            if is_source_error(exc):
-                raise
-            on_undecodable_event(self.config.event_deserialization_failure_handling_mode, exc, f"{self.file}:{start}")
-            tx.events_done += 1
-            return
-        if rows:
-            self._source_row = len(rows) - 1
+        ncols = len(factory.schema.table.columns)
+        fixes = factory.has_set_columns or bool(factory.fractional_times)
+        images = row_images(ev, fixes, factory.fractional_times, ncols)
+        narrow: dict[str, Any] | None = None
+        if images is None:  # left to mysql-replication
+            try:
+                rows = ev.rows  # decoded on first access
+            except Exception as exc:
+                if is_source_error(exc):
+                    raise
+                on_undecodable_event(self.config.event_deserialization_failure_handling_mode, exc,
+                                     f"{self.file}:{start}")
+                tx.events_done += 1
+                return
+            # a row as wide as the schema history says, or the first emitted row fails (below)
+            narrow = next((row[k] for row in rows[:1] for k in ("values", "before_values", "after_values")
+                           if k in row and len(row[k]) != ncols), None)
+            images = library_images(ev, fixes, factory.fractional_times)
+        if images:
+            self._source_row = len(images) - 1
         is_write = isinstance(ev, WriteRowsEvent)
         is_update = isinstance(ev, UpdateRowsEvent)
         op = "c" if is_write else ("u" if is_update else "d")
@@ -454,7 +463,6 @@ class MySqlStreamingSource:
         if op in self.skipped and signal_rows is None:
             tx.events_done += 1
             return
-        ncols = len(factory.schema.table.columns)
         ts_sec = ev.timestamp
         server_id = ev.packet.server_id
         file, file_index = self.file, self.file_index
@@ -471,12 +479,13 @@ class MySqlStreamingSource:
         data_collection = factory.schema.data_collection
         tracker = self.tracker
         tx_block = self._tx_block
-        has_sets = factory.has_set_columns or bool(factory.fractional_times)
         last_emitted = -1
-        for i, row in enumerate(rows):
+        for i, image in enumerate(images):
             if may_skip and ((file_index, start, i) <= mark
                              or (resume is not None and resume.already_emitted(file_index, start, i))):
                 continue
+            if narrow is not None:
+                _width_mismatch(factory, narrow, ncols)
             # positional (file, pos, row, event, restart_pos, server_id, gtid): the hot path
             position = MySqlPosition(file, start, i, 0, restart_pos, server_id, gtid, None, ts_sec)
             if i:
@@ -486,23 +495,11 @@ class MySqlStreamingSource:
                 source = template
             ts_ns = time.time_ns()
             if is_update:
-                before, after = row["before_values"], row["after_values"]
-                if len(before) != ncols or len(after) != ncols:
-                    _width_mismatch(factory, before if len(before) != ncols else after, ncols)
-                if has_sets:
-                    before_row = _row_values(before, row["before_none_sources"], factory.fractional_times)
-                    after_row = _row_values(after, row["after_none_sources"], factory.fractional_times)
-                else:
-                    before_row, after_row = tuple(before.values()), tuple(after.values())
+                before_row, after_row = image
                 factory.update_into(out, before_row, after_row, source, position, ts_ns,
                                     None if tracker is None else
                                     (lambda p=position: tx_block(data_collection, ts_sec, p, out)))
             else:
-                values = row["values"]
-                if len(values) != ncols:
-                    _width_mismatch(factory, values, ncols)
-                image = (_row_values(values, row["none_sources"], factory.fractional_times) if has_sets
-                         else tuple(values.values()))
                 txb = None if tracker is None else tx_block(data_collection, ts_sec, position, out)
                 if signal_rows is not None:  # the signal (or watermark) acts before its row's own event
                     signal_rows.on_row(factory.schema.row(image), position, out)
@@ -514,7 +511,7 @@ class MySqlStreamingSource:
                 else:
                     factory.delete_into(out, image, source, position, ts_ns, txb)
             last_emitted = i
-        tx.rows_done = len(rows)
+        tx.rows_done = len(images)
         if last_emitted >= 0:
             tx.emitted = True
             self.emitted.through = (file_index, start, last_emitted)
@@ -626,33 +623,6 @@ def binlog_connection_settings(config: Any) -> dict[str, Any]:
     if config.connect_keep_alive:
         settings["read_timeout"] = max(config.connect_keep_alive_interval_ms / 1000.0, 2.0)
     return settings
-
-
-def _row_values(values: dict[str, Any], none_sources: dict[str, str],
-                fractional_times: frozenset[str] = frozenset()) -> tuple[Any, ...]:
-    """A row image's values by position, with an empty SET as '' as Debezium emits it:
-    mysql-replication reports an empty SET as None and says why in the row's ``none_sources``
-    (``{"tags": "empty set"}``), which tells it apart from NULL. Negative TIME(1-6) values are
-    corrected (:func:`_negative_time`)."""
-    if fractional_times:
-        values = {k: _negative_time(v) if k in fractional_times else v for k, v in values.items()}
-    if not none_sources:
-        return tuple(values.values())
-    return tuple("" if v is None and none_sources.get(k) == EMPTY_SET else v for k, v in values.items())
-
-
-def _negative_time(value: Any) -> Any:
-    """A negative TIME(1-6) with a fraction as the server stored it. MySQL packs a TIME2 value's
-    seconds and fraction as one signed number, so a negative value with a fraction is stored as
-    -(seconds + 1) and (1 - fraction); mysql-replication negates the two parts separately and
-    reads -01:02:03.000004 as -01:02:03.999996. Debezium (mysql-binlog-connector-java) reads the
-    stored value. Recovers seconds + fraction: whole seconds are right, the fraction is 1 - read."""
-    if not isinstance(value, dt.timedelta) or value >= dt.timedelta(0):
-        return value
-    magnitude = -value
-    whole = dt.timedelta(days=magnitude.days, seconds=magnitude.seconds)
-    fraction = magnitude.microseconds
-    return value if fraction == 0 else -(whole + dt.timedelta(microseconds=1_000_000 - fraction))
 
 
 def _width_mismatch(factory: Any, values: dict[str, Any], ncols: int) -> None:

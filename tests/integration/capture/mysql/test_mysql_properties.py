@@ -101,12 +101,18 @@ def test_inconsistent_schema_warn_or_skip_goes_past_it(mariadb: Any, tmp_path: P
 
 # -- event.deserialization.failure.handling.mode ----------------------------------------------------
 # No server sends a corrupted event on demand: the real reader runs against the real server, and the
-# row decoding of one event is made to fail (mysql-replication decodes rows on first access).
+# row decoding of one event is made to fail: lakecdc's row decoder leaves it to mysql-replication (as
+# it does with bytes it cannot read), whose decoding (on first access to the rows) raises.
 
 @pytest.fixture
 def undecodable_row_event(monkeypatch: pytest.MonkeyPatch) -> None:
     from pymysqlreplication.row_event import RowsEvent
 
+    from lakecdc.capture.mysql import streaming
+
+    decode = streaming.row_images
+    monkeypatch.setattr(streaming, "row_images",
+                        lambda ev, *args: None if ev.table == "bad" else decode(ev, *args))
     original = RowsEvent.rows
     state = {"failed": False}
 

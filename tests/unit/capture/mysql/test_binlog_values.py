@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from lakecdc.capture.mysql.ddl.parser import DdlParser
 from lakecdc.capture.mysql.ddl.tables import Tables
-from lakecdc.capture.mysql.streaming import _negative_time, _row_values
+from lakecdc.capture.mysql.row_decoder import negative_time, row_values
 from lakecdc.capture.mysql.types import TypeModes, value_converter
 from lakecdc.events.transaction import TransactionTracker
 
@@ -38,13 +38,13 @@ def test_fractional_times_read_from_the_binlog_are_the_stored_values(seconds: in
                                                                      data: st.DataObject) -> None:
     fraction = data.draw(st.integers(0, 10 ** fsp - 1)) * 10 ** (6 - fsp)
     micros = (seconds * 1_000_000 + fraction) * (-1 if negative else 1)
-    assert _negative_time(read_time2_as_mysql_replication(micros, fsp)) == dt.timedelta(microseconds=micros)
+    assert negative_time(read_time2_as_mysql_replication(micros, fsp)) == dt.timedelta(microseconds=micros)
 
 
 def test_only_time_columns_with_a_fraction_are_corrected() -> None:
     read = read_time2_as_mysql_replication(-3_723_000_004)
     assert read == -dt.timedelta(seconds=3723, microseconds=999_996)  # -01:02:03.999996
-    row = _row_values({"t6": read, "other": read}, {}, frozenset({"t6"}))
+    row = row_values({"t6": read, "other": read}, {}, frozenset({"t6"}))
     assert row == (-dt.timedelta(seconds=3723, microseconds=4), read)
 
 
