@@ -2,11 +2,11 @@
 
 Hypothesis draws a table (a key and 1-8 columns of every binlog column type, with their lengths,
 precisions, fractional seconds, character sets and members), rows for it (NULLs, zero dates,
-extremes, negative times, empty SETs, multi-byte text, JSON documents), and whether the session logs
-FULL or MINIMAL row images and the temporal formats before MySQL 5.6 or after; the rows are inserted, updated and deleted. Every rows event is then
-decoded both ways: ``row_decoder.row_images`` must take the event (no fallback) and give exactly
-what ``library_images`` (``RowsEvent.rows`` and ``row_values``) gives, value types included, with and
-without the empty-SET and negative-TIME fixes.
+extremes, negative times, empty SETs, multi-byte text, JSON documents), whether the session logs
+FULL or MINIMAL row images, and the temporal formats from before MySQL 5.6 or after; the rows are
+inserted, updated and deleted. Every rows event is then decoded both ways: ``row_decoder.row_images``
+must take the event (no fallback) and give exactly what ``library_images`` (``RowsEvent.rows`` and
+``row_values``) gives, value types included, with and without the empty-SET and negative-TIME fixes.
 """
 
 from __future__ import annotations
