@@ -55,7 +55,6 @@ from lakecdc.events.transaction import TransactionTracker, transaction_record
 
 log = logging.getLogger(__name__)
 
-
 HEADER_LEN = 19
 
 
@@ -458,7 +457,7 @@ class MySqlStreamingSource:
         signaling = self.signaling
         signal_rows = signaling if is_write and signaling is not None and (db, table) == self._signal_key else None
         if signaling is not None and signaling.incremental.in_window(TopicTableId(None, db, table)):
-            _supersede(signaling.incremental, TopicTableId(None, db, table), factory.schema, ev.rows, is_update)
+            _supersede(signaling.incremental, TopicTableId(None, db, table), factory.schema, images, is_update)
         # signals are acted on even when creates are skipped (Debezium checks them first)
         if op in self.skipped and signal_rows is None:
             tx.events_done += 1
@@ -635,16 +634,14 @@ def _width_mismatch(factory: Any, values: dict[str, Any], ncols: int) -> None:
     )
 
 
-def _supersede(incremental: IncrementalSnapshot, table: TopicTableId, schema: Any, rows: list[Any],
+def _supersede(incremental: IncrementalSnapshot, table: TopicTableId, schema: Any, images: list[Any],
                is_update: bool) -> None:
     """Changes streamed inside an open window win over the chunk's buffered rows with their keys
-    (both keys of an update: a key change removes the old row and writes the new one)."""
-    for row in rows:
-        if is_update:
-            incremental.seen(table, schema.key(tuple(row["before_values"].values())))
-            incremental.seen(table, schema.key(tuple(row["after_values"].values())))
-        else:
-            incremental.seen(table, schema.key(tuple(row["values"].values())))
+    (both keys of an update: a key change removes the old row and writes the new one). The keys are
+    read from the row images as emitted (an empty SET as '', as the chunk's ``SELECT`` reads it)."""
+    for image in images:
+        for row in (image if is_update else (image,)):
+            incremental.seen(table, schema.key(row))
 
 
 def _text(value: Any) -> str | None:
