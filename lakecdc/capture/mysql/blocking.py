@@ -28,7 +28,7 @@ def blocking_snapshot(config: Any, schema: DatabaseSchema, tables: list[str], po
     records: list[Any] = []
     captured = [(t.schema or "", t.table) for t in map(parse_table_id, tables)]
     started = time.monotonic()
-    conn = myconn.connect(config)
+    conn = myconn.connect(config, conv=myconn.row_decoders())
     try:
         with conn.cursor() as cur:
             cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")

@@ -57,6 +57,19 @@ class BinlogStatus:
     gtids: str | None  # MySQL executed GTID set, or MariaDB gtid_binlog_pos
 
 
+def row_decoders() -> dict[Any, Any]:
+    """PyMySQL's conversions, with DATE, DATETIME and TIMESTAMP values left as the server's text,
+    for the connections that read table rows into records (snapshots): the value converters
+    (``types.py``) read that text with ``date``/``datetime.fromisoformat`` (C), where PyMySQL's
+    ``convert_datetime`` parsed it in Python first, 13 % of a serial snapshot's CPU on a table with
+    two such columns (``bench/bench_mysql_capture.py``). The values are the same; a zero or invalid
+    date is the server's text either way (PyMySQL gives it back unparsed)."""
+    from pymysql.constants import FIELD_TYPE
+    from pymysql.converters import conversions, through
+
+    return {**conversions, FIELD_TYPE.DATE: through, FIELD_TYPE.DATETIME: through, FIELD_TYPE.TIMESTAMP: through}
+
+
 def connect(config: Any, database: str | None = None, **extra: Any) -> Any:
     """A PyMySQL connection (autocommit off) with the session in UTC, so TIMESTAMP values read by
     the snapshot are UTC like the binlog's; ``database.initial.statements`` run on it first."""

@@ -65,7 +65,7 @@ class MySqlSnapshotSource:
 
     # -- the steps -----------------------------------------------------------------------------
     def run(self, emit: Emit) -> SnapshotResult:
-        conn = myconn.connect(self.config)
+        conn = myconn.connect(self.config, conv=myconn.row_decoders())
         started = time.monotonic()
         rows = 0
         workers: SnapshotWorkers | None = None

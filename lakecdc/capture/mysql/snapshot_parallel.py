@@ -79,7 +79,7 @@ def _start_worker(config: Any, factories: dict[tuple[str, str], Any], barrier: A
     # An initializer that raises breaks the whole pool with a generic error: the error is kept and
     # raised by the worker's first range instead, which reaches the capture process.
     try:
-        _conn = myconn.connect(config)
+        _conn = myconn.connect(config, conv=myconn.row_decoders())
         Finalize(None, _conn.close, exitpriority=10)
         with _conn.cursor() as cur:
             cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
