@@ -57,17 +57,30 @@ class BinlogStatus:
     gtids: str | None  # MySQL executed GTID set, or MariaDB gtid_binlog_pos
 
 
-def row_decoders() -> dict[Any, Any]:
-    """PyMySQL's conversions, with DATE, DATETIME and TIMESTAMP values left as the server's text,
-    for the connections that read table rows into records (snapshots): the value converters
-    (``types.py``) read that text with ``date``/``datetime.fromisoformat`` (C), where PyMySQL's
-    ``convert_datetime`` parsed it in Python first, 13 % of a serial snapshot's CPU on a table with
-    two such columns (``bench/bench_mysql_capture.py``). The values are the same; a zero or invalid
-    date is the server's text either way (PyMySQL gives it back unparsed)."""
+def row_decoders(parsed: bool = False) -> dict[Any, Any]:
+    """PyMySQL's conversions for the connections that read table rows into records, a zero date as
+    NULL (:func:`zero_date_as_null`). Snapshots keep DATE, DATETIME and TIMESTAMP values as the
+    server's text, which the value converters (``types.py``) parse with ``date``/
+    ``datetime.fromisoformat`` (C), where PyMySQL parsed it in Python first (13 % of a serial
+    snapshot's CPU on a table with two such columns, ``bench/bench_mysql_capture.py``). ``parsed``:
+    as PyMySQL's objects, for incremental snapshot chunks, whose keys are matched against the
+    binlog's (``datetime`` objects)."""
     from pymysql.constants import FIELD_TYPE
-    from pymysql.converters import conversions, through
+    from pymysql.converters import conversions
 
-    return {**conversions, FIELD_TYPE.DATE: through, FIELD_TYPE.DATETIME: through, FIELD_TYPE.TIMESTAMP: through}
+    def decoder(field_type: int) -> Any:
+        parse = conversions[field_type]
+        return (lambda text: None if zero_date_as_null(text) is None else parse(text)) if parsed else zero_date_as_null
+
+    return {**conversions, **{t: decoder(t) for t in (FIELD_TYPE.DATE, FIELD_TYPE.DATETIME, FIELD_TYPE.TIMESTAMP)}}
+
+
+def zero_date_as_null(text: str) -> str | None:
+    """A date with a zero year, month or day (``0000-00-00``, which MySQL stores without
+    ``NO_ZERO_DATE``) is NULL, as Debezium's snapshot reads it (its JDBC connection sets
+    ``zeroDateTimeBehavior=CONVERT_TO_NULL``) and as the binlog reader does; a NOT NULL column's
+    converter then gives the epoch, as Debezium does. The snapshot stopped on it before."""
+    return None if text[:4] == "0000" or text[5:7] == "00" or text[8:10] == "00" else text
 
 
 def connect(config: Any, database: str | None = None, **extra: Any) -> Any:

@@ -190,7 +190,7 @@ class MySqlStreamingSource:
             self._start_signals(offset, info)
 
     def _start_signals(self, offset: dict[str, Any], info: myconn.ServerInfo) -> None:
-        self._sql = myconn.connect(self.config, autocommit=True)
+        self._sql = myconn.connect(self.config, autocommit=True, conv=myconn.row_decoders(parsed=True))
         incremental: MySqlIncrementalSnapshot
         if self.config.read_only:
             check_prerequisites(self._sql, info)

@@ -11,6 +11,8 @@ import datetime as dt
 from decimal import Decimal
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from lakecdc.capture.mysql.ddl.parser import DdlParser
 from lakecdc.capture.mysql.ddl.tables import Tables
@@ -274,3 +276,12 @@ def test_unknown_type_names_the_column():
 
     with pytest.raises(MySqlTypeError, match="column 'weird'"):
         column_schema(ColumnDef("weird", "VECTOR", "VECTOR"), TypeModes())
+
+
+@given(st.integers(0, 9999), st.integers(0, 12), st.integers(0, 31),
+       st.sampled_from(["", " 12:34:56", " 00:00:00.000"]))
+def test_a_snapshot_reads_a_date_with_a_zero_part_as_null(year: int, month: int, day: int, time: str) -> None:
+    from lakecdc.capture.mysql.connection import zero_date_as_null
+
+    text = f"{year:04d}-{month:02d}-{day:02d}{time}"
+    assert zero_date_as_null(text) == (None if 0 in (year, month, day) else text)
