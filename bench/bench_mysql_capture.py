@@ -100,6 +100,12 @@ in a process of its own, three runs each alternating, medians): 59b05a7's serial
 today's serial 2.73 s, today's ``snapshot.max.threads=2`` 2.05 s: 1.27x, not 2x. A py-spy profile
 of the serial read: pymysql's row parsing 34 % (its DATETIME parsing alone 13 %), record building
 21 %, encoding 17 %, writing 6 %.
+
+After efb1705 (DATE/DATETIME/TIMESTAMP read as text, parsed by the converters with fromisoformat),
+12:04 UTC, idle, the same harness against 8f4f48c, medians of three: serial 3.01 -> 2.45 s (1.23x),
+``snapshot.max.threads=2`` 2.13 -> 2.18 s (unchanged: the parallel read is bounded elsewhere, its
+workers wait ~80 % of the time as measured on 2026-11-26). Still 1.2x the issue day's serial
+rate, not 2x.
 """
 
 from __future__ import annotations
