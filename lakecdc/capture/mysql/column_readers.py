@@ -174,7 +174,7 @@ def _time2(column: Any) -> Reader:
         data = _int_be(buf[pos:pos + 3])
         sign = 1 if (data >> 23) & 1 else -1
         if sign == -1:
-            data = ~data + 1  # the library negates the stored two's complement (see _negative_time)
+            data = ~data + 1  # the library negates the stored two's complement (row_decoder.negative_time)
         micros, end = _fsp(buf, pos + 3, fsp)
         value = datetime.timedelta(hours=(data >> 12) & 0x3FF, minutes=(data >> 6) & 0x3F, seconds=data & 0x3F,
                                    microseconds=micros) * sign

@@ -94,11 +94,10 @@ def _plan(table: Any, fixes: bool, fractional_times: frozenset[str], ignore_erro
     return plan
 
 
-def _image(buf: bytes, pos: int, readers: list[Reader], present: list[bool] | None,
+def _image(buf: bytes, pos: int, readers: list[Reader], present: list[bool] | None, size: int,
            times: tuple[int, ...]) -> tuple[tuple[Any, ...], int]:
-    """One row image: the null bitmap (one bit per present column), then the non-null values."""
-    count = len(readers) if present is None else sum(present)
-    size = (count + 7) // 8
+    """One row image: the null bitmap (``size`` bytes, one bit per present column), then the
+    non-null values."""
     nulls = int.from_bytes(buf[pos:pos + size], "little")
     pos += size
     values: list[Any] = []
@@ -124,9 +123,10 @@ def _image(buf: bytes, pos: int, readers: list[Reader], present: list[bool] | No
     return tuple(values), pos
 
 
-def _present(bitmap: bytes, width: int) -> list[bool] | None:
+def _present(bitmap: bytes, width: int) -> tuple[list[bool] | None, int]:
+    """Which columns an image holds (None: all of them) and the size of its null bitmap."""
     flags = [bool(bitmap[i >> 3] & (1 << (i & 7))) for i in range(width)]
-    return None if all(flags) else flags
+    return (None if all(flags) else flags), (sum(flags) + 7) // 8
 
 
 def row_images(ev: Any, fixes: bool, fractional_times: frozenset[str], width: int) -> Images | None:
@@ -150,16 +150,16 @@ def row_images(ev: Any, fixes: bool, fractional_times: frozenset[str], width: in
     readers, times = plan.readers, plan.times
     images: Images = []
     try:
-        first = _present(ev.columns_present_bitmap, width)
+        first, first_nulls = _present(ev.columns_present_bitmap, width)
         if isinstance(ev, UpdateRowsEvent):
-            second = _present(ev.columns_present_bitmap2, width)
+            second, second_nulls = _present(ev.columns_present_bitmap2, width)
             while pos < end:
-                before, pos = _image(buf, pos, readers, first, times)
-                after, pos = _image(buf, pos, readers, second, times)
+                before, pos = _image(buf, pos, readers, first, first_nulls, times)
+                after, pos = _image(buf, pos, readers, second, second_nulls, times)
                 images.append((before, after))
         else:
             while pos < end:
-                image, pos = _image(buf, pos, readers, first, times)
+                image, pos = _image(buf, pos, readers, first, first_nulls, times)
                 images.append(image)
     except Exception:  # noqa: BLE001 - the library decodes the event and reports what is wrong with it
         return None
