@@ -109,13 +109,15 @@ HEADER_NEW_KEY = "__debezium.newkey"
 HEADER_OLD_KEY = "__debezium.oldkey"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ChangeRecord:
     """One Kafka record produced by capture: topic, key and value with their Connect schemas.
 
     ``value is None`` is a tombstone; ``key is None`` a key-less record (table without a primary
     key, truncate). ``position`` is the source position the record reflects (offsets, ordering).
     Header values are already-encoded bytes (JsonConverter output for the key headers).
+    A record is a value, as positions are, and not ``frozen`` for the same reason
+    (``positions._Ordered``): one is made per change.
     """
 
     topic: str
