@@ -1,4 +1,4 @@
-"""What a forked snapshot worker process does first.
+"""What a forked capture worker process (snapshot or streaming) does first.
 
 The capture process installs SIGINT/SIGTERM handlers that ask the coordinator to stop after the
 current batch (``Coordinator.install_signal_handlers``). A process forked from it inherits them, so

@@ -81,6 +81,9 @@ class PostgresConnectorConfig(SignalingConnectorConfig):
     lsn_flush_mode: Literal["connector", "connector_and_driver", "manual"] | None = Field(None, alias="lsn.flush.mode")
     lsn_flush_timeout_ms: int = Field(30_000, alias="lsn.flush.timeout.ms", ge=0)
     lsn_flush_timeout_action: Literal["fail", "warn", "ignore"] = Field("fail", alias="lsn.flush.timeout.action")
+    #: lakecdc's own: worker processes that decode, convert and encode streamed inserts
+    #: (``capture/postgres/streaming_parallel.py``); 1 does it all in the capture process
+    streaming_workers: int = Field(1, alias="lakecdc.streaming.workers", ge=1)
 
     @cached_property
     def confirms_flushed_lsn(self) -> bool:

@@ -121,11 +121,13 @@ def portable_errors(read: Callable[P, T]) -> Callable[P, T]:
 
 def parallel_allowed(config: PostgresConnectorConfig) -> bool:
     """True when ``snapshot.max.threads`` asks for workers and nothing before the sink reads values."""
-    if config.snapshot_max_threads <= 1:
-        return False
-    if config.transform_chain:
-        return False
-    return not (config.passthrough or {}).get("metrics.port")
+    return config.snapshot_max_threads > 1 and values_unread(config)
+
+
+def values_unread(config: Any) -> bool:
+    """True when nothing between the source and the sink reads record values (no ``transforms``,
+    no metrics exporter): only then may workers hand the sink payloads they encoded."""
+    return not config.transform_chain and not (config.passthrough or {}).get("metrics.port")
 
 
 def block_ranges(conn: Any, table: TableId, threads: int) -> list[tuple[int, int | None]] | None:

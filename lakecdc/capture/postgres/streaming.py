@@ -49,7 +49,9 @@ from lakecdc.capture.postgres.incremental import PostgresIncrementalSnapshot
 from lakecdc.capture.postgres.messages import MessageRecords, message_data_collection
 from lakecdc.capture.postgres.offset import flush_lsn, resume_point
 from lakecdc.capture.postgres.replication import Keepalive, ReplicationConnection, XLogData, format_lsn
+from lakecdc.capture.postgres.snapshot_parallel import values_unread
 from lakecdc.capture.postgres.source_info import source_builder
+from lakecdc.capture.postgres.streaming_parallel import StreamWorkers
 from lakecdc.capture.postgres.table_schema import TableSchemas
 from lakecdc.capture.postgres.types import TypeModes
 from lakecdc.capture.signaling import Signaling
@@ -116,6 +118,8 @@ class PostgresStreamingSource:
                                                             self._headers, config.signal_table)
             self._signals = Signaling(config, self._incremental, self._blocking_snapshot,
                                       offset=lambda: self._committed.to_offset() if self._committed else None)
+        self._workers = (StreamWorkers(config.streaming_workers, self._schemas, self._headers)
+                         if config.streaming_workers > 1 and values_unread(config) else None)
         self._heartbeat = Heartbeat(config.heartbeat_interval_ms, namer.heartbeat_topic, config.topic_prefix,
                                     config.heartbeat_action_query, self._sql)
         # transaction state
@@ -198,6 +202,8 @@ class PostgresStreamingSource:
             self._incremental.start()
 
     def close(self) -> None:
+        if self._workers is not None:
+            self._workers.close()
         if self._signals is not None:
             self._signals.close()
         if self._repl is not None:
@@ -290,6 +296,8 @@ class PostgresStreamingSource:
             wait = deadline - time.monotonic()
             if wait <= 0:
                 break
+        if self._workers is not None:
+            self._workers.resolve(out)
         now = time.monotonic()
         if received:
             self._last_data = now
@@ -325,13 +333,27 @@ class PostgresStreamingSource:
     def _handle(self, lsn: int, data: bytes, out: list[Any]) -> None:
         tag = data[0]
         if tag == 0x49:  # Insert, the hottest path: decoded inline, no message object
-            schema = self._schemas.by_relation_id(_RELID(data, 1)[0])
+            relation_id = _RELID(data, 1)[0]
+            schema = self._schemas.by_relation_id(relation_id)
             # signals are acted on even when creates are skipped (Debezium checks them first)
             if schema is None or (self._skip_creates and schema.table_id != self._signal_table):
+                return
+            if self._workers is not None and self._no_signal_needs(schema):
+                self._defer("c", lsn, relation_id, schema, data, out)
                 return
             self._on_insert(lsn, schema, decode_tuple(data, 6)[0], out)
             return
         if tag == 0x55 or tag == 0x44:  # Update, Delete
+            # to the workers: a delete, or an update with no old tuple (its new one follows 'N' at 5)
+            if self._workers is not None and (tag == 0x44 or data[5] == 0x4E):
+                relation_id = _RELID(data, 1)[0]
+                schema = self._schemas.by_relation_id(relation_id)
+                op = "d" if tag == 0x44 else "u"
+                if schema is None or op in self._skipped:
+                    return
+                if self._no_signal_needs(schema):
+                    self._defer(op, lsn, relation_id, schema, data, out)
+                    return
             self._on_row_change(lsn, decode_message(data), out)
             return
         message = decode_message(data)
@@ -361,6 +383,8 @@ class PostgresStreamingSource:
             self._xid = None
             self._dirty = True
         elif type(message) is RelationMessage:
+            if self._workers is not None:
+                self._workers.before_relation(out)
             self._schemas.for_relation(message)
         elif type(message) is TruncateMessage:
             self._on_truncate(lsn, message, out)
@@ -404,9 +428,9 @@ class PostgresStreamingSource:
     def _skip(self, lsn: int) -> bool:
         return self._skip_xid is not None and self._skip_xid == self._xid and lsn <= self._skip_upto
 
-    def _source_block(self, schema: Any, lsn: int) -> dict[str, Any]:
-        """The source block: a per-table template for the current transaction, copied with this
-        event's LSN (only ``lsn`` and ``sequence`` change between events of one transaction)."""
+    def _source_template(self, schema: Any) -> dict[str, Any]:
+        """The table's source block for the current transaction (``lsn`` and ``sequence`` to be
+        set per event; ``_sequence_head`` is the start of ``sequence``)."""
         template = self._source_templates.get(schema)
         if template is None:
             template = self._source.build(
@@ -416,10 +440,37 @@ class PostgresStreamingSource:
             self._source_templates[schema] = template
             commit = self._last_commit_lsn
             self._sequence_head = '[null,"' if commit is None else f'["{commit}","'
-        source = template.copy()
+        return template
+
+    def _source_block(self, schema: Any, lsn: int) -> dict[str, Any]:
+        """The source block: a per-table template for the current transaction, copied with this
+        event's LSN (only ``lsn`` and ``sequence`` change between events of one transaction)."""
+        source = self._source_template(schema).copy()
         source["sequence"] = f'{self._sequence_head}{lsn}"]'
         source["lsn"] = lsn
         return source
+
+    def _no_signal_needs(self, schema: Any) -> bool:
+        """Whether a row change of ``schema``'s table may go to the workers: not the signal table,
+        and no incremental snapshot window open (which needs the row's key here)."""
+        signals = self._signals
+        return signals is None or (schema.table_id != self._signal_table and not signals.incremental.window_open)
+
+    def _defer(self, op: str, lsn: int, relation_id: int, schema: Any, data: bytes, out: list[Any]) -> None:
+        """``_on_insert`` / ``_on_row_change`` with the record built by a worker process
+        (``streaming_parallel``): the state it needs is taken here, in stream order."""
+        self._last_event_lsn = lsn
+        self._dirty = True
+        xid = self._xid
+        template = self._source_template(schema)
+        tx = self._tx
+        tx_block = tx.event(schema.data_collection, f"{xid}:{lsn}") if tx else None
+        if self._skip_xid is not None and self._skip(lsn):
+            return
+        position = PostgresPosition(lsn=lsn, commit_lsn=self._last_commit_lsn, tx_id=xid, ts_usec=self._commit_ts_us)
+        assert self._workers is not None
+        self._workers.defer(out, op, relation_id, schema, data, template, self._sequence_head, lsn, tx_block, position,
+                            op == "d" and self._tombstones)
 
     def _on_insert(self, lsn: int, schema: Any, values: list[Any], out: list[Any]) -> None:
         self._last_event_lsn = lsn

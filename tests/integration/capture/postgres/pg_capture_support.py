@@ -135,6 +135,19 @@ def capture_subprocess(properties: Path, out: Path, stop_when_idle: float | None
     return subprocess.Popen(args, stdout=log.open("ab"), stderr=subprocess.STDOUT, env=env, cwd=REPO)
 
 
+def processes_running(properties: Path) -> list[int]:
+    """Processes whose command line names ``properties``: a capture subprocess and the workers it
+    forked (a fork keeps the command line)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and str(properties).encode() in (entry / "cmdline").read_bytes():
+                pids.append(int(entry.name))
+        except OSError:
+            continue
+    return pids
+
+
 # -- masking ------------------------------------------------------------------------------------
 _TX_ID = re.compile(r"^\d+:\d+$")
 

@@ -6,7 +6,8 @@ its file offsets, each run writing its own JSON-lines file (a killed run may lea
 line, which a consumer drops). The union of the killed runs' records, deduplicated by source
 position, must equal the undisturbed run's records: nothing missing, nothing extra, same order.
 The workload mixes small transactions with one large one, so kills also land inside a
-transaction whose events were partly sent.
+transaction whose events were partly sent. The killed capture hands its inserts to worker
+processes (``lakecdc.streaming.workers=2``), which must not outlive it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pg_capture_support import (
     CaptureThread,
     capture_subprocess,
     fresh_database,
+    processes_running,
     slot_is_streaming,
     wait_for,
     write_properties,
@@ -116,8 +118,11 @@ def test_kill_9_and_restart_loses_nothing(pg: Any, tmp_path: Path) -> None:
               "snapshot.mode": "never", "offset.flush.interval.ms": "500"}
     steady_props = write_properties(tmp_path / "steady.properties", pg, "crashdb", common,
                                     **{"slot__name": "steady_slot", "publication__name": "steady_pub"})
+    # the killed capture hands its inserts to worker processes (lakecdc.streaming.workers), the steady
+    # one builds them itself: the comparison below also holds the workers to the serial records
     killed_props = write_properties(tmp_path / "killed.properties", pg, "crashdb", common,
-                                    **{"slot__name": "killed_slot", "publication__name": "killed_pub"})
+                                    **{"slot__name": "killed_slot", "publication__name": "killed_pub",
+                                       "lakecdc__streaming__workers": "2"})
     steady = CaptureThread(steady_props, tmp_path / "steady.jsonl", stop_when_idle=6.0).start()
     log = tmp_path / "killed.log"
     run = 0
@@ -175,3 +180,6 @@ def test_kill_9_and_restart_loses_nothing(pg: Any, tmp_path: Path) -> None:
     assert [masked(r) for r in got] == [masked(r) for r in expected]
     assert len(consumed) >= len(got)  # replays after kills are allowed, losses are not
     assert pg.password not in log.read_text()
+    # no worker process of a killed run is left behind (each reads the end of its pipe and exits)
+    wait_for(lambda: not processes_running(killed_props), timeout=30, what="the killed runs' workers to exit")
+

@@ -40,7 +40,7 @@ def _source(stream: EndlessStream) -> PostgresStreamingSource:
     source = object.__new__(PostgresStreamingSource)
     attributes: dict[str, Any] = {
         "_repl": stream, "_handle": lambda lsn, data, out: None, "_on_keepalive": lambda message: None,
-        "_signals": None, "_heartbeat": NoBeat(), "_last_data": 0.0, "_last_status": time.monotonic(),
+        "_signals": None, "_workers": None, "_heartbeat": NoBeat(), "_last_data": 0.0, "_last_status": time.monotonic(),
         "_status_interval": 3600.0,
     }
     for name, value in attributes.items():
@@ -53,10 +53,19 @@ def test_a_poll_ends_at_its_deadline_while_messages_keep_coming() -> None:
         stream = EndlessStream(keepalives)
         source = _source(stream)
         out: list[Any] = []
-        poll = threading.Thread(target=source._poll, args=(out, 1000, 0.2), daemon=True)
+        failures: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                source._poll(out, 1000, 0.2)
+            except BaseException as exc:  # noqa: BLE001 - asserted below, in the test's thread
+                failures.append(exc)
+
+        poll = threading.Thread(target=run, daemon=True)
         started = time.monotonic()
         poll.start()
         poll.join(30)
         assert not poll.is_alive(), f"the poll went on past its deadline ({stream.reads} reads)"
+        assert not failures, failures
         assert time.monotonic() - started < 30 and out == []
         assert stream.reads > 1  # it did drain what was buffered before the deadline
