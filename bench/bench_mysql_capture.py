@@ -106,6 +106,19 @@ After efb1705 (DATE/DATETIME/TIMESTAMP read as text, parsed by the converters wi
 ``snapshot.max.threads=2`` 2.13 -> 2.18 s (unchanged: the parallel read is bounded elsewhere, its
 workers wait ~80 % of the time as measured on 2026-11-26). Still 1.2x the issue day's serial
 rate, not 2x.
+
+Where the parallel read's time goes, 2026-11-30 13:00-13:20 UTC, idle (load 0.5-1.0), 100k rows,
+``run_capture`` in-process, CPU per process from /proc (``snapshot.max.threads=2``, four runs): wall
+1.48-1.89 s for 2.6-3.0 CPU-s (capture process 0.64-0.97, each worker 0.92-1.19, mariadbd 0.11-0.16),
+against serial 2.18-2.45 s for 2.2-2.5 CPU-s: the two cores are full, so the "waiting" of
+2026-11-26 is waiting for a core, and the parallel read cannot be faster than the CPU it needs
+over two cores (2x the issue day's serial rate, 1.30 s, needs <= 2.6 CPU-s, the server's included).
+py-spy: the capture process's main thread is busy ~80 % of the table read (writing the records
+36 % of it, making ``ChangeRecord``/``EncodedPayload`` objects 25 %); a worker spends 37 % in
+pymysql's row parsing, 29 % building records, 31 % encoding. Smaller key ranges (4,000 rows instead
+of 10,000) changed nothing. What is left is per-row CPU, in the serial read as much as the
+parallel one; pymysql has no compiled row parser and mysqlclient needs the MariaDB client headers,
+which this machine's set-up does not install.
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ it to a real sink, each as its own process:
 
 1. streaming: per repeat, the table is recreated and one replication slot and publication per tool
    and sink exist before ``--rows`` rows are inserted (20 transactions); each tool then captures the
-   backlog (Debezium snapshot.mode=no_data: 3.x has no "never"; lakecdc never).
+   backlog (Debezium snapshot.mode=no_data: 3.x has no "never"; lakecdc never, with
+   ``lakecdc.streaming.workers`` = ``--streaming-workers``, 2: Debezium's engine uses both cores too).
 2. snapshot: a table of ``--rows`` rows; each tool snapshots it (Debezium snapshot.mode=initial,
    lakecdc initial_only), both with ``snapshot.max.threads`` = ``--snapshot-threads`` (2: Debezium
    reads that many tables at once, one table here; lakecdc also reads a large table's block ranges
@@ -115,6 +116,48 @@ CPU-second lakecdc did 31k (Kafka) and 39k (JSON lines) events against Debezium'
 Streaming still decodes, builds and encodes on one core; the remaining lever is pipelining that
 work across processes (not done: the pgoutput decode is ~10 % of the samples, record building and
 encoding ~50 %, and handing built records to another process costs about what encoding them does).
+
+Streaming across processes, 2026-11-30 (issue 18 item 2), idle machine (load 0.5-2.9), PostgreSQL
+18, 200k rows, real Kafka 3.9, medians of 3. ``lakecdc.streaming.workers`` (lakecdc's own property,
+``capture/postgres/streaming_parallel.py``): the capture process reads the stream and keeps its state
+(transactions, source blocks, positions, offsets) and hands the raw pgoutput tuples of inserts,
+deletes and updates without an old tuple to forked workers, which decode, convert and encode them
+(the raw bytes go out and the encoded payloads come back, so the hand-over costs little; built records
+would cost as much to pickle as to encode). The base, the code before it, the same day 13:07 UTC:
+
+    streaming  Debezium -> JSON lines   18,536 events/s  CPU 23.2 s  RSS   973 MB
+               lakecdc  -> JSON lines   44,010 events/s  CPU  4.7 s  RSS   108 MB   2.37x Debezium's best
+               Debezium -> Kafka        15,229 events/s  CPU 27.1 s  RSS   995 MB
+               lakecdc  -> Kafka        46,048 events/s  CPU  5.4 s  RSS   147 MB   2.48x
+    snapshot   Debezium -> JSON lines   22,657 events/s  CPU 20.1 s  RSS 1,004 MB
+               lakecdc  -> JSON lines  103,667 events/s  CPU  4.5 s  RSS   225 MB   4.58x
+               Debezium -> Kafka        20,272 events/s  CPU 23.6 s  RSS 1,035 MB
+               lakecdc  -> Kafka        80,515 events/s  CPU  5.5 s  RSS   281 MB   3.55x
+
+With two streaming workers (``--streaming-workers 2``, the default here; 13:33-13:45 UTC):
+
+    streaming  Debezium -> JSON lines   18,762 events/s  CPU 22.6 s  RSS   988 MB
+               lakecdc  -> JSON lines   60,182 events/s  CPU  4.8 s  RSS   192 MB   3.21x Debezium's best
+               Debezium -> Kafka        14,034 events/s  CPU 28.8 s  RSS 1,056 MB
+               lakecdc  -> Kafka        47,641 events/s  CPU  6.3 s  RSS   221 MB   2.54x (3.39x Debezium -> Kafka)
+    snapshot   Debezium -> JSON lines   22,943 events/s  CPU 20.6 s  RSS 1,055 MB
+               lakecdc  -> JSON lines  109,137 events/s  CPU  4.2 s  RSS   235 MB   4.76x
+               Debezium -> Kafka        18,871 events/s  CPU 24.9 s  RSS 1,016 MB
+               lakecdc  -> Kafka        83,853 events/s  CPU  5.1 s  RSS   283 MB   3.65x
+
+The same code alone, lakecdc -> JSON lines streaming, ``--streaming-workers`` 1 against 2 (load
+0.8-1.0): 50,410 -> 62,866 events/s (1.25x), CPU 4.2 -> 4.7 s (the hand-over), peak RSS 112 -> 165
+MB with the workers. Three workers: 64,733. What bounds it: the two cores (the capture process
+~11 us a row -- reading, positions, the sink's writes of 850 MB --, a worker ~12 us, the walsender
+too); py-spy had the capture process's dataclass ``__init__`` at 16.6 % of its samples (a frozen
+dataclass sets each field through ``object.__setattr__``): positions and ``ChangeRecord`` are no
+longer frozen (2 % after). A ``ProcessPoolExecutor`` first used for the hand-over lost the gain to
+its manager and feeder threads (the GIL); the workers now have a pipe each, one chunk in flight.
+
+Not met: streaming into Kafka. The capture process waits in ``produce`` for room in the producer's
+32 MiB queue (``BufferError``; ``KafkaSink.send`` and ``_produce`` 34 % of its samples): the broker,
+a JVM on the same two cores, takes the records no faster (workers 1 or 2: 46k / 47.6k); lz4, zstd or
+no compression made no difference (7.6 / 7.6 / 7.8 s for the whole run).
 """
 
 from __future__ import annotations
@@ -139,6 +182,8 @@ REPO = Path(__file__).resolve().parents[1]
 #: ``snapshot.max.threads`` for both tools (``--snapshot-threads``): Debezium reads tables in
 #: parallel (one table here: no effect), lakecdc also the block ranges of a large table
 SNAPSHOT_THREADS = 2
+#: lakecdc.streaming.workers of lakecdc's runs: streamed row changes encoded by that many worker processes
+STREAMING_WORKERS = 2
 TABLE = "bench_rows"
 CREATE = f"""CREATE TABLE {TABLE} (id bigint PRIMARY KEY, name text, qty int, price numeric(12,2),
   created timestamptz, active boolean, note text)"""
@@ -402,7 +447,7 @@ def lakecdc_config(pg: Any, work: Path, slot: str, mode: str, prefix: str = "ben
         **connection_props(pg), "topic.prefix": prefix, "slot.name": slot, "publication.name": f"{slot}_pub",
         "publication.autocreate.mode": "filtered", "table.include.list": f"public.{TABLE}", "snapshot.mode": mode,
         "offset.storage.file.filename": str(work / f"{slot}.offsets.json"),
-        "snapshot.max.threads": str(SNAPSHOT_THREADS),
+        "snapshot.max.threads": str(SNAPSHOT_THREADS), "lakecdc.streaming.workers": str(STREAMING_WORKERS),
     }
     return str(write_properties(work / f"{slot}.properties", props))
 
@@ -551,21 +596,22 @@ def rate(result: dict[str, Any], expected: int) -> float:
 
 def summarize(name: str, runs: dict[str, list[dict[str, Any]]], rows: int) -> dict[str, Any]:
     medians = {variant: statistics.median(r["rate"] for r in results) for variant, results in runs.items()}
-    best_debezium = max(v for k, v in medians.items() if k.startswith("debezium"))
-    summary: dict[str, Any] = {"best_debezium_events_per_s": round(best_debezium)}
+    best_debezium = max((v for k, v in medians.items() if k.startswith("debezium")), default=None)
+    summary: dict[str, Any] = {"best_debezium_events_per_s": best_debezium and round(best_debezium)}
     print(f"{name} (median of {len(next(iter(runs.values())))} runs):")
     for variant, results in runs.items():
         rss = max(max(r["peak_rss_mb"], r.get("tree_rss_mb", 0)) for r in results)
         loads = [x for r in results for x in r["load"]]
-        ratio = medians[variant] / best_debezium
+        ratio = medians[variant] / best_debezium if best_debezium else None
         each = ", ".join(f"{r['rate']:,.0f}" for r in results)
         cpu = statistics.median(r["cpu_s"] for r in results) if "cpu_s" in results[0] else None
         cpu_text = f"CPU {cpu:.1f} s ({rows / cpu:,.0f} events/CPU-s, start-up included)  " if cpu else ""
         print(f"  {variant:18s} {medians[variant]:10,.0f} events/s  (runs: {each})  peak RSS {rss:.0f} MB  "
-              f"{cpu_text}{ratio:.2f}x Debezium's best  load {min(loads):.1f}-{max(loads):.1f}")
+              f"{cpu_text}{'-' if ratio is None else f'{ratio:.2f}'}x Debezium's best  "
+              f"load {min(loads):.1f}-{max(loads):.1f}")
         summary[variant] = {"events_per_s": round(medians[variant]), "runs": [round(r["rate"]) for r in results],
                             "cpu_s": None if cpu is None else round(cpu, 1),
-                            "peak_rss_mb": round(rss), "vs_best_debezium": round(ratio, 2),
+                            "peak_rss_mb": round(rss), "vs_best_debezium": ratio and round(ratio, 2),
                             "startup_s": round(statistics.median(r["first"] for r in results
                                                                  if r.get("first") is not None), 1)
                             if variant.endswith("jsonl") else None}
@@ -573,7 +619,7 @@ def summarize(name: str, runs: dict[str, list[dict[str, Any]]], rows: int) -> di
 
 
 def main() -> None:
-    global SNAPSHOT_THREADS
+    global SNAPSHOT_THREADS, STREAMING_WORKERS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--repeats", type=int, default=3)
@@ -585,9 +631,12 @@ def main() -> None:
                         help="also the in-process serializer vs Debezium's JPype consumer (the earlier bench)")
     parser.add_argument("--snapshot-threads", type=int, default=SNAPSHOT_THREADS,
                         help="snapshot.max.threads for both tools (lakecdc: worker processes for a large table)")
+    parser.add_argument("--streaming-workers", type=int, default=STREAMING_WORKERS,
+                        help="lakecdc.streaming.workers of lakecdc's runs (1: all in the capture process)")
+    parser.add_argument("--variants", help="only these variants, comma-separated (e.g. lakecdc-jsonl)")
     parser.add_argument("--child", nargs=2, metavar=("KIND", "SPEC"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    SNAPSHOT_THREADS = args.snapshot_threads
+    SNAPSHOT_THREADS, STREAMING_WORKERS = args.snapshot_threads, args.streaming_workers
     if args.child:
         kind, spec_path = args.child
         spec = json.loads(Path(spec_path).read_text())
@@ -615,9 +664,11 @@ def main() -> None:
         os.chdir(work)  # Debezium's log4j writes logs/ relative to the working directory
         bench = Bench(pg, work, args.rows, bootstrap)
         variants = bench.variants(args.inprocess)
+        if args.variants:
+            variants = [v for v in variants if v in args.variants.split(",")]
         print(f"PostgreSQL {args.pg_version}, {args.rows:,} rows, JSON with schemas, {os.cpu_count()} CPUs, "
-              f"broker {args.kafka}, snapshot.max.threads {SNAPSHOT_THREADS}, load {os.getloadavg()[0]:.1f}",
-              flush=True)
+              f"broker {args.kafka}, snapshot.max.threads {SNAPSHOT_THREADS}, lakecdc.streaming.workers "
+              f"{STREAMING_WORKERS}, load {os.getloadavg()[0]:.1f}", flush=True)
         for name in ("streaming", "snapshot"):
             if args.only not in (None, name):
                 continue
