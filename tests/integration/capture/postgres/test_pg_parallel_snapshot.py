@@ -13,7 +13,15 @@ from typing import Any
 
 import psycopg
 import pytest
-from pg_capture_support import fresh_database, load_records, mask_record, write_properties
+from pg_capture_support import (
+    capture_subprocess,
+    fresh_database,
+    load_records,
+    mask_record,
+    processes_running,
+    wait_for,
+    write_properties,
+)
 from refused_rows import error_handler_lines, refuse_rows
 
 from lakecdc.capture.postgres import snapshot_parallel
@@ -180,3 +188,24 @@ def test_a_worker_that_cannot_import_the_snapshot_fails_the_snapshot(pg: Any, db
                               table__include__list="public.a", snapshot__max__threads="2")
     with pytest.raises(psycopg.Error, match="snapshot"):
         run_capture(config, f"jsonl:{tmp_path / 'w.jsonl'}", stop_when_idle=0.5, show_progress=False)
+
+
+def test_the_workers_of_a_capture_killed_mid_snapshot_exit(pg: Any, db: str, tmp_path: Path) -> None:
+    """kill -9 of the capture while its workers read: they notice their parent is gone and exit,
+    instead of waiting forever on their task queue with a connection in the snapshot's transaction."""
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("CREATE TABLE big AS SELECT g AS id, repeat('y', 300) AS pad FROM generate_series(1, 300000) g")
+        conn.execute("ALTER TABLE big ADD PRIMARY KEY (id)")
+        conn.execute("ANALYZE big")
+    config = write_properties(tmp_path / "k.properties", pg, DB, slot__name="k_slot", snapshot__mode="initial_only",
+                              table__include__list="public.big", snapshot__max__threads="2")
+    out, log = tmp_path / "k.jsonl", tmp_path / "k.log"
+    process = capture_subprocess(config, out, 0.5, log)
+    try:
+        wait_for(lambda: out.exists() and out.stat().st_size > 0, timeout=120, what="the snapshot to write records")
+        assert len(processes_running(config)) == 3, log.read_text()[-2000:]  # the capture and its two workers
+    finally:
+        process.kill()
+        process.wait()
+    assert sum(1 for _ in out.open("rb")) < 300_000  # killed mid-snapshot
+    wait_for(lambda: not processes_running(config), timeout=15, what="the killed capture's workers to exit")
