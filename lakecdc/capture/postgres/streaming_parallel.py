@@ -212,7 +212,8 @@ class StreamWorkers:
         except (EOFError, OSError):
             process.join(1)
             raise RuntimeError(f"a streaming worker process (lakecdc.streaming.workers) ended unexpectedly "
-                               f"(exit code {process.exitcode}); streaming restarts from the last offset") from None
+                               f"(exit code {process.exitcode}): the capture stops; started again, it resumes "
+                               "from its last stored offset") from None
         self._busy[worker] = False
         if isinstance(answers, BaseException):
             raise answers
