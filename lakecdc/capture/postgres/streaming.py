@@ -118,8 +118,14 @@ class PostgresStreamingSource:
                                                             self._headers, config.signal_table)
             self._signals = Signaling(config, self._incremental, self._blocking_snapshot,
                                       offset=lambda: self._committed.to_offset() if self._committed else None)
-        self._workers = (StreamWorkers(config.streaming_workers, self._schemas, self._headers)
-                         if config.streaming_workers > 1 and values_unread(config) else None)
+        self._workers: StreamWorkers | None = None
+        if config.streaming_workers > 1:
+            if values_unread(config):
+                self._workers = StreamWorkers(config.streaming_workers, self._schemas, self._headers)
+            else:
+                log.warning("lakecdc.streaming.workers=%d is not used: transforms or the metrics exporter read "
+                            "record values, which the workers would hand over encoded; streaming runs in one "
+                            "process", config.streaming_workers)
         self._heartbeat = Heartbeat(config.heartbeat_interval_ms, namer.heartbeat_topic, config.topic_prefix,
                                     config.heartbeat_action_query, self._sql)
         # transaction state

@@ -126,6 +126,7 @@ class StreamWorkers:
         self._schemas = schemas
         self._headers = headers
         self._workers: list[tuple[BaseProcess, Connection]] = []
+        self._forks = 0
         self._busy: list[bool] = []
         self._turn = 0
         self._rows: list[tuple[Any, ...]] = []
@@ -190,7 +191,11 @@ class StreamWorkers:
             self._workers.append((process, mine))
         self._busy = [False] * self.threads
         self._turn = 0
-        log.debug("started %d streaming worker processes in %.3f s", self.threads, time.monotonic() - started)
+        self._forks += 1
+        # said once; again (debug) after each Relation message, which re-forks them
+        log.log(logging.INFO if self._forks == 1 else logging.DEBUG,
+                "started %d streaming worker processes (lakecdc.streaming.workers) in %.3f s", self.threads,
+                time.monotonic() - started)
 
     def _submit(self, out: list[Any]) -> None:
         if not self._workers:

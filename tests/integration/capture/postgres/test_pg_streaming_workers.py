@@ -195,10 +195,12 @@ def test_rows_the_converter_refuses_meet_errors_tolerance_as_serially(
 def test_transforms_keep_the_inserts_in_the_capture_process(pg: Any, db: str, tmp_path: Path,
                                                             caplog: pytest.LogCaptureFixture) -> None:
     """A transform reads record values: streamed rows are then not pre-encoded by workers."""
-    with caplog.at_level(logging.DEBUG, logger="lakecdc.capture.postgres.streaming_parallel"):
+    with caplog.at_level(logging.DEBUG, logger="lakecdc.capture.postgres"):
         records = capture(pg, tmp_path, "unwrap", 2, transforms="unwrap",
                           transforms__unwrap__type="io.debezium.transforms.ExtractNewRecordState")
     assert forks(caplog) == 0
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING
+            and r.getMessage().startswith("lakecdc.streaming.workers=2 is not used: transforms")]
     assert any(r["topic"] == "dbz.public.w_a" and r["value"] and r["value"]["payload"].get("name") == "bulk 100000"
                for r in records)
 
