@@ -40,6 +40,7 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 
 from lakecdc.capture.postgres.decoder import decode_tuple
+from lakecdc.capture.postgres.snapshot_parallel import portable_errors
 from lakecdc.capture.worker_process import default_signals
 from lakecdc.events.envelope import ChangeRecord, envelope_payload
 from lakecdc.events.positions import PostgresPosition
@@ -75,6 +76,7 @@ def row_record(op: str, schema: Any, data: bytes, template: dict[str, Any], sequ
                         position)
 
 
+@portable_errors
 def _encode_rows(schemas: Any, serializer: Any, rows: list[tuple[Any, ...]]) -> list[Any]:
     """Each row's (key payload, value payload), or None where building or encoding it failed."""
     by_id, payload_bytes = schemas.by_relation_id, serializer.payload_bytes
@@ -103,8 +105,8 @@ def _serve(conn: Connection, inherited: list[Connection], schemas: Any) -> None:
             return
         try:
             answer: Any = _encode_rows(schemas, serializer, rows)
-        except Exception as exc:  # noqa: BLE001 - reported to the capture process, which raises it
-            answer = RuntimeError(f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - raised by the capture process (portable_errors: it unpickles)
+            answer = exc
         try:
             conn.send_bytes(pickle.dumps(answer, pickle.HIGHEST_PROTOCOL))
         except OSError:  # the capture process closed its end (it stopped, or failed): nothing to answer
