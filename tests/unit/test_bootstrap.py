@@ -181,7 +181,12 @@ def _run_tests(checkout: Path, *args: str, **extra_env: str) -> tuple[int, list[
     env.update(extra_env)
     result = subprocess.run(["bash", str(checkout / "run.sh"), "test", *args], capture_output=True, text=True,
                             timeout=60, env=env)
-    return result.returncode, (checkout / "calls.log").read_text().splitlines()
+    calls = (checkout / "calls.log").read_text().splitlines()
+    # .venv-spark4 is set up beside the main run, before the Spark 4.0 runs (whose order the rest checks)
+    spark4 = [i for i, call in enumerate(calls) if call.startswith(".venv-spark4")]
+    if extra_env.get("LAKECDC_SPARK4") != "skip":
+        assert calls.count("bootstrap spark4") == 1 and calls.index("bootstrap spark4") < min(spark4, default=1 << 30)
+    return result.returncode, [call for call in calls if call != "bootstrap spark4"]
 
 
 def test_run_sh_test_runs_the_spark4_subset_beside_the_suite_and_fails_when_it_fails(tmp_path: Path) -> None:
@@ -189,7 +194,7 @@ def test_run_sh_test_runs_the_spark4_subset_beside_the_suite_and_fails_when_it_f
     assert code == 0
     # the main run and the Spark 4.0 runs go side by side: their order in the log is not fixed
     # the lint step first; the whole suite in two xdist workers
-    assert calls[:2] == ["bootstrap default spark4", "lint"] and sorted(calls[2:]) == [
+    assert calls[:2] == ["bootstrap default", "lint"] and sorted(calls[2:]) == [
         ".venv connectors= -m pytest --durations=15 -n 2 --dist loadfile --no-loadscope-reorder --max-worker-restart 0",
         ".venv-spark4 connectors= -m pytest --durations=5 -m spark4",
         ".venv-spark4 connectors=auto -m pytest --durations=5 -m spark4_connectors"]
@@ -232,3 +237,16 @@ def test_run_sh_test_starts_the_spark4_runs_when_the_first_module_has_ended(tmp_
     code, calls = _run_tests(checkout, "tests/unit", LAKECDC_TEST_FIRST_DONE=str(outer))
     assert code == 0 and "main starts unset" in calls and not outer.exists()
     assert calls.index("main ends") > max(i for i, call in enumerate(calls) if call.startswith(".venv-spark4"))
+
+
+def test_run_sh_test_fails_when_the_spark4_environment_cannot_be_set_up(tmp_path: Path) -> None:
+    checkout = _fake_checkout(tmp_path, 0, 0)
+    (checkout / "scripts" / "bootstrap.sh").write_text(
+        '#!/bin/sh\necho "bootstrap $*" >> "$(dirname "$0")/../calls.log"\n[ "$1" != spark4 ]\n')
+    result = subprocess.run(["bash", str(checkout / "run.sh"), "test"], capture_output=True, text=True, timeout=60,
+                            env={k: v for k, v in os.environ.items() if not k.startswith("LAKECDC_")})
+    calls = (checkout / "calls.log").read_text().splitlines()
+    # the main run still runs and reports; the command fails, saying which set-up failed
+    assert result.returncode == 1 and any(call.startswith(".venv connectors=") for call in calls)
+    assert not any(call.startswith(".venv-spark4") for call in calls)
+    assert "setting up .venv-spark4 failed" in result.stderr
