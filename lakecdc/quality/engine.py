@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from lakecdc.audit.tables import LakeTable, spark_to_arrow
 from lakecdc.errors import MissingExtraError
+from lakecdc.spark.session import compiled
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -102,7 +103,9 @@ class SparkEngine(_Common):
             self.view(view))
 
     def sql(self, query: str, small_join: bool = False) -> pa.Table:
-        return spark_to_arrow(self.spark.sql(query))  # Spark broadcasts a small side on its own
+        # a rule reads whole tables: compiled code, whatever the session runs its micro-batches with
+        with compiled(self.spark):
+            return spark_to_arrow(self.spark.sql(query))  # Spark broadcasts a small side on its own
 
     def schema(self, view: str) -> pa.Schema:
         from pyspark.sql.pandas.types import to_arrow_schema

@@ -154,6 +154,62 @@ def test_sessions_lakecdc_starts_evaluate_interpreted(spark) -> None:  # type: i
     assert rows[0].h != rows[1].h
 
 
+def _codegen(df) -> bool:  # type: ignore[no-untyped-def]
+    """Whether ``df`` ran as compiled stages (``*(n)`` in its final plan; adaptive plans add them as
+    they run)."""
+    df.collect()
+    return "*(" in df._jdf.queryExecution().executedPlan().toString()
+
+
+@pytest.mark.spark4
+def test_compiled_blocks_switch_the_session_and_put_it_back(spark) -> None:  # type: ignore[no-untyped-def]
+    """``compiled``: statements over whole tables (quality rules) run Spark's compiled code inside
+    the block; overlapping blocks -- nested, in other threads, ended by an error -- leave the
+    session interpreted once the last one ends."""
+    from lakecdc.spark.session import COMPILED, INTERPRETED, compiled
+
+    def settings() -> dict[str, str]:
+        return {name: spark.conf.get(name) for name in INTERPRETED}
+
+    def grouped():  # type: ignore[no-untyped-def]
+        return spark.createDataFrame([(1, "a"), (1, "b")], "k int, v string").groupBy("k").count()
+
+    assert settings() == INTERPRETED and not _codegen(grouped())
+    with compiled(spark):
+        assert settings() == COMPILED and _codegen(grouped())
+        assert [tuple(r) for r in grouped().collect()] == [(1, 2)]
+        with compiled(spark):
+            assert settings() == COMPILED
+        assert settings() == COMPILED  # the inner block's end leaves the outer one compiled
+    assert settings() == INTERPRETED and not _codegen(grouped())
+    with pytest.raises(ValueError), compiled(spark):
+        raise ValueError("a failed rule")
+    assert settings() == INTERPRETED
+    # blocks of two threads that overlap, the first to start ending first
+    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+    seen: dict[str, dict[str, str]] = {}
+
+    def first() -> None:
+        with compiled(spark):
+            first_in.set()
+            second_in.wait(30)
+        first_out.set()
+
+    def second() -> None:
+        first_in.wait(30)
+        with compiled(spark):
+            second_in.set()
+            first_out.wait(30)
+            seen["after the first ended"] = settings()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert seen == {"after the first ended": COMPILED} and settings() == INTERPRETED
+
+
 @pytest.mark.spark4
 def test_delta_is_not_in_this_spark_session(spark) -> None:  # type: ignore[no-untyped-def]
     # No Delta jars can be installed here, so Delta goes through delta-rs (see test_delta.py).

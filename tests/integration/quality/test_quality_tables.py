@@ -82,6 +82,27 @@ def test_clean_tables_pass_then_a_resurrected_row_is_caught_and_quarantined(lake
     assert failed_expectations(result) == ["expect_column_values_to_be_unique(id)"]
 
 
+@pytest.mark.parametrize("lake", ["iceberg"], indirect=True)  # Delta's rules run in DataFusion here
+def test_rules_on_spark_run_compiled_and_leave_the_session_interpreted(lake: Lake, spark: SparkSession,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rules read whole tables: Spark's compiled code runs them (``lakecdc.spark.session.compiled``),
+    while the session goes on evaluating a micro-batch's statements interpreted."""
+    import lakecdc.quality.engine as engine
+    from lakecdc.spark.session import INTERPRETED
+
+    modes = []
+    collect = engine.spark_to_arrow
+
+    def watched(df):  # type: ignore[no-untyped-def]
+        modes.append(spark.conf.get("spark.sql.codegen.wholeStage"))
+        return collect(df)
+
+    monkeypatch.setattr(engine, "spark_to_arrow", watched)
+    assert check_table(lake.silver, lake.bronze, rules=TABLE_RULES).results
+    assert modes and set(modes) == {"true"}
+    assert {name: spark.conf.get(name) for name in INTERPRETED} == INTERPRETED
+
+
 @pytest.mark.spark4
 def test_gx_suite_passes_on_the_table_and_checks_types(spark: SparkSession, tmp_path: Path) -> None:
     lake = build_lake("iceberg", spark, tmp_path)
