@@ -55,6 +55,15 @@ SHORT_LIVED_JVM = "-XX:TieredStopAtLevel=1"
 os.environ.setdefault("LAKECDC_JVM_OPTIONS", SHORT_LIVED_JVM)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """``LAKECDC_TEST_CPU_REPORT=<prefix>``: each test's CPU seconds, its processes' included
+    (``tests/cpu_usage.py``)."""
+    if prefix := os.environ.get("LAKECDC_TEST_CPU_REPORT"):
+        from cpu_usage import CpuReport
+
+        config.pluginmanager.register(CpuReport(prefix), "lakecdc-cpu-report")
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
     """Python's cyclic GC is held off during each test once real Debezium's JVM runs in this process.
