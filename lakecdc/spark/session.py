@@ -90,7 +90,7 @@ INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.facto
 #: Spark's own defaults for the same settings: ``compiled``.
 COMPILED = {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"}
 _compiled_lock = threading.Lock()
-_compiled_blocks: dict[int, tuple[int, dict[str, str | None]]] = {}  # id(session) -> (blocks open, saved)
+_compiled_blocks: dict[int, tuple[int, bool]] = {}  # id(session) -> (blocks open, whether switched)
 
 
 @contextmanager
@@ -100,32 +100,31 @@ def compiled(spark: SparkSession) -> Iterator[None]:
 
     ``INTERPRETED`` pays off where a statement's rows are few (a micro-batch); a statement over a
     whole table spends its time in its rows, where compiled code is faster: the quality rules on a
-    1M-row Iceberg table took 41.1 s compiled against 62.4 s interpreted (2026-11-30, idle 2-core
-    machine, ``tests/integration/quality/million_rows.py``). The settings belong to the session, so
-    statements other threads run meanwhile are compiled too (same results, other speed); blocks that
-    overlap, in one thread or several, share one switch: the first sets it, the last puts it back.
+    1M-row Iceberg table took 48.1 s compiled against 62.4 s interpreted (2026-11-30, idle 2-core
+    machine, ``tests/integration/quality/million_rows.py``). Only a session that runs ``INTERPRETED``
+    is switched (one lakecdc started); others keep their own settings. The settings belong to the
+    session, so statements other threads run meanwhile are compiled too (same results, other speed);
+    blocks that overlap, in one thread or several, share one switch: the first sets it, the last puts
+    it back.
     """
     key = id(spark)
     with _compiled_lock:
-        depth, saved = _compiled_blocks.get(key, (0, {}))
+        depth, switched = _compiled_blocks.get(key, (0, False))
         if depth == 0:
-            saved = {name: spark.conf.get(name, None) for name in COMPILED}
-            for name, value in COMPILED.items():
+            switched = all(spark.conf.get(name, None) == value for name, value in INTERPRETED.items())
+            for name, value in COMPILED.items() if switched else ():
                 spark.conf.set(name, value)
-        _compiled_blocks[key] = (depth + 1, saved)
+        _compiled_blocks[key] = (depth + 1, switched)
     try:
         yield
     finally:
         with _compiled_lock:
-            depth, saved = _compiled_blocks.pop(key)
+            depth, switched = _compiled_blocks.pop(key)
             if depth > 1:
-                _compiled_blocks[key] = (depth - 1, saved)
+                _compiled_blocks[key] = (depth - 1, switched)
             else:
-                for name, previous in saved.items():
-                    if previous is None:
-                        spark.conf.unset(name)
-                    else:
-                        spark.conf.set(name, previous)
+                for name, value in INTERPRETED.items() if switched else ():
+                    spark.conf.set(name, value)
 
 
 def extra_jvm_options() -> list[str]:

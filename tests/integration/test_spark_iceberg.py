@@ -208,6 +208,13 @@ def test_compiled_blocks_switch_the_session_and_put_it_back(spark) -> None:  # t
     for thread in threads:
         thread.join(60)
     assert seen == {"after the first ended": COMPILED} and settings() == INTERPRETED
+    # a session that compiles already (not one lakecdc started) keeps its own settings
+    other = spark.newSession()
+    other.conf.set("spark.sql.codegen.wholeStage", "true")
+    other.conf.set("spark.sql.codegen.factoryMode", "CODEGEN_ONLY")
+    with compiled(other):
+        assert other.conf.get("spark.sql.codegen.factoryMode") == "CODEGEN_ONLY"
+    assert other.conf.get("spark.sql.codegen.factoryMode") == "CODEGEN_ONLY" and settings() == INTERPRETED
 
 
 @pytest.mark.spark4
