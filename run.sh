@@ -5,7 +5,7 @@
 #   ./run.sh test [ARGS]   the whole test suite on Spark 3.5 (.venv), then the tests marked spark4 on
 #                          Spark 4.0 (.venv-spark4); extra ARGS go to both pytest runs (the second
 #                          keeps `-m spark4`); LAKECDC_SPARK4=skip leaves the Spark 4.0 run out;
-#                          scripts/lint.sh (ruff, mypy, import contracts) runs first; LAKECDC_LINT=0 skips it
+#                          scripts/lint.sh (ruff, mypy, import contracts) runs beside them; LAKECDC_LINT=0 skips it
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
@@ -40,14 +40,18 @@ case "$command" in
     # .venv-spark4 is set up beside the main run (below): its tests wait for the first module anyway.
     scripts/bootstrap.sh default
     set +e
-    # The rules that hold the layers (ruff, mypy, import contracts); LAKECDC_LINT=0 leaves them out.
-    # A finding fails the command after the tests have run, so both are reported.
-    lint_status=0
-    if [ "${LAKECDC_LINT:-1}" = 1 ]; then scripts/lint.sh || lint_status=$?; fi
     # The Spark 4.0 runs go beside the main run (their own JVMs, servers and temporary directories):
     # much of the main run waits on servers and JVMs, so the two cores take both; their output is
     # printed after the main run's.
     spark4_log="$(mktemp -d)"
+    # The rules that hold the layers (ruff, mypy, import contracts), beside the tests too (mypy from
+    # a fresh clone takes minutes); LAKECDC_LINT=0 leaves them out. A finding fails the command
+    # after the tests have run, so both are reported.
+    lint_pid=""
+    if [ "${LAKECDC_LINT:-1}" = 1 ]; then
+      scripts/lint.sh > "$spark4_log/lint" 2>&1 &
+      lint_pid=$!
+    fi
     # In a whole-suite run the Spark 4.0 runs start once the Delta/Spark-Kafka child run (the first
     # module) has ended, or the main run has: the three at once loaded 2 cores to 15-18 and the child
     # run overran its limit. The child's test touches this file when it ends (tests/integration/
@@ -104,11 +108,17 @@ case "$command" in
       echo "run.sh: the tests marked spark4 and spark4_connectors, on Spark 4.0 (.venv-spark4), run beside the above:" >&2
       cat "$spark4_log/output"
     fi
+    lint_status=0
+    if [ -n "$lint_pid" ]; then
+      wait "$lint_pid" || lint_status=$?
+      echo "run.sh: the lint step (scripts/lint.sh), run beside the above:" >&2
+      cat "$spark4_log/lint"
+    fi
     rm -rf "$spark4_log"
     set -e
     [ "$status" -ne 0 ] || status=$status4
     if [ "$lint_status" -ne 0 ]; then
-      echo "run.sh: the lint step failed (scripts/lint.sh, output above the tests')" >&2
+      echo "run.sh: the lint step failed (scripts/lint.sh, its output above)" >&2
       [ "$status" -ne 0 ] || status=$lint_status
     fi
     exit "$status"
