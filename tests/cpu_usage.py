@@ -9,7 +9,8 @@ test (node id, CPU s, wall s) to ``/tmp/cpu.<worker>.tsv`` (``tests/conftest.py`
 
 A process's CPU counts once: while it runs from ``/proc/<pid>/stat``, after it ends in the ``cutime``
 of the process that waited for it (ours, or a live descendant). Servers a session fixture started
-count towards the tests that run while they serve.
+count towards the tests that run while they serve. The child pytest of
+``tests/integration/test_spark_connectors.py`` writes its tests' lines under ``<prefix>-child``.
 """
 
 from __future__ import annotations
