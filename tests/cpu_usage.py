@@ -37,12 +37,13 @@ def _descendants_cpu(root: int) -> float:
         try:
             with open(f"/proc/{entry.name}/stat", "rb") as stat:
                 text = stat.read()
-        except OSError:  # ended meanwhile
+            fields = text[text.rindex(b")") + 2:].split()  # after "pid (comm) ": state, ppid, ...
+            parent, used = int(fields[1]), sum(int(value) for value in fields[11:15]) / _TICK
+        except (OSError, ValueError, IndexError):  # ended meanwhile
             continue
-        fields = text[text.rindex(b")") + 2:].split()  # after "pid (comm) ": state, ppid, ...
         pid = int(entry.name)
-        children.setdefault(int(fields[1]), []).append(pid)
-        cpu[pid] = sum(int(value) for value in fields[11:15]) / _TICK
+        children.setdefault(parent, []).append(pid)
+        cpu[pid] = used
     total, stack = 0.0, list(children.get(root, ()))
     while stack:
         pid = stack.pop()

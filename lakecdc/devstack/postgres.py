@@ -35,7 +35,9 @@ _SERVER_SETTINGS = {
     "listen_addresses": "'127.0.0.1'",
     "unix_socket_directories": "''",
     "wal_level": "logical",
-    "max_replication_slots": "20",
+    # a test worker's modules share one server, and a module's slots stay until its database is
+    # made again: 20 ran out when several capture modules landed on one worker
+    "max_replication_slots": "40",
     "max_wal_senders": "20",
     "max_connections": "100",
     "shared_buffers": "32MB",

@@ -57,8 +57,8 @@ def test_connector_tests_pass_in_a_spark_with_delta_and_the_kafka_source(tmp_pat
                     "reaches Maven Central")
     report = tmp_path / "connectors.xml"
     env = {**os.environ, "LAKECDC_SPARK_CONNECTORS": "auto", "LAKECDC_TEST_CONNECTORS_CHILD": "1"}
-    if report := env.get("LAKECDC_TEST_CPU_REPORT"):  # the child's tests apart: this test counts them all
-        env["LAKECDC_TEST_CPU_REPORT"] = f"{report}-child"
+    if cpu_report := env.get("LAKECDC_TEST_CPU_REPORT"):  # the child's tests apart: this test counts them all
+        env["LAKECDC_TEST_CPU_REPORT"] = f"{cpu_report}-child"
     child = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}", *CONNECTOR_TESTS],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=2700)

@@ -16,12 +16,14 @@ import json
 import logging
 import os
 import random
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 from pg_capture_support import fresh_database, write_properties
+from pg_slots import drop_database_slots
 from refused_rows import error_handler_lines, refuse_rows
 
 from lakecdc.capture.postgres import streaming_parallel
@@ -87,8 +89,9 @@ def workload(dsn: str, seed: int) -> None:
 
 
 @pytest.fixture(scope="module")
-def db(pg: Any) -> str:
-    """The workload, read by slots made before it: one per capture of the tests below."""
+def db(pg: Any) -> Iterator[str]:
+    """The workload, read by slots made before it: one per capture of the tests below (dropped at
+    the end: the worker's server has 20 slots for all its modules)."""
     dsn = fresh_database(pg, DB)
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("CREATE TABLE w_a (id int PRIMARY KEY, name text, amount numeric(12,2), at timestamptz, "
@@ -102,7 +105,8 @@ def db(pg: Any) -> str:
         for slot in ("serial", "workers", "all1", "all2", "none1", "none2", "unwrap", "dies"):
             conn.execute("SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", (f"{slot}_slot",))
     workload(dsn, 20261130)
-    return dsn
+    yield dsn
+    drop_database_slots(pg.dsn_for("postgres"), DB)
 
 
 def capture(pg: Any, tmp_path: Path, slot: str, workers: int, **props: str) -> list[dict[str, Any]]:
