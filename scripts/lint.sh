@@ -9,7 +9,7 @@ venv="${VENV:-.venv}"
 failed=()
 # mypy's cache outlives the checkout, so a fresh clone checks in seconds what took minutes: mypy takes
 # a cached module whose path or time differ once its content hash matches.
-export MYPY_CACHE_DIR="${MYPY_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lakecdc/mypy}"
+export MYPY_CACHE_DIR="${MYPY_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/lakecdc/mypy}"
 "$venv/bin/ruff" check lakecdc tests bench jobs || failed+=(ruff)
 "$venv/bin/mypy" || failed+=(mypy)
 # lint-imports reads the installed package: this checkout first (as the editable install is).
