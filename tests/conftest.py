@@ -160,11 +160,22 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     # This JVM serves the worker's whole run: C2's compiled code pays back its compile time here (the
     # writer tests took 437 s with C1 alone, 322 s with both, on an idle machine).
     with pytest.MonkeyPatch.context() as env:
-        if os.environ.get("LAKECDC_JVM_OPTIONS") == SHORT_LIVED_JVM:
-            env.delenv("LAKECDC_JVM_OPTIONS")
+        _keep_c2(env)
         session = spark_session(tmp_path_factory.mktemp("warehouse"), app_name="lakecdc-tests")
     yield session
     session.stop()
+
+
+def _keep_c2(env: pytest.MonkeyPatch) -> None:
+    if os.environ.get("LAKECDC_JVM_OPTIONS") == SHORT_LIVED_JVM:
+        env.delenv("LAKECDC_JVM_OPTIONS")
+
+
+@pytest.fixture
+def long_lived_jvm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """JVMs the test starts keep the C2 compiler (no ``SHORT_LIVED_JVM``): for one that runs long on
+    many rows, where C2's code pays back its compile time."""
+    _keep_c2(monkeypatch)
 
 
 CONNECTORS_CHILD_ENV = "LAKECDC_TEST_CONNECTORS_CHILD"

@@ -32,10 +32,6 @@ ROOT = Path(__file__).resolve().parents[3]
 
 def run_child(*args: str, driver_memory: str | None = None) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    if env.get("LAKECDC_JVM_OPTIONS") == "-XX:TieredStopAtLevel=1":
-        # the suite's C1-only JVMs (tests/conftest.py) suit short jobs; this one runs 2M rows through
-        # compiled stages, where C2 pays back its compile time (56 s against 89 s on 2 idle cores)
-        del env["LAKECDC_JVM_OPTIONS"]
     if driver_memory:
         env["LAKECDC_SPARK_DRIVER_MEMORY"] = driver_memory
     done = subprocess.run([sys.executable, str(CHILD), *args], env=env, capture_output=True, text=True,
@@ -45,6 +41,8 @@ def run_child(*args: str, driver_memory: str | None = None) -> dict:
     return json.loads(lines[-1]) if lines else {}
 
 
+# the Iceberg child runs 2M rows through compiled stages: C2 (56 s against 89 s on 2 idle cores)
+@pytest.mark.usefixtures("long_lived_jvm")
 @pytest.mark.parametrize("fmt", ["delta", "iceberg"])
 def test_rules_on_a_million_rows_keep_the_driver_flat(fmt: str, tmp_path: Path) -> None:
     if fmt == "delta":

@@ -91,7 +91,7 @@ def workload(dsn: str, seed: int) -> None:
 @pytest.fixture(scope="module")
 def db(pg: Any) -> Iterator[str]:
     """The workload, read by slots made before it: one per capture of the tests below (dropped at
-    the end: the worker's server has 20 slots for all its modules)."""
+    the end: the worker's server holds the slots of all its modules)."""
     dsn = fresh_database(pg, DB)
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("CREATE TABLE w_a (id int PRIMARY KEY, name text, amount numeric(12,2), at timestamptz, "
